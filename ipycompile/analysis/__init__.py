@@ -1,0 +1,1 @@
+"""Pure functions over a finished :class:`~ipycompile.CompileReport`."""

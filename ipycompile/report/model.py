@@ -1,0 +1,269 @@
+"""The report model: plain dataclasses describing what one capture saw.
+
+No UI code and no torch import here: a saved report loads anywhere.
+Every class round-trips through ``to_dict`` / ``from_dict`` (see
+:mod:`ipycompile.report.serialize`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = [
+    "CompileId",
+    "UserFrame",
+    "CacheStatus",
+    "Compile",
+    "Graph",
+    "GraphBreak",
+    "Recompile",
+    "GuardSet",
+    "Kernel",
+    "Subgraph",
+    "ControlFlowNode",
+    "CompileTime",
+    "Phase",
+    "Failure",
+    "RawArtifact",
+    "Stats",
+    "STATUSES",
+    "GRAPH_STAGES",
+    "KERNEL_BACKENDS",
+    "KERNEL_KINDS",
+]
+
+_CID = re.compile(r"^(?:!(?P<ca>\d+)/)?(?P<frame>\d+)/(?P<compile>\d+)(?:_(?P<attempt>\d+))?$")
+
+
+@dataclass(frozen=True, order=True)
+class CompileId:
+    """Torch's compile id: ``frame/compile`` ("0/1"), ``!ca/frame/compile`` for
+    compiled autograd. One string form keys everything in a report."""
+
+    frame_id: int
+    frame_compile_id: int
+    compiled_autograd_id: Optional[int] = None
+
+    def __str__(self) -> str:
+        base = f"{self.frame_id}/{self.frame_compile_id}"
+        if self.compiled_autograd_id is not None:
+            return f"!{self.compiled_autograd_id}/{base}"
+        return base
+
+    @classmethod
+    def parse(cls, text: str) -> "CompileId":
+        """Parse ``"0/1"``, ``"!2/0/1"`` or ``"0/1_1"`` (the attempt is dropped)."""
+        m = _CID.match(text.strip().strip("[]"))
+        if not m:
+            raise ValueError(f"not a compile id: {text!r} (expected 'frame/compile', e.g. '0/1')")
+        ca = m.group("ca")
+        return cls(int(m.group("frame")), int(m.group("compile")), int(ca) if ca is not None else None)
+
+
+@dataclass
+class UserFrame:
+    """A place in the user's code."""
+
+    filename: str = ""
+    lineno: Optional[int] = None
+    function: str = ""
+    source_line: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}" if self.lineno is not None else self.filename
+        return f"{where} in {self.function}" if self.function else where
+
+
+@dataclass
+class CacheStatus:
+    """``hit`` | ``miss`` | ``bypass`` | ``""`` (not seen) for each cache layer."""
+
+    fx_graph: str = ""
+    aot_autograd: str = ""
+    fx_graph_bypass_reason: str = ""
+    aot_autograd_bypass_reason: str = ""
+
+
+STATUSES = ("ok", "failed", "graph break", "skipped", "recompile limit")
+
+
+@dataclass
+class Compile:
+    """One Dynamo frame compile (one compile id)."""
+
+    compile_id: CompileId
+    function: str = ""
+    filename: str = ""
+    first_line: Optional[int] = None
+    status: str = "ok"  # one of STATUSES
+    attempt: int = 0  # the last attempt torch made (> 0 when it restarted the analysis)
+    restart_reasons: list[str] = field(default_factory=list)
+    cache: CacheStatus = field(default_factory=CacheStatus)
+    guard_count: Optional[int] = None
+    graph_op_count: Optional[int] = None
+    graph_node_count: Optional[int] = None
+    graph_input_count: Optional[int] = None
+    fail_type: str = ""
+    fail_reason: str = ""
+    is_recompile: bool = False
+    # times from compilation_metrics, seconds
+    entire_frame_compile_s: Optional[float] = None
+    backend_compile_s: Optional[float] = None
+    inductor_compile_s: Optional[float] = None
+    code_gen_s: Optional[float] = None
+    dynamo_before_restart_s: Optional[float] = None
+    start_time: Optional[float] = None
+    stack: list[UserFrame] = field(default_factory=list)  # where torch entered the frame
+    metrics: dict[str, Any] = field(default_factory=dict)  # every other compilation_metrics field
+
+
+GRAPH_STAGES = (
+    "dynamo",
+    "aot_forward",
+    "aot_backward",
+    "aot_inference",
+    "aot_joint",
+    "pre_grad",
+    "post_grad",
+)
+
+
+@dataclass
+class Graph:
+    """One FX graph as torch printed it, at one stage of one compile."""
+
+    compile_id: CompileId
+    stage: str  # one of GRAPH_STAGES (or the artifact name for other graphs)
+    code: str = ""
+    op_count: int = 0
+
+
+@dataclass
+class GraphBreak:
+    """One graph-break site; ``count`` says how often it was hit."""
+
+    reason: str  # one line
+    gb_code: str = ""  # e.g. "GB0170"
+    gb_type: str = ""  # torch's short name for the break kind
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    hints_from_registry: bool = False
+    frame: UserFrame = field(default_factory=UserFrame)
+    user_stack: list[UserFrame] = field(default_factory=list)
+    compile_id: Optional[CompileId] = None  # the first compile that hit it
+    compile_ids: list[CompileId] = field(default_factory=list)  # every compile that hit it
+    count: int = 1
+    detail: str = ""  # the whole text torch gave
+
+    @property
+    def site(self) -> tuple:
+        return (self.frame.filename, self.frame.lineno, self.gb_code or self.reason)
+
+
+@dataclass
+class Recompile:
+    """A compile that happened because guards of earlier ones failed."""
+
+    compile_id: CompileId
+    function: str = ""
+    filename: str = ""
+    reasons: list[str] = field(default_factory=list)  # e.g. "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    failed_compile_ids: list[CompileId] = field(default_factory=list)  # the compiles whose guards failed
+    limit_hit: bool = False  # torch hit the recompile limit and fell back to eager
+    limit_message: str = ""
+
+
+@dataclass
+class GuardSet:
+    compile_id: CompileId
+    count: int = 0
+    tree: str = ""
+
+
+KERNEL_BACKENDS = ("triton", "cpp", "extern")
+KERNEL_KINDS = ("pointwise", "reduction", "persistent_reduction", "template", "foreach", "extern", "other")
+
+
+@dataclass
+class Kernel:
+    """One kernel Inductor generated (or an extern call it launches)."""
+
+    name: str
+    backend: str  # one of KERNEL_BACKENDS
+    kind: str  # one of KERNEL_KINDS
+    aten_ops: list[str] = field(default_factory=list)
+    source: str = ""
+    compile_id: Optional[CompileId] = None
+    launches: int = 0  # how often call() launches it
+    source_nodes: list[str] = field(default_factory=list)  # the FX nodes it comes from
+    graph_stage: str = ""  # "forward", "backward", "inference" when known
+
+
+@dataclass
+class Subgraph:
+    name: str
+    code: str = ""
+    op_count: int = 0
+    role: str = ""  # e.g. "true_fn", "false_fn", "cond_fn", "body_fn", "combine_fn"
+
+
+@dataclass
+class ControlFlowNode:
+    """A higher-order op in a Dynamo graph, with its subgraphs and nested ops."""
+
+    op: str  # "cond", "while_loop", "scan", "map", "associative_scan", "invoke_subgraph", ...
+    compile_id: Optional[CompileId] = None
+    node_name: str = ""
+    operands: str = ""  # a summary of the operands
+    subgraphs: list[Subgraph] = field(default_factory=list)
+    children: list["ControlFlowNode"] = field(default_factory=list)
+    source_line: str = ""  # the user code line when torch recorded it
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+
+
+@dataclass
+class CompileTime:
+    """Where compile time went, from chromium events and compilation_metrics."""
+
+    total_s: float = 0.0
+    phases: list[Phase] = field(default_factory=list)  # ordered, top-level phases
+    by_compile: dict[str, float] = field(default_factory=dict)  # compile id -> seconds
+    events: list[dict[str, Any]] = field(default_factory=list)  # raw timeline: name, compile_id, start_us, dur_us, depth
+
+    def phase(self, name: str) -> float:
+        return sum(p.seconds for p in self.phases if p.name == name)
+
+
+@dataclass
+class Failure:
+    compile_id: Optional[CompileId]
+    type: str
+    message: str
+    frame: UserFrame = field(default_factory=UserFrame)
+    traceback: str = ""
+
+
+@dataclass
+class RawArtifact:
+    """An event the builder did not interpret; kept, never dropped."""
+
+    kind: str
+    compile_id: Optional[CompileId] = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    payload: Optional[str] = None
+
+
+@dataclass
+class Stats:
+    records: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)  # every event kind seen, with counts
+    unknown: dict[str, int] = field(default_factory=dict)  # kinds kept as raw artifacts
+    parse_errors: dict[str, int] = field(default_factory=dict)  # handler failures by kind
+    errors: list[str] = field(default_factory=list)  # first few handler errors, for a bug report

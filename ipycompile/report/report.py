@@ -1,0 +1,118 @@
+"""``CompileReport``: everything one capture saw, as plain data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .model import (
+    Compile,
+    CompileId,
+    CompileTime,
+    ControlFlowNode,
+    Failure,
+    Graph,
+    GraphBreak,
+    GuardSet,
+    Kernel,
+    RawArtifact,
+    Recompile,
+    Stats,
+)
+from .serialize import from_jsonable, to_jsonable
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class CompileReport:
+    """What torch.compile did while a capture was open.
+
+    ``compiles`` has one entry per compile id; ``graphs``, ``kernels``,
+    ``guards`` and ``control_flow`` are keyed back to it through ``compile_id``.
+    """
+
+    compiles: list[Compile] = field(default_factory=list)
+    graphs: list[Graph] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    guards: list[GuardSet] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    control_flow: list[ControlFlowNode] = field(default_factory=list)
+    compile_time: CompileTime = field(default_factory=CompileTime)
+    failures: list[Failure] = field(default_factory=list)
+    artifacts: list[RawArtifact] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+    torch_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    # -- queries --------------------------------------------------------
+    @property
+    def compiled_nothing(self) -> bool:
+        """True when torch compiled nothing while the capture was open
+        (compiled code was reused, or nothing was compiled at all)."""
+        return not self.compiles and not self.failures
+
+    @property
+    def graph_break_count(self) -> int:
+        """Graph breaks hit, counting repeats at one site."""
+        return sum(b.count for b in self.graph_breaks)
+
+    def compile(self, compile_id: "CompileId | str") -> Optional[Compile]:
+        cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id
+        return next((c for c in self.compiles if c.compile_id == cid), None)
+
+    def graphs_for(self, compile_id: "CompileId | str", stage: Optional[str] = None) -> list[Graph]:
+        cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id
+        return [g for g in self.graphs if g.compile_id == cid and (stage is None or g.stage == stage)]
+
+    def kernels_for(self, compile_id: "CompileId | str") -> list[Kernel]:
+        cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id
+        return [k for k in self.kernels if k.compile_id == cid]
+
+    # -- serialisation --------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CompileReport":
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"report schema_version {version} is newer than this ipycompile understands "
+                f"({SCHEMA_VERSION}); upgrade ipycompile to read it"
+            )
+        return from_jsonable(cls, data)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CompileReport":
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    @classmethod
+    def load(cls, path: str) -> "CompileReport":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    # -- text -----------------------------------------------------------
+    def summary(self) -> str:
+        from .summary import render_summary
+
+        return render_summary(self)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"<CompileReport compiles={len(self.compiles)} graphs={len(self.graphs)} "
+            f"graph_breaks={self.graph_break_count} recompiles={len(self.recompiles)} "
+            f"kernels={len(self.kernels)} failures={len(self.failures)}>"
+        )
