@@ -1,0 +1,1 @@
+"""Parsers for torch structured-trace payloads: pure functions of text."""
