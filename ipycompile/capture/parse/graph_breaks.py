@@ -1,0 +1,413 @@
+"""Parse the ``dynamo_graph_break_reason`` artifact of torch's structured trace.
+
+The payload is the text Dynamo prints for a graph break.  Its shape changed
+across torch versions; all of these are handled::
+
+    Graph break in user code at /path/file.py:9
+    Graph Break Reason: Encountered graph break when attempting to trace CALL: ...:   (2.13)
+
+    Data-dependent branching                      <- the break type ("gb_type")
+      Explanation: Detected data-dependent branching ...
+          (continuation lines, kept)
+      Hint: ...
+      Hint: ...
+
+      Developer debug context: attempted to jump with TensorVariable()
+
+     For more details about this graph break, please visit: https://.../gb/gb0170.html
+
+    User code traceback:
+      File "/path/file.py", line 18, in <module>
+        f(x)
+      File "/path/file.py", line 9, in helper
+        if x.sum() > 0:
+
+    Traceback (most recent call last):            <- torch internals, never user frames
+      ...
+
+In torch 2.11 the type sits on the reason line itself
+(``Graph Break Reason: Data-dependent branching``); older torch has no type at
+all, only a free-form reason.  When Dynamo cannot resume it prefixes the
+reason with ``Failed to handle graph break gracefully. Skipping the function
+...``, and a second break found while handling the first follows a
+``*** While handling this graph break, another graph break occurred: ***``
+line; the first break is the one described.
+
+Where the payload lacks hints (or everything but the ``GBxxxx`` code), they are
+taken from the graph-break registry that ships with torch
+(``torch/_dynamo/graph_break_registry.json``), read without importing torch.
+
+Everything here is a pure function of text and never raises on bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ...report.model import GraphBreak, UserFrame
+
+__all__ = [
+    "parse_graph_break",
+    "parse_user_traceback",
+    "is_user_file",
+    "registry_entry",
+    "registry_variants",
+    "registry_path",
+]
+
+UserFileTest = Callable[[str], bool]
+
+_HEADER = re.compile(r"^\s*Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$")
+_REASON = re.compile(r"^\s*Graph Break Reason:\s?(?P<rest>.*)$")
+_SECTION = re.compile(r"^\s+(?P<key>Explanation|Hint|Developer debug context):\s?(?P<text>.*)$")
+_MORE = re.compile(r"^\s*For more details about this graph break, please visit:\s*(?P<url>\S*)")
+_GB_URL = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
+_GB_BARE = re.compile(r"\b(GB\d{4})\b")
+_NESTED = re.compile(r"^\s*\*\*\* While handling this graph break, another graph break occurred: \*\*\*\s*$")
+_USER_TB = re.compile(r"^\s*User code traceback:\s*$")
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.*?))?\s*$')
+_CARETS = re.compile(r"^[\s~^\-]*$")
+# lines that end the reason block without being part of the break description
+_BLOCK_END = re.compile(r"^\s*(User code traceback:|Traceback \(most recent call last\):|Stack variable source attribution:)")
+# Dynamo's own prefixes on the reason line, not the break kind
+_PREAMBLES = (
+    re.compile(r"^Encountered graph break when attempting to trace .*:$"),
+    re.compile(r"^Failed to handle graph break gracefully\..*$"),
+)
+
+
+# ---------------------------------------------------------------------------
+# user code vs library code
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_dir() -> Optional[str]:
+    """The installed torch package directory (found without importing torch)."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return str(Path(spec.origin).resolve().parent).replace("\\", "/") + "/"
+
+
+_LIBRARY_PATH = re.compile(
+    r"(/(site|dist)-packages/"
+    r"|/lib/python\d+(\.\d+)?t?/"
+    r"|/torch/(_dynamo|_inductor|_functorch|_higher_order_ops|_subclasses|nn|fx|utils|autograd|_ops\.py|_tensor\.py|overrides\.py|__init__\.py))"
+)
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether ``filename`` is the user's code rather than torch, an installed
+    package, the standard library, or a frozen module.
+
+    Notebook cells (``/tmp/ipykernel_*/123.py``, ``<ipython-input-...>``) count
+    as user code.
+    """
+    if not filename:
+        return False
+    if filename.startswith("<"):
+        return not filename.startswith(("<frozen", "<built-in"))
+    path = filename.replace("\\", "/")
+    if _LIBRARY_PATH.search(path):
+        return False
+    torch_dir = _torch_dir()
+    return not (torch_dir and path.startswith(torch_dir))
+
+
+# ---------------------------------------------------------------------------
+# the torch graph-break registry
+
+
+def registry_path() -> Optional[Path]:
+    """Where torch's ``graph_break_registry.json`` is, or None without torch."""
+    torch_dir = _torch_dir()
+    if torch_dir is None:
+        return None
+    path = Path(torch_dir) / "_dynamo" / "graph_break_registry.json"
+    return path if path.is_file() else None
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> dict[str, list[dict[str, Any]]]:
+    path = registry_path()
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def registry_variants(gb_code: str) -> list[dict[str, Any]]:
+    """Every raw registry variant for ``gb_code`` ("GB0170", any case)."""
+    variants = _registry().get(gb_code.strip().upper(), [])
+    return [v for v in variants if isinstance(v, dict)] if isinstance(variants, list) else []
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _is_plain_text(text: Any) -> bool:
+    """False for registry fields that are Python source, not prose
+    (``_explanation``, ``"..." + trace_info``, ``f"..."``)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    t = text.strip()
+    if _IDENTIFIER.fullmatch(t):
+        return False
+    return not (t[0] in "\"'" or t.startswith(('f"', "f'")) or '" +' in t or "+ f\"" in t)
+
+
+def _join_hint_fragments(fragments: list[Any]) -> list[str]:
+    """The registry stores hints as the string literals of the source, so one
+    hint written as ``"Set X " "or Y " "to Z."`` shows up as three pieces; a
+    piece ending in whitespace continues into the next one."""
+    hints: list[str] = []
+    buf = ""
+    for frag in fragments:
+        if not isinstance(frag, str):
+            continue
+        if not buf and (frag.startswith("*") or _IDENTIFIER.fullmatch(frag.strip() or "x_")):
+            continue  # a splatted list or a variable name, not text
+        buf += frag
+        if not frag[-1:].isspace():
+            if buf.strip():
+                hints.append(" ".join(buf.split()))
+            buf = ""
+    if buf.strip():
+        hints.append(" ".join(buf.split()))
+    return hints
+
+
+def registry_entry(gb_code: str, gb_type: str = "") -> Optional[dict[str, Any]]:
+    """The registry entry for ``gb_code``, or None when torch or the code is unknown.
+
+    A code can have several variants; the one whose ``Gb_type`` equals
+    ``gb_type`` is preferred, then one with hints and a prose explanation.
+    The result has the registry's keys (``Gb_type``, ``Context``,
+    ``Explanation``, ``Hints``) with the hints joined into whole sentences and
+    an explanation that is Python source replaced by ``""``.
+    """
+    variants = registry_variants(gb_code)
+    if not variants:
+        return None
+    wanted = gb_type.strip()
+
+    def score(v: dict[str, Any]) -> tuple[int, int, int, int]:
+        return (
+            int(bool(wanted) and str(v.get("Gb_type", "")).strip() == wanted),
+            int(bool(v.get("Hints"))),
+            int(_is_plain_text(v.get("Explanation"))),
+            int(_is_plain_text(v.get("Gb_type"))),
+        )
+
+    best = max(variants, key=score)  # max keeps the first of equals
+    gb = str(best.get("Gb_type") or "")
+    if not _is_plain_text(gb):  # e.g. "_gb_type": borrow a sibling's real name
+        gb = next((str(v["Gb_type"]) for v in variants if _is_plain_text(v.get("Gb_type"))), "")
+    explanation = best.get("Explanation")
+    if not _is_plain_text(explanation):
+        explanation = next((v["Explanation"] for v in variants if _is_plain_text(v.get("Explanation"))), "")
+    hints = best.get("Hints") if isinstance(best.get("Hints"), list) else []
+    return {
+        "Gb_type": gb,
+        "Context": str(best.get("Context") or ""),
+        "Explanation": str(explanation or "").strip(),
+        "Hints": _join_hint_fragments(hints),
+    }
+
+
+# ---------------------------------------------------------------------------
+# the payload
+
+
+def parse_user_traceback(lines: list[str]) -> list[UserFrame]:
+    """Frames of a ``File "...", line N, in f`` listing, outermost first.
+
+    Source lines are the first non-caret line indented under each frame;
+    other lines are ignored.  Parsing stops at the first non-indented,
+    non-empty line (e.g. ``Traceback (most recent call last):``).
+    """
+    frames: list[UserFrame] = []
+    for line in lines:
+        if line.strip() and not line[:1].isspace():
+            break
+        m = _FRAME.match(line)
+        if m:
+            frames.append(UserFrame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
+        elif frames and not frames[-1].source_line and line.strip() and not _CARETS.match(line):
+            frames[-1].source_line = line.strip()
+    return frames
+
+
+def _innermost_user_frame(stack: list[UserFrame], is_user: UserFileTest) -> Optional[UserFrame]:
+    for frame in reversed(stack):
+        try:
+            if is_user(frame.filename):
+                return frame
+        except Exception:  # a caller's predicate must not break parsing
+            continue
+    return None
+
+
+def _collect_section(lines: list[str], start: int, first: str) -> tuple[str, int]:
+    """Text of a section starting at ``lines[start]``: its first line plus
+    continuation lines up to the next section or the end of the block."""
+    body = [first.rstrip()]
+    i = start + 1
+    while i < len(lines):
+        line = lines[i]
+        if _SECTION.match(line) or _MORE.match(line) or _NESTED.match(line) or _BLOCK_END.match(line):
+            break
+        body.append(line.rstrip())
+        i += 1
+    head, rest = body[0], textwrap.dedent("\n".join(body[1:])).strip("\n")
+    if not rest.strip():
+        return head.strip(), i
+    gap = "\n\n" if len(body) > 1 and not body[1].strip() else "\n"
+    return f"{head}{gap}{rest.rstrip()}".strip(), i
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def _description(lines: list[str]) -> tuple[Optional[UserFrame], str, list[str]]:
+    """The ``Graph break in user code at`` frame, the text after
+    ``Graph Break Reason:``, and the description block: the reason line up to
+    the first traceback or nested break (the whole text when there is no
+    reason line, as in ``compilation_metrics`` reasons)."""
+    header: Optional[UserFrame] = None
+    reason_line = ""
+    start = 0
+    for i, line in enumerate(lines):
+        h = _HEADER.match(line)
+        if h and header is None:
+            header = UserFrame(h.group("file").strip(), int(h.group("line")))
+            start = i + 1
+            continue
+        r = _REASON.match(line)
+        if r:
+            reason_line, start = r.group("rest").strip(), i
+            break
+    end = next((i for i in range(start, len(lines)) if _BLOCK_END.match(lines[i]) or _NESTED.match(lines[i])), len(lines))
+    block = lines[start:end]
+    if reason_line or (block and _REASON.match(block[0])):
+        block[0] = reason_line
+    return header, reason_line, block
+
+
+def _sections(block: list[str]) -> tuple[list[str], bool, str, list[str]]:
+    """``(plain lines before the first section, whether there was a section,
+    explanation, hints)``."""
+    leading: list[str] = []
+    explanation = ""
+    hints: list[str] = []
+    seen_section = False
+    i = 0
+    while i < len(block):
+        s = _SECTION.match(block[i])
+        if s:
+            seen_section = True
+            body, i = _collect_section(block, i, s.group("text"))
+            if s.group("key") == "Explanation" and not explanation:
+                explanation = body
+            elif s.group("key") == "Hint" and body:
+                hints.append(body)
+            continue
+        if not seen_section and block[i].strip() and not _MORE.match(block[i]):
+            leading.append(block[i].strip())
+        i += 1
+    return leading, seen_section, explanation, hints
+
+
+def _gb_code(text: str) -> str:
+    """The first ``.../gb/gb0170.html`` link (the primary break's), else a bare ``GB0170``."""
+    m = _GB_URL.search(text) or _GB_BARE.search(text)
+    return m.group(1).upper() if m else ""
+
+
+def _pick_frame(user_stack: list[UserFrame], header: Optional[UserFrame], is_user: UserFileTest) -> UserFrame:
+    frame = _innermost_user_frame(user_stack, is_user)
+    if frame is None and header is not None:
+        same = [f for f in user_stack if (f.filename, f.lineno) == (header.filename, header.lineno)]
+        frame = same[-1] if same else header
+    if frame is None and user_stack:
+        frame = user_stack[-1]
+    return UserFrame(frame.filename, frame.lineno, frame.function, frame.source_line) if frame else UserFrame()
+
+
+def _is_preamble(line: str) -> bool:
+    return any(p.match(line) for p in _PREAMBLES)
+
+
+def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
+    lines = text.splitlines()
+    header, reason_line, block = _description(lines)
+    leading, has_sections, explanation, hints = _sections(block)
+    # the type is the last plain line before "Explanation:" (2.13 puts a preamble before it)
+    gb_type = leading[-1] if has_sections and leading and not _is_preamble(leading[-1]) else ""
+    user_stack: list[UserFrame] = next(
+        (parse_user_traceback(lines[i + 1 :]) for i, line in enumerate(lines) if _USER_TB.match(line)), []
+    )
+    reason = gb_type or next((c for c in leading if not _is_preamble(c)), reason_line or _first_line(text))
+    gb = GraphBreak(
+        reason=reason or "unknown graph break",
+        gb_code=_gb_code(text),
+        gb_type=gb_type,
+        explanation=explanation,
+        hints=hints,
+        frame=_pick_frame(user_stack, header, is_user),
+        user_stack=user_stack,
+        detail=text,
+    )
+    _fill_from_registry(gb, had_type=bool(gb_type))
+    return gb
+
+
+def _fill_from_registry(gb: GraphBreak, had_type: bool) -> None:
+    if not gb.gb_code or (gb.hints and gb.gb_type and gb.explanation):
+        return
+    entry = registry_entry(gb.gb_code, gb.gb_type)
+    if entry is None:
+        return
+    if not gb.gb_type and entry["Gb_type"]:
+        gb.gb_type = entry["Gb_type"]
+        if not had_type:
+            gb.reason = gb.gb_type
+    if not gb.explanation and entry["Explanation"]:
+        gb.explanation = entry["Explanation"]
+    if not gb.hints and entry["Hints"]:
+        gb.hints = list(entry["Hints"])
+        gb.hints_from_registry = True
+
+
+def parse_graph_break(text: str, user_files: Optional[UserFileTest] = None) -> GraphBreak:
+    """Parse one ``dynamo_graph_break_reason`` payload into a :class:`GraphBreak`.
+
+    ``user_files`` decides which traceback frames are the user's code
+    (default :func:`is_user_file`); ``frame`` is the innermost such frame,
+    falling back to the ``Graph break in user code at FILE:LINE`` header.
+    Missing hints/type/explanation are filled from torch's registry when the
+    payload names a ``GBxxxx`` code (``hints_from_registry`` says so).
+
+    Also accepts the bare reason texts found in ``compilation_metrics``
+    (``restart_reasons``, ``fail_reason``).  Never raises: unparseable input
+    gives a GraphBreak whose ``reason`` is its first non-empty line.
+    """
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    try:
+        return _parse(text, user_files or is_user_file)
+    except Exception:  # defensive: a report must survive any payload
+        return GraphBreak(reason=_first_line(text) or "unknown graph break", detail=text)
