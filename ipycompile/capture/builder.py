@@ -1,0 +1,352 @@
+"""``build_report(records)``: one pass over structured-trace records, one
+handler per event family, all listed in :data:`HANDLERS`.
+
+A handler that fails is counted in ``report.stats.parse_errors`` and its
+record kept as a raw artifact; the build goes on. Kinds no handler knows are
+kept as raw artifacts and counted in ``report.stats.unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from ..report import (
+    Compile,
+    CompileId,
+    CompileReport,
+    Failure,
+    Graph,
+    GraphBreak,
+    GuardSet,
+    RawArtifact,
+    Recompile,
+    UserFrame,
+)
+from .parse.control_flow import count_ops, parse_control_flow
+from .parse.graph_breaks import parse_graph_break
+from .parse.kernels import parse_output_code
+from .parse.recompiles import compile_status, parse_recompile_reasons
+from .phases import compile_time
+from .records import TraceRecord, compile_id_from_text
+
+RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
+_MAX_ERRORS = 20
+_AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?\"?\d*_?(forward|backward|inference)", re.I)
+
+
+@dataclass
+class _State:
+    report: CompileReport = field(default_factory=CompileReport)
+    strings: dict[int, str] = field(default_factory=dict)
+    compiles: dict[CompileId, Compile] = field(default_factory=dict)
+    breaks: dict[tuple, GraphBreak] = field(default_factory=dict)
+    chromium: list[dict[str, Any]] = field(default_factory=list)
+    cache: dict[CompileId, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
+    errors: dict[CompileId, str] = field(default_factory=dict)  # dynamo_error tracebacks
+    broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
+
+    def compile(self, cid: Optional[CompileId]) -> Optional[Compile]:
+        if cid is None:
+            return None
+        if cid not in self.compiles:
+            self.compiles[cid] = Compile(compile_id=cid)
+        return self.compiles[cid]
+
+    def frames(self, stack: Any) -> list[UserFrame]:
+        """Frames of a structured stack, filenames resolved through the string table."""
+        out = []
+        for fr in stack if isinstance(stack, list) else []:
+            if not isinstance(fr, dict):
+                continue
+            fn = fr.get("filename")
+            filename = self.strings.get(fn, f"<string {fn}>") if isinstance(fn, int) else str(fn or "")
+            out.append(UserFrame(filename, fr.get("line"), str(fr.get("name") or ""), str(fr.get("loc") or "")))
+        return out
+
+
+Handler = Callable[[_State, TraceRecord], None]
+
+
+# -- handlers, one per event family ------------------------------------------
+def _on_string(st: _State, rec: TraceRecord) -> None:
+    body = rec.body
+    if isinstance(body, list) and len(body) == 2:
+        st.strings[int(body[1])] = str(body[0])
+
+
+def _on_dynamo_start(st: _State, rec: TraceRecord) -> None:
+    c = st.compile(rec.compile_id)
+    if c is None:
+        return
+    c.attempt = max(c.attempt, rec.attempt)
+    stack = st.frames((rec.body or {}).get("stack"))
+    if stack and not c.stack:
+        c.stack = stack
+        top = stack[-1]
+        c.function = c.function or top.function
+        c.filename = c.filename or top.filename
+        c.first_line = c.first_line or top.lineno
+
+
+_GRAPH_STAGES = {
+    "dynamo_output_graph": "dynamo",
+    "aot_forward_graph": "aot_forward",
+    "aot_backward_graph": "aot_backward",
+    "aot_inference_graph": "aot_inference",
+    "aot_joint_graph": "aot_joint",
+    "artifact:after_pre_grad_graph": "pre_grad",
+    "artifact:inductor_post_grad_graph": "post_grad",
+    "artifact:before_pre_grad_graph": "before_pre_grad",
+    "artifact:before_post_grad_graph": "before_post_grad",
+    "artifact:before_joint_graph": "before_joint",
+    "artifact:after_joint_graph": "after_joint",
+}
+
+
+def _on_graph(st: _State, rec: TraceRecord) -> None:
+    if rec.compile_id is None or rec.payload is None:
+        return
+    st.compile(rec.compile_id)
+    stage = _GRAPH_STAGES[rec.key]
+    st.report.graphs.append(Graph(rec.compile_id, stage, rec.payload, count_ops(rec.payload)))
+    if stage == "dynamo":
+        st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
+
+
+def _on_output_code(st: _State, rec: TraceRecord) -> None:
+    if rec.payload is None:
+        return
+    m = _AOT_ID.search(rec.payload[:400])
+    stage = m.group(1).lower() if m else ""
+    st.report.kernels.extend(parse_output_code(rec.payload, rec.compile_id, stage))
+
+
+def _on_guards(st: _State, rec: TraceRecord) -> None:
+    if rec.compile_id is None:
+        return
+    text = rec.payload or ""
+    if rec.kind == "dynamo_guards":  # older torch: a JSON list of guards
+        data = rec.payload_json()
+        if isinstance(data, list):
+            text = "\n".join(str(g.get("code_list") or g) if isinstance(g, dict) else str(g) for g in data)
+    count = sum(1 for line in text.splitlines() if re.search(r"\+- (?!.*GuardManager)", line))
+    st.compile(rec.compile_id)
+    st.report.guards.append(GuardSet(rec.compile_id, count, text))
+
+
+_METRIC_FIELDS = {
+    "guard_count": "guard_count",
+    "graph_op_count": "graph_op_count",
+    "graph_node_count": "graph_node_count",
+    "graph_input_count": "graph_input_count",
+    "entire_frame_compile_time_s": "entire_frame_compile_s",
+    "backend_compile_time_s": "backend_compile_s",
+    "inductor_compile_time_s": "inductor_compile_s",
+    "code_gen_time_s": "code_gen_s",
+    "dynamo_time_before_restart_s": "dynamo_before_restart_s",
+    "start_time": "start_time",
+}
+
+
+def _on_metrics(st: _State, rec: TraceRecord) -> None:
+    m = rec.body if isinstance(rec.body, dict) else {}
+    cid = compile_id_from_text(m.get("compile_id")) or rec.compile_id
+    c = st.compile(cid)
+    if c is None:
+        return
+    c.attempt = max(c.attempt, rec.attempt)
+    c.function = m.get("co_name") or c.function
+    c.filename = m.get("co_filename") or c.filename
+    c.first_line = m.get("co_firstlineno") or c.first_line
+    for src, dst in _METRIC_FIELDS.items():
+        if m.get(src) is not None:
+            setattr(c, dst, m[src])
+    c.restart_reasons = [str(r) for r in (m.get("restart_reasons") or [])]
+    c.fail_type = str(m.get("fail_type") or "")
+    c.fail_reason = str(m.get("fail_reason") or "")
+    c.metrics = {k: v for k, v in m.items() if k not in _METRIC_FIELDS and v not in (None, [], {}, "")}
+    c.status = compile_status(m, graph_break=cid in st.broke)
+    if c.fail_type and c.status in ("failed", "recompile limit"):
+        frame = UserFrame(str(m.get("fail_user_frame_filename") or ""), m.get("fail_user_frame_lineno"), c.function)
+        st.report.failures.append(Failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
+
+
+def _on_bwd_metrics(st: _State, rec: TraceRecord) -> None:
+    m = rec.body if isinstance(rec.body, dict) else {}
+    c = st.compile(compile_id_from_text(m.get("compile_id")) or rec.compile_id)
+    if c is None:
+        return
+    for key in ("inductor_compile_time_s", "code_gen_time_s"):
+        if m.get(key) is not None:
+            c.metrics[f"bwd_{key}"] = m[key]
+    if m.get("fail_type"):
+        c.metrics["bwd_fail_type"] = m["fail_type"]
+        c.metrics["bwd_fail_reason"] = m.get("fail_reason")
+
+
+def _on_chromium(st: _State, rec: TraceRecord) -> None:
+    ev = rec.payload_json()
+    if isinstance(ev, dict):
+        st.chromium.append(ev)
+
+
+def _on_graph_break(st: _State, rec: TraceRecord) -> None:
+    gb = parse_graph_break(rec.payload or "")
+    gb.compile_id = rec.compile_id
+    gb.compile_ids = [rec.compile_id] if rec.compile_id else []
+    c = st.compile(rec.compile_id)
+    if c is not None:
+        st.broke.add(c.compile_id)
+        if c.status == "ok":
+            c.status = "graph break"
+    seen = st.breaks.get(gb.site)
+    if seen is None:
+        st.breaks[gb.site] = gb
+        return
+    seen.count += 1
+    if rec.compile_id and rec.compile_id not in seen.compile_ids:
+        seen.compile_ids.append(rec.compile_id)
+
+
+def _on_recompile(st: _State, rec: TraceRecord) -> None:
+    if rec.compile_id is None:
+        return
+    data = rec.payload_json()
+    text = "\n".join(map(str, data)) if isinstance(data, list) else (rec.payload or "")
+    pairs = parse_recompile_reasons(text)
+    c = st.compile(rec.compile_id)
+    c.is_recompile = True
+    failed = []
+    for cid, _ in pairs:
+        if cid is not None and cid not in failed:
+            failed.append(cid)
+    st.report.recompiles.append(Recompile(rec.compile_id, reasons=[r for _, r in pairs], failed_compile_ids=failed))
+
+
+def _on_cache(st: _State, rec: TraceRecord) -> None:
+    cid = rec.compile_id
+    if cid is None:
+        return
+    layer, _, status = rec.name.rpartition("_cache_")
+    data = rec.payload_json() if rec.payload else None
+    reason = ""
+    if isinstance(data, dict):
+        reason = str(data.get("cache_bypass_reason") or data.get("reason") or "")
+    st.cache.setdefault(cid, {}).setdefault(layer, []).append((status, reason))
+
+
+def _on_dynamo_error(st: _State, rec: TraceRecord) -> None:
+    if rec.compile_id is not None:
+        st.errors[rec.compile_id] = rec.payload or ""
+
+
+HANDLERS: dict[str, Handler] = {
+    "str": _on_string,
+    "dynamo_start": _on_dynamo_start,
+    **{key: _on_graph for key in _GRAPH_STAGES},
+    "inductor_output_code": _on_output_code,
+    "dynamo_cpp_guards_str": _on_guards,
+    "dynamo_guards": _on_guards,
+    "compilation_metrics": _on_metrics,
+    "bwd_compilation_metrics": _on_bwd_metrics,
+    "chromium_event": _on_chromium,
+    "artifact:dynamo_graph_break_reason": _on_graph_break,
+    "artifact:recompile_reasons": _on_recompile,
+    "artifact:dynamo_error": _on_dynamo_error,
+    **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
+}
+
+#: Kinds understood and deliberately not kept (counted in stats.by_kind): bulky
+#: or internal detail that no view shows.
+IGNORED = frozenset(
+    {
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "create_symbol",
+        "create_unbacked_symbol",
+        "guard_added",
+        "guard_added_fast",
+        "symbolic_shape_specialization",
+        "propagate_real_tensors_provenance",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics_runtime",
+        "artifact:fx_graph_runnable",
+        "artifact:aot_forward_graph_fw_metadata",
+        "artifact:torch._functorch.config",
+        "artifact:runtime_wrapper_orchestration",
+        "artifact:torch_version",
+    }
+)
+_IGNORED_PATTERNS = (re.compile(r"^artifact:torch_dynamo_resume_in_.*_BYTECODE$"),)
+
+
+def _is_ignored(key: str) -> bool:
+    return key in IGNORED or any(p.match(key) for p in _IGNORED_PATTERNS)
+
+
+def _finish(st: _State) -> CompileReport:
+    r = st.report
+    for cid, layers in st.cache.items():
+        c = st.compile(cid)
+        for layer, events in layers.items():
+            statuses = sorted({s for s, _ in events})
+            status = statuses[0] if len(statuses) == 1 else "mixed (" + ", ".join(statuses) + ")"
+            reason = next((why for _, why in events if why), "")
+            if layer == "fx_graph":
+                c.cache.fx_graph, c.cache.fx_graph_bypass_reason = status, reason
+            else:
+                c.cache.aot_autograd, c.cache.aot_autograd_bypass_reason = status, reason
+    r.compiles = sorted(st.compiles.values(), key=lambda c: (c.start_time or float("inf"), c.compile_id))
+    for rc in r.recompiles:
+        c = st.compiles.get(rc.compile_id)
+        if c is not None:
+            rc.function, rc.filename = c.function, c.filename
+    for c in r.compiles:
+        if c.status == "recompile limit":
+            rc = next((x for x in r.recompiles if x.compile_id == c.compile_id), None)
+            if rc is None:
+                rc = Recompile(c.compile_id, c.function, c.filename)
+                r.recompiles.append(rc)
+            rc.limit_hit, rc.limit_message = True, c.fail_reason
+    r.graph_breaks = list(st.breaks.values())
+    r.compile_time = compile_time(st.chromium, r.compiles)
+    return r
+
+
+def build_report(records: Iterable[RawRecord]) -> CompileReport:
+    """Build a :class:`CompileReport` from structured-trace records.
+
+    ``records`` are ``(metadata, payload)`` pairs as torch logs them (or
+    :class:`TraceRecord` objects), in the order they were emitted.
+    """
+    st = _State()
+    stats = st.report.stats
+    for raw in records:
+        try:
+            rec = raw if isinstance(raw, TraceRecord) else TraceRecord.from_raw(*raw)
+        except Exception as exc:  # a malformed record is counted, never fatal
+            stats.parse_errors["<malformed>"] = stats.parse_errors.get("<malformed>", 0) + 1
+            if len(stats.errors) < _MAX_ERRORS:
+                stats.errors.append(f"<malformed>: {exc!r}")
+            continue
+        key = rec.key
+        stats.records += 1
+        stats.by_kind[key] = stats.by_kind.get(key, 0) + 1
+        handler = HANDLERS.get(key)
+        if handler is None:
+            if not _is_ignored(key):
+                stats.unknown[key] = stats.unknown.get(key, 0) + 1
+                st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
+            continue
+        try:
+            handler(st, rec)
+        except Exception as exc:  # one bad payload must not lose the report
+            stats.parse_errors[key] = stats.parse_errors.get(key, 0) + 1
+            if len(stats.errors) < _MAX_ERRORS:
+                stats.errors.append(f"{key}: {exc!r}")
+            st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
+    return _finish(st)

@@ -1,0 +1,106 @@
+"""One record type for torch's structured-trace events.
+
+Every event torch writes to the ``torch.__trace`` logger (and to TORCH_TRACE
+files) is a metadata dict plus an optional payload string. The metadata holds
+one key naming the event (``dynamo_start``, ``artifact``, ...) beside context
+keys (``frame_id``, ``frame_compile_id``, ``attempt``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..report.model import CompileId
+
+#: Keys torch adds beside the event key (see ``torch._logging.trace_structured``).
+CONTEXT_KEYS = frozenset(
+    {
+        "rank",
+        "compiled_autograd_id",
+        "frame_id",
+        "frame_compile_id",
+        "attempt",
+        "severity",
+        "timestamp",
+        "pathname",
+        "thread",
+        "subgraph_name",
+        "has_payload",
+        "stack",
+    }
+)
+
+_CID_IN_TEXT = re.compile(r"(?:!\d+/)?\d+/\d+(?:_\d+)?")
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One structured-trace event.
+
+    ``kind`` is the event key (``"artifact"`` for artifacts), ``name`` the
+    artifact name for artifacts and the kind otherwise; ``key`` is what
+    handlers are looked up by: ``"artifact:<name>"`` or the kind.
+    """
+
+    kind: str
+    name: str
+    metadata: dict[str, Any]
+    payload: Optional[str]
+    compile_id: Optional[CompileId]
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        return f"artifact:{self.name}" if self.kind == "artifact" else self.kind
+
+    @property
+    def body(self) -> Any:
+        """The event's own metadata value (``metadata[kind]``)."""
+        return self.metadata.get(self.kind)
+
+    def payload_json(self) -> Any:
+        """The payload parsed as JSON, or None when it is not JSON."""
+        if not self.payload:
+            return None
+        try:
+            return json.loads(self.payload)
+        except ValueError:
+            return None
+
+    @classmethod
+    def from_raw(cls, metadata: dict[str, Any], payload: Optional[str] = None) -> "TraceRecord":
+        if not isinstance(metadata, dict):
+            raise TypeError(f"trace metadata must be a dict, got {type(metadata).__name__}")
+        kind = next((k for k in metadata if k not in CONTEXT_KEYS), "")
+        if not kind and "stack" in metadata:  # a bare stack record
+            kind = "stack"
+        name = kind
+        if kind == "artifact":
+            body = metadata.get("artifact")
+            name = str(body.get("name", "")) if isinstance(body, dict) else ""
+        if payload is not None and not isinstance(payload, str):
+            payload = json.dumps(payload)
+        return cls(kind, name, metadata, payload, _compile_id(metadata), int(metadata.get("attempt") or 0))
+
+
+def _compile_id(metadata: dict[str, Any]) -> Optional[CompileId]:
+    frame, compile_ = metadata.get("frame_id"), metadata.get("frame_compile_id")
+    if frame is not None and compile_ is not None:
+        return CompileId(int(frame), int(compile_), metadata.get("compiled_autograd_id"))
+    return None
+
+
+def compile_id_from_text(text: Any) -> Optional[CompileId]:
+    """A compile id written as text (``"0/1"``, ``"[0/1]"``), or None."""
+    if not isinstance(text, str):
+        return None
+    m = _CID_IN_TEXT.search(text)
+    if not m:
+        return None
+    try:
+        return CompileId.parse(m.group(0))
+    except ValueError:
+        return None
