@@ -224,4 +224,5 @@ def test_nothing_is_unknown_or_unparsed_in_real_cpu_reports():
     for name in ("inductor", "inductor_training", "control_flow", "recompiles", "break:helper", "fullgraph_failure"):
         stats = report(name).stats
         assert not stats.parse_errors, (name, stats.errors)
+        assert not stats.unknown, (name, stats.unknown)
         assert stats.records == sum(stats.by_kind.values())

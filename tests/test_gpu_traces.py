@@ -30,6 +30,8 @@ def test_triton_kernels_of_each_kind_with_their_aten_ops():
     templates = by_kind[("triton", "template")]
     assert all(k.name.startswith("triton_tem_") and "aten.addmm" in k.aten_ops for k in templates)
     assert any(k.name.startswith("triton_per_") or k.name.startswith("triton_red_") for k in kernels)
+    # Triton compile time and the chosen config, from triton_kernel_info
+    assert all(k.info.get("compile_time_us", 0) > 0 for k in templates)
 
 
 def test_training_log_has_aot_forward_backward_graphs_breaks_and_recompiles():
@@ -62,5 +64,6 @@ def test_reduce_overhead_log_has_the_item_break():
 def test_gpu_logs_parse_without_errors(workload):
     r = gpu_report(workload)
     assert not r.stats.parse_errors, r.stats.errors
+    assert not r.stats.unknown, r.stats.unknown
     assert r.compiles and all(c.function for c in r.compiles)
     assert CompileReport.from_dict(r.to_dict()) == r

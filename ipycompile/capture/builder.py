@@ -47,6 +47,7 @@ class _State:
     cache: dict[CompileId, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
     errors: dict[CompileId, str] = field(default_factory=dict)  # dynamo_error tracebacks
     broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
+    kernel_info: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # (compile id, kernel) -> info
 
     def compile(self, cid: Optional[CompileId]) -> Optional[Compile]:
         if cid is None:
@@ -99,6 +100,7 @@ _GRAPH_STAGES = {
     "aot_joint_graph": "aot_joint",
     "artifact:after_pre_grad_graph": "pre_grad",
     "artifact:inductor_post_grad_graph": "post_grad",
+    "inductor_post_grad_graph": "post_grad",
     "artifact:before_pre_grad_graph": "before_pre_grad",
     "artifact:before_post_grad_graph": "before_post_grad",
     "artifact:before_joint_graph": "before_joint",
@@ -238,6 +240,14 @@ def _on_cache(st: _State, rec: TraceRecord) -> None:
     st.cache.setdefault(cid, {}).setdefault(layer, []).append((status, reason))
 
 
+def _on_kernel_info(st: _State, rec: TraceRecord) -> None:
+    data = rec.payload_json()
+    if isinstance(data, dict):
+        for name, info in data.items():
+            if isinstance(info, dict):
+                st.kernel_info[(rec.compile_id, name)] = info
+
+
 def _on_dynamo_error(st: _State, rec: TraceRecord) -> None:
     if rec.compile_id is not None:
         st.errors[rec.compile_id] = rec.payload or ""
@@ -256,6 +266,7 @@ HANDLERS: dict[str, Handler] = {
     "artifact:dynamo_graph_break_reason": _on_graph_break,
     "artifact:recompile_reasons": _on_recompile,
     "artifact:dynamo_error": _on_dynamo_error,
+    "artifact:triton_kernel_info": _on_kernel_info,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
 
@@ -279,6 +290,18 @@ IGNORED = frozenset(
         "artifact:torch._functorch.config",
         "artifact:runtime_wrapper_orchestration",
         "artifact:torch_version",
+        "artifact:backward_prologue",
+        "artifact:backward_epilogue",
+        "artifact:compiled_function_forward",
+        "artifact:compiled_function_backward",
+        "artifact:compiled_fn_wrapper",
+    }
+)
+#: Kinds understood and kept as raw artifacts for later use (not "unknown").
+KEPT_RAW = frozenset(
+    {
+        "artifact:inductor_provenance_tracking_node_mappings",
+        "artifact:inductor_provenance_tracking_kernel_stack_traces",
     }
 )
 _IGNORED_PATTERNS = (re.compile(r"^artifact:torch_dynamo_resume_in_.*_BYTECODE$"),)
@@ -312,6 +335,10 @@ def _finish(st: _State) -> CompileReport:
                 rc = Recompile(c.compile_id, c.function, c.filename)
                 r.recompiles.append(rc)
             rc.limit_hit, rc.limit_message = True, c.fail_reason
+    for k in r.kernels:
+        info = st.kernel_info.get((k.compile_id, k.name))
+        if info:
+            k.info = info
     r.graph_breaks = list(st.breaks.values())
     r.compile_time = compile_time(st.chromium, r.compiles)
     return r
@@ -339,7 +366,8 @@ def build_report(records: Iterable[RawRecord]) -> CompileReport:
         handler = HANDLERS.get(key)
         if handler is None:
             if not _is_ignored(key):
-                stats.unknown[key] = stats.unknown.get(key, 0) + 1
+                if key not in KEPT_RAW:
+                    stats.unknown[key] = stats.unknown.get(key, 0) + 1
                 st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
             continue
         try:

@@ -199,6 +199,7 @@ class Kernel:
     launches: int = 0  # how often call() launches it
     source_nodes: list[str] = field(default_factory=list)  # the FX nodes it comes from
     graph_stage: str = ""  # "forward", "backward", "inference" when known
+    info: dict[str, Any] = field(default_factory=dict)  # e.g. Triton compile time and chosen config
 
 
 @dataclass
