@@ -1,23 +1,41 @@
 """ipycompile: see what torch.compile did, and what it cost, next to your code.
 
-``import ipycompile`` imports neither IPython, ipywidgets nor matplotlib (nor
-torch): each is loaded when a feature that needs it is used.
+``import ipycompile`` imports neither torch, IPython, ipywidgets, matplotlib nor
+pandas: each is loaded when a feature that needs it is used.
 """
 
 from .capture import Capture, build_report, capture
+from .run_history import clear_history, history, plot_history
 from .report import CompileId, CompileReport
+from .run import CellRun, reset, run_cell
 
 __version__ = "0.1.0"
-__all__ = ["capture", "Capture", "build_report", "CompileReport", "CompileId", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "capture",
+    "Capture",
+    "build_report",
+    "CompileReport",
+    "CompileId",
+    "run_cell",
+    "CellRun",
+    "history",
+    "clear_history",
+    "plot_history",
+    "reset",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 
-def load_ipython_extension(ipython):  # pragma: no cover - exercised by the magic tests
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``."""
     from .magics import load_ipython_extension as _load
 
     _load(ipython)
 
 
-def unload_ipython_extension(ipython):  # pragma: no cover
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext ipycompile``: remove the magics and the display hook."""
     from .magics import unload_ipython_extension as _unload
 
     _unload(ipython)

@@ -28,6 +28,8 @@ __all__ = [
     "Failure",
     "RawArtifact",
     "Stats",
+    "EagerComparison",
+    "Profile",
     "STATUSES",
     "GRAPH_STAGES",
     "KERNEL_BACKENDS",
@@ -268,3 +270,65 @@ class Stats:
     unknown: dict[str, int] = field(default_factory=dict)  # kinds kept as raw artifacts
     parse_errors: dict[str, int] = field(default_factory=dict)  # handler failures by kind
     errors: list[str] = field(default_factory=list)  # first few handler errors, for a bug report
+
+
+@dataclass
+class EagerComparison:
+    """The same cell run uncompiled, measured the same way."""
+
+    run_times_s: list[float] = field(default_factory=list)
+    run_median_s: Optional[float] = None
+    peak_device_bytes: Optional[int] = None
+    peak_host_bytes: Optional[int] = None
+    speedup: Optional[float] = None  # eager median / compiled median
+    memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
+    break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
+    outputs_match: Optional[bool] = None
+    max_abs_diff: Optional[float] = None
+    message: str = ""
+
+
+@dataclass
+class Profile:
+    """What one run cost: the compile call, the steady state, memory, caches, settings."""
+
+    compile_s: Optional[float] = None  # wall time of the first call (compile + one run), synchronised
+    run_times_s: list[float] = field(default_factory=list)  # each timed steady-state call
+    run_median_s: Optional[float] = None
+    run_iqr_s: Optional[float] = None
+    run_min_s: Optional[float] = None
+    run_max_s: Optional[float] = None
+    runs: int = 0
+    warmup: int = 0
+    auto_runs: bool = False
+    peak_device_bytes_compile: Optional[int] = None
+    peak_device_bytes_run: Optional[int] = None
+    peak_host_bytes_compile: Optional[int] = None
+    peak_host_bytes_run: Optional[int] = None
+    host_memory_method: str = ""
+    caches: dict[str, str] = field(default_factory=dict)  # layer -> hit / miss / bypass / reused / fresh
+    reused_compiled_code: bool = False
+    fresh: bool = False
+    one_time_s: Optional[float] = None  # process start-up paid before the timed compile, not in compile_s
+    notes: list[str] = field(default_factory=list)
+    torch_version: str = ""
+    device: str = ""
+    mode: str = "default"
+    backend: str = ""
+    dynamic: Optional[bool] = None
+    fullgraph: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    observe: bool = False
+    label: str = ""
+    error: str = ""  # the user's exception, when the cell raised
+    eager: Optional[EagerComparison] = None
+
+    @property
+    def peak_device_bytes(self) -> Optional[int]:
+        vals = [v for v in (self.peak_device_bytes_compile, self.peak_device_bytes_run) if v is not None]
+        return max(vals) if vals else None
+
+    @property
+    def peak_host_bytes(self) -> Optional[int]:
+        vals = [v for v in (self.peak_host_bytes_compile, self.peak_host_bytes_run) if v is not None]
+        return max(vals) if vals else None

@@ -16,6 +16,7 @@ from .model import (
     GraphBreak,
     GuardSet,
     Kernel,
+    Profile,
     RawArtifact,
     Recompile,
     Stats,
@@ -23,6 +24,15 @@ from .model import (
 from .serialize import from_jsonable, to_jsonable
 
 SCHEMA_VERSION = 1
+
+#: Views register here (downward dependency only: the report never imports a view).
+_renderers: list = []
+
+
+def register_renderer(render) -> None:
+    """Register ``render(report) -> {mimetype: data}`` as the notebook display of reports."""
+    if render not in _renderers:
+        _renderers.append(render)
 
 
 @dataclass
@@ -45,6 +55,8 @@ class CompileReport:
     artifacts: list[RawArtifact] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
     torch_version: str = ""
+    profile: Optional[Profile] = None  # set when the report comes from a profiled run (%%compile)
+    sources: dict[str, str] = field(default_factory=dict)  # filename -> how to show it, e.g. "In [7]"
     schema_version: int = SCHEMA_VERSION
 
     # -- queries --------------------------------------------------------
@@ -100,6 +112,24 @@ class CompileReport:
     def load(cls, path: str) -> "CompileReport":
         with open(path, encoding="utf-8") as f:
             return cls.from_json(f.read())
+
+    def where(self, filename: str, lineno: Optional[int] = None) -> str:
+        """A place as the user knows it: ``In [7], line 3`` for notebook cells, ``file.py:3`` otherwise."""
+        import os
+
+        label = self.sources.get(filename)
+        if label:
+            return f"{label}, line {lineno}" if lineno is not None else label
+        name = os.path.basename(filename) if filename else "?"
+        return f"{name}:{lineno}" if lineno is not None else name
+
+    # -- display --------------------------------------------------------
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        """Notebook display: text always; HTML from the registered view (see ipycompile.widgets)."""
+        bundle = {"text/plain": self.summary()}
+        if _renderers:
+            bundle.update(_renderers[-1](self))
+        return bundle
 
     # -- text -----------------------------------------------------------
     def summary(self) -> str:

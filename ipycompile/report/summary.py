@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,18 +12,78 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _where(filename: str, lineno) -> str:
-    name = os.path.basename(filename) if filename else "?"
-    return f"{name}:{lineno}" if lineno is not None else name
+def fmt_seconds(s) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _profile_lines(r: "CompileReport") -> list[str]:
+    p = r.profile
+    if p is None:
+        return []
+    out = []
+    if p.compile_s is not None:
+        out.append(f"first call (compile) {fmt_seconds(p.compile_s)}")
+    if p.run_median_s is not None:
+        auto = ", auto" if p.auto_runs else ""
+        out.append(
+            f"run median {fmt_seconds(p.run_median_s)} (IQR {fmt_seconds(p.run_iqr_s)}, "
+            f"{p.runs} runs after {p.warmup} warm-up{auto})"
+        )
+    mem = []
+    if p.peak_device_bytes is not None:
+        mem.append(f"device {fmt_bytes(p.peak_device_bytes_compile)} compile / {fmt_bytes(p.peak_device_bytes_run)} steady")
+    if p.peak_host_bytes is not None:
+        mem.append(f"host {fmt_bytes(p.peak_host_bytes_compile)} compile / {fmt_bytes(p.peak_host_bytes_run)} steady")
+    if mem:
+        out.append("peak memory: " + "; ".join(mem))
+    e = p.eager
+    if e is not None:
+        sp = f"{e.speedup:.2f}x" if e.speedup is not None else "-"
+        be = f"{e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
+        match = "outputs match" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
+        out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even after {be}, {match}")
+    if p.caches:
+        out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
+    settings = [f"mode={p.mode}", f"backend={p.backend}"]
+    if p.dynamic is not None:
+        settings.append(f"dynamic={p.dynamic}")
+    if p.fullgraph:
+        settings.append("fullgraph")
+    settings += [f"{k}={v!r}" for k, v in p.options.items()]
+    out.append(f"settings: {' '.join(settings)} | torch {p.torch_version} on {p.device}")
+    out += [f"note: {n}" for n in p.notes]
+    if p.error:
+        out.append(f"the cell raised {p.error}")
+    return out
 
 
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
     if r.compiled_nothing:
-        lines.append("ipycompile: torch.compile compiled nothing here (compiled code was reused, or no compiled code ran).")
+        if r.profile is not None and r.profile.reused_compiled_code:
+            lines.append("ipycompile: reused compiled code: nothing was compiled in this run.")
+        else:
+            lines.append("ipycompile: torch.compile compiled nothing here (compiled code was reused, or no compiled code ran).")
         if r.stats.records:
             lines.append(f"  ({r.stats.records} trace events seen)")
+        lines += _profile_lines(r)
         return "\n".join(lines)
 
     generated = sum(1 for k in r.kernels if k.backend != "extern")
@@ -42,13 +101,14 @@ def render_summary(report: "CompileReport") -> str:
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
         lines.append(f"compile time {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
+    lines += _profile_lines(r)
 
     if r.failures:
         lines.append("")
         lines.append("Failures:")
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
-            lines.append(f"  [{f.compile_id}] {f.type} at {_where(f.frame.filename, f.frame.lineno)}: {first}")
+            lines.append(f"  [{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}: {first}")
     if r.graph_breaks:
         lines.append("")
         lines.append("Graph breaks:")
@@ -56,7 +116,7 @@ def render_summary(report: "CompileReport") -> str:
             code = f" [{b.gb_code}]" if b.gb_code else ""
             times = f" (x{b.count})" if b.count > 1 else ""
             fn = f" in {b.frame.function}" if b.frame.function else ""
-            lines.append(f"  {_where(b.frame.filename, b.frame.lineno)}{fn}: {b.reason}{code}{times}")
+            lines.append(f"  {r.where(b.frame.filename, b.frame.lineno)}{fn}: {b.reason}{code}{times}")
             if b.frame.source_line:
                 lines.append(f"      {b.frame.source_line.strip()}")
             if b.hints:

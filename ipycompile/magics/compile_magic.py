@@ -1,0 +1,150 @@
+"""``%%compile`` / ``%compile``, ``%compile_history`` and ``%compile_reset``.
+
+Thin by design: parse arguments, call :func:`ipycompile.run.execute`, display.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any, Optional
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .. import run_history as _history
+from .. import run as _run
+from ..cell import CellError
+from ..settings import MODES, parse_option
+
+
+@magics_class
+class CompileMagics(Magics):
+    @magic_arguments()
+    @argument("--mode", default="default", choices=MODES, help="torch.compile mode (default: %(default)s)")
+    @argument("--backend", default="inductor", help="a registered torch.compile backend (default: %(default)s)")
+    @argument("--dynamic", dest="dynamic", action="store_true", default=None, help="dynamic=True")
+    @argument("--no-dynamic", dest="dynamic", action="store_false", help="dynamic=False (default: torch decides)")
+    @argument("--fullgraph", action="store_true", help="fail on any graph break (fullgraph=True)")
+    @argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an Inductor option (repeatable); VALUE is a Python literal, e.g. --option max_autotune=True",
+    )
+    @argument("--runs", type=int, default=None, help="timed steady-state calls (default: auto-ranged, like %%timeit)")
+    @argument("--warmup", type=int, default=None, help="warm-up calls before timing (default: 1, 3 with CUDA graphs)")
+    @argument("--fresh", action="store_true", help="reset Dynamo and use fresh Inductor caches: an honest compile time")
+    @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
+    @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
+    @argument("--label", default="", help="a tag for this run in the history")
+    @argument("-o", dest="output", default=None, metavar="NAME", help="store the report in the namespace as NAME")
+    @argument("--quiet", action="store_true", help="show nothing (the run is still recorded)")
+    @line_cell_magic
+    def compile(self, line: str, cell: Optional[str] = None) -> Any:
+        """Run the cell under torch.compile and show what happened and what it cost.
+
+        The cell's code becomes the body of one function passed to torch.compile
+        and called: top-level assignments land in the notebook namespace and a
+        final expression is the cell's result. ``%compile EXPR`` does the same
+        for one line. Every run is added to ``ipycompile.history()``.
+        """
+        if cell is None:
+            line, cell = _split_line_magic(line, self.compile)
+            if not cell.strip():
+                raise UsageError("%compile: give the code to run, e.g. %compile model(x)")
+        args = parse_argstring(self.compile, line)
+        shell = self.shell
+        header = f"%%compile {line}".rstrip()
+        options = {}
+        try:
+            for text in args.option:
+                key, value = parse_option(text)
+                options[key] = value
+            running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
+            count = running.execution_count if running is not None else shell.execution_count
+            filename = shell.compile.cache(header + "\n" + cell, count)
+            sources = {name: f"In [{n}]" for name, n in getattr(shell.compile, "_filename_map", {}).items()}
+            result = _run.execute(
+                cell,
+                shell.user_ns,
+                mode=args.mode,
+                backend=args.backend,
+                dynamic=args.dynamic,
+                fullgraph=args.fullgraph,
+                options=options,
+                runs=args.runs,
+                warmup=args.warmup,
+                fresh=args.fresh,
+                compare_eager=args.compare_eager,
+                observe=args.observe,
+                label=args.label,
+                filename=filename,
+                header=header,
+                sources=sources,
+                execution_count=count,
+            )
+        except (ValueError, CellError) as exc:  # SettingsError is a ValueError
+            raise UsageError(str(exc)) from None
+        if args.output:
+            shell.user_ns[args.output] = result.report
+        if not args.quiet:
+            from IPython.display import display
+
+            display(result.report)
+        if result.error is not None:
+            raise result.error
+        return result.value
+
+    @magic_arguments()
+    @argument("--plot", default=None, metavar="COLUMN", help="plot this column (e.g. compile_s, run_median_s)")
+    @argument("--x", default=None, metavar="COLUMN", help="x axis column (default: run)")
+    @argument("--by", default=None, metavar="COLUMN", help="one line per value of this column (e.g. label)")
+    @line_magic
+    def compile_history(self, line: str) -> Any:
+        """Show the history of %%compile runs, or plot one of its columns."""
+        args = parse_argstring(self.compile_history, line)
+        df = _history.history()
+        if args.plot is None:
+            return df
+        if df.empty:
+            raise UsageError("%compile_history --plot: no runs recorded yet")
+        try:
+            return _history.plot_history(df, args.plot, x=args.x, by=args.by)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    @magic_arguments()
+    @argument("--history", action="store_true", help="also clear the run history")
+    @line_magic
+    def compile_reset(self, line: str) -> None:
+        """Reset Dynamo (drop all compiled code) and forget compiled cells."""
+        args = parse_argstring(self.compile_reset, line)
+        _run.reset(history=args.history)
+
+
+def _split_line_magic(line: str, magic) -> tuple[str, str]:
+    """Split ``%compile [options] CODE`` into the option string and the code."""
+    try:
+        tokens = shlex.split(line, posix=False)
+    except ValueError:  # an unbalanced quote in the code
+        tokens = line.split()
+    pos = 0
+    starts = []
+    for tok in tokens:
+        pos = line.index(tok, pos)
+        starts.append(pos)
+        pos += len(tok)
+    for i in range(len(tokens) + 1):
+        rest = line[starts[i]:] if i < len(tokens) else ""
+        if rest.startswith("-"):
+            continue
+        opts = line[: starts[i]] if i < len(tokens) else line
+        try:
+            parse_argstring(magic, opts)
+        except (UsageError, SystemExit, argparse.ArgumentError):
+            continue
+        return opts.strip(), rest
+    raise UsageError(f"%compile: could not read the options in {line!r}; see %compile?")

@@ -1,0 +1,299 @@
+"""``run_cell``: run a cell's code under torch.compile and profile it.
+
+Everything ``%%compile`` does is here, as plain Python: the magic only parses
+its arguments and displays what this returns. One run is
+
+1. the cell's code becomes one function (:mod:`ipycompile.cell`), cached by
+   (code, settings) so re-running an unchanged cell reuses compiled code;
+2. one-time process start-up (the first Inductor compile in a process) is
+   paid before the timed compile, and reported separately;
+3. the first call runs under :func:`ipycompile.capture` and :class:`PeakMemory`:
+   its wall time (synchronised) is ``compile_s``;
+4. warm-up calls (still captured, so late compiles are seen), then timed
+   calls with the capture detached (:func:`ipycompile.profile.time_calls`);
+5. optionally the same, uncompiled, for the comparison with eager;
+6. the report gets a :class:`Profile` and a row in the history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from . import run_history as _history
+from .capture import capture
+from .cell import CellFunction, make_cell_function, placeholders
+from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
+from .report import CompileReport, EagerComparison, Profile
+from .settings import CompileSettings, make_settings
+
+_compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
+_warmed_backends: set[str] = set()
+_counter = itertools.count(1)
+
+
+@dataclass
+class CellRun:
+    """What one run produced: the cell's value, its report, and the exception it raised (if any)."""
+
+    value: Any
+    report: CompileReport
+    error: Optional[BaseException] = None
+
+
+def _one_time_startup(settings: CompileSettings) -> Optional[float]:
+    """Pay Inductor's per-process start-up (imports, compiler checks) on a tiny function."""
+    if not settings.uses_inductor or "inductor" in _warmed_backends:
+        return None
+    import torch
+
+    def _tiny(x):
+        return (x * 2).sum()
+
+    t0 = time.perf_counter()
+    torch.compile(_tiny, backend="inductor")(torch.ones(4))
+    synchronize()
+    _warmed_backends.add("inductor")
+    return time.perf_counter() - t0
+
+
+def _cache_summary(report: CompileReport, reused: bool, fresh: bool) -> dict[str, str]:
+    out: dict[str, str] = {"dynamo": "fresh (reset)" if fresh else ("reused compiled code" if reused else "compiled")}
+    for layer, attr in (("fx_graph", "fx_graph"), ("aot_autograd", "aot_autograd")):
+        seen = [getattr(c.cache, attr) for c in report.compiles if getattr(c.cache, attr)]
+        if seen:
+            counts = {s: seen.count(s) for s in sorted(set(seen))}
+            out[layer] = ", ".join(f"{n} {s}" for s, n in counts.items())
+    return out
+
+
+def _snapshot(cf: CellFunction, value: Any) -> Any:
+    """What a run produced, to compare compiled and eager: its value, else its assigned names."""
+    if cf.has_result:
+        return value
+    ns = cf.fn.__globals__
+    return {name: ns.get(name) for name in cf.assigned if name in ns}
+
+
+def execute(
+    source: str,
+    namespace: Optional[dict] = None,
+    *,
+    mode: Optional[str] = None,
+    backend: Any = None,
+    dynamic: Optional[bool] = None,
+    fullgraph: bool = False,
+    options: Optional[dict[str, Any]] = None,
+    runs: Optional[int] = None,
+    warmup: Optional[int] = None,
+    fresh: bool = False,
+    compare_eager: bool = False,
+    observe: bool = False,
+    label: str = "",
+    filename: Optional[str] = None,
+    header: str = "%%compile",
+    sources: Optional[dict[str, str]] = None,
+    execution_count: Optional[int] = None,
+    record: bool = True,
+) -> CellRun:
+    """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
+
+    Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
+    a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
+    """
+    import torch
+
+    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
+    for arg, value, low in (("--runs", runs, 1), ("--warmup", warmup, 0)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise ValueError(f"{arg}: {value!r} is not allowed; give a whole number >= {low}")
+    namespace = {} if namespace is None else namespace
+    filename = filename or f"<ipycompile-cell-{next(_counter)}>"
+
+    profile = Profile(
+        torch_version=str(torch.__version__),
+        device=device_name(),
+        mode=settings.mode,
+        backend=settings.backend_name,
+        dynamic=settings.dynamic,
+        fullgraph=settings.fullgraph,
+        options=dict(settings.options),
+        observe=observe,
+        label=label,
+        fresh=fresh,
+    )
+    if observe:
+        return _observe(source, namespace, filename, header, profile, sources, execution_count, record)
+
+    cf_key = (source, header, id(namespace), settings.key())
+    reused = cf_key in _compiled and not fresh
+    if reused:
+        cf, compiled = _compiled[cf_key]
+    else:
+        cf = make_cell_function(source, namespace, filename=filename, header=header)
+        compiled = torch.compile(cf.fn, **settings.compile_kwargs())
+        _compiled[cf_key] = (cf, compiled)
+    profile.reused_compiled_code = reused
+
+    one_time = _one_time_startup(settings)
+    if one_time is not None:
+        profile.one_time_s = one_time
+        profile.notes.append(
+            f"first Inductor use in this process: {one_time:.2f} s of one-time start-up was paid "
+            "before the timed compile and is not in compile_s"
+        )
+    if fresh:
+        torch._dynamo.reset()
+
+    value: Any = None
+    error: Optional[BaseException] = None
+    fresh_ctx = _fresh_inductor_cache() if fresh else contextlib.nullcontext()
+    cap = capture()
+    try:
+        with fresh_ctx, cap:
+            with PeakMemory() as mem, placeholders(cf):
+                synchronize()
+                t0 = time.perf_counter()
+                value = compiled()
+                synchronize()
+                profile.compile_s = time.perf_counter() - t0
+            profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
+            profile.host_memory_method = mem.host_method
+            n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+            for _ in range(n_warm):
+                compiled()
+            profile.warmup = n_warm
+        # the capture is closed: timed runs carry none of its cost
+        with PeakMemory() as mem:
+            timing = time_calls(compiled, runs=runs, warmup=0)
+        profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
+        _fill_timing(profile, timing)
+        if compare_eager:
+            profile.eager = _compare_eager(cf, value, profile, runs, warmup)
+    except (Exception, KeyboardInterrupt) as exc:
+        error = exc
+        profile.error = f"{type(exc).__name__}: {exc}"
+    report = cap.report
+    report.profile = profile
+    report.sources.update(sources or {})
+    profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
+    if reused and not report.compiled_nothing:
+        profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
+    if record:
+        _history.record(report, execution_count=execution_count)
+    return CellRun(value, report, error)
+
+
+def _fill_timing(profile: Profile, timing) -> None:
+    profile.run_times_s = list(timing.times_s)
+    profile.run_median_s = timing.median_s
+    profile.run_iqr_s = timing.iqr_s
+    profile.run_min_s, profile.run_max_s = timing.min_s, timing.max_s
+    profile.runs = len(timing.times_s)
+    profile.warmup += timing.warmup
+    profile.auto_runs = timing.auto
+
+
+def _compare_eager(cf: CellFunction, compiled_value: Any, profile: Profile, runs, warmup) -> EagerComparison:
+    expected = _snapshot(cf, compiled_value)
+    eager_value = cf.fn()
+    match, diff, message = compare_outputs(expected, _snapshot(cf, eager_value))
+    n_warm = warmup if warmup is not None else 1
+    for _ in range(n_warm):
+        cf.fn()
+    with PeakMemory() as mem:
+        timing = time_calls(cf.fn, runs=profile.runs or runs, warmup=0)
+    eager = EagerComparison(
+        run_times_s=list(timing.times_s),
+        run_median_s=timing.median_s,
+        peak_device_bytes=mem.device_bytes,
+        peak_host_bytes=mem.host_bytes,
+        outputs_match=match,
+        max_abs_diff=diff,
+        message=message,
+    )
+    if profile.run_median_s and timing.median_s:
+        eager.speedup = speedup(timing.median_s, profile.run_median_s)
+        if profile.compile_s is not None:
+            eager.break_even_calls = break_even_calls(profile.compile_s, profile.run_median_s, timing.median_s)
+    on_device = mem.device_bytes is not None and profile.peak_device_bytes_run is not None
+    compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
+    eager_peak = mem.device_bytes if on_device else mem.host_bytes
+    if compiled_peak and eager_peak:
+        eager.memory_ratio = compiled_peak / eager_peak
+    if not match:
+        profile.notes.append(f"compiled and eager outputs differ: {message}")
+    return eager
+
+
+def _observe(source, namespace, filename, header, profile, sources, execution_count, record) -> CellRun:
+    """Run the cell as ordinary code and capture whatever torch.compile does inside it."""
+    from .cell import register_source
+
+    import ast
+
+    register_source(filename, header + "\n" + source)
+    tree = ast.parse(source, filename)
+    ast.increment_lineno(tree, header.count("\n") + 1)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    body = compile(tree, filename, "exec")
+    tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
+    value = error = None
+    cap = capture()
+    try:
+        with cap, PeakMemory() as mem:
+            synchronize()
+            t0 = time.perf_counter()
+            exec(body, namespace)
+            if tail is not None:
+                value = eval(tail, namespace)
+            synchronize()
+            profile.run_times_s = [time.perf_counter() - t0]
+        profile.run_median_s = profile.run_times_s[0]
+        profile.runs = 1
+        profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
+        profile.host_memory_method = mem.host_method
+    except (Exception, KeyboardInterrupt) as exc:
+        error = exc
+        profile.error = f"{type(exc).__name__}: {exc}"
+    report = cap.report
+    report.profile = profile
+    report.sources.update(sources or {})
+    profile.caches = _cache_summary(report, False, False)
+    if record:
+        _history.record(report, execution_count=execution_count)
+    return CellRun(value, report, error)
+
+
+@contextlib.contextmanager
+def _fresh_inductor_cache():
+    from torch._inductor.utils import fresh_cache
+
+    with fresh_cache():
+        yield
+
+
+def run_cell(source: str, namespace: Optional[dict] = None, **kwargs: Any) -> CellRun:
+    """Run ``source`` as ``%%compile`` would, from plain Python; see :func:`execute` for the options.
+
+    If the cell raises, the exception propagates after the run is recorded,
+    with the partial report attached as ``exc.ipycompile_report``.
+    """
+    run = execute(source, namespace, **kwargs)
+    if run.error is not None:
+        run.error.ipycompile_report = run.report  # type: ignore[attr-defined]
+        raise run.error
+    return run
+
+
+def reset(*, history: bool = False) -> None:
+    """Reset Dynamo (all compiled code) and forget compiled cells; with ``history``, clear it too."""
+    import torch
+
+    torch._dynamo.reset()
+    _compiled.clear()
+    if history:
+        _history.clear_history()

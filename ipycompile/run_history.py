@@ -1,0 +1,127 @@
+"""The run history: one row per profiled run, as a pandas DataFrame, and its plots."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Optional
+
+from .report import CompileReport
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+_ROWS: list[dict[str, Any]] = []
+
+COLUMNS = (
+    "run",
+    "execution_count",
+    "label",
+    "mode",
+    "backend",
+    "options",
+    "status",
+    "compile_s",
+    "run_median_s",
+    "run_iqr_s",
+    "runs",
+    "peak_device_bytes",
+    "peak_device_bytes_compile",
+    "peak_device_bytes_run",
+    "peak_host_bytes",
+    "peak_host_bytes_compile",
+    "peak_host_bytes_run",
+    "graphs",
+    "graph_breaks",
+    "recompiles",
+    "kernels",
+    "eager_run_median_s",
+    "speedup",
+    "break_even_calls",
+    "caches",
+    "report",
+)
+
+
+def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> dict[str, Any]:
+    p = report.profile
+    e = p.eager if p else None
+    status = "error" if (p and p.error) else ("failed" if report.failures else "ok")
+    return {
+        "execution_count": execution_count,
+        "label": p.label if p else "",
+        "mode": p.mode if p else "",
+        "backend": p.backend if p else "",
+        "options": json.dumps(p.options, sort_keys=True, default=repr) if p and p.options else "",
+        "status": status,
+        "compile_s": p.compile_s if p else None,
+        "run_median_s": p.run_median_s if p else None,
+        "run_iqr_s": p.run_iqr_s if p else None,
+        "runs": p.runs if p else 0,
+        "peak_device_bytes": p.peak_device_bytes if p else None,
+        "peak_device_bytes_compile": p.peak_device_bytes_compile if p else None,
+        "peak_device_bytes_run": p.peak_device_bytes_run if p else None,
+        "peak_host_bytes": p.peak_host_bytes if p else None,
+        "peak_host_bytes_compile": p.peak_host_bytes_compile if p else None,
+        "peak_host_bytes_run": p.peak_host_bytes_run if p else None,
+        "graphs": sum(1 for g in report.graphs if g.stage == "dynamo"),
+        "graph_breaks": report.graph_break_count,
+        "recompiles": len(report.recompiles),
+        "kernels": len(report.kernels),
+        "eager_run_median_s": e.run_median_s if e else None,
+        "speedup": e.speedup if e else None,
+        "break_even_calls": e.break_even_calls if e else None,
+        "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
+        "report": report,
+    }
+
+
+def record(report: CompileReport, *, execution_count: Optional[int] = None, **extra: Any) -> dict[str, Any]:
+    """Append a run to the history; ``extra`` become columns of their own (e.g. sweep parameters)."""
+    row = {"run": len(_ROWS) + 1, **row_of(report, execution_count=execution_count), **extra}
+    _ROWS.append(row)
+    return row
+
+
+def history() -> "pd.DataFrame":
+    """Every recorded run, oldest first (the ``report`` column holds the full report)."""
+    import pandas as pd
+
+    df = pd.DataFrame(_ROWS)
+    if df.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    extra = [c for c in df.columns if c not in COLUMNS]
+    return df[[c for c in COLUMNS if c in df.columns] + extra]
+
+
+def clear_history() -> None:
+    _ROWS.clear()
+
+
+_UNITS = {"_s": ("seconds", 1.0), "_bytes": ("MiB", 1 / 2**20)}
+
+
+def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
+    """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``."""
+    from matplotlib.figure import Figure
+
+    for arg, col in (("y", y), ("x", x), ("by", by)):
+        if col is not None and col not in df.columns:
+            raise ValueError(f"{arg}: no column {col!r}; columns are {', '.join(map(str, df.columns))}")
+    x = x or "run"
+    unit, scale = next(((u, s) for suffix, (u, s) in _UNITS.items() if y.endswith(suffix)), ("", 1.0))
+    fig = Figure(figsize=(6, 3.5), layout="constrained")
+    ax = fig.subplots()
+    groups = [(None, df)] if by is None else list(df.groupby(by, sort=False))
+    for name, part in groups:
+        part = part.dropna(subset=[y]).sort_values(x)
+        ax.plot(part[x], part[y] * scale, marker="o", label=None if name is None else str(name))
+    xs = [v for v in df[x].dropna() if isinstance(v, (int, float))]
+    if len(xs) > 2 and all(v > 0 and (int(v) & (int(v) - 1)) == 0 and v == int(v) for v in xs):
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{y} ({unit})" if unit else y)
+    ax.grid(True, alpha=0.3)
+    if by is not None:
+        ax.legend(title=by)
+    return fig

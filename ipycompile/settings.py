@@ -1,0 +1,135 @@
+"""``CompileSettings``: the torch.compile arguments of a run, validated with clear errors.
+
+Every error names the argument, the value and what is allowed, so the magic can
+show it as a one-line ``UsageError`` and the Python API as a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class SettingsError(ValueError):
+    """A bad compile setting: ``argument``, ``value`` and what is allowed are in the message."""
+
+    def __init__(self, argument: str, value: Any, allowed: str) -> None:
+        self.argument, self.value, self.allowed = argument, value, allowed
+        super().__init__(f"{argument}: {value!r} is not allowed; {allowed}")
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    mode: str = "default"
+    backend: Union[str, Callable] = "inductor"
+    dynamic: Optional[bool] = None
+    fullgraph: bool = False
+    options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # Inductor options, sorted
+
+    @property
+    def backend_name(self) -> str:
+        b = self.backend
+        return b if isinstance(b, str) else getattr(b, "__name__", type(b).__name__)
+
+    @property
+    def uses_inductor(self) -> bool:
+        return self.backend == "inductor"
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``torch.compile`` (mode folded into options when both are given)."""
+        import torch
+
+        kwargs: dict[str, Any] = {"backend": self.backend, "fullgraph": self.fullgraph, "dynamic": self.dynamic}
+        mode = None if self.mode == "default" else self.mode
+        if self.options:
+            opts = dict(torch._inductor.list_mode_options(mode)) if mode else {}
+            opts.update(self.options)
+            kwargs["options"] = opts
+        elif mode:
+            kwargs["mode"] = mode
+        return kwargs
+
+    def key(self) -> tuple:
+        return (self.mode, self.backend if isinstance(self.backend, str) else id(self.backend), self.dynamic, self.fullgraph, self.options)
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE a Python literal (``True``, ``4``, ``'max'``); bare words are strings."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key or not raw:
+        raise SettingsError("--option", text, "expected KEY=VALUE, e.g. --option max_autotune=True")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        if not raw.replace("_", "").replace("-", "").replace(".", "").isalnum():
+            raise SettingsError("--option", text, "VALUE must be a Python literal (True, 4, 0.5, 'text') or a bare word") from None
+        value = raw
+    return key, value
+
+
+def available_backends() -> list[str]:
+    import torch
+
+    return sorted(set(torch._dynamo.list_backends(exclude_tags=())) | {"inductor"})
+
+
+def _check_inductor_option(key: str, value: Any) -> None:
+    import torch
+
+    from torch._inductor import config
+
+    names = torch._inductor.list_options()
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else "see torch._inductor.list_options()"
+        raise SettingsError("--option", key, f"not an Inductor option; {hint}")
+    current = getattr(config, key, None) if "." not in key else None
+    if isinstance(current, bool) and not isinstance(value, bool):
+        raise SettingsError("--option", f"{key}={value!r}", f"{key} takes True or False")
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SettingsError("--option", f"{key}={value!r}", f"{key} takes a number (now {current!r})")
+
+
+def make_settings(
+    *,
+    mode: Optional[str] = None,
+    backend: Union[str, Callable, None] = None,
+    dynamic: Optional[bool] = None,
+    fullgraph: bool = False,
+    options: Optional[dict[str, Any]] = None,
+) -> CompileSettings:
+    """Validate and normalise torch.compile settings; raises :class:`SettingsError`."""
+    mode = mode or "default"
+    if mode not in MODES:
+        raise SettingsError("--mode", mode, f"choose one of {', '.join(MODES)}")
+    backend = backend or "inductor"
+    if isinstance(backend, str):
+        known = available_backends()
+        if backend not in known:
+            close = difflib.get_close_matches(backend, known, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            import torch
+
+            common = sorted(set(torch._dynamo.list_backends()) | {"inductor"})
+            raise SettingsError(
+                "--backend", backend, f"use a registered backend such as {', '.join(common)}{hint}; "
+                "all: torch._dynamo.list_backends(exclude_tags=())"
+            )
+    elif not callable(backend):
+        raise SettingsError("--backend", backend, "a registered backend name or a callable")
+    if dynamic not in (None, True, False):
+        raise SettingsError("--dynamic", dynamic, "True, False or None (torch decides)")
+    if mode != "default" and backend != "inductor":
+        raise SettingsError("--mode", mode, f"modes other than default need the inductor backend, not {backend!r}")
+    opts = dict(options or {})
+    if opts and backend != "inductor":
+        raise SettingsError("--option", ", ".join(opts), f"Inductor options need the inductor backend, not {backend!r}")
+    for key, value in opts.items():
+        _check_inductor_option(key, value)
+    return CompileSettings(mode, backend, dynamic, bool(fullgraph), tuple(sorted(opts.items())))

@@ -1,0 +1,271 @@
+"""%%compile in a real IPython shell (in-process InteractiveShell)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+import torch
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+import ipycompile
+from ipycompile.report.report import _renderers
+
+TRACE = logging.getLogger("torch.__trace")
+
+
+def shell_():
+    """The real IPython shell of the test process (started once)."""
+    start_ipython()
+    return get_ipython()
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = shell_()
+    shell.run_line_magic("load_ext", "ipycompile")
+    shell.run_cell("import torch")
+    yield shell
+    shell.run_line_magic("unload_ext", "ipycompile")
+
+
+def run(ip, cell: str):
+    """Run a cell as the user would; return (ExecutionResult, captured output)."""
+    with capture_output() as out:
+        res = ip.run_cell(cell, store_history=True)
+    return res, out
+
+
+def last_report() -> ipycompile.CompileReport:
+    return ipycompile.history()["report"].iloc[-1]
+
+
+def test_load_unload_reload_leave_nothing_behind():
+    shell = shell_()
+    handlers = list(TRACE.handlers)
+    shell.run_line_magic("load_ext", "ipycompile")
+    try:
+        assert "compile" in shell.magics_manager.magics["cell"] and "compile" in shell.magics_manager.magics["line"]
+        assert {"compile_history", "compile_reset"} <= set(shell.magics_manager.magics["line"])
+        shell.run_line_magic("reload_ext", "ipycompile")
+        assert "compile" in shell.magics_manager.magics["cell"]
+    finally:
+        shell.run_line_magic("unload_ext", "ipycompile")
+    assert "compile" not in shell.magics_manager.magics["cell"]
+    assert "compile_history" not in shell.magics_manager.magics["line"]
+    assert not _renderers and list(TRACE.handlers) == handlers
+
+
+def test_cell_namespace_result_and_display(ip):
+    ip.user_ns["a"] = torch.ones(3)
+    res, out = run(ip, "%%compile --backend eager --runs 3\nb = a * 2\nc, d = b + 1, b - 1\nfor i in range(2):\n    pass\nb.sum()")
+    assert res.error_in_exec is None, res.error_in_exec
+    assert torch.equal(ip.user_ns["b"], torch.full((3,), 2.0)) and ip.user_ns["i"] == 1
+    assert torch.equal(ip.user_ns["d"], torch.ones(3))
+    assert res.result == 6.0
+    (shown,) = out.outputs
+    assert "text/html" in shown.data and "ipycompile" in shown.data["text/plain"]
+    p = last_report().profile
+    assert p.runs == 3 and p.backend == "eager" and p.compile_s > 0 and p.run_median_s > 0
+
+
+def test_graph_break_is_reported_at_the_editor_line_of_the_cell(ip):
+    res, _ = run(ip, "%%compile --backend eager --runs 1\ny = torch.randn(4)\nif y.sum() > 0:\n    y = y * 2\nz = y + 1")
+    assert res.error_in_exec is None
+    r = last_report()
+    (gb,) = r.graph_breaks
+    assert gb.frame.lineno == 3  # the %%compile line is line 1
+    assert r.where(gb.frame.filename, gb.frame.lineno) == f"In [{res.execution_count}], line 3"
+    assert f"In [{res.execution_count}], line 3" in str(r)
+
+
+def test_functions_from_other_cells_are_shown_as_that_cell(ip):
+    defined, _ = run(ip, "def helper(x):\n    if x.mean() > 0:\n        return x.cos()\n    return x.sin()")
+    res, _ = run(ip, "%%compile --backend eager --runs 1\nhelper(torch.randn(5))")
+    assert res.error_in_exec is None
+    sites = [last_report().where(b.frame.filename, b.frame.lineno) for b in last_report().graph_breaks]
+    assert f"In [{defined.execution_count}], line 2" in sites
+
+
+def test_unchanged_cell_reuses_compiled_code_and_a_changed_cell_compiles(ip):
+    cell = "%%compile --backend eager --runs 1\nw = torch.ones(4) * 3\nw.sum()"
+    run(ip, cell)
+    assert last_report().compiles
+    res, out = run(ip, cell)
+    r = last_report()
+    assert r.compiled_nothing and r.profile.reused_compiled_code and res.result == 12.0
+    assert "reused compiled code" in out.outputs[0].data["text/plain"]
+    run(ip, cell.replace("* 3", "* 4"))
+    assert last_report().compiles and not last_report().profile.reused_compiled_code
+
+
+@pytest.mark.parametrize(
+    "body, line, word",
+    [("x = 1\nreturn x", 4, "return"), ("yield 1", 3, "yield"), ("x = 1\n\nawait foo()", 5, "await"), ("nonlocal q", 3, "nonlocal")],
+)
+def test_constructs_that_cannot_be_a_function_body(ip, body, line, word):
+    ip.user_ns.pop("ran", None)
+    res, out = run(ip, f"%%compile --backend eager\nran = True\n{body}")
+    text = out.stdout + out.stderr
+    assert "UsageError" in text and word in text and f"line {line}" in text, text
+    assert "ran" not in ip.user_ns
+
+
+def test_imports_defs_classes_loops_and_with_work(ip):
+    cell = """%%compile --backend eager --runs 1
+import math
+from contextlib import nullcontext
+def twice(t):
+    return t * 2
+class Box:
+    k = 3
+total = torch.zeros(2)
+with nullcontext():
+    for j in range(3):
+        total = total + twice(torch.ones(2)) * Box.k
+math.floor(total.sum().item())"""
+    res, _ = run(ip, cell)
+    assert res.error_in_exec is None, res.error_in_exec
+    assert res.result == 36 and ip.user_ns["Box"].k == 3 and ip.user_ns["math"].pi > 3
+
+
+def test_help_lists_every_option_with_defaults(ip):
+    doc = ip.find_cell_magic("compile").__doc__
+    for opt in ("--mode", "--backend", "--dynamic", "--no-dynamic", "--fullgraph", "--option", "--runs", "--warmup",
+                "--fresh", "--compare-eager", "--observe", "--label", "-o", "--quiet"):
+        assert opt in doc, opt
+    assert "default: default" in doc and "default: inductor" in doc
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("--bogus", "unrecognized arguments: --bogus"),
+        ("--mode fast", "invalid choice: 'fast'"),
+        ("--backend inductr", "--backend: 'inductr' is not allowed"),
+        ("--option max_autotune", "expected KEY=VALUE"),
+        ("--option max_autotun=True", "did you mean max_autotune"),
+        ("--option max_autotune=3", "max_autotune takes True or False"),
+        ("--runs 0", "--runs: 0 is not allowed"),
+        ("--runs -2", "--runs"),
+        ("--warmup -1", "--warmup"),
+    ],
+)
+def test_bad_input_is_a_usage_error_and_the_cell_does_not_run(ip, line, expected):
+    ip.user_ns.pop("ran", None)
+    res, out = run(ip, f"%%compile {line}\nran = True")
+    text = out.stdout + out.stderr
+    assert "UsageError" in text and expected in text, text
+    assert "ran" not in ip.user_ns
+
+
+def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):
+    from torch._dynamo import register_backend
+
+    @register_backend
+    def off_by_one(gm, example_inputs):
+        def run_(*args):
+            out = gm(*args)
+            return [o + 1 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in out]
+
+        return run_
+
+    res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
+    assert res.error_in_exec is None
+    e = last_report().profile.eager
+    assert e.outputs_match is False and e.max_abs_diff == pytest.approx(1.0)
+    assert any("outputs differ" in n for n in last_report().profile.notes)
+
+
+def test_compare_eager_reports_speedup_memory_and_break_even(ip):
+    ip.user_ns["q"] = torch.randn(64, 64)
+    res, _ = run(ip, "%%compile --backend eager --runs 3 --compare-eager\n(q @ q).relu().sum()")
+    assert res.error_in_exec is None
+    e = last_report().profile.eager
+    assert e.outputs_match is True and e.speedup > 0 and e.run_median_s > 0
+    assert e.memory_ratio is not None
+    assert e.break_even_calls is None or e.break_even_calls >= 1
+
+
+def test_observe_captures_a_model_compiled_in_an_earlier_cell(ip):
+    run(ip, "lin = torch.nn.Linear(4, 4)\ncm = torch.compile(lin, backend='eager')")
+    res, _ = run(ip, "%%compile --observe\nout = cm(torch.randn(2, 4))\nout.shape")
+    assert res.error_in_exec is None and tuple(res.result) == (2, 4)
+    r = last_report()
+    assert r.profile.observe and r.compiles and not r.profile.reused_compiled_code
+    assert any("linear" in g.code for g in r.graphs if g.stage == "dynamo")
+
+
+def test_label_output_quiet_and_history(ip):
+    ipycompile.clear_history()
+    res, out = run(ip, "%%compile --backend eager --runs 2 --label first -o rep --quiet\nu = torch.ones(2) + 1")
+    assert res.error_in_exec is None and not out.outputs
+    assert isinstance(ip.user_ns["rep"], ipycompile.CompileReport)
+    run(ip, "%%compile --backend eager --runs 2 --label second\nu = torch.ones(2) + 2")
+    df = ip.run_line_magic("compile_history", "")
+    assert list(df["label"]) == ["first", "second"] and list(df["runs"]) == [2, 2]
+    for col in ("compile_s", "run_median_s", "peak_host_bytes_compile", "peak_host_bytes_run", "graphs", "graph_breaks",
+                "recompiles", "kernels", "speedup", "break_even_calls", "execution_count", "report"):
+        assert col in df.columns
+    assert df["report"].iloc[0] is ip.user_ns["rep"]
+    fig = ip.run_line_magic("compile_history", "--plot run_median_s --by label")
+    assert fig.axes[0].get_ylabel() == "run_median_s (seconds)" and len(fig.axes[0].lines) == 2
+    ip.run_line_magic("compile_reset", "--history")
+    assert ipycompile.history().empty
+
+
+def test_user_exception_shows_partial_report_and_traceback_at_the_cell_line(ip):
+    res, out = run(ip, "%%compile --backend eager\nt = torch.ones(2)\nif t.sum() > 0:\n    t = t + 1\nraise ValueError('boom')")
+    assert isinstance(res.error_in_exec, ValueError)
+    assert re.search(rf"Cell In\[{res.execution_count}\], line 5", out.stdout), out.stdout
+    r = last_report()
+    assert r.graph_breaks and "ValueError: boom" in r.profile.error
+    assert out.outputs and "graph break" in out.outputs[0].data["text/plain"]
+    assert ipycompile.history()["status"].iloc[-1] == "error"
+
+
+def test_fullgraph_failure_shows_location_and_hint(ip):
+    res, out = run(ip, "%%compile --backend eager --fullgraph\ns = torch.ones(2)\nif s.sum() > 0:\n    s = s * 2")
+    assert isinstance(res.error_in_exec, torch._dynamo.exc.Unsupported)
+    r = last_report()
+    (f,) = r.failures
+    assert r.where(f.frame.filename, f.frame.lineno) == f"In [{res.execution_count}], line 3"
+    assert "torch.cond" in f.message
+
+
+def test_keyboard_interrupt_leaves_no_listener_and_no_config_change(ip):
+    handlers = list(TRACE.handlers)
+    configs = (torch._dynamo.config.get_config_copy(), torch._inductor.config.get_config_copy())
+    res, _ = run(ip, "%%compile --backend eager --fresh\nk = torch.ones(2)\nraise KeyboardInterrupt")
+    assert isinstance(res.error_in_exec, KeyboardInterrupt)
+    assert list(TRACE.handlers) == handlers
+    assert (torch._dynamo.config.get_config_copy(), torch._inductor.config.get_config_copy()) == configs
+
+
+def test_the_magic_adds_no_names_of_its_own(ip):
+    before = set(ip.user_ns)
+    run(ip, "%%compile --backend eager --runs 1\nnew_name = torch.zeros(1)")
+    added = set(ip.user_ns) - before
+    ipython_own = {n for n in added if re.fullmatch(r"_i*\d*|__+", n)}
+    # Dynamo keeps its own helpers in a compiled function's globals, as for any notebook function
+    dynamo_own = {n for n in added if re.match(r"__(compiled_fn|builtins_dict|resume_at|import)_", n)}
+    assert added - ipython_own - dynamo_own == {"new_name"}
+
+
+def test_line_magic(ip):
+    ip.user_ns["m"] = torch.ones(3)
+    res, _ = run(ip, "%compile --backend eager --runs 2 (m * 5).sum()")
+    assert res.error_in_exec is None and res.result == 15.0
+    assert last_report().profile.runs == 2
+
+
+def test_inductor_default_fresh_and_dynamic_options(ip):
+    res, _ = run(ip, "%%compile --fresh --no-dynamic --runs 2 --option max_autotune=False\ng = torch.randn(8, 8)\n(g.sin() * 2).sum()")
+    assert res.error_in_exec is None, res.error_in_exec
+    p = last_report().profile
+    assert p.backend == "inductor" and p.fresh and p.dynamic is False and p.options == {"max_autotune": False}
+    assert p.caches["dynamo"].startswith("fresh") and "miss" in p.caches["fx_graph"]
+    assert any(k.backend == "cpp" for k in last_report().kernels)
