@@ -106,7 +106,7 @@ def make_cell_function(
     namespace: dict[str, Any],
     *,
     filename: str,
-    header: str = "%%compile",
+    header: Optional[str] = "%%compile",
     name: str = "cell",
 ) -> CellFunction:
     """Compile a cell's ``body`` into a zero-argument function over ``namespace``.
@@ -114,19 +114,21 @@ def make_cell_function(
     ``header`` is the text above the body in the editor (the magic's line): the
     body's first line is editor line ``header.count("\\n") + 2``, and
     ``header + "\\n" + body`` is registered in ``linecache`` under
-    ``filename``. ``name`` is the function's name; it is not stored anywhere,
+    ``filename``; with ``header=None`` the body starts at line 1 (plain
+    Python use). ``name`` is the function's name; it is not stored anywhere,
     so it cannot clobber a notebook name.
 
     Raises :class:`CellError` (a ``SyntaxError``) for a syntax error or a
     construct that cannot be a function body, naming the editor line.
     """
-    source = f"{header}\n{body}"
+    source = body if header is None else f"{header}\n{body}"
     register_source(filename, source)
     lines = _source_lines(source)
+    header_lines = 0 if header is None else header.count("\n") + 1
 
     # Blank lines in place of the header give every node its editor line number.
     try:
-        tree = ast.parse("\n" * (header.count("\n") + 1) + body, filename)
+        tree = ast.parse("\n" * header_lines + body, filename)
     except SyntaxError as e:
         raise _from_syntax_error(e, filename, lines) from None
 

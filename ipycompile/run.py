@@ -31,6 +31,7 @@ from .report import CompileReport, EagerComparison, Profile
 from .settings import CompileSettings, make_settings
 
 _compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
+
 _warmed_backends: set[str] = set()
 _counter = itertools.count(1)
 
@@ -42,6 +43,7 @@ class CellRun:
     value: Any
     report: CompileReport
     error: Optional[BaseException] = None
+    fn: Optional[Callable] = None  # the compiled cell function (None with observe)
 
 
 def _one_time_startup(settings: CompileSettings) -> Optional[float]:
@@ -94,12 +96,16 @@ def execute(
     observe: bool = False,
     label: str = "",
     filename: Optional[str] = None,
-    header: str = "%%compile",
+    header: Optional[str] = None,
     sources: Optional[dict[str, str]] = None,
     execution_count: Optional[int] = None,
     record: bool = True,
 ) -> CellRun:
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
+
+    ``header`` is the text shown above ``source`` in an editor (the magic's
+    ``%%compile ...`` line), so that line numbers match what the user sees;
+    ``None`` (plain Python) numbers the source from line 1.
 
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
@@ -150,7 +156,7 @@ def execute(
 
     value: Any = None
     error: Optional[BaseException] = None
-    fresh_ctx = _fresh_inductor_cache() if fresh else contextlib.nullcontext()
+    fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
     cap = capture()
     try:
         with fresh_ctx, cap:
@@ -176,7 +182,7 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"
-    report = cap.report
+    report = cap.report  # its sources name notebook cells already (capture reads them)
     report.profile = profile
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
@@ -184,7 +190,7 @@ def execute(
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
     if record:
         _history.record(report, execution_count=execution_count)
-    return CellRun(value, report, error)
+    return CellRun(value, report, error, compiled)
 
 
 def _fill_timing(profile: Profile, timing) -> None:
@@ -219,7 +225,7 @@ def _compare_eager(cf: CellFunction, compiled_value: Any, profile: Profile, runs
         eager.speedup = speedup(timing.median_s, profile.run_median_s)
         if profile.compile_s is not None:
             eager.break_even_calls = break_even_calls(profile.compile_s, profile.run_median_s, timing.median_s)
-    on_device = mem.device_bytes is not None and profile.peak_device_bytes_run is not None
+    on_device = bool(mem.device_bytes) and bool(profile.peak_device_bytes_run)  # 0: nothing ran on the device
     compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
     eager_peak = mem.device_bytes if on_device else mem.host_bytes
     if compiled_peak and eager_peak:
@@ -235,9 +241,10 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
 
     import ast
 
-    register_source(filename, header + "\n" + source)
+    register_source(filename, source if header is None else header + "\n" + source)
     tree = ast.parse(source, filename)
-    ast.increment_lineno(tree, header.count("\n") + 1)
+    if header is not None:
+        ast.increment_lineno(tree, header.count("\n") + 1)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     body = compile(tree, filename, "exec")
     tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
@@ -269,10 +276,12 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
 
 
 @contextlib.contextmanager
-def _fresh_inductor_cache():
-    from torch._inductor.utils import fresh_cache
+def fresh_inductor_cache():
+    """Fresh, temporary Inductor caches for the block (honest compile times)."""
+    from torch._inductor import utils
 
-    with fresh_cache():
+    fresh = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache  # renamed in newer torch
+    with fresh():
         yield
 
 

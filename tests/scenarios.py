@@ -14,7 +14,7 @@ import inspect
 import numpy as np
 import torch
 
-from torch._inductor.utils import fresh_cache
+from ipycompile.run import fresh_inductor_cache as fresh_cache
 
 import ipycompile
 

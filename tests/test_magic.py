@@ -211,8 +211,11 @@ def test_label_output_quiet_and_history(ip):
                 "recompiles", "kernels", "speedup", "break_even_calls", "execution_count", "report"):
         assert col in df.columns
     assert df["report"].iloc[0] is ip.user_ns["rep"]
-    fig = ip.run_line_magic("compile_history", "--plot run_median_s --by label")
+    res, out = run(ip, "%compile_history --plot run_median_s --by label")
+    fig = res.result.figure
     assert fig.axes[0].get_ylabel() == "run_median_s (seconds)" and len(fig.axes[0].lines) == 2
+    shown, _ = ip.display_formatter.format(res.result)  # what Out[n] shows in any frontend
+    assert shown["image/png"][:4] == b"\x89PNG"
     ip.run_line_magic("compile_reset", "--history")
     assert ipycompile.history().empty
 

@@ -46,11 +46,17 @@ class Sleeper:
 # --------------------------------------------------------------------------- devices
 
 
+_CPU_ONLY = pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="checks the CPU-only behaviour (no CUDA on the machine)"
+)
+
+
 def test_import_does_not_import_torch():
     code = "import sys, ipycompile.profile; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@_CPU_ONLY
 def test_synchronize_and_device_name_on_cpu():
     synchronize()
     synchronize("cpu")
@@ -61,6 +67,7 @@ def test_synchronize_and_device_name_on_cpu():
 # --------------------------------------------------------------------------- time_calls
 
 
+@_CPU_ONLY
 def test_auto_range_picks_runs_from_target():
     fn = Sleeper(0.005)
     timing = time_calls(fn, target_s=0.05)
@@ -72,6 +79,7 @@ def test_auto_range_picks_runs_from_target():
     assert all(t >= 4.5e-3 for t in timing.times_s)
 
 
+@_CPU_ONLY
 def test_call_much_slower_than_target_runs_once():
     fn = Sleeper(0.3)
     timing = time_calls(fn, target_s=0.05)
@@ -143,6 +151,7 @@ def test_bad_arguments_raise_value_error_naming_them(kwargs, argument):
     assert calls == []
 
 
+@_CPU_ONLY
 def test_cuda_events_without_cuda_raise_before_any_call():
     calls = []
     with pytest.raises(ValueError, match="use_cuda_events: True is not allowed; CUDA is not available"):
@@ -164,6 +173,7 @@ def test_timing_statistics():
 # --------------------------------------------------------------------------- PeakMemory
 
 
+@_CPU_ONLY
 def test_peak_memory_sees_allocation_and_resets_between_blocks():
     with PeakMemory() as with_allocation:
         data = b"\x01" * (200 * MiB)  # written, so resident
@@ -181,6 +191,7 @@ def test_peak_memory_sees_allocation_and_resets_between_blocks():
     assert with_allocation.device_bytes is None and without_allocation.device_bytes is None
 
 
+@_CPU_ONLY
 def test_peak_memory_sees_torch_allocation():
     with PeakMemory() as peak:
         ones = torch.ones(50_000_000)  # 200 MB of float32

@@ -302,6 +302,7 @@ KEPT_RAW = frozenset(
     {
         "artifact:inductor_provenance_tracking_node_mappings",
         "artifact:inductor_provenance_tracking_kernel_stack_traces",
+        "artifact:dynamo_side_effects",
     }
 )
 _IGNORED_PATTERNS = (re.compile(r"^artifact:torch_dynamo_resume_in_.*_BYTECODE$"),)

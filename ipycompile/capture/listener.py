@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from ..report import CompileReport
 from .builder import build_report
+from .sources import notebook_sources
 
 TRACE_LOGGER = "torch.__trace"
 
@@ -86,6 +87,7 @@ class Capture:
             if self._report is None or self.active:
                 report = build_report(list(self.records))
                 report.torch_version = _torch_version()
+                report.sources.update(notebook_sources())
                 if self.active:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report

@@ -66,7 +66,6 @@ class CompileMagics(Magics):
             running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
             count = running.execution_count if running is not None else shell.execution_count
             filename = shell.compile.cache(header + "\n" + cell, count)
-            sources = {name: f"In [{n}]" for name, n in getattr(shell.compile, "_filename_map", {}).items()}
             result = _run.execute(
                 cell,
                 shell.user_ns,
@@ -83,7 +82,6 @@ class CompileMagics(Magics):
                 label=args.label,
                 filename=filename,
                 header=header,
-                sources=sources,
                 execution_count=count,
             )
         except (ValueError, CellError) as exc:  # SettingsError is a ValueError
@@ -112,9 +110,10 @@ class CompileMagics(Magics):
         if df.empty:
             raise UsageError("%compile_history --plot: no runs recorded yet")
         try:
-            return _history.plot_history(df, args.plot, x=args.x, by=args.by)
+            fig = _history.plot_history(df, args.plot, x=args.x, by=args.by)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        return _FigureImage(fig)
 
     @magic_arguments()
     @argument("--history", action="store_true", help="also clear the run history")
@@ -123,6 +122,24 @@ class CompileMagics(Magics):
         """Reset Dynamo (drop all compiled code) and forget compiled cells."""
         args = parse_argstring(self.compile_reset, line)
         _run.reset(history=args.history)
+
+
+class _FigureImage:
+    """A matplotlib Figure shown as PNG in any frontend, with no pyplot backend set up."""
+
+    def __init__(self, figure) -> None:
+        self.figure = figure
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
+    def __repr__(self) -> str:
+        ax = self.figure.axes[0] if self.figure.axes else None
+        return f"<ipycompile plot: {ax.get_ylabel()} by {ax.get_xlabel()}>" if ax else "<ipycompile plot>"
 
 
 def _split_line_magic(line: str, magic) -> tuple[str, str]:

@@ -55,9 +55,9 @@ def _profile_lines(r: "CompileReport") -> list[str]:
     e = p.eager
     if e is not None:
         sp = f"{e.speedup:.2f}x" if e.speedup is not None else "-"
-        be = f"{e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
+        be = f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
         match = "outputs match" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
-        out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even after {be}, {match}")
+        out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     settings = [f"mode={p.mode}", f"backend={p.backend}"]
@@ -135,7 +135,7 @@ def render_summary(report: "CompileReport") -> str:
     if r.stats.unknown or r.stats.parse_errors:
         lines.append("")
         if r.stats.unknown:
-            lines.append(f"({sum(r.stats.unknown.values())} trace events of unknown kinds kept as raw artifacts)")
+            lines.append(f"({_plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts)")
         if r.stats.parse_errors:
-            lines.append(f"({sum(r.stats.parse_errors.values())} trace events could not be parsed; see report.stats.errors)")
+            lines.append(f"({_plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; see report.stats.errors)")
     return "\n".join(lines)

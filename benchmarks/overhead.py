@@ -1,0 +1,185 @@
+"""What does %%compile cost on top of plain torch.compile?
+
+For each workload, in one process and interleaved (plain, ipycompile, ipycompile,
+plain, ...), with fresh Inductor caches and a Dynamo reset before every compile:
+
+* compile: wall time of the first call (compile + one run, synchronised) of the
+  same cell function, compiled plainly vs through ``ipycompile.run_cell``
+  (capture attached, peak-memory probes, profile);
+* steady state: the two compiled callables timed in alternating blocks of
+  calls (so drift in clocks and load hits both alike), after ``run_cell`` has
+  finished: anything it left attached would show here. ``run_cell``'s own
+  reported median is kept in the JSON too.
+
+One extra pair per workload is run first and not counted (the first compile of
+a new model pays for cold caches of its own, whichever path comes first).
+
+Prints a table and writes JSON (device, torch version, every sample) to
+``benchmarks/results/overhead-<device>.json``. Targets: compile overhead
+<= 2 %, steady-state overhead <= 0.5 %.
+
+    python benchmarks/overhead.py [--reps 3] [--runs 200] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+from ipycompile.run import fresh_inductor_cache as fresh_cache
+
+import ipycompile
+from ipycompile.cell import make_cell_function, placeholders
+from ipycompile.profile import device_name, synchronize, time_calls
+
+HERE = Path(__file__).parent
+
+
+def workloads(device: str, quick: bool):
+    torch.manual_seed(0)
+    scale = 1 if device == "cpu" else 4
+    mlp = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256), nn.LayerNorm(256)).to(device)
+    conv = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10)
+    ).to(device)
+    block = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True, dropout=0.0).to(device).eval()
+    items = [
+        ("mlp", mlp, torch.randn(64 * scale, 256, device=device)),
+        ("convnet", conv, torch.randn(8 * scale, 3, 32, 32, device=device)),
+        ("transformer_block", block, torch.randn(8 * scale, 64, 128, device=device)),
+    ]
+    return items[:1] if quick else items
+
+
+CELL = "out = model(x)\nout.sum()"
+
+
+def plain(model, x, runs: int, warmup: int):
+    ns = {"model": model, "x": x}
+    cf = make_cell_function(CELL, ns, filename="<overhead-plain>")
+    torch._dynamo.reset()
+    with fresh_cache():
+        fn = torch.compile(cf.fn)
+        with placeholders(cf):
+            synchronize()
+            t0 = time.perf_counter()
+            fn()
+            synchronize()
+            compile_s = time.perf_counter() - t0
+        for _ in range(warmup):
+            fn()
+    return compile_s, None, fn
+
+
+def with_ipycompile(model, x, runs: int, warmup: int):
+    ns = {"model": model, "x": x}
+    run = ipycompile.run_cell(CELL, ns, fresh=True, runs=runs, warmup=warmup, record=False)
+    return run.report.profile.compile_s, run.report.profile.run_median_s, run.fn
+
+
+def steady_state(fns: dict, runs: int, rounds: int = 20) -> dict[str, list[float]]:
+    """Per-call times of each callable, timed in alternating blocks."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    block = max(1, runs // rounds)
+    for i in range(rounds):
+        for name in (list(fns) if i % 2 == 0 else list(fns)[::-1]):
+            times[name] += time_calls(fns[name], runs=block, warmup=1).times_s
+    return times
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3, help="paired repetitions per workload (default 3)")
+    ap.add_argument("--runs", type=int, default=200, help="timed steady-state calls per measurement (default 200)")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one workload, for a smoke test")
+    ap.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/overhead-<device>.json)")
+    args = ap.parse_args(argv)
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.no_grad():
+        # one-time process start-up, paid before anything is measured
+        ipycompile.run_cell("(x * 2).sum()", {"x": torch.ones(4, device=device)}, runs=1, record=False)
+        results = []
+        for name, model, x in workloads(device, args.quick):
+            plain(model, x, args.runs, args.warmup)  # the uncounted first pair
+            with_ipycompile(model, x, args.runs, args.warmup)
+            samples = {"plain": [], "ipycompile": []}
+            fns = {}
+            for rep in range(args.reps):
+                order = ("plain", "ipycompile") if rep % 2 == 0 else ("ipycompile", "plain")
+                for which in order:
+                    f = plain if which == "plain" else with_ipycompile
+                    compile_s, reported_run_s, fns[which] = f(model, x, args.runs, args.warmup)
+                    samples[which].append((compile_s, reported_run_s))
+            times = steady_state(fns, args.runs)
+            row = {"workload": name}
+            for which, vals in samples.items():
+                row[f"{which}_compile_s"] = [c for c, _ in vals]
+                row[f"{which}_run_times_s"] = times[which]
+            row["ipycompile_reported_run_median_s"] = [r for _, r in samples["ipycompile"]]
+            pc, ic = statistics.median(row["plain_compile_s"]), statistics.median(row["ipycompile_compile_s"])
+            pr, ir = statistics.median(times["plain"]), statistics.median(times["ipycompile"])
+            q = statistics.quantiles(times["plain"], n=4)
+            row.update(
+                plain_run_median_s=pr,
+                ipycompile_run_median_s=ir,
+                compile_overhead=ic / pc - 1,
+                run_overhead=ir / pr - 1,
+                compile_spread=(max(row["plain_compile_s"]) - min(row["plain_compile_s"])) / pc,
+                run_spread=(q[2] - q[0]) / pr,
+            )
+            results.append(row)
+
+    dev = device_name()
+    print(f"\n%%compile overhead vs plain torch.compile on {dev}, torch {torch.__version__}")
+    print(f"(compile: medians of {args.reps} paired repetitions with fresh caches; run: {args.runs} calls each, alternating blocks)\n")
+    head = f"{'workload':<18} {'plain compile':>13} {'%%compile':>10} {'overhead':>9} {'plain run':>11} {'%%compile':>11} {'overhead':>9}"
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(
+            f"{r['workload']:<18} {statistics.median(r['plain_compile_s']):>12.3f}s {statistics.median(r['ipycompile_compile_s']):>9.3f}s "
+            f"{r['compile_overhead']:>+8.1%} {r['plain_run_median_s'] * 1e6:>9.1f}us "
+            f"{r['ipycompile_run_median_s'] * 1e6:>9.1f}us {r['run_overhead']:>+8.2%}"
+        )
+    worst_c = max(r["compile_overhead"] for r in results)
+    worst_r = max(r["run_overhead"] for r in results)
+    print(f"\nworst compile overhead {worst_c:+.1%} (target <= 2%): {'met' if worst_c <= 0.02 else 'NOT met'}")
+    print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
+    print("noise of plain alone: compile (max-min)/median, run IQR/median: "
+          + ", ".join(f"{r['workload']} {r['compile_spread']:.1%} / {r['run_spread']:.1%}" for r in results))
+
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
+    out = Path(args.out) if args.out else HERE / "results" / f"overhead-{slug}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "overhead",
+                "device": dev,
+                "torch": torch.__version__,
+                "python": platform.python_version(),
+                "reps": args.reps,
+                "runs": args.runs,
+                "warmup": args.warmup,
+                "targets": {"compile_overhead": 0.02, "run_overhead": 0.005},
+                "results": results,
+            },
+            indent=1,
+        )
+    )
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""%%compile in a real Jupyter kernel, driven through nbclient as a notebook front end would.
+
+One kernel, one Inductor compile on CPU: load the extension, run a cell with a
+graph break, look at what the user sees (the report's text and HTML, Out[n],
+the history table), then unload the extension and check it left nothing behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = "python3"
+
+COMPILE_CELL = """%%compile --runs 3
+x = torch.arange(4.0)
+if x.sum() > 0:
+    x = x * 2
+x.sum()"""
+
+UNLOADED_CELL = """import logging
+left = [h for h in logging.getLogger("torch.__trace").handlers
+        if type(h).__module__.startswith("ipycompile")]
+assert not left, left
+assert get_ipython().find_cell_magic("compile") is None
+assert get_ipython().find_line_magic("compile_history") is None
+print("ipycompile unloaded cleanly")"""
+
+
+def _runner():
+    """tools/run_notebook.py, whose helpers pick the venv's kernelspec (as `make demo` does)."""
+    spec = importlib.util.spec_from_file_location("_ipycompile_run_notebook", ROOT / "tools" / "run_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """The notebook below, executed in one real kernel; yields (notebook, code cells by name)."""
+    runner = _runner()
+    with pytest.MonkeyPatch.context() as mp:
+        # Put this interpreter's share/jupyter (the venv's kernelspec) first, as the runner does,
+        # and restore JUPYTER_PATH afterwards.
+        mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+        runner._prefer_this_prefix()
+        try:
+            runner.check_kernel(KERNEL)  # refuses a kernel that would run another python
+        except SystemExit as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+        v4 = nbformat.v4
+        cells = {
+            "load": v4.new_code_cell("%load_ext ipycompile"),
+            "imports": v4.new_code_cell("import torch"),
+            "compile": v4.new_code_cell(COMPILE_CELL),
+            "history": v4.new_code_cell("%compile_history"),
+            "unload": v4.new_code_cell("%unload_ext ipycompile"),
+            "unloaded": v4.new_code_cell(UNLOADED_CELL),
+        }
+        nb = v4.new_notebook(cells=[v4.new_markdown_cell("# %%compile in a kernel"), *cells.values()])
+        workdir = tmp_path_factory.mktemp("kernel")
+        client = nbclient.NotebookClient(
+            nb,
+            kernel_name=KERNEL,
+            timeout=600,
+            allow_errors=False,
+            resources={"metadata": {"path": str(workdir)}},
+        )
+        client.execute()
+    yield nb, cells
+
+
+def _outputs(cell, output_type):
+    return [o for o in cell.outputs if o.output_type == output_type]
+
+
+def _no_errors(cell):
+    errors = _outputs(cell, "error")
+    assert not errors, "\n".join(f"{e.ename}: {e.evalue}" for e in errors)
+
+
+@pytest.mark.notebook
+def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(executed):
+    _, cells = executed
+    cell = cells["compile"]
+    _no_errors(cell)
+    (shown,) = _outputs(cell, "display_data")
+    assert {"text/plain", "text/html"} <= set(shown.data)
+    text, page = shown.data["text/plain"], shown.data["text/html"]
+    where = f"In [{cell.execution_count}], line 3"
+    assert "1 graph break" in text and where in text, text
+    assert "if x.sum() > 0:" in text
+    assert re.search(r"run median .*\(IQR .*, 3 runs after \d+ warm-up\)", text), text
+    # the HTML's graph-break table has a row at that line, showing the code there
+    assert "graph breaks" in page.lower()
+    rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", page, re.S)
+    assert any(where in row and "if x.sum() &gt; 0:" in row for row in rows), page
+
+
+@pytest.mark.notebook
+def test_compile_cell_final_expression_is_out(executed):
+    _, cells = executed
+    cell = cells["compile"]
+    (result,) = _outputs(cell, "execute_result")
+    assert result.execution_count == cell.execution_count
+    assert result.data["text/plain"] == "tensor(12.)"
+
+
+@pytest.mark.notebook
+def test_compile_history_is_a_dataframe_with_the_run(executed):
+    _, cells = executed
+    cell = cells["history"]
+    _no_errors(cell)
+    (result,) = _outputs(cell, "execute_result")
+    page = result.data.get("text/html", "")
+    assert 'class="dataframe"' in page, result.data
+    for column in ("execution_count", "compile_s", "run_median_s", "graph_breaks", "report"):
+        assert f"<th>{column}</th>" in page, column
+    head = re.search(r"<thead>(.*?)</thead>", page, re.S).group(1)
+    body = re.search(r"<tbody>(.*?)</tbody>", page, re.S).group(1)
+    columns = re.findall(r"<th>(.*?)</th>", head)
+    rows = [re.findall(r"<t[dh]>(.*?)</t[dh]>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    assert len(rows) == 1, rows  # the one %%compile run
+    row = dict(zip(columns[1:], rows[0][1:]))  # the first column is the index
+    assert row["run"] == "1" and row["execution_count"] == str(cells["compile"].execution_count)
+    assert row["backend"] == "inductor" and row["status"] == "ok" and row["graph_breaks"] == "1", row
+    assert float(row["compile_s"]) > 0 and float(row["run_median_s"]) > 0
+    assert row["report"].startswith("ipycompile report:"), row
+    assert "text/plain" in result.data
+
+
+@pytest.mark.notebook
+def test_unload_removes_the_magic_and_the_trace_handler(executed):
+    _, cells = executed
+    _no_errors(cells["unload"])
+    _no_errors(cells["unloaded"])
+    stdout = "".join(o.text for o in _outputs(cells["unloaded"], "stream") if o.name == "stdout")
+    assert "ipycompile unloaded cleanly" in stdout

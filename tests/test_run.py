@@ -1,0 +1,68 @@
+"""The plain-Python API behind %%compile: run_cell, history, plots, settings errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ipycompile
+from ipycompile import run as run_module
+from ipycompile.settings import SettingsError, make_settings, parse_option
+
+
+def test_run_cell_numbers_lines_from_one_and_returns_value_and_report():
+    ns = {"torch": torch}
+    run = ipycompile.run_cell("y = torch.ones(2)\nif y.sum() > 0:\n    y = y + 1\ny * 3", ns, backend="eager", runs=2, record=False)
+    assert torch.equal(run.value, torch.full((2,), 6.0)) and torch.equal(ns["y"], torch.full((2,), 2.0))
+    (gb,) = run.report.graph_breaks
+    assert gb.frame.lineno == 2  # no %%compile header in plain Python
+    assert run.report.profile.runs == 2 and run.fn is not None
+
+
+def test_run_cell_raises_the_users_exception_with_the_partial_report():
+    with pytest.raises(ZeroDivisionError) as info:
+        ipycompile.run_cell("a = torch.ones(2) * 2\nb = 1 / 0", {"torch": torch}, backend="eager", record=False)
+    report = info.value.ipycompile_report
+    assert report.compiles and "ZeroDivisionError" in report.profile.error
+
+
+def test_settings_errors_name_the_argument_value_and_what_is_allowed():
+    with pytest.raises(SettingsError, match=r"--mode: 'turbo' is not allowed; choose one of default, reduce-overhead"):
+        make_settings(mode="turbo")
+    with pytest.raises(SettingsError, match="--option.*not an Inductor option; did you mean coordinate_descent_tuning"):
+        make_settings(options={"coordinate_descent_tunin": True})
+    with pytest.raises(SettingsError, match="modes other than default need the inductor backend"):
+        make_settings(mode="max-autotune", backend="eager")
+    with pytest.raises(ValueError, match="--runs: 0 is not allowed"):
+        ipycompile.run_cell("1", {}, backend="eager", runs=0, record=False)
+    assert parse_option("max_autotune=True") == ("max_autotune", True)
+    assert parse_option("cpp.simdlen=8") == ("cpp.simdlen", 8)
+    # mode and options together: the mode's options, then the user's
+    opts = make_settings(mode="max-autotune", options={"coordinate_descent_tuning": False}).compile_kwargs()["options"]
+    assert opts["max_autotune"] is True and opts["coordinate_descent_tuning"] is False
+
+
+def test_one_time_inductor_startup_is_paid_before_the_timed_compile():
+    run_module._warmed_backends.discard("inductor")
+    run = ipycompile.run_cell("(x.sin() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
+    p = run.report.profile
+    assert p.one_time_s is not None and p.one_time_s > 0
+    assert any("one-time start-up" in n for n in p.notes)
+    again = ipycompile.run_cell("(x.cos() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
+    assert again.report.profile.one_time_s is None
+
+
+def test_history_rows_extra_columns_and_plot():
+    ipycompile.clear_history()
+    for n in (2, 4, 8):
+        run = ipycompile.run_cell("(x * 2).sum()", {"x": torch.ones(n)}, backend="eager", runs=2, label="loop", record=False)
+        ipycompile.run_history.record(run.report, n=n)
+    df = ipycompile.history()
+    assert list(df["n"]) == [2, 4, 8] and list(df["label"]) == ["loop"] * 3 and list(df["run"]) == [1, 2, 3]
+    fig = ipycompile.plot_history(df, "run_median_s", x="n", by="label")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "n" and ax.get_ylabel() == "run_median_s (seconds)"
+    with pytest.raises(ValueError, match="y: no column 'nope'"):
+        ipycompile.plot_history(df, "nope")
+    ipycompile.clear_history()
+    assert ipycompile.history().empty

@@ -1,0 +1,83 @@
+"""%%compile in the IPython terminal app, and what ``import ipycompile`` alone loads.
+
+The terminal session is fed on stdin, as a user would type it: with stdin not a
+TTY the terminal app reads cells with its simple prompt, so each line is its own
+cell and a cell magic runs when a blank line ends it. (A ``.ipy`` file or ``-c``
+is run as a single cell, where ``%%compile`` could only be the first line.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+# Two blank lines end the cell magic: the simple prompt drops the trailing
+# newline of the joined lines, so one blank line alone does not complete it.
+SESSION = """\
+%load_ext ipycompile
+import torch
+%%compile --backend eager --runs 2
+y = torch.ones(4)
+if y.sum() > 0:
+    y = y * 3
+z = y + 1
+z.sum()
+
+
+import ipycompile
+row = ipycompile.history().iloc[-1]
+print("history:", len(ipycompile.history()), row["execution_count"], row["backend"], row["runs"], row["graph_breaks"], row["status"])
+exit
+"""
+
+
+def _env(tmp_path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")  # no user profile, history database or startup files
+    env.pop("TORCH_LOGS", None)
+    env.pop("TORCH_TRACE", None)
+    return env
+
+
+def test_compile_magic_in_the_terminal_app(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--quick", "--colors=NoColor"],
+        input=SESSION,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        timeout=300,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, (out, proc.stderr)
+    assert "UsageError" not in out and "Traceback" not in out, out
+    # the report is displayed as its text/plain summary; no HTML in a terminal
+    assert "ipycompile report:" in out and "<div" not in out, out
+    assert "1 graph break" in out
+    assert "In [3], line 3" in out and "if y.sum() > 0:" in out, out
+    assert "hint:" in out
+    assert re.search(r"run median .*\(IQR .*, 2 runs after \d+ warm-up\)", out), out
+    assert "settings: mode=default backend=eager" in out
+    # the final expression is Out[3], after the report
+    assert out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")
+    # the run is in the history: 1 run, In [3], eager, 2 timed runs, 1 graph break
+    assert "history: 1 3 eager 2 1 ok" in out, out
+
+
+def test_import_ipycompile_loads_no_heavy_modules(tmp_path):
+    heavy = ("IPython", "ipywidgets", "matplotlib", "pandas", "torch")
+    code = (
+        "import sys, ipycompile\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+        "print(ipycompile.__version__)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded, version = proc.stdout.splitlines()
+    assert loaded == "[]", f"import ipycompile loaded {loaded}"
+    assert version
