@@ -63,6 +63,7 @@ def executed(tmp_path_factory):
             "imports": v4.new_code_cell("import torch"),
             "compile": v4.new_code_cell(COMPILE_CELL),
             "history": v4.new_code_cell("%compile_history"),
+            "plot": v4.new_code_cell("%compile_history --plot run_median_s --by label"),
             "unload": v4.new_code_cell("%unload_ext ipycompile"),
             "unloaded": v4.new_code_cell(UNLOADED_CELL),
         }
@@ -136,6 +137,14 @@ def test_compile_history_is_a_dataframe_with_the_run(executed):
     assert float(row["compile_s"]) > 0 and float(row["run_median_s"]) > 0
     assert row["report"].startswith("ipycompile report:"), row
     assert "text/plain" in result.data
+
+
+@pytest.mark.notebook
+def test_compile_history_plot_is_an_image(executed):
+    _, cells = executed
+    _no_errors(cells["plot"])
+    (result,) = _outputs(cells["plot"], "execute_result")
+    assert result.data["image/png"] and "run_median_s" in result.data["text/plain"]
 
 
 @pytest.mark.notebook

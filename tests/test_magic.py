@@ -214,8 +214,7 @@ def test_label_output_quiet_and_history(ip):
     res, out = run(ip, "%compile_history --plot run_median_s --by label")
     fig = res.result.figure
     assert fig.axes[0].get_ylabel() == "run_median_s (seconds)" and len(fig.axes[0].lines) == 2
-    shown, _ = ip.display_formatter.format(res.result)  # what Out[n] shows in any frontend
-    assert shown["image/png"][:4] == b"\x89PNG"
+    assert res.result._repr_png_()[:4] == b"\x89PNG"  # what Out[n] shows in a notebook
     ip.run_line_magic("compile_reset", "--history")
     assert ipycompile.history().empty
 
