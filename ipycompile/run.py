@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -161,11 +162,14 @@ def execute(
     try:
         with fresh_ctx, cap:
             with PeakMemory() as mem, placeholders(cf):
+                logged = _trace_logging_s()
                 synchronize()
                 t0 = time.perf_counter()
                 value = compiled()
                 synchronize()
                 profile.compile_s = time.perf_counter() - t0
+                if logged is not None:
+                    profile.trace_logging_s = _trace_logging_s() - logged
             profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
             profile.host_memory_method = mem.host_method
             n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
@@ -182,7 +186,9 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"
+    t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
+    profile.report_build_s = time.perf_counter() - t0
     report.profile = profile
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
@@ -191,6 +197,16 @@ def execute(
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error, compiled)
+
+
+def _trace_logging_s() -> Optional[float]:
+    """Seconds torch has spent in structured logging so far in this process (its own
+    running tally; read, never changed). The difference around a call is what
+    the capture made torch do. None where torch keeps no tally."""
+    from torch._logging import _internal
+
+    tally = getattr(_internal, "structured_logging_overhead", None)
+    return float(sum(tally.values())) if isinstance(tally, dict) else None
 
 
 def _fill_timing(profile: Profile, timing) -> None:
@@ -232,6 +248,7 @@ def _compare_eager(cf: CellFunction, compiled_value: Any, profile: Profile, runs
         eager.memory_ratio = compiled_peak / eager_peak
     if not match:
         profile.notes.append(f"compiled and eager outputs differ: {message}")
+        warnings.warn(f"ipycompile: compiled and eager outputs differ: {message}", RuntimeWarning, stacklevel=2)
     return eager
 
 

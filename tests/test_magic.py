@@ -173,7 +173,8 @@ def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):
 
         return run_
 
-    res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
+    with pytest.warns(RuntimeWarning, match="outputs differ.*Greatest absolute difference: 1.0"):
+        res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
     assert res.error_in_exec is None
     e = last_report().profile.eager
     assert e.outputs_match is False and e.max_abs_diff == pytest.approx(1.0)

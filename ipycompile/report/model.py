@@ -310,6 +310,8 @@ class Profile:
     reused_compiled_code: bool = False
     fresh: bool = False
     one_time_s: Optional[float] = None  # process start-up paid before the timed compile, not in compile_s
+    trace_logging_s: Optional[float] = None  # torch-measured structured-logging time in compile_s: the capture's cost
+    report_build_s: Optional[float] = None  # building this report from the trace, after the run
     notes: list[str] = field(default_factory=list)
     torch_version: str = ""
     device: str = ""

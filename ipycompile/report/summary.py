@@ -60,6 +60,12 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
+    if p.trace_logging_s is not None and p.compile_s:
+        build = f", report built in {fmt_seconds(p.report_build_s)}" if p.report_build_s is not None else ""
+        out.append(
+            f"capture cost: {fmt_seconds(p.trace_logging_s)} of trace logging in the compile call "
+            f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
+        )
     settings = [f"mode={p.mode}", f"backend={p.backend}"]
     if p.dynamic is not None:
         settings.append(f"dynamic={p.dynamic}")
