@@ -81,6 +81,24 @@ def _snapshot(cf: CellFunction, value: Any) -> Any:
     return {name: ns.get(name) for name in cf.assigned if name in ns}
 
 
+def _uses_cudagraphs(settings: CompileSettings) -> bool:
+    opts = dict(settings.options)
+    return settings.mode == "reduce-overhead" or bool(opts.get("triton.cudagraphs"))
+
+
+def _copy_tensors(tree: Any) -> Any:
+    """Tensors copied out of CUDA-graph memory, which the next replay overwrites."""
+    import torch
+
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().clone()
+    if isinstance(tree, (list, tuple)) and type(tree) in (list, tuple):
+        return type(tree)(_copy_tensors(t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: _copy_tensors(v) for k, v in tree.items()}
+    return tree
+
+
 def execute(
     source: str,
     namespace: Optional[dict] = None,
@@ -170,6 +188,10 @@ def execute(
                 profile.compile_s = time.perf_counter() - t0
                 if logged is not None:
                     profile.trace_logging_s = _trace_logging_s() - logged
+            graphs = _uses_cudagraphs(settings)
+            if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
+                value = _copy_tensors(value)
+            expected = _copy_tensors(_snapshot(cf, value)) if compare_eager and graphs else _snapshot(cf, value)
             profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
             profile.host_memory_method = mem.host_method
             n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
@@ -182,7 +204,7 @@ def execute(
         profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
         _fill_timing(profile, timing)
         if compare_eager:
-            profile.eager = _compare_eager(cf, value, profile, runs, warmup)
+            profile.eager = _compare_eager(cf, expected, profile, runs, warmup)
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"
@@ -219,8 +241,7 @@ def _fill_timing(profile: Profile, timing) -> None:
     profile.auto_runs = timing.auto
 
 
-def _compare_eager(cf: CellFunction, compiled_value: Any, profile: Profile, runs, warmup) -> EagerComparison:
-    expected = _snapshot(cf, compiled_value)
+def _compare_eager(cf: CellFunction, expected: Any, profile: Profile, runs, warmup) -> EagerComparison:
     eager_value = cf.fn()
     match, diff, message = compare_outputs(expected, _snapshot(cf, eager_value))
     n_warm = warmup if warmup is not None else 1
