@@ -131,6 +131,24 @@ class CompileReport:
             bundle.update(_renderers[-1](self))
         return bundle
 
+    def to_html(self, path: str) -> str:
+        """Write this report as a standalone HTML page (the notebook view, static).
+
+        The page holds the model's code (graphs, kernels, source lines): share it
+        as you would share the code. Returns ``path``.
+        """
+        import warnings
+
+        from ..widgets.html import save_html  # the one lazy import of a view: the report never imports one at load
+
+        warnings.warn(
+            f"{path}: the HTML report contains your model's code (captured graphs, generated kernels, "
+            "source lines); share it as you would share the code",
+            UserWarning,
+            stacklevel=2,
+        )
+        return save_html(self, path)
+
     # -- text -----------------------------------------------------------
     def summary(self) -> str:
         from .summary import render_summary

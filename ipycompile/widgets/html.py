@@ -1,104 +1,328 @@
-"""A self-contained HTML rendering of a report (inline CSS, no JavaScript, no external requests).
+"""The static HTML rendering of a report's view-model.
 
-This is the interim notebook display; the full view-model and widget arrive
-with the report-view issue.
+Self-contained: inline CSS (one ``<style>`` block scoped to ``.ipyc``), ``<details>``
+for the tabs and for expandable rows and trees, pygments-highlighted code, figures
+as inline PNG. No JavaScript, no external requests (the only URLs are plain links
+to torch's graph-break pages). Every tab is rendered; the Summary tab is open.
+
+It renders :func:`ipycompile.widgets.viewmodel.view_model` and computes nothing of
+its own, so it shows what the widget view shows.
 """
 
 from __future__ import annotations
 
+import base64
 import html
-from typing import Iterable
+import time
+from typing import Optional
 
 from ..report import CompileReport
 from ..report.report import _renderers, register_renderer
-from ..report.summary import fmt_bytes, fmt_seconds
+from .viewmodel import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png, view_model
+
+__all__ = ["render_html", "render_view_model", "save_html", "register", "unregister", "HIGHLIGHT_LINES", "PYGMENTS_LINES"]
+
+#: Lines of each code block that are syntax-highlighted; the rest of the block is
+#: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
+HIGHLIGHT_LINES = 400
+#: Lines per page highlighted by pygments (about 5,000 lines/s); code past them is
+#: highlighted by a one-regex highlighter with the same colours.
+PYGMENTS_LINES = 2000
 
 _CSS = """
-<style>
-.ipyc{font-family:system-ui,sans-serif;font-size:13px;line-height:1.4;max-width:1100px}
+.ipyc{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;max-width:1200px;color:#1f2328}
 .ipyc .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0 8px}
-.ipyc .chip{border-radius:4px;padding:2px 8px;background:#eef2f7;border:1px solid #d0d7e2}
-.ipyc .warn{background:#fff4e5;border-color:#f0a848;color:#8a4b00}
-.ipyc table{border-collapse:collapse;margin:4px 0 10px}
-.ipyc th,.ipyc td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top}
+.ipyc .chip{border-radius:4px;padding:2px 8px;background:#eef2f7;border:1px solid #d0d7e2;white-space:nowrap}
+.ipyc .chip.warn{background:#fff4e5;border-color:#f0a848;color:#8a4b00;font-weight:600}
+.ipyc details.tab{border:1px solid #d0d7e2;border-radius:5px;margin:4px 0}
+.ipyc details.tab>summary{background:#f5f7fa;padding:4px 8px;font-weight:600;cursor:pointer}
+.ipyc details.tab>summary.warn{color:#8a4b00}
+.ipyc details.tab>.body{padding:4px 10px 8px}
+.ipyc table{border-collapse:collapse;margin:2px 0 8px}
+.ipyc .tbl table{table-layout:fixed;width:100%}
+.ipyc th,.ipyc td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere;white-space:pre-wrap}
 .ipyc th{background:#f5f7fa}
-.ipyc pre{background:#f8f9fb;border:1px solid #e3e7ee;padding:6px;overflow:auto;max-height:360px}
-.ipyc details{margin:2px 0}
-</style>
+.ipyc td.n{text-align:right;font-variant-numeric:tabular-nums}
+.ipyc .tbl{margin:4px 0 10px}
+.ipyc .tbl>details>summary{list-style:none;cursor:pointer;display:block}
+.ipyc .tbl>details>summary::-webkit-details-marker{display:none}
+.ipyc .tbl>details>summary td:first-child::before{content:"\\25B8\\00A0";color:#57606a}
+.ipyc .tbl>details[open]>summary td:first-child::before{content:"\\25BE\\00A0"}
+.ipyc .tbl>details>summary:hover td{background:#f6f8fa}
+.ipyc .tbl>details>summary table,.ipyc .tbl>table.hd{margin:0}
+.ipyc .tbl>details>summary table td{border-top:none}
+.ipyc .tbl>details>.det{border:1px solid #dde3ea;border-top:none;padding:4px 10px;background:#fcfcfd}
+.ipyc .ttl{font-weight:600;margin:6px 0 2px}
+.ipyc p{margin:3px 0}
+.ipyc p.heading{font-weight:600;margin-top:8px}
+.ipyc p.warn{color:#8a4b00;font-weight:600;background:#fff4e5;padding:2px 6px;border-left:3px solid #f0a848}
+.ipyc p.note{color:#57606a}
+.ipyc .code{margin:4px 0 8px}
+.ipyc .code>.ct{font-family:ui-monospace,monospace;font-size:12px;color:#57606a}
+.ipyc pre{background:#f8f9fb;border:1px solid #e3e7ee;padding:6px;margin:2px 0;overflow:auto;max-height:420px;font-size:12px;line-height:1.35}
+.ipyc details.tree{margin:2px 0 2px 4px}
+.ipyc details.tree>.kids{margin-left:14px;border-left:1px dotted #c0c8d2;padding-left:8px}
+.ipyc details.tree>summary{cursor:pointer}
+.ipyc details.opt>summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:12px}
+.ipyc .choice>.ttl{color:#57606a}
+.ipyc figure{margin:6px 0}
+.ipyc figure img{max-width:100%;height:auto}
+.ipyc figcaption{font-weight:600}
+.ipyc a{color:#0969da}
 """
+
+_STYLE: Optional[str] = None
+
+
+def _style() -> str:
+    """The page's CSS: layout, then pygments' classes scoped to ``.ipyc .hl`` (built once)."""
+    global _STYLE
+    if _STYLE is None:
+        from pygments.formatters import HtmlFormatter
+
+        hl = HtmlFormatter(style="default").get_style_defs(".ipyc .hl")
+        _STYLE = "<style>" + _CSS + hl + "\n.ipyc .hl{background:transparent}</style>"
+    return _STYLE
 
 
 def _e(text) -> str:
-    return html.escape(str(text))
+    return html.escape(str(text), quote=True)
 
 
-def _table(headers: Iterable[str], rows: Iterable[Iterable]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+# -- code ---------------------------------------------------------------------------
+_LEXERS: dict = {}
+
+
+def _lexer(language: str):
+    lx = _LEXERS.get(language)
+    if lx is None:
+        from pygments.lexers import CppLexer, PythonLexer
+
+        lx = {"python": PythonLexer, "cpp": CppLexer}[language](stripnl=False, ensurenl=False)
+        _LEXERS[language] = lx
+    return lx
+
+
+_KEYWORDS = {
+    "python": "False None True and as assert async await break class continue def del elif else except finally for "
+              "from global if import in is lambda nonlocal not or pass raise return try while with yield",
+    "cpp": "auto bool break case char const constexpr continue default do double else enum extern false float for "
+           "if inline int long namespace nullptr return short signed sizeof static struct switch template true "
+           "typedef typename unsigned using void volatile while int8_t int16_t int32_t int64_t uint8_t uint32_t "
+           "uint64_t",
+}
+_STRINGS = r'''"""[\s\S]*?"""|'''  + r"""'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
+_COMMENTS = {"python": r"#[^\n]*", "cpp": r"//[^\n]*|/\*[\s\S]*?\*/|^[ \t]*#[^\n]*"}
+_FAST: dict = {}
+
+
+def _fast_re(language: str):
+    rx = _FAST.get(language)
+    if rx is None:
+        import re
+
+        kw = "|".join(_KEYWORDS[language].split())
+        rx = re.compile(
+            rf"(?P<c1>{_COMMENTS[language]})|(?P<s>{_STRINGS})|(?P<nd>(?<![\w)\]])@[\w.]+)"
+            rf"|(?P<k>\b(?:{kw})\b)|(?P<mi>\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\b)",
+            re.M,
+        )
+        _FAST[language] = rx
+    return rx
+
+
+def _fast_highlight(code: str, language: str) -> str:
+    """A one-regex highlighter (comments, strings, keywords, numbers, decorators) with
+    pygments' CSS classes: many times faster than pygments, for code past its budget."""
+    out = []
+    pos = 0
+    esc = html.escape
+    for m in _fast_re(language).finditer(code):
+        start = m.start()
+        if start > pos:
+            out.append(esc(code[pos:start], False))
+        out.append(f'<span class="{m.lastgroup}">{esc(m.group(), False)}</span>')
+        pos = m.end()
+    out.append(esc(code[pos:], False))
+    return "".join(out)
+
+
+def _split_lines(code: str, n: int) -> tuple[str, str]:
+    """``code`` cut after its first ``n`` lines."""
+    cut = -1
+    for _ in range(n):
+        cut = code.find("\n", cut + 1)
+        if cut < 0:
+            return code, ""
+    return code[: cut + 1], code[cut + 1 :]
+
+
+class _Budget:
+    """Lines left for pygments on this page; past them code goes through the fast highlighter."""
+
+    def __init__(self, lines: int):
+        self.lines = lines
+
+
+def _highlight(code: str, language: str, budget: _Budget) -> str:
+    """HTML for ``code``. Its first HIGHLIGHT_LINES lines are highlighted (by pygments
+    while the page's PYGMENTS_LINES last, then by the fast highlighter); the rest of
+    the block is shown in full, escaped."""
+    if language not in ("python", "cpp") or not code:
+        return html.escape(code, False)
+    head, rest = _split_lines(code, HIGHLIGHT_LINES)
+    n = head.count("\n") + 1
+    if n <= budget.lines:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+
+        budget.lines -= n
+        out = highlight(head, _lexer(language), HtmlFormatter(nowrap=True))
+    else:
+        budget.lines = 0  # once past the budget, stay past it: the page's order decides
+        out = _fast_highlight(head, language)
+    return out + html.escape(rest, False) if rest else out
+
+
+# -- blocks ---------------------------------------------------------------------------
+def _block(b, out: list, budget: _Budget) -> None:
+    if isinstance(b, Text):
+        cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
+        if b.url:
+            out.append(f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(b.text)}</a></p>')
+        else:
+            out.append(f"<p{cls}>{_e(b.text)}</p>")
+    elif isinstance(b, Table):
+        _table(b, out, budget)
+    elif isinstance(b, Code):
+        out.append('<div class="code">')
+        if b.title:
+            out.append(f'<div class="ct">{_e(b.title)}</div>')
+        out.append(f'<pre class="hl">{_highlight(b.code, b.language, budget)}</pre></div>')
+    elif isinstance(b, Figure):
+        out.append(_figure(b))
+    elif isinstance(b, TreeNode):
+        _tree(b, out, budget)
+    elif isinstance(b, Choice):
+        _choice(b, out, budget)
+    else:  # a block kind this renderer does not know: show it rather than drop it
+        out.append(f"<pre>{_e(b)}</pre>")
+
+
+def _blocks(blocks, out: list, budget: _Budget) -> None:
+    for b in blocks:
+        _block(b, out, budget)
+
+
+def _cell(v) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f'<td class="n">{_e(v)}</td>'
+    return f"<td>{_e('' if v is None else v)}</td>"
+
+
+def _widths(t: Table) -> str:
+    """A ``<colgroup>`` with widths from the content (same for every row's table)."""
+    n = len(t.columns)
+    sample = t.rows[:200]
+    w = []
+    for i in range(n):
+        longest = max([len(str(t.columns[i]))] + [len(str(r[i])) for r in sample if i < len(r)])
+        w.append(min(max(longest, len(str(t.columns[i]))) + 3, 60))
+    total = sum(w) or 1
+    return "<colgroup>" + "".join(f'<col style="width:{100 * x / total:.1f}%">' for x in w) + "</colgroup>"
+
+
+def _table(t: Table, out: list, budget: _Budget) -> None:
+    if t.title:
+        out.append(f'<div class="ttl">{_e(t.title)}</div>')
+    head = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in t.columns) + "</tr>"
+    if not t.details:
+        out.append("<table>")
+        if t.rows:
+            out.append(_widths(t))
+        out.append(head)
+        for row in t.rows:
+            out.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")
+        out.append("</table>")
+        return
+    # rows that expand: one <details> per row, its summary a one-row table whose
+    # columns line up with the header's (fixed layout, same <colgroup>)
+    cols = _widths(t)
+    out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
+    for i, row in enumerate(t.rows):
+        det = t.details[i] if i < len(t.details) else []
+        cells = "".join(_cell(v) for v in row)
+        if not det:
+            out.append(f'<table class="hd">{cols}<tr>{cells}</tr></table>')
+            continue
+        out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary><div class=\"det\">")
+        _blocks(det, out, budget)
+        out.append("</div></details>")
+    out.append("</div>")
+
+
+def _tree(node: TreeNode, out: list, budget: _Budget) -> None:
+    out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary><div class="kids">')
+    _blocks(node.blocks, out, budget)
+    for c in node.children:
+        _tree(c, out, budget)
+    out.append("</div></details>")
+
+
+def _choice(c: Choice, out: list, budget: _Budget) -> None:
+    default = c.default if c.default in c.options else next(iter(c.options), None)
+    out.append(f'<div class="choice"><div class="ttl">{_e(c.label)} ({len(c.options)})</div>')
+    for label, blocks in c.options.items():
+        out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
+        _blocks(blocks, out, budget)
+        out.append("</details>")
+    out.append("</div>")
+
+
+def _figure(f: Figure) -> str:
+    try:
+        data = base64.b64encode(figure_png(f)).decode("ascii")
+    except Exception as exc:  # a figure that cannot be drawn must not lose the page
+        return f'<p class="warn">{_e(f.title)}: could not draw the figure ({_e(type(exc).__name__)}: {_e(exc)})</p>'
+    return f'<figure><figcaption>{_e(f.title)}</figcaption><img alt="{_e(f.title)}" src="data:image/png;base64,{data}"></figure>'
+
+
+# -- the page ---------------------------------------------------------------------------
+def render_view_model(vm: ViewModel, timings: Optional[dict] = None) -> str:
+    """The HTML fragment for ``vm``. ``timings``, when given, receives seconds per tab."""
+    budget = _Budget(PYGMENTS_LINES)
+    out: list[str] = [_style(), '<div class="ipyc">', '<div class="strip">']
+    for c in vm.header:
+        tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
+        out.append(f'<span class="chip{" warn" if c.warn else ""}"{tip}>{_e(c.text)}</span>')
+    out.append("</div>")
+    for i, tab in enumerate(vm.tabs):
+        t0 = time.perf_counter()
+        warn = ' class="warn"' if tab.warn else ""
+        out.append(f'<details class="tab" data-tab="{_e(tab.key)}"{" open" if i == 0 else ""}>'
+                   f"<summary{warn}>{_e(tab.title)}</summary><div class=\"body\">")
+        _blocks(tab.blocks(), out, budget)
+        out.append("</div></details>")
+        if timings is not None:
+            timings[tab.key] = time.perf_counter() - t0
+    out.append("</div>")
+    return "".join(out)
 
 
 def render_html(report: CompileReport) -> str:
-    r = report
-    p = r.profile
-    chips = []
-
-    def chip(text, warn=False):
-        chips.append(f'<span class="chip{" warn" if warn else ""}">{_e(text)}</span>')
-
-    graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
-    generated = sum(1 for k in r.kernels if k.backend != "extern")
-    chip(f"{graphs} graph" + ("" if graphs == 1 else "s"))
-    chip(f"{r.graph_break_count} graph break" + ("" if r.graph_break_count == 1 else "s"), r.graph_break_count > 0)
-    chip(f"{len(r.recompiles)} recompile" + ("" if len(r.recompiles) == 1 else "s"), bool(r.recompiles))
-    chip(f"{len(r.kernels)} kernels ({generated} generated / {len(r.kernels) - generated} extern)")
-    if r.failures:
-        chip(f"{len(r.failures)} failure" + ("" if len(r.failures) == 1 else "s"), True)
-    if r.compiled_nothing:
-        chip("reused compiled code" if p and p.reused_compiled_code else "nothing compiled")
-    if p is not None:
-        if p.compile_s is not None:
-            chip(f"compile {fmt_seconds(p.compile_s)}")
-        if p.run_median_s is not None:
-            chip(f"run {fmt_seconds(p.run_median_s)} median")
-        if p.eager and p.eager.speedup is not None:
-            chip(f"{p.eager.speedup:.2f}x vs eager", p.eager.speedup < 1)
-        if p.peak_device_bytes is not None:
-            chip(f"device peak {fmt_bytes(p.peak_device_bytes)}")
-        if p.peak_host_bytes is not None:
-            chip(f"host peak {fmt_bytes(p.peak_host_bytes)}")
-        if p.error:
-            chip(f"raised {p.error}", True)
-
-    parts = [_CSS, '<div class="ipyc">', '<div class="strip">', *chips, "</div>"]
-    if r.failures:
-        rows = [(_e(f.compile_id), _e(f.type), _e(r.where(f.frame.filename, f.frame.lineno)), f"<pre>{_e(f.message)}</pre>") for f in r.failures]
-        parts += ["<h4>Failures</h4>", _table(("compile", "type", "where", "message"), rows)]
-    if r.graph_breaks:
-        rows = []
-        for b in r.graph_breaks:
-            hints = "".join(f"<li>{_e(h)}</li>" for h in b.hints)
-            detail = f"<details><summary>{_e(b.reason)}</summary><p>{_e(b.explanation)}</p><ul>{hints}</ul></details>"
-            rows.append((_e(r.where(b.frame.filename, b.frame.lineno)), f"<code>{_e(b.frame.source_line.strip())}</code>", detail, _e(b.gb_code), b.count))
-        parts += ["<h4>Graph breaks</h4>", _table(("where", "code", "reason", "GB", "count"), rows)]
-    if r.recompiles:
-        rows = [(_e(rc.compile_id), _e(rc.function), "<br>".join(_e(x) for x in rc.reasons) + (" <b>recompile limit hit</b>" if rc.limit_hit else "")) for rc in r.recompiles]
-        parts += ["<h4>Recompiles</h4>", _table(("compile", "function", "guard failures"), rows)]
-    if r.kernels:
-        rows = [(_e(k.name), _e(k.backend), _e(k.kind), _e(", ".join(k.aten_ops))) for k in r.kernels]
-        parts += ["<details><summary><b>Kernels</b></summary>", _table(("kernel", "backend", "kind", "fused ATen ops"), rows), "</details>"]
-    if r.control_flow:
-        parts += ["<h4>Control flow</h4>", "<ul>", *(_cf(n) for n in r.control_flow), "</ul>"]
-    if p is not None:
-        parts += [f"<details><summary><b>Profile</b></summary><pre>{_e(r.summary())}</pre></details>"]
-    parts.append("</div>")
-    return "".join(parts)
+    """The report as a self-contained HTML fragment (what the notebook shows)."""
+    return render_view_model(view_model(report))
 
 
-def _cf(node) -> str:
-    subs = "".join(f"<li>{_e(s.role or s.name)}: {_e(s.name)} ({s.op_count} ops)</li>" for s in node.subgraphs)
-    kids = "".join(_cf(c) for c in node.children)
-    return f"<li><code>{_e(node.op)}</code> {_e(node.operands)}<ul>{subs}{kids}</ul></li>"
+def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
+    """Write the report as a standalone HTML page; returns ``path``."""
+    page = (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>{_e(title)}</title></head><body>\n{render_html(report)}\n</body></html>\n"
+    )
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+    return path
 
 
 def _bundle(report: CompileReport) -> dict[str, str]:

@@ -1,0 +1,432 @@
+"""The report views: one view-model (plain data) and its static HTML rendering,
+checked on real reports (CPU scenarios, H100 trace logs, a profiled run_cell)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import ipycompile
+from ipycompile import CompileReport, build_report
+from ipycompile.report import EagerComparison
+from ipycompile.widgets import html as html_view
+from ipycompile.widgets.viewmodel import (
+    TAB_KEYS,
+    Choice,
+    Code,
+    Figure,
+    Table,
+    Text,
+    TreeNode,
+    gb_url,
+    sort_rows,
+    view_model,
+)
+from scenarios import captured, line_of
+from tracefile import gpu_records
+
+GPU = ("quickstart", "max_autotune", "reduce_overhead")
+CPU = ("inductor", "inductor_training", "control_flow", "recompiles", "recompile_limit", "break:helper", "fullgraph_failure")
+CELL = "<ipycompile-test-views-cell>"
+CELL_SOURCE = "y = x * 2\nif y.sum() > 0:\n    y = y + 1\ny.cos()"
+
+
+@functools.cache
+def report(name: str) -> CompileReport:
+    if name in GPU:
+        return build_report(gpu_records(name))
+    if name == "run_cell":
+        torch.manual_seed(0)
+        run = ipycompile.run_cell(CELL_SOURCE, {"x": torch.rand(64) + 0.1}, backend="eager", runs=5,
+                                  compare_eager=True, record=False, filename=CELL, sources={CELL: "In [3]"})
+        return run.report
+    return captured(name).report
+
+
+@functools.cache
+def page(name: str) -> str:
+    return html_view.render_html(report(name))
+
+
+ALL = GPU + CPU + ("run_cell",)
+
+
+def walk(blocks):
+    """Every block, depth first (table details, tree children, choice options included)."""
+    for b in blocks:
+        yield b
+        if isinstance(b, Table) and b.details:
+            for d in b.details:
+                yield from walk(d)
+        elif isinstance(b, TreeNode):
+            yield from walk(b.blocks)
+            yield from walk(b.children)
+        elif isinstance(b, Choice):
+            for opts in b.options.values():
+                yield from walk(opts)
+
+
+def tab_blocks(name: str, key: str):
+    return view_model(report(name)).tab(key).blocks()
+
+
+def table(name: str, key: str) -> Table:
+    return next(b for b in tab_blocks(name, key) if isinstance(b, Table))
+
+
+# -- the view-model -------------------------------------------------------------
+@pytest.mark.parametrize("name", ALL)
+def test_view_model_has_every_tab_of_plain_blocks(name):
+    vm = view_model(report(name))
+    assert tuple(t.key for t in vm.tabs) == TAB_KEYS
+    assert [t.title.split(" (")[0] for t in vm.tabs] == [
+        "Summary", "Graph breaks", "Recompiles", "Graphs", "Kernels", "Control flow", "Profile", "Guards"]
+    for tab in vm.tabs:
+        blocks = tab.blocks()
+        assert blocks and tab.blocks() is blocks  # built once
+        for b in walk(blocks):
+            assert isinstance(b, (Text, Table, Code, Figure, TreeNode, Choice)), b
+            if isinstance(b, Table):
+                assert all(len(row) == len(b.columns) for row in b.rows)
+                assert all(isinstance(c, (str, int, float)) for row in b.rows for c in row), b.rows
+                assert b.details is None or len(b.details) == len(b.rows)
+            if isinstance(b, Code):
+                assert b.language in ("python", "cpp", "text")
+
+
+def test_view_model_imports_no_notebook_or_plotting_module():
+    code = ("import sys, ipycompile.widgets.viewmodel, ipycompile.widgets.html; "
+            "print([m for m in ('IPython', 'ipywidgets', 'matplotlib', 'torch') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
+EXPECTED = {  # name: graphs, graph breaks, recompiles, kernels (generated, extern), failures
+    "quickstart": (4, 2, 2, (20, 8), 0),
+    "max_autotune": (1, 0, 0, (2, 0), 0),
+    "reduce_overhead": (3, 1, 0, (3, 1), 0),
+    "recompiles": (4, 0, 3, (0, 0), 0),
+    "recompile_limit": (2, 0, 2, (0, 0), 1),
+    "fullgraph_failure": (0, 0, 0, (0, 0), 1),
+}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_header_chips_count_and_warn(name):
+    r = report(name)
+    vm = view_model(r)
+    chip = vm.chip
+    graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
+    generated = sum(1 for k in r.kernels if k.backend != "extern")
+    assert chip("graphs").value == graphs and chip("graphs").text.startswith(f"{graphs} graph")
+    assert chip("graph_breaks").value == r.graph_break_count
+    assert chip("graph_breaks").warn == (r.graph_break_count > 0)
+    assert chip("recompiles").value == len(r.recompiles) and chip("recompiles").warn == bool(r.recompiles)
+    assert chip("kernels").text.endswith(f"({generated} generated / {len(r.kernels) - generated} extern)")
+    assert (chip("failures") is not None) == bool(r.failures)
+    if r.failures:
+        assert chip("failures").warn and chip("failures").value == len(r.failures)
+    assert chip("compile_time") is not None
+    if name in EXPECTED:
+        g, b, rc, (gen, ext), f = EXPECTED[name]
+        assert (chip("graphs").value, chip("graph_breaks").value, chip("recompiles").value) == (g, b, rc)
+        assert chip("kernels").text == f"{gen + ext} kernel{'s' if gen + ext != 1 else ''} ({gen} generated / {ext} extern)"
+        assert (chip("failures").value if f else 0) == f
+    if name == "recompile_limit":
+        assert "limit hit" in chip("recompiles").text
+
+
+def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
+    r = report("run_cell")
+    p = r.profile
+    vm = view_model(r)
+    assert vm.chip("run_time").value == p.run_median_s
+    assert vm.chip("compile_time").value == p.compile_s and vm.chip("compile_time").text.startswith("first call")
+    assert vm.chip("speedup").value == pytest.approx(p.eager.speedup)
+    assert vm.chip("break_even") is not None
+    assert vm.chip("host_memory").value == p.peak_host_bytes
+    assert vm.chip("speedup").warn == (p.eager.speedup < 1)
+    # a compiled cell slower than eager warns; one that never breaks even says so
+    slow = copy.deepcopy(r)
+    slow.profile.eager = EagerComparison(run_median_s=p.run_median_s / 2, speedup=0.5, break_even_calls=None)
+    vm = view_model(slow)
+    assert vm.chip("speedup").warn and vm.chip("speedup").text == "0.50x vs eager"
+    assert vm.chip("break_even").warn and vm.chip("break_even").text == "never breaks even"
+    fast = copy.deepcopy(r)
+    fast.profile.eager = EagerComparison(run_median_s=p.run_median_s * 3, speedup=3.0, break_even_calls=40)
+    vm = view_model(fast)
+    assert not vm.chip("speedup").warn and vm.chip("break_even").text == "break-even after 40 calls"
+
+
+# -- Graph breaks -------------------------------------------------------------------
+def test_graph_break_rows_name_the_cell_line_and_show_its_source():
+    t = table("run_cell", "graph_breaks")
+    (row,) = t.rows
+    assert row[t.columns.index("where")] == "In [3], line 2"
+    assert row[t.columns.index("code")] == "if y.sum() > 0:"
+    assert row[t.columns.index("GB")] == "GB0170" and row[t.columns.index("count")] == 1
+    (details,) = t.details
+    src = next(b for b in details if isinstance(b, Code))
+    assert src.language == "python" and src.title == "In [3], line 2"
+    assert "> 2 | if y.sum() > 0:" in src.code and "  1 | y = x * 2" in src.code  # the cell, line marked
+    links = [b for b in details if isinstance(b, Text) and b.url]
+    assert [b.url for b in links] == ["https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html"]
+    assert any(isinstance(b, Text) and b.text.startswith("Hint: ") for b in details)
+    assert any(isinstance(b, Text) and "data-dependent" in b.text.lower() for b in details)  # the explanation
+
+
+def test_graph_breaks_in_a_file_and_in_a_trace_from_another_machine():
+    t = table("break:helper", "graph_breaks")
+    wheres = [row[0] for row in t.rows]
+    assert f"scenarios.py:{line_of('helper-if')}" in wheres
+    i = wheres.index(f"scenarios.py:{line_of('helper-if')}")
+    src = next(b for b in t.details[i] if isinstance(b, Code))
+    assert f"> {line_of('helper-if')} | " in src.code and "return x.cos()" in src.code  # read through linecache
+    # the GPU trace's file is not on this machine: the line torch recorded stands in
+    t = table("quickstart", "graph_breaks")
+    (row,) = t.rows
+    assert row[0] == "gpu_traces.py:17" and row[-1] == 2
+    src = next(b for b in t.details[0] if isinstance(b, Code))
+    assert src.code.startswith("> 17 | if h.mean() > 0:")
+    assert gb_url("GB0124").endswith("/gb/gb0124.html")
+
+
+# -- Recompiles ------------------------------------------------------------------------
+def test_recompiles_show_each_compile_with_the_guard_failures_that_caused_it():
+    (node,) = tab_blocks("recompiles", "recompiles")
+    assert node.label.startswith("scaled (scenarios.py:") and "4 compiles, 3 recompiles" in node.label
+    t = next(b for b in node.blocks if isinstance(b, Table))
+    assert [row[0] for row in t.rows] == ["0/0", "0/1", "0/2", "0/3"]
+    assert t.rows[0][2].startswith("first compile")
+    assert t.rows[1][2] == "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    assert "dtype mismatch" in t.rows[2][2] and t.rows[2][3] == "0/1, 0/0"
+    texts = [b.text for b in walk(t.details[1]) if isinstance(b, Text)]
+    assert "guards of compile 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16" in texts
+
+
+def test_recompile_limit_is_marked():
+    blocks = tab_blocks("recompile_limit", "recompiles")
+    (node,) = blocks  # the limit compile (no function name in its event) joins its frame's group
+    assert node.label.startswith("scaled ") and node.label.endswith("RECOMPILE LIMIT HIT")
+    warn = [b for b in node.blocks if isinstance(b, Text) and b.kind == "warn"]
+    assert warn and "Recompile limit hit at compile 0/2" in warn[0].text
+    t = next(b for b in node.blocks if isinstance(b, Table))
+    assert t.rows[-1][0] == "0/2" and t.rows[-1][-1] == "LIMIT HIT"
+
+
+# -- Graphs, kernels, guards --------------------------------------------------------------
+def test_graphs_choice_has_every_stage_with_op_counts():
+    blocks = tab_blocks("quickstart", "graphs")
+    choice = next(b for b in blocks if isinstance(b, Choice))
+    keys = list(choice.options)
+    for stage in ("dynamo", "aot_forward", "aot_backward", "aot_joint", "pre_grad", "post_grad"):
+        assert f"0/0 · {stage}" in keys, keys
+    assert choice.default == "0/0 · dynamo"
+    text, code = choice.options["0/0 · aot_backward"]
+    g = report("quickstart").graphs_for("0/0", "aot_backward")[0]
+    assert text.text.endswith(f": {g.op_count} ops") and code.code == g.code and code.language == "python"
+    t = next(b for b in blocks if isinstance(b, Table))
+    assert ["0/0", "aot_backward", g.op_count, g.code.count("\n") + 1] in t.rows
+    assert any(k.endswith("· aot_inference") for k in next(b for b in tab_blocks("max_autotune", "graphs") if isinstance(b, Choice)).options)
+
+
+def test_kernels_table_lists_triton_kinds_on_gpu_and_cpp_extern_on_cpu():
+    kinds = set()
+    for name in GPU:
+        t = table(name, "kernels")
+        assert t.sortable and t.columns[:6] == ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms"]
+        for row, details in zip(t.rows, t.details):
+            kinds.add((row[1], row[2]))
+            code = [b for b in details if isinstance(b, Code)]
+            if row[1] == "triton":
+                assert code and code[0].language == "python" and "@triton.jit" in code[0].code
+                assert isinstance(row[5], float) and row[5] > 0  # compile time from triton_kernel_info
+    assert {("triton", "pointwise"), ("triton", "template"), ("extern", "extern")} <= kinds
+    assert ("triton", "reduction") in kinds or ("triton", "persistent_reduction") in kinds
+    t = table("quickstart", "kernels")
+    assert ["triton_red_fused_mean_1", "triton", "reduction", "aten.mean"] == t.rows[1][:4]
+    for name in ("inductor", "inductor_training"):
+        t = table(name, "kernels")
+        backends = {row[1] for row in t.rows}
+        assert backends == {"cpp", "extern"}, backends
+        for row, details in zip(t.rows, t.details):
+            if row[1] == "cpp":
+                (code,) = [b for b in details if isinstance(b, Code)]
+                assert code.language == "cpp" and code.title == row[0] and 'extern "C"' in code.code
+
+
+def test_sort_rows_sorts_numbers_and_text_with_missing_last():
+    t = Table(["name", "ms"], [["b", 2.5], ["a", ""], ["C", 10], ["d", 1]], sortable=True)
+    assert sort_rows(t, 1) == [3, 0, 2, 1]
+    assert sort_rows(t, 1, descending=True) == [2, 0, 3, 1]
+    assert sort_rows(t, 0) == [1, 0, 2, 3]
+
+
+def test_guards_tab_has_each_compiles_tree_with_counts():
+    r = report("quickstart")
+    blocks = tab_blocks("quickstart", "guards")
+    codes = [b for b in blocks if isinstance(b, Code)]
+    assert len(codes) == len(r.guards) and all(c.language == "text" for c in codes)
+    g = min(r.guards, key=lambda g: g.compile_id)
+    assert codes[0].title == f"compile {g.compile_id}: {g.count} guards" and codes[0].code == g.tree
+    assert view_model(r).tab("guards").count == sum(g.count for g in r.guards)
+
+
+# -- Control flow ----------------------------------------------------------------------
+def test_control_flow_tree_nests_ops_in_the_subgraphs_that_call_them():
+    blocks = tab_blocks("control_flow", "control_flow")
+    nodes = [b for b in blocks if isinstance(b, TreeNode)]
+    ops = [n.label.split(" ")[0] for n in nodes]
+    assert {"cond", "while_loop", "scan", "map"} <= set(ops), ops
+
+    def op(label):
+        return next(n for n in nodes if n.label.split(" ")[0] == label)
+
+    cond = op("cond")
+    assert [c.label.split(":")[0] for c in cond.children] == ["true_fn", "false_fn"]
+    assert all(isinstance(c.blocks[0], Code) and "class" in c.blocks[0].code for c in cond.children)
+    assert re.search(r"\(\d+ ops?\)$", cond.children[0].label)
+    body = next(c for c in op("while_loop").children if c.label.startswith("body_fn"))
+    assert [k.label.split(" ")[0] for k in body.children] == ["cond"]  # the nested cond, inside body_fn
+    combine = next(c for c in op("scan").children if c.label.startswith("combine_fn"))
+    assert [k.label.split(" ")[0] for k in combine.children] == ["cond"]
+    assert view_model(report("control_flow")).tab("control_flow").count == 7
+
+
+# -- Profile ---------------------------------------------------------------------------
+def test_profile_figures_build_for_a_profiled_run():
+    from matplotlib.figure import Figure as MplFigure
+
+    blocks = tab_blocks("run_cell", "profile")
+    figures = [b for b in blocks if isinstance(b, Figure)]
+    assert [f.title for f in figures] == ["Compile time by phase", "Run-time distribution", "Peak memory"]
+    for f in figures:
+        fig = f.build()
+        assert isinstance(fig, MplFigure) and fig.axes
+    runs = figures[1].build().axes[0]
+    assert "eager" in " ".join(t.get_text() for t in runs.get_legend().get_texts())
+    t = next(b for b in blocks if isinstance(b, Table))
+    fields = dict(t.rows)
+    assert {"run median", "runs", "speedup vs eager", "break-even", "settings", "torch"} <= set(fields)
+    assert fields["runs"].startswith("5 after")
+
+
+@pytest.mark.parametrize("name", ["quickstart", "inductor"])
+def test_profile_without_a_run_shows_the_phase_chart(name):
+    blocks = tab_blocks(name, "profile")
+    (fig,) = [b for b in blocks if isinstance(b, Figure)]
+    assert fig.title == "Compile time by phase"
+    assert fig.build().axes  # phases and the event timeline
+    assert any(isinstance(b, Text) and b.kind == "note" for b in blocks)
+
+
+# -- static HTML ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ALL)
+def test_html_is_self_contained_and_shows_the_same_facts(name):
+    r, text = report(name), page(name)
+    vm = view_model(r)
+    assert "<script" not in text.lower() and 'src="http' not in text and "@import" not in text
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
+    hrefs = set(re.findall(r'href="([^"]+)"', text))
+    assert all(re.fullmatch(r"https://meta-pytorch\.github\.io/compile-graph-break-site/gb/gb\d+\.html", u) for u in hrefs), hrefs
+    assert all(u in hrefs or u.startswith("https://docs.pytorch.org") or "compile-graph-break-site" in u for u in urls), urls
+    assert 'src="data:image/png;base64,' in text  # the phase chart, inline
+    for c in vm.header:
+        assert f">{html_view._e(c.text)}</span>" in text
+    for t in vm.tabs:  # every tab rendered, the first open
+        assert f'data-tab="{t.key}"' in text and f">{html_view._e(t.title)}</summary>" in text
+    assert text.count('<details class="tab"') == len(TAB_KEYS) and '<details class="tab" data-tab="summary" open>' in text
+    for k in r.kernels:
+        assert html_view._e(k.name) in text
+    for b in r.graph_breaks:
+        assert html_view._e(r.where(b.frame.filename, b.frame.lineno)) in text
+    if r.control_flow:
+        assert "<summary>cond (compile" in text and "while_loop" in text
+    assert text.count("<details") == text.count("</details>")
+    assert text.count("<table") == text.count("</table>")
+
+
+def test_html_graph_break_row_has_the_cell_line_and_its_code():
+    text = page("run_cell")
+    rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", text, re.S)
+    assert any("In [3], line 2" in row and "if y.sum() &gt; 0:" in row for row in rows)
+    assert 'href="https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html"' in text
+    assert text.count('src="data:image/png;base64,') == 3  # phases, run times, memory
+
+
+def test_html_escapes_everything():
+    r = copy.deepcopy(report("break:helper"))
+    evil = '<img src=x onerror="alert(1)">'
+    b = r.graph_breaks[0]
+    b.reason, b.frame.function, b.hints = evil, evil, [evil]
+    r.graphs[0].code += f"\n# {evil}"
+    r.guards[0].tree += evil
+    text = html_view.render_html(r)
+    assert evil not in text and not re.search(r'<img[^>]*onerror', text)
+    assert text.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 3  # reason, function, hint
+    assert text.count("&lt;img src=x onerror=") >= 5  # and in code: the guard tree, the graph, the text summary
+
+
+def test_html_code_is_highlighted_and_long_code_stays_whole(monkeypatch):
+    r = copy.deepcopy(report("quickstart"))
+    text = html_view.render_html(r)
+    assert '<pre class="hl"><span class="k">class</span>' in text  # pygments, classes from one inline stylesheet
+    assert ".ipyc .hl .k" in text
+    # past the page's pygments budget, the fast highlighter takes over with the same classes
+    monkeypatch.setattr(html_view, "PYGMENTS_LINES", 0)
+    fast = html_view.render_html(r)
+    assert '<pre class="hl"><span class="k">class</span>' in fast and '<span class="nd">@triton.jit</span>' in fast
+    # past HIGHLIGHT_LINES, the rest of a block is shown whole, escaped, unhighlighted
+    monkeypatch.setattr(html_view, "HIGHLIGHT_LINES", 3)
+    code = "\n".join(f"x{i} = f(a < {i})" for i in range(10))
+    out = html_view._highlight(code, "python", html_view._Budget(100))
+    head, _, tail = out.partition("x3 = ")
+    assert '<span class="mi">2</span>' in head and "<span" not in tail
+    assert tail.endswith("x9 = f(a &lt; 9)") and out.count("\n") == 9
+
+
+def test_fast_highlighter_escapes_and_marks_tokens():
+    out = html_view._fast_highlight('def f(x):  # a <b>\n    return "s<" if x else 1.5', "python")
+    assert out == ('<span class="k">def</span> f(x):  <span class="c1"># a &lt;b&gt;</span>\n    '
+                   '<span class="k">return</span> <span class="s">"s&lt;"</span> <span class="k">if</span> x '
+                   '<span class="k">else</span> <span class="mi">1.5</span>')
+    out = html_view._fast_highlight("#include <a.h>\nfor(int64_t i=0; i<4; i++) {} // x", "cpp")
+    assert out.startswith('<span class="c1">#include &lt;a.h&gt;</span>') and '<span class="k">int64_t</span>' in out
+
+
+def test_to_html_writes_the_page_and_warns(tmp_path):
+    r = report("run_cell")
+    path = tmp_path / "report.html"
+    with pytest.warns(UserWarning, match="contains your model's code"):
+        assert r.to_html(str(path)) == str(path)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in text and text.rstrip().endswith("</html>")
+    assert "In [3], line 2" in text and "<script" not in text
+
+
+def test_notebook_display_keeps_the_summary_as_text():
+    r = report("break:helper")
+    html_view.register()
+    try:
+        bundle = r._repr_mimebundle_()
+    finally:
+        html_view.unregister()
+    assert bundle["text/plain"] == r.summary()
+    assert bundle["text/html"].startswith("<style>") and 'class="ipyc"' in bundle["text/html"]
+    from ipycompile.report.report import _renderers
+
+    assert html_view._bundle not in _renderers
+
+
+def test_figure_failures_do_not_lose_the_page():
+    def boom():
+        raise RuntimeError("no display <here>")
+
+    assert html_view._figure(Figure("Broken", boom)) == (
+        '<p class="warn">Broken: could not draw the figure (RuntimeError: no display &lt;here&gt;)</p>')
