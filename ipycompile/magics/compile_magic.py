@@ -91,7 +91,9 @@ class CompileMagics(Magics):
         if not args.quiet:
             from IPython.display import display
 
-            display(result.report)
+            from ..widgets import report_view
+
+            display(report_view(result.report))
         if result.error is not None:
             raise result.error
         return result.value

@@ -1,0 +1,389 @@
+"""The ipywidgets view of a report: :class:`ReportWidget`.
+
+It renders :func:`ipycompile.widgets.viewmodel.view_model` and nothing else (no
+analysis of its own), so it shows what the static HTML shows:
+
+- the header: one ``HTML`` chip per :class:`~.viewmodel.Chip` (warning colours for
+  warn chips);
+- a ``Tab`` with one child per view-model tab. The first tab (Summary) is built
+  with the widget; every other tab is built the first time it is selected, then
+  kept;
+- blocks: ``Text`` -> ``HTML``; ``Table`` -> an HTML table (sortable ones get a
+  sort-column and an order ``Dropdown``), rows with details -> an ``Accordion``
+  (a ``Dropdown`` picking the row for long tables) whose content is built when
+  opened; ``Code`` -> pygments-highlighted HTML; ``Figure`` -> a PNG ``Image``;
+  ``TreeNode`` -> nested ``Accordion`` s; ``Choice`` -> a ``Dropdown`` and the
+  chosen option's content.
+
+Displayed, a ``ReportWidget`` gives the widget view and, in the same bundle, the
+report's static ``text/html`` and ``text/plain``, for frontends with no widgets
+(nbconvert, GitHub, a terminal).
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import io
+import traceback
+from typing import Any, Callable, Optional
+
+import ipywidgets as W
+
+from ..report import CompileReport
+from .viewmodel import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows, view_model
+
+__all__ = ["ReportWidget", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
+
+#: Lines of each code block highlighted by pygments; the rest is shown escaped.
+HIGHLIGHT_LINES = 400
+#: Tables with details and at most this many rows expand row by row (an Accordion);
+#: longer ones pick the row to show with a Dropdown.
+ACCORDION_ROWS = 40
+
+_CSS = """
+.ipyc-w{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;color:#1f2328}
+.ipyc-w .widget-html-content{line-height:1.4;font-size:13px}
+.ipyc-w .ipyc-header .widget-html{height:auto;margin:0}
+.ipyc-w .ipyc-chip{display:inline-block;border-radius:4px;padding:2px 8px;background:#eef2f7;border:1px solid #d0d7e2;white-space:nowrap}
+.ipyc-w .ipyc-chip.warn{background:#fff4e5;border-color:#f0a848;color:#8a4b00;font-weight:600}
+.ipyc-w table.ipyc-t{border-collapse:collapse;margin:2px 0 8px}
+.ipyc-w table.ipyc-t th,.ipyc-w table.ipyc-t td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere}
+.ipyc-w table.ipyc-t th{background:#f5f7fa}
+.ipyc-w table.ipyc-t td.n{text-align:right;font-variant-numeric:tabular-nums}
+.ipyc-w .ipyc-ttl{font-weight:600;margin:6px 0 2px}
+.ipyc-w p{margin:3px 0}
+.ipyc-w p.heading{font-weight:600;margin-top:8px}
+.ipyc-w p.warn{color:#8a4b00;font-weight:600;background:#fff4e5;padding:2px 6px;border-left:3px solid #f0a848}
+.ipyc-w p.note{color:#57606a}
+.ipyc-w .ipyc-code .ct{font-family:ui-monospace,monospace;font-size:12px;color:#57606a}
+.ipyc-w pre.hl{background:#f8f9fb;border:1px solid #e3e7ee;padding:6px;margin:2px 0;overflow:auto;max-height:420px;font-size:12px;line-height:1.35}
+.ipyc-w a{color:#0969da}
+"""
+
+_STYLE: Optional[str] = None
+
+
+def _style() -> str:
+    """The widget's CSS (layout + pygments classes scoped to ``.ipyc-w .hl``), built once."""
+    global _STYLE
+    if _STYLE is None:
+        from pygments.formatters import HtmlFormatter
+
+        hl = HtmlFormatter(style="default").get_style_defs(".ipyc-w .hl")
+        _STYLE = "<style>" + _CSS + hl + "\n.ipyc-w .hl{background:#f8f9fb}</style>"
+    return _STYLE
+
+
+def _e(text: Any) -> str:
+    return htmllib.escape("" if text is None else str(text), quote=True)
+
+
+def _html(value: str) -> W.HTML:
+    return W.HTML(value=value, layout=W.Layout(width="100%"))
+
+
+# -- blocks -> HTML strings ---------------------------------------------------------
+def _highlight(code: str, language: str) -> str:
+    if language not in ("python", "cpp") or not code:
+        return htmllib.escape(code, False)
+    lines = code.split("\n")
+    head, rest = "\n".join(lines[:HIGHLIGHT_LINES]), "\n".join(lines[HIGHLIGHT_LINES:])
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CppLexer, PythonLexer
+
+    lexer = (PythonLexer if language == "python" else CppLexer)(stripnl=False, ensurenl=False)
+    out = highlight(head, lexer, HtmlFormatter(nowrap=True))
+    return out + ("\n" + htmllib.escape(rest, False) if rest else "")
+
+
+def text_html(b: Text) -> str:
+    cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
+    if b.url:
+        return f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(b.text)}</a></p>'
+    return f"<p{cls}>{_e(b.text)}</p>"
+
+
+def code_html(b: Code) -> str:
+    title = f'<div class="ct">{_e(b.title)}</div>' if b.title else ""
+    return f'<div class="ipyc-code">{title}<pre class="hl">{_highlight(b.code, b.language)}</pre></div>'
+
+
+def table_html(t: Table, order: Optional[list[int]] = None) -> str:
+    order = list(range(len(t.rows))) if order is None else order
+    out = ['<table class="ipyc-t"><tr>', *(f"<th>{_e(c)}</th>" for c in t.columns), "</tr>"]
+    for i in order:
+        out.append("<tr>")
+        for v in t.rows[i]:
+            num = isinstance(v, (int, float)) and not isinstance(v, bool)
+            out.append(f'<td class="n">{_e(v)}</td>' if num else f"<td>{_e(v)}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def chip_html(c: Chip) -> str:
+    tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
+    # inline colours as well as the class, so a chip keeps its colour without the style block
+    style = ("background:#fff4e5;border:1px solid #f0a848;color:#8a4b00;font-weight:600" if c.warn
+             else "background:#eef2f7;border:1px solid #d0d7e2")
+    return (f'<span class="ipyc-chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip} '
+            f'style="{style};border-radius:4px;padding:2px 8px;white-space:nowrap">{_e(c.text)}</span>')
+
+
+def _row_title(row: list, limit: int = 140) -> str:
+    parts = [str(v) for v in row[:3] if v is not None and v != ""]
+    text = " · ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_html(what: str) -> W.HTML:
+    return _html(f'<p class="warn">could not show {_e(what)}:</p><pre class="hl">{_e(traceback.format_exc())}</pre>')
+
+
+# -- blocks -> widgets ------------------------------------------------------------------
+def build_blocks(blocks: list) -> list[W.Widget]:
+    """Widgets for a list of view-model blocks (one or more widgets per block)."""
+    out: list[W.Widget] = []
+    for b in blocks:
+        try:
+            out.append(build_block(b))
+        except Exception:  # one block that cannot be shown must not lose the tab
+            out.append(_error_html(type(b).__name__))
+    return out
+
+
+def build_block(b) -> W.Widget:
+    if isinstance(b, Text):
+        return _html(text_html(b))
+    if isinstance(b, Code):
+        return _html(code_html(b))
+    if isinstance(b, Table):
+        return TableView(b)
+    if isinstance(b, Figure):
+        return _figure(b)
+    if isinstance(b, TreeNode):
+        return TreeView(b)
+    if isinstance(b, Choice):
+        return ChoiceView(b)
+    return _html(f"<pre>{_e(b)}</pre>")  # a block kind this view does not know: show it, do not drop it
+
+
+def _figure(f: Figure) -> W.Widget:
+    try:
+        fig = f.build()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+    except Exception as exc:
+        return _html(f'<p class="warn">{_e(f.title)}: could not draw the figure ({_e(type(exc).__name__)}: {_e(exc)})</p>')
+    image = W.Image(value=buf.getvalue(), format="png", layout=W.Layout(max_width="100%", height="auto"))
+    return W.VBox([_html(f'<div class="ipyc-ttl">{_e(f.title)}</div>'), image])
+
+
+class _Lazy:
+    """Children of a container built on first demand (by index), then cached."""
+
+    def __init__(self, builders: list[Callable[[], list]]):
+        self.builders = builders
+        self.boxes = [W.VBox() for _ in builders]
+        self.built: set[int] = set()
+
+    def ensure(self, i: Optional[int]) -> None:
+        if i is None or i in self.built or not 0 <= i < len(self.builders):
+            return
+        self.built.add(i)
+        try:
+            self.boxes[i].children = tuple(build_blocks(self.builders[i]()))
+        except Exception:
+            self.boxes[i].children = (_error_html("this part of the report"),)
+
+
+class TableView(W.VBox):
+    """A table; sortable ones re-render on the sort Dropdowns; rows with details expand."""
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.order = list(range(len(table.rows)))
+        self.html = _html(table_html(table))
+        children: list[W.Widget] = []
+        if table.title:
+            children.append(_html(f'<div class="ipyc-ttl">{_e(table.title)}</div>'))
+        self.sort_column: Optional[W.Dropdown] = None
+        self.sort_order: Optional[W.Dropdown] = None
+        if table.sortable and len(table.rows) > 1:
+            self.sort_column = W.Dropdown(
+                options=[("(as listed)", -1)] + [(c, i) for i, c in enumerate(table.columns)],
+                value=-1, description="sort by", layout=W.Layout(width="260px"),
+            )
+            self.sort_order = W.Dropdown(options=["ascending", "descending"], value="ascending",
+                                         layout=W.Layout(width="130px"))
+            self.sort_column.observe(self._resort, names="value")
+            self.sort_order.observe(self._resort, names="value")
+            children.append(W.HBox([self.sort_column, self.sort_order]))
+        children.append(self.html)
+        self.rows: Optional[W.Widget] = None
+        self._lazy: Optional[_Lazy] = None
+        details = table.details or []
+        if any(details):
+            self._lazy = _Lazy([(lambda d=d: d) for d in details] + [lambda: []] * (len(table.rows) - len(details)))
+            if len(table.rows) <= ACCORDION_ROWS:
+                self.rows = W.Accordion(children=self._lazy.boxes, selected_index=None)
+                self.rows.observe(self._open_row, names="selected_index")
+            else:
+                self.rows = W.Dropdown(description="details", layout=W.Layout(width="60%"))
+                self._detail = W.VBox()
+                self.rows.observe(self._pick_row, names="value")
+            self._relabel()
+            children.append(_html('<div class="ipyc-ttl">details</div>'))
+            children.append(self.rows if isinstance(self.rows, W.Accordion) else W.VBox([self.rows, self._detail]))
+        super().__init__(children)
+
+    def sort(self, column: int, descending: bool = False) -> None:
+        """Sort by ``column`` (-1: the order listed), as the Dropdowns do."""
+        self.order = list(range(len(self.table.rows))) if column < 0 else sort_rows(self.table, column, descending)
+        self.html.value = table_html(self.table, self.order)
+        self._relabel()
+
+    def _resort(self, _change=None) -> None:
+        self.sort(self.sort_column.value, self.sort_order.value == "descending")
+
+    def _relabel(self) -> None:
+        if self._lazy is None:
+            return
+        rows = self.table.rows
+        if isinstance(self.rows, W.Accordion):
+            opened = self.order_at(self.rows.selected_index)
+            self.rows.children = tuple(self._lazy.boxes[i] for i in self.order)
+            self.rows.titles = tuple(_row_title(rows[i]) for i in self.order)
+            self.rows.selected_index = None if opened is None else self.order.index(opened)
+        else:
+            value = self.rows.value
+            self.rows.options = [("(choose a row)", -1)] + [(f"{n + 1}. {_row_title(rows[i])}", i) for n, i in enumerate(self.order)]
+            self.rows.value = -1 if value is None else value
+
+    def order_at(self, position: Optional[int]) -> Optional[int]:
+        return None if position is None or not 0 <= position < len(self.order) else self.order[position]
+
+    def _open_row(self, change) -> None:
+        self._lazy.ensure(self.order_at(change["new"]))
+
+    def _pick_row(self, change) -> None:
+        i = change["new"]
+        if i is None or i < 0:
+            self._detail.children = ()
+            return
+        self._lazy.ensure(i)
+        self._detail.children = (self._lazy.boxes[i],)
+
+
+class TreeView(W.Accordion):
+    """One tree node: an Accordion of one item (its label) holding its blocks and child nodes."""
+
+    def __init__(self, node: TreeNode):
+        self.node = node
+        self._lazy = _Lazy([lambda: [*node.blocks, *node.children]])
+        super().__init__(children=self._lazy.boxes, titles=(node.label,), selected_index=None)
+        self.observe(lambda change: self._lazy.ensure(change["new"]), names="selected_index")
+        if node.open:
+            self.selected_index = 0
+
+
+class ChoiceView(W.VBox):
+    """A Dropdown of the options and, below it, the chosen option's blocks (built when chosen)."""
+
+    def __init__(self, choice: Choice):
+        self.choice = choice
+        labels = list(choice.options)
+        self._lazy = _Lazy([(lambda k=k: choice.options[k]) for k in labels])
+        default = choice.default if choice.default in choice.options else (labels[0] if labels else None)
+        self.dropdown = W.Dropdown(options=labels, value=default, description=f"{choice.label}",
+                                   style={"description_width": "initial"}, layout=W.Layout(width="60%"))
+        self.content = W.VBox()
+        self.dropdown.observe(lambda change: self._show(change["new"]), names="value")
+        self._show(default)
+        super().__init__([self.dropdown, self.content])
+
+    def _show(self, label) -> None:
+        if label is None:
+            self.content.children = ()
+            return
+        i = list(self.choice.options).index(label)
+        self._lazy.ensure(i)
+        self.content.children = (self._lazy.boxes[i],)
+
+
+# -- the widget ---------------------------------------------------------------------------
+class ReportWidget(W.VBox):
+    """A report as widgets: the header chips over one tab per view-model tab.
+
+    Only the first tab is built now; the others are built when first selected.
+    """
+
+    def __init__(self, report: CompileReport, **kwargs):
+        self.report = report
+        self.view_model: ViewModel = view_model(report)
+        vm = self.view_model
+        self.chips = [W.HTML(value=chip_html(c)) for c in vm.header]
+        for w, c in zip(self.chips, vm.header):
+            w.add_class("ipyc-chip-w")
+            if c.warn:
+                w.add_class("ipyc-warn")
+        self.header = W.HBox(self.chips, layout=W.Layout(flex_flow="row wrap", grid_gap="6px", margin="4px 0 6px"))
+        self.header.add_class("ipyc-header")
+        self._loading = [_html('<p class="note">building this tab…</p>') for _ in vm.tabs]
+        self._boxes = [W.VBox([self._loading[i]]) for i in range(len(vm.tabs))]
+        self._built: dict[int, W.Widget] = {}
+        self.tabs = W.Tab(children=self._boxes, titles=tuple(t.title for t in vm.tabs))
+        self.tabs.add_class("ipyc-tabs")
+        if vm.tabs:
+            self._build(0)
+            self.tabs.selected_index = 0
+        self.tabs.observe(self._on_select, names="selected_index")
+        super().__init__([W.HTML(value=_style()), self.header, self.tabs], **kwargs)
+        self.add_class("ipyc-w")
+
+    # -- tabs ------------------------------------------------------------------
+    @property
+    def built(self) -> list[str]:
+        """Keys of the tabs built so far, in tab order."""
+        return [self.view_model.tabs[i].key for i in sorted(self._built)]
+
+    def select(self, key: str) -> W.Widget:
+        """Show the tab ``key`` (as a click on it would); returns its content."""
+        i = [t.key for t in self.view_model.tabs].index(key)
+        self.tabs.selected_index = i
+        self._build(i)  # in case it was already selected
+        return self._built[i]
+
+    def _on_select(self, change) -> None:
+        i = change["new"]
+        if i is not None:
+            self._build(i)
+
+    def _build(self, i: int) -> None:
+        if i in self._built or not 0 <= i < len(self.view_model.tabs):
+            return
+        tab = self.view_model.tabs[i]
+        try:
+            content = W.VBox(build_blocks(tab.blocks()))
+        except Exception:
+            content = W.VBox([_error_html(f"the {tab.title} tab")])
+        self._built[i] = content
+        self._boxes[i].children = (content,)
+
+    # -- display -----------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget view, plus the report's static HTML and its text summary for
+        frontends without widgets."""
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        data["text/plain"] = self.report.summary()
+        try:
+            from .html import render_view_model
+
+            data["text/html"] = render_view_model(self.view_model)
+        except Exception:  # the static fallback must not cost the widget
+            data["text/html"] = f"<pre>{_e(self.report.summary())}</pre>"
+        return data
+
+    def __repr__(self) -> str:
+        return f"<ReportWidget of {self.report!r}>"
