@@ -16,8 +16,13 @@ BUILD       := build
 TIMEOUT     ?= 1200
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-k report -x"`.
 PYTEST_ARGS ?=
+# The browser tests (tests/test_browser.py, marker `browser`) drive Debian's
+# Chromium through Playwright; Playwright's own browser download is never used.
+CHROMIUM    ?= /usr/bin/chromium
+BROWSER_STAMP := $(VENV)/.ipycompile-browser
+SUDO        := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all venv demo test pytest tutorials clean distclean
+.PHONY: all venv browser demo test pytest tutorials clean distclean
 
 all: test
 
@@ -39,16 +44,57 @@ $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys, torch; print(f"venv: ready ({sys.executable}, torch {torch.__version__})")'
 	@touch $@
 
+# Chromium for the browser tests: installed with apt-get (as root, else through
+# sudo) when $(CHROMIUM) is missing. `apt-get update` runs only when needed: when
+# apt knows no chromium package (no package lists yet), or when the install fails
+# (stale lists), then the install is tried once more. The stamp is touched once
+# the browser starts, so later runs do nothing; a missing $(CHROMIUM) is
+# installed again. No apt-get (not Debian/Ubuntu): a clear error.
+browser: $(BROWSER_STAMP)
+
+# Checks that the browser starts, and says which one it is.
+CHECK_CHROMIUM = $(CHROMIUM) --headless --no-sandbox --disable-gpu --version >/dev/null 2>&1 || { \
+	  echo "browser: $(CHROMIUM) is installed but does not start:" >&2; \
+	  $(CHROMIUM) --headless --no-sandbox --disable-gpu --version >&2; exit 1; }; \
+	echo "browser: $$($(CHROMIUM) --version 2>/dev/null) at $(CHROMIUM)"
+
+$(BROWSER_STAMP): $(CHROMIUM) | $(STAMP)
+	@$(CHECK_CHROMIUM)
+	@touch $@
+
+$(CHROMIUM):
+	@command -v apt-get >/dev/null 2>&1 || { \
+	  echo "browser: $(CHROMIUM) is missing and apt-get is not available to install it." >&2; \
+	  echo "browser: install Chromium with your package manager and run again, or set CHROMIUM=/path/to/chromium." >&2; \
+	  exit 1; }
+	@if [ -n "$(SUDO)" ] && ! command -v sudo >/dev/null 2>&1; then \
+	  echo "browser: $(CHROMIUM) is missing; installing it needs root, and sudo is not available." >&2; \
+	  echo "browser: run 'apt-get install -y chromium fonts-liberation' as root, then run again." >&2; exit 1; fi
+	@echo "browser: installing chromium (and fonts-liberation, so pages have text) with apt-get; one time, under a minute on a fresh machine"
+	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	apt_install() { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium fonts-liberation >"$$log" 2>&1; }; \
+	if ! apt-cache show chromium >/dev/null 2>&1; then \
+	  echo "browser: apt knows no chromium package yet; running apt-get update"; \
+	  $(SUDO) apt-get update -qq || exit 1; \
+	  apt_install || { cat "$$log" >&2; exit 1; }; \
+	elif ! apt_install; then \
+	  echo "browser: apt-get install failed (stale package lists?); running apt-get update and trying again"; \
+	  $(SUDO) apt-get update -qq && apt_install || { cat "$$log" >&2; exit 1; }; \
+	fi
+	@test -x $(CHROMIUM) || { echo "browser: apt-get installed chromium but $(CHROMIUM) is not there" >&2; exit 1; }
+	@$(CHECK_CHROMIUM)
+
 demo: venv
 	$(PY) tools/run_notebook.py tutorials/01_quickstart.ipynb --out $(BUILD) --timeout $(TIMEOUT)
 
-test: venv
+test: venv browser
 	@$(MAKE) --no-print-directory pytest
 	@$(MAKE) --no-print-directory tutorials
 
 # Any non-zero pytest exit fails the target, including 5 (no tests collected).
-pytest: venv
-	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+pytest: venv browser
+	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; fi; \
 	exit $$rc
 

@@ -1,0 +1,267 @@
+"""A JupyterLab server and a headless Chromium for tests/test_browser.py.
+
+Both are context managers that always clean up: the server (and every kernel
+it started, which live in their own sessions) is terminated by process group,
+the browser is closed and Playwright stopped, whatever the test did.
+
+Chromium is Debian's (``/usr/bin/chromium``, installed by ``make browser``);
+Playwright's own browser download is never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Iterator, Optional
+
+CHROMIUM = os.environ.get("IPYCOMPILE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# JupyterLab user settings that keep the page quiet and deterministic: no news or
+# update checks (no network, no pop-up toasts), no restored workspace.
+_LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    # Start the notebook's kernel (its metadata names `python3`) without asking.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "autoStartDefaultKernel": True,
+    },
+}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill_tree(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Terminate ``proc``'s process group and the sessions of its descendants (kernels)."""
+    groups = set()
+    try:
+        import psutil
+
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error, OSError):
+                groups.add(os.getpgid(child.pid))
+    except Exception:  # psutil missing or the server already gone: its own group still goes
+        pass
+    with contextlib.suppress(OSError):
+        groups.add(os.getpgid(proc.pid))
+    groups.discard(os.getpgid(0))  # never our own group
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        try:
+            proc.wait(timeout=grace)
+            if sig == signal.SIGTERM:
+                time.sleep(0.5)  # let kernels in other groups follow
+            alive = [g for g in groups if _group_alive(g)]
+            if not alive:
+                return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+class LabServer:
+    """``jupyter lab`` on 127.0.0.1 with a random token, rooted in ``root``."""
+
+    def __init__(self, root: Path, log_path: Path, kernel_name: str = "python3") -> None:
+        self.root = Path(root)
+        self.log_path = Path(log_path)
+        self.kernel_name = kernel_name
+        self.token = uuid.uuid4().hex
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: Optional[subprocess.Popen] = None
+        self._log = None
+        self._home: Optional[Path] = None
+
+    # -- REST ------------------------------------------------------------
+    def api(self, path: str, method: str = "GET", body: Optional[dict] = None, timeout: float = 10.0):
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"token {self.token}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(f"{self.base}/api/{path}", data=data, method=method, headers=headers)
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def url(self, notebook: str) -> str:
+        return f"{self.base}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no server log)"
+
+    # -- life cycle ------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> "LabServer":
+        # Jupyter's config, data, runtime and lab settings in a folder of their own,
+        # removed on stop: nothing from ~/.jupyter gets in, nothing is left behind.
+        self._home = home = Path(tempfile.mkdtemp(prefix="ipycompile-jupyter-"))
+        settings = home / "lab-settings"
+        for name, value in _LAB_SETTINGS.items():
+            path = settings / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value))
+        env = dict(os.environ)
+        # The venv's share/jupyter first, so its `python3` kernelspec (the venv's python,
+        # installed by `make venv` with --sys-prefix) wins over any user-level one.
+        here = os.path.join(sys.prefix, "share", "jupyter")
+        env["JUPYTER_PATH"] = os.pathsep.join([here, *[p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]])
+        env.update(
+            JUPYTER_CONFIG_DIR=str(home / "config"),
+            JUPYTER_DATA_DIR=str(home / "data"),
+            JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+            JUPYTERLAB_SETTINGS_DIR=str(settings),
+            JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+            PYTHONUNBUFFERED="1",
+        )
+        cmd = [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.allow_remote_access=False",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            "--ServerApp.terminals_enabled=False",
+            f"--MappingKernelManager.default_kernel_name={self.kernel_name}",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")  # CI containers often run as root
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            cmd, cwd=self.root, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                self.api("status", timeout=2)
+                return self
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f}s:\n{self.log_tail()}")
+                time.sleep(0.25)
+
+    def wait_for_kernel(self, timeout: float = 60.0) -> dict:
+        """The one kernel the page started, once the server reports it idle."""
+        deadline = time.monotonic() + timeout
+        kernels = []
+        while time.monotonic() < deadline:
+            kernels = self.api("kernels")
+            if kernels and all(k.get("execution_state") == "idle" for k in kernels):
+                return kernels[0]
+            time.sleep(0.25)
+        raise TimeoutError(f"no idle kernel within {timeout:.0f}s (kernels: {kernels})\n{self.log_tail()}")
+
+    def kernel_python(self) -> str:
+        """The interpreter the server's kernelspec runs (argv[0])."""
+        specs = self.api("kernelspecs")
+        spec = specs["kernelspecs"][self.kernel_name]["spec"]
+        return spec["argv"][0]
+
+    def kernel_pids(self) -> list[int]:
+        """Process ids of the kernels the server runs (its ipykernel descendants)."""
+        import psutil
+
+        if self.proc is None:
+            return []
+        pids = []
+        for child in psutil.Process(self.proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if any("ipykernel" in part for part in child.cmdline()):
+                    pids.append(child.pid)
+        return pids
+
+    def stop(self) -> None:
+        try:
+            self._stop()
+        finally:
+            if self._home is not None:
+                shutil.rmtree(self._home, ignore_errors=True)
+                self._home = None
+
+    def _stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None:
+                with contextlib.suppress(Exception):
+                    for kernel in self.api("kernels", timeout=5):
+                        self.api(f"kernels/{kernel['id']}", method="DELETE", timeout=15)
+        finally:
+            _kill_tree(self.proc)
+            if self._log is not None:
+                self._log.close()
+            self.proc = None
+
+
+@contextlib.contextmanager
+def lab_server(root: Path, log_path: Path) -> Iterator[LabServer]:
+    server = LabServer(root, log_path)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def chromium(executable: str = CHROMIUM):
+    """A headless Debian Chromium driven by Playwright; yields the Browser."""
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    browser = None
+    try:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+    finally:
+        try:
+            if browser is not None:
+                with contextlib.suppress(Exception):
+                    browser.close()
+        finally:
+            pw.stop()

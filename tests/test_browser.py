@@ -1,0 +1,289 @@
+"""%%compile in a real JupyterLab, looked at in a real browser.
+
+A JupyterLab server (127.0.0.1, a random token, a temporary root folder, the
+venv's ``python3`` kernelspec) and Debian's Chromium driven by Playwright: open a
+notebook, run all its cells from the Run menu, and check what a person sees in
+the report widget (header chips, the Graph breaks, Kernels and Control flow
+tabs), then the same facts in the static HTML page of the same reports.
+
+Screenshots go to ``build/browser-*.png`` for a reviewer. ``make browser`` (run
+by ``make test``) installs ``/usr/bin/chromium``; Playwright's own browser
+download is never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+nbformat = pytest.importorskip("nbformat")
+
+from browser_helpers import CHROMIUM, chromium, lab_server  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build"
+NOTEBOOK = "browser.ipynb"
+
+# The %%compile line is line 1: the graph break (`if x.sum() > 0:`) is line 3 of In [2].
+CELLS = [
+    "%load_ext ipycompile\nimport sys, torch\nprint(sys.executable)",
+    # Inductor (the default backend), so the Kernels tab has generated kernels
+    "%%compile --runs 3 -o gb\nx = torch.arange(4.0)\nif x.sum() > 0:\n    x = x * 2\nx.sum()",
+    "%%compile --backend eager --runs 3 -o cf\n"
+    "y = torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))",
+    "import warnings\nwith warnings.catch_warnings():\n"
+    "    warnings.simplefilter('ignore')  # to_html warns that the page holds the model's code\n"
+    "    gb.to_html('gb.html')\n    cf.to_html('cf.html')\nprint('static pages written')",
+]
+RUN_TIMEOUT_MS = 240_000  # a cold Inductor compile on a slow CI machine included
+
+
+def _require_tools() -> None:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        pytest.fail("playwright is not installed: `make venv` installs the test extras (pip install -e '.[test]')",
+                    pytrace=False)
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium", pytrace=False)
+
+
+def shot(target, name: str) -> Path:
+    """Screenshot a page or an element to build/browser-NAME.png."""
+    BUILD.mkdir(exist_ok=True)
+    path = BUILD / f"browser-{name}.png"
+    target.screenshot(path=str(path))
+    return path
+
+
+@contextlib.contextmanager
+def failure_shot(page, name: str):
+    """On failure, a full-page screenshot build/browser-failed-NAME.png."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            BUILD.mkdir(exist_ok=True)
+            page.screenshot(path=str(BUILD / f"browser-failed-{name}.png"), full_page=True)
+        raise
+
+
+def _same_python(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+# -- fixtures: server, browser, the executed notebook ------------------------------
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    _require_tools()
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    v4 = nbformat.v4
+    nb = v4.new_notebook(
+        cells=[v4.new_code_cell(src) for src in CELLS],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    nbformat.write(nb, root / NOTEBOOK)
+    with lab_server(root, base / "jupyter-lab.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_tools()
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def notebook(lab, browser):
+    """The notebook opened in JupyterLab and run (Run > Run All Cells); yields the page."""
+    # tall, so that element screenshots of a whole report fit in the notebook's scroll area
+    context = browser.new_context(viewport={"width": 1400, "height": 2000})
+    page = context.new_page()
+    try:
+        with failure_shot(page, "run"):
+            page.goto(lab.url(NOTEBOOK))
+            page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
+            lab.wait_for_kernel()
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            page.wait_for_function(
+                """n => { const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')]
+                          .map(e => e.textContent);
+                          return p.length === n && p.every(t => /\\[\\d+\\]/.test(t)); }""",
+                arg=len(CELLS),
+                timeout=RUN_TIMEOUT_MS,
+            )
+            for i in range(len(CELLS)):
+                text = cell(page, i).locator(".jp-OutputArea").inner_text()
+                assert "Traceback" not in text and "Error" not in text, f"cell {i} failed:\n{text}\n{lab.log_tail()}"
+            for i in (1, 2):  # the two %%compile cells show the widget (not the static fallback)
+                cell(page, i).locator(".jp-OutputArea .widget-tab").wait_for(timeout=30_000)
+            shot(page, "notebook")
+        yield page
+    finally:
+        context.close()
+
+
+def cell(page, i: int):
+    return page.locator(".jp-NotebookPanel .jp-CodeCell").nth(i)
+
+
+def widget(page, i: int):
+    return cell(page, i).locator(".jp-OutputArea-output .ipyc-w")
+
+
+def open_tab(page, i: int, title: str):
+    """Click the widget tab whose title starts with ``title``; return the shown panel."""
+    w = widget(page, i)
+    w.locator(".lm-TabBar-tab", has_text=re.compile("^" + re.escape(title))).click()
+    panel = w.locator(".widget-tab-contents > .widget-box:not(.lm-mod-hidden)")
+    panel.wait_for()
+    # the kernel builds the tab on first selection: wait for the placeholder to go
+    panel.get_by_text("building this tab").wait_for(state="detached", timeout=30_000)
+    return panel
+
+
+# -- the notebook -----------------------------------------------------------------------
+def test_kernel_runs_the_venv_python(lab, notebook):
+    assert _same_python(lab.kernel_python(), sys.executable), lab.kernel_python()
+    printed = cell(notebook, 0).locator(".jp-OutputArea").inner_text().strip()
+    assert _same_python(printed, sys.executable), printed
+
+
+def test_header_shows_one_graph_break_as_a_warning(notebook):
+    w = widget(notebook, 1)
+    with failure_shot(notebook, "header"):
+        chip = w.locator(".ipyc-header .ipyc-chip", has_text=re.compile(r"^\d+ graph breaks?$"))
+        assert chip.inner_text() == "1 graph break"
+        assert chip.is_visible()
+        # the warning colour, as rendered
+        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 244, 229)"
+        kernels = w.locator(".ipyc-header .ipyc-chip", has_text=re.compile(r"kernels? \(")).inner_text()
+        assert int(kernels.split()[0]) >= 1, kernels
+        assert "0 graph breaks" in widget(notebook, 2).locator(".ipyc-header").inner_text()
+        shot(cell(notebook, 1), "summary")
+
+
+def test_graph_breaks_tab_lists_the_cell_line(notebook):
+    with failure_shot(notebook, "graph-breaks"):
+        panel = open_tab(notebook, 1, "Graph breaks (1)")
+        table = panel.locator("table.ipyc-t").first
+        text = table.inner_text()
+        assert "In [2], line 3" in text and "if x.sum() > 0:" in text, text
+        # open the row: its details (the cell's source around the break) come from the kernel
+        row = panel.locator(".jupyter-widget-Collapse-header", has_text="In [2], line 3")
+        row.click()
+        source = panel.locator("pre.hl", has_text="if x.sum() > 0:").first
+        source.wait_for(timeout=30_000)
+        assert re.search(r">\s*3 \| if x\.sum\(\) > 0:", source.inner_text()), source.inner_text()
+        shot(widget(notebook, 1), "graph-breaks")
+
+
+def test_kernels_tab_lists_the_inductor_kernels(notebook):
+    with failure_shot(notebook, "kernels"):
+        title = widget(notebook, 1).locator(".lm-TabBar-tab", has_text=re.compile(r"^Kernels \(\d+\)$")).inner_text()
+        n = int(re.search(r"\((\d+)\)", title).group(1))
+        assert n >= 1, title
+        panel = open_tab(notebook, 1, "Kernels (")
+        rows = panel.locator("table.ipyc-t").first.locator("tr")
+        assert rows.count() == n + 1  # the header row and one row per kernel
+        body = rows.nth(1).inner_text()
+        assert re.search(r"\b(cpp|triton|extern)\b", body), body
+        shot(widget(notebook, 1), "kernels")
+
+
+def test_control_flow_tab_shows_the_cond_subgraphs(notebook):
+    with failure_shot(notebook, "control-flow"):
+        panel = open_tab(notebook, 2, "Control flow (")
+        node = panel.locator(".jupyter-widget-Collapse-header", has_text=re.compile(r"^\s*cond\b")).first
+        node.wait_for()
+        node.click()  # expand: the true/false subgraphs are built in the kernel and appear
+        branch = panel.locator(".jupyter-widget-Collapse-header", has_text=re.compile(r"true_fn|false_fn"))
+        branch.first.wait_for(timeout=30_000)
+        assert branch.count() == 2, [branch.nth(i).inner_text() for i in range(branch.count())]
+        shot(widget(notebook, 2), "control-flow")
+
+
+# -- the static HTML of the same reports, in the same browser ------------------------------
+@pytest.fixture(scope="module")
+def static_page(lab, browser, notebook):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def _static(page, lab, name: str):
+    path = lab.root / name
+    assert path.is_file(), f"the notebook did not write {path}"
+    page.goto(path.as_uri())
+    page.wait_for_selector(".ipyc")
+    return page
+
+
+def _open_details(page, key: str):
+    tab = page.locator(f"details.tab[data-tab='{key}']")
+    tab.locator("> summary").click()
+    assert tab.get_attribute("open") is not None
+    return tab
+
+
+def test_static_html_shows_the_same_facts(static_page, lab):
+    page = _static(static_page, lab, "gb.html")
+    with failure_shot(page, "static"):
+        chip = page.locator(".strip .chip", has_text=re.compile(r"^\d+ graph breaks?$"))
+        assert chip.inner_text() == "1 graph break" and "warn" in chip.get_attribute("class")
+        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 244, 229)"
+        tab = _open_details(page, "graph_breaks")
+        assert "Graph breaks (1)" in tab.locator("> summary").inner_text()
+        text = tab.locator("> .body").inner_text()
+        assert "In [2], line 3" in text and "if x.sum() > 0:" in text, text
+        kernels = _open_details(page, "kernels")
+        n = int(re.search(r"Kernels \((\d+)\)", kernels.locator("> summary").inner_text()).group(1))
+        assert n >= 1
+        assert re.search(r"\b(cpp|triton|extern)\b", kernels.locator("> .body").inner_text())
+        page.screenshot(path=str(BUILD / "browser-static-gb.png"), full_page=True)
+
+    page = _static(static_page, lab, "cf.html")
+    with failure_shot(page, "static-cf"):
+        tab = _open_details(page, "control_flow")
+        node = tab.locator("details.tree > summary", has_text=re.compile(r"^\s*cond\b")).first
+        assert node.is_visible()
+        node.click()
+        assert tab.locator("details.tree > summary", has_text=re.compile(r"true_fn")).first.is_visible()
+        page.screenshot(path=str(BUILD / "browser-static-cf.png"), full_page=True)
+
+
+# -- clean-up -------------------------------------------------------------------------------
+def test_server_and_its_kernels_are_shut_down(tmp_path):
+    """What the fixtures rely on: stopping the server ends it and every kernel it started."""
+    _require_tools()
+    import psutil
+
+    with lab_server(tmp_path, tmp_path / "lab.log") as server:
+        server.api("kernels", method="POST", body={"name": "python3"})
+        deadline = time.monotonic() + 30
+        while not server.kernel_pids() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert server.kernel_pids(), "the kernel did not start"
+        # the kernel runs in a session of its own (jupyter_client starts it so): not the server's group
+        (kernel,) = server.kernel_pids()
+        assert os.getpgid(kernel) != os.getpgid(server.proc.pid)
+        procs = [psutil.Process(server.proc.pid), *psutil.Process(server.proc.pid).children(recursive=True)]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs):
+        time.sleep(0.2)
+    alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, alive
