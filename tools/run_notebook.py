@@ -92,6 +92,9 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int) -> bool:
         kernel_name=kernel_name,
         allow_errors=False,
         record_timing=True,
+        # No saved widget state: nbconvert would then show the (offline-empty)
+        # widget view instead of the report's static text/html fallback.
+        store_widget_state=False,
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     print(f"run_notebook: executing {path} (kernel {kernel_name}, cwd {path.parent}, "
