@@ -266,6 +266,37 @@ def test_static_html_shows_the_same_facts(static_page, lab):
         page.screenshot(path=str(BUILD / "browser-static-cf.png"), full_page=True)
 
 
+# -- a GPU report (H100 trace, torch 2.11) without a GPU -------------------------------------
+@pytest.mark.browser
+def test_static_html_of_an_h100_trace_report(browser, tmp_path):
+    import ipycompile
+    from ipycompile.widgets.html import save_html
+    from tracefile import gpu_records
+
+    reports = {w: ipycompile.build_report(gpu_records(w)) for w in ("quickstart", "max_autotune")}
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        path = tmp_path / "h100-quickstart.html"
+        save_html(reports["quickstart"], path)
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ipyc")
+        kernels = _open_details(page, "kernels").locator("> .body").inner_text()
+        assert re.search(r"triton_poi_\w+", kernels) and re.search(r"triton_(per|red)_\w+", kernels), kernels[:500]
+        graphs = _open_details(page, "graphs").locator("> .body").inner_text()
+        assert "aot_backward" in graphs
+        page.screenshot(path=str(BUILD / "browser-gpu-report.png"), full_page=False)
+
+        path = tmp_path / "h100-max-autotune.html"
+        save_html(reports["max_autotune"], path)
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ipyc")
+        assert "triton_tem_fused_addmm_gelu_t_0" in _open_details(page, "kernels").locator("> .body").inner_text()
+        assert "Autotuning" in page.locator("details.tab[data-tab='summary'] > .body").inner_text()
+    finally:
+        context.close()
+
+
 # -- clean-up -------------------------------------------------------------------------------
 def test_server_and_its_kernels_are_shut_down(tmp_path):
     """What the fixtures rely on: stopping the server ends it and every kernel it started."""
