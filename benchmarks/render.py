@@ -209,10 +209,23 @@ def measure(report: CompileReport, reps: int) -> dict:
         def build(key=key):
             return view_model(report).tab(key).blocks()
         tabs[key], _ = best(build)
+    from ipycompile.widgets.widget import ReportWidget
+
+    widget_first_paint, _ = best(lambda: ReportWidget(report))  # header + Summary tab, as displayed
+    widget_tabs = {}
+    for i, key in enumerate(t.key for t in view_model(report).tabs):
+        def open_tab(i=i):
+            w = ReportWidget(report)
+            t0 = time.perf_counter()
+            w.tabs.selected_index = i  # what a click does: builds the tab's widgets
+            return time.perf_counter() - t0
+        widget_tabs[key] = min(open_tab() for _ in range(reps))
     html_s, page = best(lambda: html_view.render_html(report))
     tab_render: dict = {}
     html_view.render_view_model(view_model(report), tab_render)  # where the HTML time goes, per tab
     return {
+        "widget_first_paint_s": widget_first_paint,
+        "widget_tabs_s": widget_tabs,
         "first_paint_s": first_paint,
         "tabs_s": tabs,
         "html_s": html_s,
@@ -261,15 +274,20 @@ def main(argv=None) -> int:
               f"{m['first_paint_s']:>7.4f} " + " ".join(f"{m['tabs_s'][k]:>8.4f}" for k in keys)
               + f" {m['html_s']:>7.3f} {m['html_bytes'] / 1e6:>6.2f}")
     base = next((m for m in results if m["scale"] == 1.0), results[len(results) // 2])
+    print("\nwidget (ipywidgets objects, no frontend): " + "; ".join(
+        f"x{m['scale']:g} first paint {m['widget_first_paint_s']:.3f} s, slowest tab "
+        f"{max(m['widget_tabs_s'].values()):.3f} s ({max(m['widget_tabs_s'], key=m['widget_tabs_s'].get)})" for m in results))
     print("\nHTML time per tab at scale 1 (s): " + ", ".join(f"{k} {v:.3f}" for k, v in base["html_tab_s"].items()))
     worst_tab = max(max(m["tabs_s"].values()) for m in results)
     ok = {
-        "first_paint": base["first_paint_s"] < TARGETS["first_paint_s"],
-        "tab": max(base["tabs_s"].values()) < TARGETS["tab_s"],
+        "first_paint": max(base["first_paint_s"], base["widget_first_paint_s"]) < TARGETS["first_paint_s"],
+        "tab": max(*base["tabs_s"].values(), *base["widget_tabs_s"].values()) < TARGETS["tab_s"],
         "html": base["html_s"] < TARGETS["html_s"],
     }
-    print(f"first paint {base['first_paint_s']:.4f} s (target < {TARGETS['first_paint_s']} s): {'met' if ok['first_paint'] else 'NOT met'}")
-    print(f"slowest tab {max(base['tabs_s'].values()):.4f} s (target < {TARGETS['tab_s']} s): {'met' if ok['tab'] else 'NOT met'}"
+    print(f"first paint: view-model {base['first_paint_s']:.4f} s, widget {base['widget_first_paint_s']:.4f} s "
+          f"(target < {TARGETS['first_paint_s']} s): {'met' if ok['first_paint'] else 'NOT met'}")
+    print(f"slowest tab: blocks {max(base['tabs_s'].values()):.4f} s, widget {max(base['widget_tabs_s'].values()):.4f} s "
+          f"(target < {TARGETS['tab_s']} s): {'met' if ok['tab'] else 'NOT met'}"
           f"  [worst at any scale {worst_tab:.4f} s]")
     print(f"HTML {base['html_s']:.3f} s (target < {TARGETS['html_s']} s): {'met' if ok['html'] else 'NOT met'}")
     if len(results) > 1:
