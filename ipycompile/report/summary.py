@@ -32,6 +32,17 @@ def fmt_bytes(n) -> str:
     return str(n)
 
 
+def settings_text(p) -> str:
+    """The compile settings of a profiled run, as one line: ``mode=... backend=... dynamic=...``."""
+    settings = [f"mode={p.mode}", f"backend={p.backend}"]
+    if p.dynamic is not None:
+        settings.append(f"dynamic={p.dynamic}")
+    if p.fullgraph:
+        settings.append("fullgraph")
+    settings += [f"{k}={v!r}" for k, v in p.options.items()]
+    return " ".join(settings)
+
+
 def _profile_lines(r: "CompileReport") -> list[str]:
     p = r.profile
     if p is None:
@@ -66,13 +77,7 @@ def _profile_lines(r: "CompileReport") -> list[str]:
             f"capture cost: {fmt_seconds(p.trace_logging_s)} of trace logging in the compile call "
             f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
         )
-    settings = [f"mode={p.mode}", f"backend={p.backend}"]
-    if p.dynamic is not None:
-        settings.append(f"dynamic={p.dynamic}")
-    if p.fullgraph:
-        settings.append("fullgraph")
-    settings += [f"{k}={v!r}" for k, v in p.options.items()]
-    out.append(f"settings: {' '.join(settings)} | torch {p.torch_version} on {p.device}")
+    out.append(f"settings: {settings_text(p)} | torch {p.torch_version} on {p.device}")
     out += [f"note: {n}" for n in p.notes]
     if p.error:
         out.append(f"the cell raised {p.error}")

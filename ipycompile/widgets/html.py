@@ -74,14 +74,19 @@ _CSS = """
 _STYLE: Optional[str] = None
 
 
+def style_block(css: str, scope: str, background: str) -> str:
+    """A ``<style>`` with ``css`` then pygments' classes scoped to ``{scope} .hl``."""
+    from pygments.formatters import HtmlFormatter
+
+    hl = HtmlFormatter(style="default").get_style_defs(f"{scope} .hl")
+    return "<style>" + css + hl + f"\n{scope} .hl{{background:{background}}}</style>"
+
+
 def _style() -> str:
-    """The page's CSS: layout, then pygments' classes scoped to ``.ipyc .hl`` (built once)."""
+    """The page's CSS (built once)."""
     global _STYLE
     if _STYLE is None:
-        from pygments.formatters import HtmlFormatter
-
-        hl = HtmlFormatter(style="default").get_style_defs(".ipyc .hl")
-        _STYLE = "<style>" + _CSS + hl + "\n.ipyc .hl{background:transparent}</style>"
+        _STYLE = style_block(_CSS, ".ipyc", "transparent")
     return _STYLE
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ..report.model import GRAPH_STAGES
-from ..report.summary import fmt_bytes, fmt_seconds
+from ..report.summary import fmt_bytes, fmt_seconds, settings_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -615,13 +615,7 @@ def _profile_rows(p) -> list[list[Any]]:
     row("one-time start-up (not in first call)", fmt_seconds(p.one_time_s) if p.one_time_s is not None else None)
     row("trace logging in first call", fmt_seconds(p.trace_logging_s) if p.trace_logging_s is not None else None)
     row("report build", fmt_seconds(p.report_build_s) if p.report_build_s is not None else None)
-    settings = [f"mode={p.mode}", f"backend={p.backend}"]
-    if p.dynamic is not None:
-        settings.append(f"dynamic={p.dynamic}")
-    if p.fullgraph:
-        settings.append("fullgraph")
-    settings += [f"{k}={v!r}" for k, v in p.options.items()]
-    row("settings", " ".join(settings))
+    row("settings", settings_text(p))
     row("torch", p.torch_version)
     row("device", p.device)
     row("label", p.label)

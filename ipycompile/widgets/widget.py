@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 import ipywidgets as W
 
 from ..report import CompileReport
+from .html import style_block
 from .viewmodel import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows, view_model
 
 __all__ = ["ReportWidget", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
@@ -64,13 +65,10 @@ _STYLE: Optional[str] = None
 
 
 def _style() -> str:
-    """The widget's CSS (layout + pygments classes scoped to ``.ipyc-w .hl``), built once."""
+    """The widget's CSS (built once)."""
     global _STYLE
     if _STYLE is None:
-        from pygments.formatters import HtmlFormatter
-
-        hl = HtmlFormatter(style="default").get_style_defs(".ipyc-w .hl")
-        _STYLE = "<style>" + _CSS + hl + "\n.ipyc-w .hl{background:#f8f9fb}</style>"
+        _STYLE = style_block(_CSS, ".ipyc-w", "#f8f9fb")
     return _STYLE
 
 
