@@ -8,6 +8,7 @@ from .capture import Capture, build_report, capture
 from .run_history import clear_history, history, plot_history
 from .report import CompileId, CompileReport
 from .run import CellRun, reset, run_cell
+from .sweeps import plot_sweep, sweep
 
 __version__ = "0.1.0"
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "history",
     "clear_history",
     "plot_history",
+    "sweep",
+    "plot_sweep",
     "reset",
     "load_ipython_extension",
     "unload_ipython_extension",

@@ -132,24 +132,11 @@ def execute(
     import torch
 
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-    for arg, value, low in (("--runs", runs, 1), ("--warmup", warmup, 0)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-            raise ValueError(f"{arg}: {value!r} is not allowed; give a whole number >= {low}")
+    check_counts(runs, warmup)
     namespace = {} if namespace is None else namespace
     filename = filename or f"<ipycompile-cell-{next(_counter)}>"
 
-    profile = Profile(
-        torch_version=str(torch.__version__),
-        device=device_name(),
-        mode=settings.mode,
-        backend=settings.backend_name,
-        dynamic=settings.dynamic,
-        fullgraph=settings.fullgraph,
-        options=dict(settings.options),
-        observe=observe,
-        label=label,
-        fresh=fresh,
-    )
+    profile = new_profile(settings, observe=observe, label=label, fresh=fresh)
     if observe:
         return _observe(source, namespace, filename, header, profile, sources, execution_count, record)
 
@@ -162,6 +149,61 @@ def execute(
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
         _compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
+
+    target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf))
+    run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager)
+    report = run.report
+    report.sources.update(sources or {})
+    profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
+    if reused and not report.compiled_nothing:
+        profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
+    if record:
+        _history.record(report, execution_count=execution_count)
+    return CellRun(run.value, report, run.error, compiled)
+
+
+@dataclass
+class Target:
+    """What :func:`measure` runs: the compiled call, its eager twin, and how to compare their outputs."""
+
+    compiled: Callable[[], Any]
+    eager: Callable[[], Any]
+    snapshot: Callable[[Any], Any]  # the value to compare with eager (a cell: its value, else its names)
+    scope: Callable[[], Any] = contextlib.nullcontext  # a context around the first call
+
+
+def new_profile(settings: CompileSettings, **fields: Any) -> Profile:
+    """A :class:`Profile` filled with the run's settings, torch version and device."""
+    import torch
+
+    return Profile(
+        torch_version=str(torch.__version__),
+        device=device_name(),
+        mode=settings.mode,
+        backend=settings.backend_name,
+        dynamic=settings.dynamic,
+        fullgraph=settings.fullgraph,
+        options=dict(settings.options),
+        **fields,
+    )
+
+
+def measure(
+    target: Target,
+    settings: CompileSettings,
+    profile: Profile,
+    *,
+    runs: Optional[int] = None,
+    warmup: Optional[int] = None,
+    fresh: bool = False,
+    compare_eager: bool = False,
+) -> CellRun:
+    """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
+
+    Never raises the user's exception: it is returned in ``CellRun.error`` with
+    the partial report. ``fresh`` resets Dynamo and uses fresh Inductor caches.
+    """
+    import torch
 
     one_time = _one_time_startup(settings)
     if one_time is not None:
@@ -177,9 +219,10 @@ def execute(
     error: Optional[BaseException] = None
     fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
     cap = capture()
+    compiled = target.compiled
     try:
         with fresh_ctx, cap:
-            with PeakMemory() as mem, placeholders(cf):
+            with PeakMemory() as mem, target.scope():
                 logged = _trace_logging_s()
                 synchronize()
                 t0 = time.perf_counter()
@@ -191,7 +234,8 @@ def execute(
             graphs = _uses_cudagraphs(settings)
             if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
                 value = _copy_tensors(value)
-            expected = _copy_tensors(_snapshot(cf, value)) if compare_eager and graphs else _snapshot(cf, value)
+            snap = target.snapshot(value)
+            expected = _copy_tensors(snap) if compare_eager and graphs else snap
             profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
             profile.host_memory_method = mem.host_method
             n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
@@ -204,7 +248,7 @@ def execute(
         profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
         _fill_timing(profile, timing)
         if compare_eager:
-            profile.eager = _compare_eager(cf, expected, profile, runs, warmup)
+            profile.eager = _compare_eager(target, expected, profile, runs, warmup)
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"
@@ -212,13 +256,15 @@ def execute(
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
     report.profile = profile
-    report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
-    if reused and not report.compiled_nothing:
-        profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
-    if record:
-        _history.record(report, execution_count=execution_count)
+    profile.caches = _cache_summary(report, False, fresh)
     return CellRun(value, report, error, compiled)
+
+
+def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
+    """``runs`` >= 1 and ``warmup`` >= 0 when given; a ``ValueError`` naming the option otherwise."""
+    for arg, value, low in (("--runs", runs, 1), ("--warmup", warmup, 0)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise ValueError(f"{arg}: {value!r} is not allowed; give a whole number >= {low}")
 
 
 def _trace_logging_s() -> Optional[float]:
@@ -241,14 +287,14 @@ def _fill_timing(profile: Profile, timing) -> None:
     profile.auto_runs = timing.auto
 
 
-def _compare_eager(cf: CellFunction, expected: Any, profile: Profile, runs, warmup) -> EagerComparison:
-    eager_value = cf.fn()
-    match, diff, message = compare_outputs(expected, _snapshot(cf, eager_value))
+def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup) -> EagerComparison:
+    eager_value = target.eager()
+    match, diff, message = compare_outputs(expected, target.snapshot(eager_value))
     n_warm = warmup if warmup is not None else 1
     for _ in range(n_warm):
-        cf.fn()
+        target.eager()
     with PeakMemory() as mem:
-        timing = time_calls(cf.fn, runs=profile.runs or runs, warmup=0)
+        timing = time_calls(target.eager, runs=profile.runs or runs, warmup=0)
     eager = EagerComparison(
         run_times_s=list(timing.times_s),
         run_median_s=timing.median_s,

@@ -21,6 +21,7 @@ COLUMNS = (
     "backend",
     "options",
     "status",
+    "error",
     "compile_s",
     "run_median_s",
     "run_iqr_s",
@@ -54,6 +55,7 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "backend": p.backend if p else "",
         "options": json.dumps(p.options, sort_keys=True, default=repr) if p and p.options else "",
         "status": status,
+        "error": _error_text(report),
         "compile_s": p.compile_s if p else None,
         "run_median_s": p.run_median_s if p else None,
         "run_iqr_s": p.run_iqr_s if p else None,
@@ -74,6 +76,17 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
         "report": report,
     }
+
+
+def _error_text(report: CompileReport) -> str:
+    """Why a run failed: the user's exception, else the first compile failure; empty when it did not."""
+    p = report.profile
+    if p and p.error:
+        return p.error
+    if report.failures:
+        f = report.failures[0]
+        return f"{f.type}: {f.message}".strip(": ")
+    return ""
 
 
 def record(report: CompileReport, *, execution_count: Optional[int] = None, **extra: Any) -> dict[str, Any]:

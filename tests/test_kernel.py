@@ -26,6 +26,12 @@ if x.sum() > 0:
     x = x * 2
 x.sum()"""
 
+SWEEP_CELL = """%%compile --sweep n=1,2 --backend aot_eager --runs 2 --label loop
+y = torch.ones(3)
+for _ in range(n):
+    y = y * 2
+y.sum()"""
+
 UNLOADED_CELL = """import logging
 left = [h for h in logging.getLogger("torch.__trace").handlers
         if type(h).__module__.startswith("ipycompile")]
@@ -64,6 +70,7 @@ def executed(tmp_path_factory):
             "compile": v4.new_code_cell(COMPILE_CELL),
             "history": v4.new_code_cell("%compile_history"),
             "plot": v4.new_code_cell("%compile_history --plot run_median_s --by label"),
+            "sweep": v4.new_code_cell(SWEEP_CELL),
             "unload": v4.new_code_cell("%unload_ext ipycompile"),
             "unloaded": v4.new_code_cell(UNLOADED_CELL),
         }
@@ -145,6 +152,19 @@ def test_compile_history_plot_is_an_image(executed):
     _no_errors(cells["plot"])
     (result,) = _outputs(cells["plot"], "execute_result")
     assert result.data["image/png"] and "run_median_s" in result.data["text/plain"]
+
+
+@pytest.mark.notebook
+def test_sweep_shows_progress_in_place_and_returns_its_table(executed):
+    _, cells = executed
+    cell = cells["sweep"]
+    _no_errors(cell)
+    (progress,) = _outputs(cell, "display_data")  # one display, updated in place
+    assert "<progress" in progress.data["text/html"]
+    assert progress.data["text/plain"].startswith("sweep done: 2/2 points"), progress.data
+    (result,) = _outputs(cell, "execute_result")
+    head = re.search(r"<thead>(.*?)</thead>", result.data["text/html"], re.S).group(1)
+    assert re.findall(r"<th>(.*?)</th>", head)[1:4] == ["n", "sweep", "label"]
 
 
 @pytest.mark.notebook

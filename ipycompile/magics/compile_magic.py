@@ -15,6 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .. import run_history as _history
 from .. import run as _run
+from .. import sweeps as _sweep
 from ..cell import CellError
 from ..settings import MODES, parse_option
 
@@ -40,6 +41,14 @@ class CompileMagics(Magics):
     @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
     @argument("--label", default="", help="a tag for this run in the history")
+    @argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=v1,v2,...",
+        help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "
+        "returns the sweep's DataFrame",
+    )
     @argument("-o", dest="output", default=None, metavar="NAME", help="store the report in the namespace as NAME")
     @argument("--quiet", action="store_true", help="show nothing (the run is still recorded)")
     @line_cell_magic
@@ -66,9 +75,7 @@ class CompileMagics(Magics):
             running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
             count = running.execution_count if running is not None else shell.execution_count
             filename = shell.compile.cache(header + "\n" + cell, count)
-            result = _run.execute(
-                cell,
-                shell.user_ns,
+            kwargs = dict(
                 mode=args.mode,
                 backend=args.backend,
                 dynamic=args.dynamic,
@@ -76,7 +83,6 @@ class CompileMagics(Magics):
                 options=options,
                 runs=args.runs,
                 warmup=args.warmup,
-                fresh=args.fresh,
                 compare_eager=args.compare_eager,
                 observe=args.observe,
                 label=args.label,
@@ -84,7 +90,13 @@ class CompileMagics(Magics):
                 header=header,
                 execution_count=count,
             )
-        except (ValueError, CellError) as exc:  # SettingsError is a ValueError
+            if args.sweep:
+                params = dict(_sweep.parse_sweep(text) for text in args.sweep)
+                if len(params) < len(args.sweep):
+                    raise _sweep.SweepError("--sweep: each NAME may be swept once; give all its values in one --sweep")
+                return self._sweep(cell, params, args, kwargs)
+            result = _run.execute(cell, shell.user_ns, fresh=args.fresh, **kwargs)
+        except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
         if args.output:
             shell.user_ns[args.output] = result.report
@@ -97,6 +109,19 @@ class CompileMagics(Magics):
         if result.error is not None:
             raise result.error
         return result.value
+
+    def _sweep(self, cell: str, params: dict, args, kwargs: dict) -> Any:
+        """``--sweep``: one fresh compile per grid point; the sweep's DataFrame is the cell's result."""
+        try:
+            df = _sweep.sweep_cell(cell, self.shell.user_ns, params, progress=not args.quiet, **kwargs)
+        except KeyboardInterrupt as exc:
+            df = getattr(exc, "ipycompile_sweep", None)
+            if args.output and df is not None:
+                self.shell.user_ns[args.output] = df
+            raise
+        if args.output:
+            self.shell.user_ns[args.output] = df
+        return df
 
     @magic_arguments()
     @argument("--plot", default=None, metavar="COLUMN", help="plot this column (e.g. compile_s, run_median_s)")

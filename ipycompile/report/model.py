@@ -322,6 +322,7 @@ class Profile:
     options: dict[str, Any] = field(default_factory=dict)
     observe: bool = False
     label: str = ""
+    params: dict[str, Any] = field(default_factory=dict)  # sweep parameters of this point (name -> value)
     error: str = ""  # the user's exception, when the cell raised
     eager: Optional[EagerComparison] = None
 

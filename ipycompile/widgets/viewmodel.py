@@ -619,6 +619,7 @@ def _profile_rows(p) -> list[list[Any]]:
     row("torch", p.torch_version)
     row("device", p.device)
     row("label", p.label)
+    row("sweep point", ", ".join(f"{k}={v!r}" for k, v in p.params.items()) if p.params else None)
     for n in p.notes:
         row("note", n)
     row("error", p.error)

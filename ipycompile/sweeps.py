@@ -1,0 +1,420 @@
+"""Sweeps: one honest compile per point of a parameter grid, as a DataFrame.
+
+A sweep answers questions such as "how do compile time and memory grow with
+the trip count, for a Python loop and for ``scan``?". Every point is compiled
+from scratch (``torch._dynamo.reset()`` and fresh, temporary Inductor caches),
+profiled like any ``%%compile`` run, and recorded in the history with each
+parameter in a column of its own.
+
+* :func:`sweep` sweeps Python functions (``{"loop": f, "scan": g}``);
+  :func:`sweep_cell` sweeps a cell's code with the parameters bound as
+  notebook names (``%%compile --sweep NAME=v1,v2``).
+* One-time process costs are paid before the first point: each function (or
+  the cell) is compiled and called once at the first point, untimed, so the
+  first point is not inflated by start-up (imports, compiler checks, Triton
+  start-up, the first use of a higher-order op); what that cost is reported
+  separately (``df.attrs["warm_up_s"]``).
+* A failing point is recorded with status ``error`` and its reason, and the
+  sweep goes on; Ctrl-C stops it, keeping the points done so far.
+* :class:`Progress` shows which point runs, the time elapsed and an estimate
+  of what remains: an updating display in a notebook, lines on stderr elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from . import run_history as _history
+from .run import CellRun, Target, check_counts, execute, measure, new_profile
+from .settings import make_settings
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+_sweep_ids = itertools.count(1)
+
+# Columns a sweep's DataFrame shows first, after its parameters.
+_FIRST = ("sweep", "label", "status", "error", "compile_s", "run_median_s", "run_iqr_s", "peak_device_bytes", "peak_host_bytes")
+
+
+class SweepError(ValueError):
+    """A bad sweep specification: the message names the argument, the value and what is allowed."""
+
+
+def parse_sweep(text: str) -> tuple[str, list[Any]]:
+    """``NAME=v1,v2,...`` with each value a Python literal (a bare word is a string)."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier() or not raw.strip():
+        raise SweepError(f"--sweep: {text!r} is not allowed; expected NAME=v1,v2,... e.g. --sweep chunks=2,4,8")
+    values = []
+    for item in _split_values(raw):
+        try:
+            values.append(ast.literal_eval(item))
+        except (ValueError, SyntaxError):
+            if not item.replace("_", "").replace("-", "").replace(".", "").isalnum():
+                raise SweepError(
+                    f"--sweep: value {item!r} of {name} is not allowed; give Python literals (2, 0.5, 'text') or bare words"
+                ) from None
+            values.append(item)
+    return name, values
+
+
+def _split_values(raw: str) -> list[str]:
+    """Split on top-level commas (a tuple or string value may hold commas)."""
+    items, depth, quote, cur = [], 0, "", ""
+    for ch in raw:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    items.append(cur.strip())
+    if any(not item for item in items):
+        raise SweepError(f"--sweep: {raw!r} has an empty value; separate values with single commas, e.g. 2,4,8")
+    return items
+
+
+def grid(params: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the parameters' values, the first parameter varying slowest."""
+    if not params:
+        raise SweepError("sweep: give at least one parameter, e.g. chunks=[2, 4, 8]")
+    clashes = sorted(set(params) & (set(_history.COLUMNS) | {"sweep", "error"}))
+    if clashes:
+        raise SweepError(f"sweep: parameter {clashes[0]!r} clashes with a history column of that name; rename it")
+    for name, values in params.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise SweepError(f"sweep: {name}={values!r} is not allowed; give a list of values, e.g. {name}=[2, 4, 8]")
+        if not list(values):
+            raise SweepError(f"sweep: {name} has no values; give at least one")
+    names = list(params)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(list(v) for v in params.values()))]
+
+
+def _fmt_point(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in point.items())
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+
+
+class Progress:
+    """Which point of a sweep runs, time elapsed, and an estimate of what remains.
+
+    In a Jupyter kernel it is one display that updates in place (an HTML
+    ``<progress>`` bar and a line of text); elsewhere each point is a line on
+    stderr. ``enabled=False`` shows nothing.
+    """
+
+    def __init__(self, total: int, *, enabled: bool = True, title: str = "sweep") -> None:
+        self.total, self.enabled, self.title = total, enabled, title
+        self.started = time.perf_counter()
+        self.durations: list[tuple[str, float]] = []  # (label, seconds) of the points done
+        self.failed = 0
+        self.text = ""
+        self._handle = None
+        self._stream = sys.stderr
+        if enabled:
+            self._handle = self._display_handle()
+
+    @staticmethod
+    def _display_handle():
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return None
+        ip = get_ipython()
+        if ip is None or getattr(ip, "kernel", None) is None:
+            return None
+        from IPython.display import display
+
+        return display(_ProgressView("", 0, 1), display_id=True)
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def remaining_s(self, labels_left: Sequence[str]) -> Optional[float]:
+        """Estimate: each remaining point costs the mean of the points done with its label (else of all)."""
+        if not self.durations:
+            return None
+        overall = sum(d for _, d in self.durations) / len(self.durations)
+        by_label: dict[str, list[float]] = {}
+        for label, d in self.durations:
+            by_label.setdefault(label, []).append(d)
+        return sum(sum(by_label[lb]) / len(by_label[lb]) if lb in by_label else overall for lb in labels_left)
+
+    def start(self, index: int, label: str, point: Mapping[str, Any], labels_left: Sequence[str]) -> None:
+        left = self.remaining_s(labels_left)
+        what = f"{label}: {_fmt_point(point)}" if label else _fmt_point(point)
+        eta = f", about {_fmt_s(left)} left" if left is not None else ""
+        failed = f", {self.failed} failed" if self.failed else ""
+        self._show(f"{self.title} {index + 1}/{self.total}: {what} (elapsed {_fmt_s(self.elapsed_s())}{eta}{failed})", index)
+
+    def done(self, label: str, seconds: float, ok: bool) -> None:
+        self.durations.append((label, seconds))
+        self.failed += 0 if ok else 1
+
+    def warm_up(self, label: str) -> None:
+        self._show(f"{self.title}: paying one-time start-up before the first point{f' ({label})' if label else ''}", 0)
+
+    def finish(self, summary: str) -> None:
+        self._show(summary, self.total)
+
+    def _show(self, text: str, done: int) -> None:
+        self.text = text
+        if not self.enabled:
+            return
+        if self._handle is not None:
+            self._handle.update(_ProgressView(text, done, self.total))
+        else:
+            print(text, file=self._stream, flush=True)
+
+
+class _ProgressView:
+    def __init__(self, text: str, done: int, total: int) -> None:
+        self.text, self.done, self.total = text, done, total
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (
+            f'<div class="ipycompile-progress"><progress value="{self.done}" max="{self.total}" '
+            f'style="width:16em;vertical-align:middle"></progress> <code>{html.escape(self.text)}</code></div>'
+        )
+
+
+def _run_points(
+    points: list[dict[str, Any]],
+    labels: list[str],
+    run_point: Callable[[str, dict[str, Any], bool], CellRun],
+    *,
+    progress: bool,
+    record: bool,
+    warm_start: bool,
+    execution_count: Optional[int] = None,
+    title: str = "sweep",
+) -> "pd.DataFrame":
+    """Run every (point, label), warm start first; one row per run, failures included."""
+    import pandas as pd
+
+    sweep_id = next(_sweep_ids)
+    jobs = [(point, label) for point in points for label in labels]
+    bar = Progress(len(jobs), enabled=progress, title=title)
+    warm_up_s: dict[str, float] = {}
+    if warm_start:
+        for label in labels:
+            bar.warm_up(label)
+            t0 = time.perf_counter()
+            warm = run_point(label, points[0], True)
+            warm_up_s[label] = time.perf_counter() - t0
+            if isinstance(warm.error, KeyboardInterrupt):
+                raise warm.error
+    rows: list[dict[str, Any]] = []
+    interrupted: Optional[BaseException] = None
+    for i, (point, label) in enumerate(jobs):
+        bar.start(i, label, point, [lb for _, lb in jobs[i:]])
+        t0 = time.perf_counter()
+        run = run_point(label, point, False)
+        ok = run.error is None and not run.report.failures
+        bar.done(label, time.perf_counter() - t0, ok)
+        extra = {"sweep": sweep_id, **point}
+        if record:
+            row = _history.record(run.report, execution_count=execution_count, **extra)
+        else:
+            row = {**_history.row_of(run.report, execution_count=execution_count), **extra}
+        rows.append(row)
+        if isinstance(run.error, KeyboardInterrupt):
+            interrupted = run.error
+            break
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        names = list(points[0])
+        first = names + [c for c in _FIRST if c in df.columns and c not in names]
+        df = df[first + [c for c in df.columns if c not in first]]
+    df.attrs.update(params=list(points[0]), labels=list(labels), warm_up_s=warm_up_s, sweep=sweep_id)
+    failed = int((df["status"] != "ok").sum()) if not df.empty else 0
+    warm = f"; one-time start-up paid first ({_fmt_s(sum(warm_up_s.values()))}, not in any point)" if warm_up_s else ""
+    state = "stopped" if interrupted else "done"
+    bar.finish(f"{title} {state}: {len(rows)}/{len(jobs)} points in {_fmt_s(bar.elapsed_s())}"
+               f"{f', {failed} failed' if failed else ''}{warm}")
+    if interrupted is not None:
+        interrupted.ipycompile_sweep = df  # type: ignore[attr-defined]
+        raise interrupted
+    return df
+
+
+def sweep(
+    fns: Mapping[str, Callable] | Callable,
+    *,
+    make_args: Optional[Callable[..., Any]] = None,
+    params: Optional[Mapping[str, Sequence[Any]]] = None,
+    mode: Optional[str] = None,
+    backend: Any = None,
+    dynamic: Optional[bool] = None,
+    fullgraph: bool = False,
+    options: Optional[dict[str, Any]] = None,
+    runs: Optional[int] = None,
+    warmup: Optional[int] = None,
+    compare_eager: bool = False,
+    warm_start: bool = True,
+    progress: bool = True,
+    record: bool = True,
+    **grid_params: Sequence[Any],
+) -> "pd.DataFrame":
+    """Compile and profile each function at each point of a parameter grid; one row per run.
+
+    ``fns`` maps labels to functions (or is one function, labelled by its
+    name). Parameters are keyword arguments (``chunks=[2, 4, 8]``; several make
+    a grid) or a ``params`` dict for names that clash with this function's own
+    arguments. At each point, ``make_args(**point)`` gives the call's arguments
+    (a tuple, a dict of keyword arguments, or one value); without it the
+    function is called as ``fn(**point)``. Arguments are made outside the
+    timed calls. The settings mean what they mean for ``%%compile``; every
+    point is compiled from scratch (Dynamo reset, fresh Inductor caches).
+
+    Returns a DataFrame: the parameters, ``label``, ``status`` (``ok`` or
+    ``error``), ``error`` (the reason), the profile's figures and the
+    ``report``. ``df.attrs`` holds the parameter names and the one-time
+    start-up paid before the first point (``warm_up_s``).
+    """
+    import torch
+
+    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
+    check_counts(runs, warmup)
+    if callable(fns) and not isinstance(fns, Mapping):
+        fns = {getattr(fns, "__name__", "fn"): fns}
+    if not fns or not all(callable(f) for f in fns.values()):
+        raise SweepError("sweep: fns must be a function or a non-empty dict of label -> function")
+    both = set(params or {}) & set(grid_params)
+    if both:
+        raise SweepError(f"sweep: parameter {sorted(both)[0]!r} is given twice (in params and as a keyword)")
+    points = grid({**(params or {}), **grid_params})
+    if make_args is not None and not callable(make_args):
+        raise SweepError(f"sweep: make_args must be a function of the parameters, not {make_args!r}")
+
+    def call_of(fn: Callable, made: Any) -> Callable[[], Any]:
+        if make_args is None or isinstance(made, dict):
+            return lambda: fn(**made)
+        args = made if isinstance(made, tuple) else (made,)
+        return lambda: fn(*args)
+
+    def run_point(label: str, point: dict[str, Any], warm: bool) -> CellRun:
+        fn = fns[label]
+        profile = new_profile(settings, label=label, fresh=True, params=dict(point))
+        try:
+            made = make_args(**point) if make_args is not None else point  # once: compiled and eager share them
+        except Exception as exc:  # a failed point, with a report saying why
+            from .report import CompileReport
+
+            profile.error = f"{type(exc).__name__}: {exc} (in make_args)"
+            report = CompileReport()
+            report.profile = profile
+            return CellRun(None, report, exc)
+        eager = call_of(fn, made)
+        compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
+        target = Target(compiled, eager, lambda value: value)
+        return measure(
+            target,
+            settings,
+            profile,
+            runs=1 if warm else runs,
+            warmup=0 if warm else warmup,
+            fresh=True,
+            compare_eager=compare_eager and not warm,
+        )
+
+    return _run_points(points, list(fns), run_point, progress=progress, record=record, warm_start=warm_start)
+
+
+def sweep_cell(
+    source: str,
+    namespace: dict,
+    params: Mapping[str, Sequence[Any]],
+    *,
+    label: str = "",
+    warm_start: bool = True,
+    progress: bool = True,
+    record: bool = True,
+    execution_count: Optional[int] = None,
+    **execute_kwargs: Any,
+) -> "pd.DataFrame":
+    """Run a cell once per grid point, with the parameters bound as names in ``namespace``.
+
+    Each point runs as :func:`ipycompile.run.execute` with ``fresh=True``; the
+    namespace's previous values of the parameter names are restored afterwards
+    (names that did not exist are removed). Returns the sweep's DataFrame, as
+    :func:`sweep` does.
+    """
+    if execute_kwargs.get("observe"):
+        raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
+    execute_kwargs.pop("fresh", None)
+    points = grid(params)
+    make_settings(**{k: execute_kwargs.get(k) for k in ("mode", "backend", "dynamic", "options")},
+                  fullgraph=bool(execute_kwargs.get("fullgraph")))  # bad settings fail before anything runs
+    check_counts(execute_kwargs.get("runs"), execute_kwargs.get("warmup"))
+    missing = object()
+    saved = {name: namespace.get(name, missing) for name in points[0]}
+
+    def run_point(lab: str, point: dict[str, Any], warm: bool) -> CellRun:
+        namespace.update(point)
+        kwargs = dict(execute_kwargs)
+        if warm:
+            kwargs.update(runs=1, warmup=0, compare_eager=False)
+        run = execute(source, namespace, fresh=True, label=lab, record=False, execution_count=execution_count, **kwargs)
+        run.report.profile.params = dict(point)
+        return run
+
+    try:
+        return _run_points(
+            points, [label], run_point, progress=progress, record=record, warm_start=warm_start,
+            execution_count=execution_count,
+        )
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+def plot_sweep(df: "pd.DataFrame", y: str, x: Optional[str] = None, by: Optional[str] = "label") -> "Figure":
+    """Plot column ``y`` against parameter ``x``, one line per ``by`` (default: label).
+
+    ``x`` defaults to the sweep's parameter when there is one. Seconds and
+    bytes get units; powers-of-two x values get a log2 axis. Failed points are
+    left out, and the title says how many.
+    """
+    if x is None:
+        names = df.attrs.get("params") or []
+        if len(names) != 1:
+            raise ValueError(f"x: give the parameter to plot against; the sweep's parameters are {names or 'unknown'}")
+        x = names[0]
+    if by is not None and by in df.columns and df[by].nunique() <= 1 and by == "label" and (df[by] == "").all():
+        by = None
+    if y in df.columns and df[y].dropna().empty:
+        hint = " (nothing ran on a CUDA device)" if "device" in y else ""
+        raise ValueError(f"y: column {y!r} has no values{hint}")
+    ok = df[df["status"] == "ok"] if "status" in df.columns else df
+    fig = _history.plot_history(ok if not ok.empty else df, y, x=x, by=by)
+    failed = len(df) - len(ok)
+    if failed:
+        fig.axes[0].set_title(f"{failed} failed point{'s' if failed > 1 else ''} not shown", fontsize=9)
+    return fig
