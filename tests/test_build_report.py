@@ -111,6 +111,15 @@ def test_recompile_limit_is_flagged():
     assert "recompile_limit" in limited[0].limit_message or "recompile limit" in limited[0].limit_message.lower()
     assert any(c.status == "recompile limit" for c in r.compiles)
     assert "recompile limit hit" in str(r)
+    # torch logs no frame for the refused compile: it is named after its frame's other compiles
+    assert limited[0].function == "scaled"
+    (refused,) = [c for c in r.compiles if c.status == "recompile limit"]
+    assert refused.function == "scaled" and refused.filename.endswith("scenarios.py")
+    (failure,) = r.failures
+    assert failure.frame.function == "scaled" and failure.frame.lineno == refused.first_line
+    text = str(r)
+    recompile_lines = text[text.index("Recompiles:"):].splitlines()[1:1 + len(r.recompiles)]
+    assert all(line.startswith("  [") for line in recompile_lines), text  # one line per recompile
 
 
 # -- control flow --------------------------------------------------------------

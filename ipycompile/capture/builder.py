@@ -325,6 +325,7 @@ def _finish(st: _State) -> CompileReport:
             else:
                 c.cache.aot_autograd, c.cache.aot_autograd_bypass_reason = status, reason
     r.compiles = sorted(st.compiles.values(), key=lambda c: (c.start_time or float("inf"), c.compile_id))
+    _share_frame_names(r)
     for rc in r.recompiles:
         c = st.compiles.get(rc.compile_id)
         if c is not None:
@@ -343,6 +344,25 @@ def _finish(st: _State) -> CompileReport:
     r.graph_breaks = list(st.breaks.values())
     r.compile_time = compile_time(st.chromium, r.compiles)
     return r
+
+
+def _share_frame_names(r: CompileReport) -> None:
+    """A compile that torch logged no frame for (e.g. one refused at the recompile limit)
+    takes its function and file from another compile of the same frame id; a failure
+    with no user frame is placed at that function."""
+    by_frame: dict[tuple, Compile] = {}
+    for c in r.compiles:
+        if c.function:
+            by_frame.setdefault((c.compile_id.frame_id, c.compile_id.compiled_autograd_id), c)
+    for c in r.compiles:
+        twin = by_frame.get((c.compile_id.frame_id, c.compile_id.compiled_autograd_id))
+        if twin is not None and not c.function:
+            c.function, c.filename, c.first_line = twin.function, twin.filename, c.first_line or twin.first_line
+    compiles = {c.compile_id: c for c in r.compiles}
+    for f in r.failures:
+        c = compiles.get(f.compile_id) if f.compile_id is not None else None
+        if c is not None and not f.frame.filename and c.filename:
+            f.frame = UserFrame(c.filename, c.first_line, c.function, f.frame.source_line)
 
 
 def build_report(records: Iterable[RawRecord]) -> CompileReport:

@@ -160,7 +160,8 @@ class CompileReport:
 
     def __repr__(self) -> str:
         return (
-            f"<CompileReport compiles={len(self.compiles)} graphs={len(self.graphs)} "
+            f"<CompileReport compiles={len(self.compiles)} "
+            f"graphs={sum(1 for g in self.graphs if g.stage == 'dynamo')} "
             f"graph_breaks={self.graph_break_count} recompiles={len(self.recompiles)} "
             f"kernels={len(self.kernels)} failures={len(self.failures)}>"
         )
