@@ -11,8 +11,10 @@ its arguments and displays what this returns. One run is
    its wall time (synchronised) is ``compile_s``;
 4. warm-up calls (still captured, so late compiles are seen), then timed
    calls with the capture detached (:func:`ipycompile.profile.time_calls`);
-5. optionally the same, uncompiled, for the comparison with eager;
-6. the report gets a :class:`Profile` and a row in the history.
+5. optionally (``profile_kernels``) a few more calls under ``torch.profiler``,
+   their time charged to the report's kernels (:mod:`ipycompile.kernel_times`);
+6. optionally the same, uncompiled, for the comparison with eager;
+7. the report gets a :class:`Profile` and a row in the history.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, Callable, Optional
 from . import run_history as _history
 from .capture import capture
 from .cell import CellFunction, make_cell_function, placeholders
+from .kernel_times import KERNEL_PROFILE_OPTION, attribute, profile_calls, profiled_call_count
 from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
 from .report import CompileReport, EagerComparison, Profile
 from .settings import CompileSettings, make_settings
@@ -113,6 +116,7 @@ def execute(
     fresh: bool = False,
     compare_eager: bool = False,
     observe: bool = False,
+    profile_kernels: bool = False,
     label: str = "",
     filename: Optional[str] = None,
     header: Optional[str] = None,
@@ -126,11 +130,22 @@ def execute(
     ``%%compile ...`` line), so that line numbers match what the user sees;
     ``None`` (plain Python) numbers the source from line 1.
 
+    ``profile_kernels``: after the timed runs, profile a few more calls and
+    charge their time to the report's kernels (``Profile.kernel_times``); with
+    the inductor backend this compiles with ``cpp.enable_kernel_profile=True``
+    (C++ kernels are visible to the profiler only so), unless ``options`` say
+    otherwise.
+
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
     import torch
 
+    if profile_kernels and observe:
+        raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
+    added = profile_kernels and (backend or "inductor") == "inductor" and KERNEL_PROFILE_OPTION not in (options or {})
+    if added:
+        options = {**(options or {}), KERNEL_PROFILE_OPTION: True}
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
     namespace = {} if namespace is None else namespace
@@ -151,9 +166,15 @@ def execute(
     profile.reused_compiled_code = reused
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf))
-    run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager)
+    run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
+                  profile_kernels=profile_kernels)
     report = run.report
     report.sources.update(sources or {})
+    if added and profile.kernel_times_device != "cuda":
+        profile.notes.append(
+            f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
+            "profiler record-function, in the timed runs too"
+        )
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
@@ -197,11 +218,14 @@ def measure(
     warmup: Optional[int] = None,
     fresh: bool = False,
     compare_eager: bool = False,
+    profile_kernels: bool = False,
 ) -> CellRun:
     """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
 
     Never raises the user's exception: it is returned in ``CellRun.error`` with
     the partial report. ``fresh`` resets Dynamo and uses fresh Inductor caches.
+    ``profile_kernels``: after the timed runs, a few calls under the profiler,
+    their time charged to the report's kernels (``Profile.kernel_times``).
     """
     import torch
 
@@ -217,47 +241,72 @@ def measure(
 
     value: Any = None
     error: Optional[BaseException] = None
+    events = None  # the kernel profile's events
     fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
     cap = capture()
     compiled = target.compiled
-    try:
-        with fresh_ctx, cap:
-            with PeakMemory() as mem, target.scope():
-                logged = _trace_logging_s()
-                synchronize()
-                t0 = time.perf_counter()
-                value = compiled()
-                synchronize()
-                profile.compile_s = time.perf_counter() - t0
-                if logged is not None:
-                    profile.trace_logging_s = _trace_logging_s() - logged
-            graphs = _uses_cudagraphs(settings)
-            if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
-                value = _copy_tensors(value)
-            snap = target.snapshot(value)
-            expected = _copy_tensors(snap) if compare_eager and graphs else snap
-            profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
-            profile.host_memory_method = mem.host_method
-            n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
-            for _ in range(n_warm):
-                compiled()
-            profile.warmup = n_warm
-        # the capture is closed: timed runs carry none of its cost
-        with PeakMemory() as mem:
-            timing = time_calls(compiled, runs=runs, warmup=0)
-        profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
-        _fill_timing(profile, timing)
-        if compare_eager:
-            profile.eager = _compare_eager(target, expected, profile, runs, warmup)
-    except (Exception, KeyboardInterrupt) as exc:
-        error = exc
-        profile.error = f"{type(exc).__name__}: {exc}"
+    # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
+    with fresh_ctx:
+        try:
+            with cap:
+                with PeakMemory() as mem, target.scope():
+                    logged = _trace_logging_s()
+                    synchronize()
+                    t0 = time.perf_counter()
+                    value = compiled()
+                    synchronize()
+                    profile.compile_s = time.perf_counter() - t0
+                    if logged is not None:
+                        profile.trace_logging_s = _trace_logging_s() - logged
+                graphs = _uses_cudagraphs(settings)
+                if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
+                    value = _copy_tensors(value)
+                snap = target.snapshot(value)
+                expected = _copy_tensors(snap) if compare_eager and graphs else snap
+                profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
+                profile.host_memory_method = mem.host_method
+                n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+                for _ in range(n_warm):
+                    compiled()
+                profile.warmup = n_warm
+            # the capture is closed: timed runs carry none of its cost
+            with PeakMemory() as mem:
+                timing = time_calls(compiled, runs=runs, warmup=0)
+            profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
+            _fill_timing(profile, timing)
+            if profile_kernels:
+                events = _profile_kernels(compiled, profile)
+            if compare_eager:
+                profile.eager = _compare_eager(target, expected, profile, runs, warmup)
+        except (Exception, KeyboardInterrupt) as exc:
+            error = exc
+            profile.error = f"{type(exc).__name__}: {exc}"
     t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
+    if events is not None:
+        profile.kernel_times = attribute(events, report.kernels, device=profile.kernel_times_device == "cuda")
     report.profile = profile
     profile.caches = _cache_summary(report, False, fresh)
     return CellRun(value, report, error, compiled)
+
+
+def _profile_kernels(fn: Callable[[], Any], profile: Profile) -> Optional[list]:
+    """A few steady-state calls (5; fewer when a call is slow) under the profiler: its events, or None
+    (and a note) when profiling failed. The timed runs are over: this changes none of their figures."""
+    import torch
+
+    median = profile.run_median_s
+    calls = max(1, min(5, int(1.0 / median))) if median else 5  # about a second at most
+    try:
+        events = profile_calls(fn, calls, cuda=torch.cuda.is_initialized())
+    except Exception as exc:  # the profiler's failure, not the run's
+        profile.notes.append(f"kernel profiling failed: {type(exc).__name__}: {exc}")
+        return None
+    # device time when the calls ran device kernels; a CPU cell on a GPU machine (CUDA initialised) is CPU time
+    profile.kernel_times_device = "cuda" if any(e.on_device for e in events) else "cpu"
+    profile.kernel_times_calls = profiled_call_count(events)
+    return events
 
 
 def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:

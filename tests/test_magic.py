@@ -213,7 +213,7 @@ def test_label_output_quiet_and_history(ip):
         assert col in df.columns
     assert df["report"].iloc[0] is ip.user_ns["rep"]
     res, out = run(ip, "%compile_history --plot run_median_s --by label")
-    fig = res.result.figure
+    fig = res.result
     assert fig.axes[0].get_ylabel() == "run_median_s (seconds)" and len(fig.axes[0].lines) == 2
     assert res.result._repr_png_()[:4] == b"\x89PNG"  # what Out[n] shows in a notebook
     ip.run_line_magic("compile_reset", "--history")
@@ -237,6 +237,8 @@ def test_fullgraph_failure_shows_location_and_hint(ip):
     (f,) = r.failures
     assert r.where(f.frame.filename, f.frame.lineno) == f"In [{res.execution_count}], line 3"
     assert "torch.cond" in f.message
+    row = ipycompile.history().iloc[-1]
+    assert row["status"] == "failed" and "Unsupported" in row["error"]  # a compile failure, with its reason
 
 
 def test_keyboard_interrupt_leaves_no_listener_and_no_config_change(ip):

@@ -40,6 +40,7 @@ class CompileMagics(Magics):
     @argument("--fresh", action="store_true", help="reset Dynamo and use fresh Inductor caches: an honest compile time")
     @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
+    @argument("--profile-kernels", action="store_true", help="profile a few calls after the timed runs: time per kernel")
     @argument("--label", default="", help="a tag for this run in the history")
     @argument(
         "--sweep",
@@ -85,6 +86,7 @@ class CompileMagics(Magics):
                 warmup=args.warmup,
                 compare_eager=args.compare_eager,
                 observe=args.observe,
+                profile_kernels=args.profile_kernels,
                 label=args.label,
                 filename=filename,
                 header=header,
@@ -140,7 +142,7 @@ class CompileMagics(Magics):
             fig = _history.plot_history(df, args.plot, x=args.x, by=args.by)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        return _FigureImage(fig)
+        return fig  # a Figure shown as PNG
 
     @magic_arguments()
     @argument("--history", action="store_true", help="also clear the run history")
@@ -149,24 +151,6 @@ class CompileMagics(Magics):
         """Reset Dynamo (drop all compiled code) and forget compiled cells."""
         args = parse_argstring(self.compile_reset, line)
         _run.reset(history=args.history)
-
-
-class _FigureImage:
-    """A matplotlib Figure shown as PNG in any frontend, with no pyplot backend set up."""
-
-    def __init__(self, figure) -> None:
-        self.figure = figure
-
-    def _repr_png_(self) -> bytes:
-        import io
-
-        buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=100)
-        return buf.getvalue()
-
-    def __repr__(self) -> str:
-        ax = self.figure.axes[0] if self.figure.axes else None
-        return f"<ipycompile plot: {ax.get_ylabel()} by {ax.get_xlabel()}>" if ax else "<ipycompile plot>"
 
 
 def _split_line_magic(line: str, magic) -> tuple[str, str]:

@@ -29,11 +29,14 @@ __all__ = [
     "RawArtifact",
     "Stats",
     "EagerComparison",
+    "KernelTime",
     "Profile",
     "STATUSES",
     "GRAPH_STAGES",
     "KERNEL_BACKENDS",
     "KERNEL_KINDS",
+    "OTHER_DEVICE_TIME",
+    "OTHER_CPU_TIME",
 ]
 
 _CID = re.compile(r"^(?:!(?P<ca>\d+)/)?(?P<frame>\d+)/(?P<compile>\d+)(?:_(?P<attempt>\d+))?$")
@@ -288,6 +291,29 @@ class EagerComparison:
     message: str = ""
 
 
+OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
+OTHER_CPU_TIME = "other CPU time"  # the KernelTime of CPU time in no kernel (wrapper, guards, eager code)
+
+
+@dataclass
+class KernelTime:
+    """Time the profiled steady-state calls spent in one kernel (``--profile-kernels``).
+
+    ``name`` is what the profiler saw: a kernel's name, an extern kernel
+    (``extern_kernels.mm``, for the library kernels its op launched), or the
+    time matched to no kernel (:data:`OTHER_DEVICE_TIME` / :data:`OTHER_CPU_TIME`).
+    """
+
+    name: str
+    kernel: str = ""  # the report kernel it matched ("" when none, e.g. the other-time entry)
+    compile_id: Optional[CompileId] = None  # that kernel's compile (else the compiled region's, when known)
+    graph_stage: str = ""  # that kernel's graph_stage (else "forward" / "backward" when known)
+    total_s: float = 0.0  # over all profiled calls
+    per_call_s: float = 0.0  # per call of the cell: total_s / profiled calls
+    calls: int = 0  # kernel launches (calls, on CPU) seen in the profiled calls
+    share: float = 0.0  # of the profiled device time (CUDA) or CPU time of the calls
+
+
 @dataclass
 class Profile:
     """What one run cost: the compile call, the steady state, memory, caches, settings."""
@@ -325,6 +351,9 @@ class Profile:
     params: dict[str, Any] = field(default_factory=dict)  # sweep parameters of this point (name -> value)
     error: str = ""  # the user's exception, when the cell raised
     eager: Optional[EagerComparison] = None
+    kernel_times: list[KernelTime] = field(default_factory=list)  # with profile_kernels, longest first
+    kernel_times_device: str = ""  # what kernel_times measure: "cuda" (device time) or "cpu" (CPU time)
+    kernel_times_calls: int = 0  # steady-state calls run under the profiler
 
     @property
     def peak_device_bytes(self) -> Optional[int]:

@@ -39,7 +39,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from ..report.model import GRAPH_STAGES
+from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
 from ..report.summary import fmt_bytes, fmt_seconds, settings_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -496,8 +496,10 @@ def _graphs(r: "CompileReport") -> list[Block]:
 
 # -- Kernels ----------------------------------------------------------------------
 def _kernels(r: "CompileReport") -> list[Block]:
-    if not r.kernels:
+    times = r.profile.kernel_times if r.profile is not None else []
+    if not r.kernels and not times:
         return [Text("No kernels: nothing went through Inductor (or its output was not captured).", "note")]
+    timed = {(t.kernel, str(t.compile_id or ""), t.graph_stage): t for t in times if t.kernel}
     rows, details = [], []
     for k in r.kernels:
         us = k.info.get("compile_time_us")
@@ -505,6 +507,12 @@ def _kernels(r: "CompileReport") -> list[Block]:
         rows.append([k.name, k.backend, k.kind, ", ".join(k.aten_ops), k.launches, ms,
                      str(k.compile_id or ""), k.graph_stage])
         d: list[Block] = []
+        t = timed.pop((k.name, str(k.compile_id or ""), k.graph_stage), None)
+        if times:
+            rows[-1][4:4] = _time_cells(t)
+        if t is not None:
+            d.append(Text(f"profiled: {_plural(t.calls, 'kernel call')} in {_plural(r.profile.kernel_times_calls, 'call')} "
+                          f"of the cell, {fmt_seconds(t.total_s)} in all"))
         info = {key: v for key, v in k.info.items() if key != "compile_time_us"}
         if info:
             d.append(Text("; ".join(f"{key}: {v}" for key, v in info.items())))
@@ -516,13 +524,45 @@ def _kernels(r: "CompileReport") -> list[Block]:
             d.append(Text("An extern call: Inductor launches a library kernel, no generated source." if k.backend == "extern"
                           else "No source captured.", "note"))
         details.append(d)
+    columns = ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage"]
     counts = Counter((k.backend, k.kind) for k in r.kernels)
     by = ", ".join(f"{n} {b} {kd}" if b != kd else f"{n} {b}" for (b, kd), n in sorted(counts.items()))
-    return [
-        Text(f"{_plural(len(r.kernels), 'kernel')}: {by}", "heading"),
-        Table(["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage"], rows,
-              sortable=True, details=details),
-    ]
+    out: list[Block] = [Text(f"{_plural(len(r.kernels), 'kernel')}: {by}" if r.kernels
+                             else "No kernels compiled in this run (compiled code was reused)", "heading")]
+    if times:
+        p = r.profile
+        what = "device" if p.kernel_times_device == "cuda" else "CPU"
+        columns[4:4] = [f"{what} time (us/call)", "share %"]
+        for t in times:  # time no kernel row holds: the other time, kernels this report lacks
+            if (t.kernel, str(t.compile_id or ""), t.graph_stage) in timed or not t.kernel:
+                rows.append([t.name, "", "", "", *_time_cells(t), t.calls or "", "", str(t.compile_id or ""), t.graph_stage])
+                details.append([Text(_untimed_note(t, what), "note")])
+        order = sorted(range(len(rows)), key=lambda i: -(rows[i][4] or 0))
+        rows, details = [rows[i] for i in order], [details[i] for i in order]
+        total = sum(t.total_s for t in times) / max(p.kernel_times_calls, 1)
+        out.append(Text(f"{what} time per kernel over {_plural(p.kernel_times_calls, 'profiled call')} after the timed "
+                        f"runs: {fmt_seconds(total)} per call in all ("
+                        + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
+    out.append(Table(columns, rows, sortable=True, details=details))
+    return out
+
+
+def _time_cells(t) -> list[Any]:
+    """The time per call (us) and share (%) cells of a kernel's row; blank when it was not seen."""
+    if t is None:
+        return ["", ""]
+    return [round(t.per_call_s * 1e6, 2), round(t.share * 100, 1)]
+
+
+def _untimed_note(t, what: str) -> str:
+    if t.name == OTHER_DEVICE_TIME:
+        return ("Device time in no kernel of this report: kernels of eager code (outside the compiled graphs), "
+                "library kernels launched where no extern kernel of the report is, copies and memsets.")
+    if t.name == OTHER_CPU_TIME:
+        return ("CPU time of the calls in no kernel: the compiled code's Python wrapper, guards, allocation, "
+                "and eager code outside the compiled graphs.")
+    return (f"A kernel the profiler saw ({what} time) that this report does not hold: its compiled code was "
+            "reused, so this run did not capture its compile.")
 
 
 # -- Control flow -----------------------------------------------------------------
@@ -610,6 +650,10 @@ def _profile_rows(p) -> list[list[Any]]:
         if e.outputs_match is not None:
             row("outputs", "match eager" if e.outputs_match else f"DIFFER from eager ({e.message})")
         row("max abs diff", f"{e.max_abs_diff:.3g}" if e.max_abs_diff is not None else None)
+    if p.kernel_times:
+        what = "device" if p.kernel_times_device == "cuda" else "CPU"
+        row("kernel profile", f"{_plural(p.kernel_times_calls, 'call')} under torch.profiler after the timed runs: "
+                              f"{what} time per kernel in the Kernels tab")
     row("caches", ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     row("reused compiled code", "yes" if p.reused_compiled_code else None)
     row("one-time start-up (not in first call)", fmt_seconds(p.one_time_s) if p.one_time_s is not None else None)

@@ -1,0 +1,304 @@
+"""Per-kernel time (``--profile-kernels``): which of a report's kernels the steady state spent its time in.
+
+Two halves:
+
+- :func:`profile_calls` runs a few calls under ``torch.profiler`` (CPU activity,
+  plus CUDA when CUDA is in use), each call inside a :data:`CALL_MARKER`
+  record-function, and :func:`events_from_profiler` turns the profiler's
+  events into plain :class:`ProfiledEvent` records;
+- :func:`attribute` (pure: events and the report's kernels in, ``KernelTime`` s
+  out) charges the time to kernels by name.
+
+On CUDA the time is device time: each device kernel (and memcpy/memset) once.
+A device kernel named as one of the report's kernels (Triton's are) is that
+kernel; one launched by an op that an extern kernel calls (``aten::mm`` for
+``extern_kernels.mm``: cuBLAS, cuDNN) inside compiled code is that extern
+kernel; an Inductor kernel the report does not hold (compiled code reused)
+keeps its own name; everything else is :data:`OTHER_DEVICE_TIME`. Shares are of
+all the device time.
+
+On CPU the time is the calling thread's: Inductor's C++ kernels show up as
+``graph_<id>_<kernel name>`` record-functions (only when compiled with
+``cpp.enable_kernel_profile=True``), extern kernels as their ops
+(``aten::mm``, outermost under Inductor's graph call). Shares are of the
+calls' wall time; what no kernel accounts for (the Python wrapper, guards,
+allocation, eager code) is :data:`OTHER_CPU_TIME`.
+
+``import ipycompile.kernel_times`` does not import torch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from .report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelTime
+
+__all__ = [
+    "CALL_MARKER",
+    "KERNEL_PROFILE_OPTION",
+    "ProfiledEvent",
+    "profile_calls",
+    "events_from_profiler",
+    "attribute",
+    "extern_op",
+    "profiled_call_count",
+]
+
+#: The record-function around each profiled call.
+CALL_MARKER = "ipycompile: profiled call"
+#: The Inductor option that makes C++ kernels visible to the profiler.
+KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
+
+_REGION = re.compile(r"^Torch-Compiled Region: (?P<cid>\S+)$")  # Dynamo's record-function around a compiled frame
+_GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's record-function around one compiled graph
+_CPP_KERNEL = re.compile(r"^graph_\d+_(?P<name>\w+)$")  # cpp.enable_kernel_profile's record-function
+_OP = re.compile(r"^\w+::\w+$")  # a dispatcher op as the profiler names it: aten::mm
+
+
+@dataclass(frozen=True)
+class ProfiledEvent:
+    """One profiler event, as plain data.
+
+    ``ops``: the CPU events around it, innermost first; for a device event,
+    the CPU event that launched it, then that one's parents (empty when the
+    profiler linked it to none). ``launch``: for a device event, an id of
+    that launching CPU event (-1 when none), so that the several device
+    kernels one op launches count as one call.
+    """
+
+    name: str
+    duration_us: float
+    on_device: bool = False
+    ops: tuple[str, ...] = ()
+    launch: int = -1
+
+
+# -- running the profiler (torch) ------------------------------------------------
+def profile_calls(fn: Callable[[], Any], calls: int, *, cuda: bool) -> list[ProfiledEvent]:
+    """Call ``fn`` ``calls`` times under ``torch.profiler``, synchronised, each call in a :data:`CALL_MARKER`."""
+    import warnings
+
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from .profile import synchronize
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the profiler's own notices; the calls warned already when timed
+        with profile(activities=activities) as prof:
+            for _ in range(calls):
+                with record_function(CALL_MARKER):
+                    fn()
+            synchronize()
+        events = prof.events()
+    return events_from_profiler(events)
+
+
+def _is_device(event: Any) -> bool:
+    kind = getattr(event, "device_type", None)
+    return getattr(kind, "name", str(kind)).rsplit(".", 1)[-1] != "CPU"
+
+
+def _parents(event: Any) -> tuple[str, ...]:
+    out = []
+    parent = getattr(event, "cpu_parent", None)
+    while parent is not None:
+        out.append(parent.name)
+        parent = parent.cpu_parent
+    return tuple(out)
+
+
+def events_from_profiler(function_events: Iterable[Any]) -> list[ProfiledEvent]:
+    """Plain records of ``torch.profiler`` ``FunctionEvent`` s (``prof.events()``).
+
+    A device event is linked to the CPU event that launched it through that
+    CPU event's ``kernels`` (the profiler's own link, by name and duration:
+    torch 2.11's events carry no correlation id; one device event may be
+    listed under two CPU events, and then the one that started first is taken). GPU user annotations (the
+    device-side copy of a record-function) are left out.
+    """
+    events = list(function_events)
+    launched: dict[tuple[str, float], list[tuple[int, tuple[str, ...]]]] = {}
+    out: list[ProfiledEvent] = []
+    for i, e in enumerate(events):
+        if _is_device(e):
+            continue
+        chain = _parents(e)
+        out.append(ProfiledEvent(e.name, float(e.time_range.elapsed_us()), False, chain))
+        for k in getattr(e, "kernels", None) or ():
+            launched.setdefault((k.name, round(float(k.duration), 3)), []).append((i, (e.name, *chain)))
+    for e in events:
+        if not _is_device(e) or getattr(e, "is_user_annotation", False) or e.name == CALL_MARKER:
+            continue
+        duration = float(e.time_range.elapsed_us())
+        by = launched.get((e.name, round(duration, 3)))
+        launch, ops = by.pop(0) if by else (-1, ())
+        out.append(ProfiledEvent(e.name, duration, True, ops, launch))
+    return out
+
+
+# -- attribution (pure) --------------------------------------------------------------
+def profiled_call_count(events: Iterable[ProfiledEvent]) -> int:
+    """How many :data:`CALL_MARKER` calls the events hold."""
+    return sum(1 for e in events if not e.on_device and e.name == CALL_MARKER)
+
+
+def _region(ops: tuple[str, ...]) -> Optional[CompileId]:
+    """The compile id of the innermost compiled frame around an event."""
+    for op in ops:
+        m = _REGION.match(op)
+        if m:
+            try:
+                return CompileId.parse(m.group("cid"))
+            except ValueError:
+                return None
+    return None
+
+
+def _stage(ops: tuple[str, ...]) -> str:
+    """The AOT graph an event ran in: ``"backward"``, ``"forward"``, or ``""`` (inference, or not known)."""
+    if "CompiledFunctionBackward" in ops:
+        return "backward"
+    return "forward" if "CompiledFunction" in ops else ""
+
+
+def _in_graph(ops: tuple[str, ...]) -> Optional[tuple[str, ...]]:
+    """The events between an event and the innermost Inductor graph call around it (None: not in one)."""
+    for i, op in enumerate(ops):
+        if op.startswith(_GRAPH_CALL):
+            return ops[:i]
+    return None
+
+
+def extern_op(kernel: Kernel) -> str:
+    """The op an extern kernel runs, as the profiler names it: ``extern_kernels.mm`` -> ``aten::mm``,
+    ``aten.index_put_.default`` -> ``aten::index_put_``; ``""`` for other kernels."""
+    if kernel.backend != "extern" or "." not in kernel.name:
+        return ""
+    namespace, op = kernel.name.split(".")[:2]
+    return f"aten::{op}" if namespace == "extern_kernels" else f"{namespace}::{op}"
+
+
+def _outermost(graph: Optional[tuple[str, ...]]) -> bool:
+    """In an Inductor graph call, and no op or kernel between it and the event."""
+    return graph is not None and not any(_OP.match(op) or _CPP_KERNEL.match(op) for op in graph)
+
+
+class _Kernels:
+    """The report's kernels by name and by extern op; picks the one of a compile when several share a name."""
+
+    def __init__(self, kernels: Iterable[Kernel]) -> None:
+        self.by_name: dict[str, list[Kernel]] = {}
+        self.by_op: dict[str, list[Kernel]] = {}
+        for k in kernels:
+            self.by_name.setdefault(k.name, []).append(k)
+            op = extern_op(k)
+            if op:
+                self.by_op.setdefault(op, []).append(k)
+
+    @staticmethod
+    def pick(found: list[Kernel], where: tuple[Optional[CompileId], str]) -> Kernel:
+        """The kernel of the event's compile and stage, else of its compile, else of its stage, else the first."""
+        region, stage = where
+        in_region = [k for k in found if region is not None and k.compile_id == region] or found
+        return next((k for k in in_region if stage and k.graph_stage == stage), in_region[0])
+
+    def named(self, name: str, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
+        found = self.by_name.get(name)
+        return self.pick(found, where) if found else None
+
+    def extern(self, ops: Iterable[str], where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
+        for op in ops:
+            found = self.by_op.get(op)
+            if found:
+                return self.pick(found, where)
+        return None
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str, str, str], KernelTime] = {}
+        self.launches: dict[tuple[str, str, str, str], set] = {}
+
+    def add(self, name: str, kernel: Optional[Kernel], where: tuple[Optional[CompileId], str], us: float,
+            launch: Optional[int] = None) -> None:
+        cid, stage = where
+        if kernel is not None:
+            cid, stage = kernel.compile_id or cid, kernel.graph_stage
+        key = (name, kernel.name if kernel is not None else "", str(cid or ""), stage)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = KernelTime(name, key[1], cid, stage)
+            self.launches[key] = set()
+        entry.total_s += us / 1e6
+        if launch is None:
+            entry.calls += 1
+        elif launch not in self.launches[key]:
+            self.launches[key].add(launch)
+            entry.calls += 1
+
+
+def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, device: bool) -> list[KernelTime]:
+    """Charge the profiled calls' time to ``kernels`` (a report's), longest first.
+
+    ``device``: attribute device time (CUDA), else the calling thread's CPU
+    time; see the module's doc for the rules. The entry of time no kernel
+    accounts for (:data:`OTHER_DEVICE_TIME` / :data:`OTHER_CPU_TIME`) is there when
+    that time is above zero. ``per_call_s`` divides by the number of
+    :data:`CALL_MARKER` calls in ``events``; ``share`` by the total (all
+    device time, or the calls' wall time on CPU). No events: ``[]``.
+    """
+    events = list(events)
+    table = _Kernels(kernels)
+    tally = _Tally()
+    calls = profiled_call_count(events) or 1
+    if device:
+        total_us = 0.0
+        for e in events:
+            if not e.on_device:
+                continue
+            total_us += e.duration_us
+            where = (_region(e.ops), _stage(e.ops))
+            launch = e.launch if e.launch >= 0 else None
+            named = table.named(e.name, where)
+            graph = _in_graph(e.ops)
+            extern = None if named is not None or graph is None else table.extern(graph, where)
+            if named is not None:
+                tally.add(e.name, named, where, e.duration_us)
+            elif extern is not None:
+                tally.add(extern.name, extern, where, e.duration_us, launch)
+            elif e.name.startswith("triton_") or (e.ops and e.ops[0] == e.name):  # an Inductor kernel not in the report
+                tally.add(e.name, None, where, e.duration_us)
+            else:
+                tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
+        other = OTHER_DEVICE_TIME
+    else:
+        total_us = sum(e.duration_us for e in events if not e.on_device and e.name == CALL_MARKER)
+        for e in events:
+            if e.on_device or CALL_MARKER not in e.ops:
+                continue
+            inner = e.ops[: e.ops.index(CALL_MARKER)]  # what encloses it inside the call
+            where = (_region(inner), _stage(inner))
+            cpp = _CPP_KERNEL.match(e.name)
+            if cpp and not any(_CPP_KERNEL.match(op) for op in inner):
+                name = cpp.group("name")
+                tally.add(name, table.named(name, where), where, e.duration_us)
+            elif _OP.match(e.name) and _outermost(_in_graph(inner)):
+                extern = table.extern([e.name], where)
+                if extern is not None:
+                    tally.add(extern.name, extern, where, e.duration_us)
+        other = OTHER_CPU_TIME
+    out = list(tally.entries.values())
+    rest_us = total_us - sum(t.total_s for t in out) * 1e6
+    if not device and rest_us > 0:  # on CPU the other time is what the kernels leave of the calls
+        out.append(KernelTime(OTHER_CPU_TIME, total_s=rest_us / 1e6))
+    for t in out:
+        if t.name == other:
+            t.calls = 0  # not one thing's calls
+        t.per_call_s = t.total_s / calls
+        t.share = t.total_s / (total_us / 1e6) if total_us > 0 else 0.0
+    out.sort(key=lambda t: -t.total_s)
+    return out
