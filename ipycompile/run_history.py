@@ -47,7 +47,7 @@ COLUMNS = (
 def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> dict[str, Any]:
     p = report.profile
     e = p.eager if p else None
-    status = "error" if (p and p.error) else ("failed" if report.failures else "ok")
+    status = _status(report)
     return {
         "execution_count": execution_count,
         "label": p.label if p else "",
@@ -76,6 +76,16 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
         "report": report,
     }
+
+
+def _status(report: CompileReport) -> str:
+    """ok; failed (a compile failed, also when that failure is what the cell raised, as
+    under fullgraph); error (the cell's code raised something else)."""
+    p = report.profile
+    if p and p.error:
+        raised = p.error.split(":", 1)[0]
+        return "failed" if any(f.type == raised for f in report.failures) else "error"
+    return "failed" if report.failures else "ok"
 
 
 def _error_text(report: CompileReport) -> str:
@@ -114,9 +124,31 @@ def clear_history() -> None:
 _UNITS = {"_s": ("seconds", 1.0), "_bytes": ("MiB", 1 / 2**20)}
 
 
-def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
-    """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``."""
+def _plot_figure_class():
+    """A matplotlib Figure that shows itself as a PNG in any frontend, with no pyplot backend set up."""
     from matplotlib.figure import Figure
+
+    class PlotFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            import io
+
+            buf = io.BytesIO()
+            self.savefig(buf, format="png", dpi=100)
+            return buf.getvalue()
+
+        def __repr__(self) -> str:
+            ax = self.axes[0] if self.axes else None
+            return f"<ipycompile plot: {ax.get_ylabel()} by {ax.get_xlabel()}>" if ax else "<ipycompile plot>"
+
+    return PlotFigure
+
+
+def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
+    """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``.
+
+    Returns a matplotlib Figure, shown as a PNG when it is a cell's result.
+    """
+    Figure = _plot_figure_class()
 
     for arg, col in (("y", y), ("x", x), ("by", by)):
         if col is not None and col not in df.columns:
@@ -131,7 +163,16 @@ def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Opt
         ax.plot(part[x], part[y] * scale, marker="o", label=None if name is None else str(name))
     xs = [v for v in df[x].dropna() if isinstance(v, (int, float))]
     if len(xs) > 2 and all(v > 0 and (int(v) & (int(v) - 1)) == 0 and v == int(v) for v in xs):
+        from matplotlib.ticker import NullLocator, ScalarFormatter
+
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(set(xs)))  # the swept values, written as numbers (16, not 2^4)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_locator(NullLocator())
+    if y in df.columns and str(df[y].dtype).startswith(("int", "Int")):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} ({unit})" if unit else y)
     ax.grid(True, alpha=0.3)

@@ -14,7 +14,8 @@ parameter in a column of its own.
   first point is not inflated by start-up (imports, compiler checks, Triton
   start-up, the first use of a higher-order op); what that cost is reported
   separately (``df.attrs["warm_up_s"]``).
-* A failing point is recorded with status ``error`` and its reason, and the
+* A failing point is recorded with status ``failed`` (a compile failure) or
+  ``error`` (the code raised) and its reason, and the
   sweep goes on; Ctrl-C stops it, keeping the points done so far.
 * :class:`Progress` shows which point runs, the time elapsed and an estimate
   of what remains: an updating display in a notebook, lines on stderr elsewhere.
@@ -290,8 +291,9 @@ def sweep(
     timed calls. The settings mean what they mean for ``%%compile``; every
     point is compiled from scratch (Dynamo reset, fresh Inductor caches).
 
-    Returns a DataFrame: the parameters, ``label``, ``status`` (``ok`` or
-    ``error``), ``error`` (the reason), the profile's figures and the
+    Returns a DataFrame: the parameters, ``label``, ``status`` (``ok``,
+    ``failed`` for a compile failure, ``error`` when the code raised),
+    ``error`` (the reason), the profile's figures and the
     ``report``. ``df.attrs`` holds the parameter names and the one-time
     start-up paid before the first point (``warm_up_s``).
     """
