@@ -33,7 +33,10 @@ torch version, every figure, the checks) to
   memory growth during the compile on CPU) is far below the loop's (<= 0.5x);
 * where scan runs slower than the loop at steady state, by how much.
 
-    python benchmarks/scan_vs_loop.py [--quick] [--out PATH] [--timeout 900]
+    python benchmarks/scan_vs_loop.py [--quick] [--workload NAME] [--out PATH] [--timeout 900]
+
+``--workload`` runs one workload and keeps the other's results already in the
+JSON (same device and torch), so the two can run in separate sessions.
 """
 
 from __future__ import annotations
@@ -320,14 +323,21 @@ def main(argv=None) -> int:
             f"{_mib(dev_peak):>8} {_mib(r['peak_host_bytes_compile']):>8} {_mib(r['host_growth_bytes_compile']):>9} "
             f"{'yes' if r['outputs_match_eager'] else 'NO':>3}"
         )
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
+    out = Path(args.out) if args.out else HERE / "results" / f"scan_vs_loop-{slug}.json"
+    if args.workload and out.exists():  # keep the other workloads' results from an earlier run on this device
+        earlier = json.loads(out.read_text())
+        if earlier.get("device") == dev and earlier.get("torch") == torch.__version__:
+            kept = [r for r in earlier["results"] if r["workload"] not in trips]
+            rows = kept + rows
+            trips = {**{w: t for w, t in earlier["trips"].items() if w not in trips}, **trips}
+            print(f"(kept {len(kept)} earlier results of other workloads from {out})")
     results = checks(rows, trips, device)
     print("\nexpected shape:")
     for c in results:
         mark = {True: "PASS", False: "FAIL", None: "NOTE"}[c["passed"]]
         value = f" ({c['value']:.2f}x)" if isinstance(c["value"], float) and c["passed"] is not None else ""
         print(f"  {mark} {c['check']}{value}")
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
-    out = Path(args.out) if args.out else HERE / "results" / f"scan_vs_loop-{slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "benchmark": "scan_vs_loop",
@@ -337,7 +347,7 @@ def main(argv=None) -> int:
         "sizes": SIZES[device],
         "trips": trips,
         "quick": args.quick,
-        "wall_s": time.perf_counter() - started,
+        "wall_s": time.perf_counter() - started,  # of this invocation
         "results": rows,
         "checks": results,
     }, indent=1, default=str))
