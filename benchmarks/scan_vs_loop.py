@@ -35,8 +35,9 @@ torch version, every figure, the checks) to
 
     python benchmarks/scan_vs_loop.py [--quick] [--workload NAME] [--out PATH] [--timeout 900]
 
-``--workload`` runs one workload and keeps the other's results already in the
-JSON (same device and torch), so the two can run in separate sessions.
+``--workload`` and ``--trips 2,32`` run some points and keep the results of the
+other points already in the JSON (same device and torch), so a long run can be
+split over several sessions.
 """
 
 from __future__ import annotations
@@ -275,6 +276,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="two trip counts per workload, for a smoke test")
     ap.add_argument("--workload", choices=sorted(WORKLOADS), action="append", help="only these (default: both)")
+    ap.add_argument("--trips", default=None, help="comma-separated trip counts, instead of the defaults (e.g. 2,32)")
     ap.add_argument("--runs", type=int, default=None, help="timed calls per point (default: auto-ranged)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per point (default 900)")
     ap.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/scan_vs_loop-<device>.json)")
@@ -295,6 +297,8 @@ def main(argv=None) -> int:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     trips = {w: (QUICK_TRIPS if args.quick else TRIPS)[w] for w in (args.workload or list(TRIPS))}
+    if args.trips:
+        trips = {w: sorted(int(t) for t in args.trips.split(",")) for w in trips}
     rows = []
     started = time.perf_counter()
     for workload, ts in trips.items():
@@ -325,13 +329,15 @@ def main(argv=None) -> int:
         )
     slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
     out = Path(args.out) if args.out else HERE / "results" / f"scan_vs_loop-{slug}.json"
-    if args.workload and out.exists():  # keep the other workloads' results from an earlier run on this device
+    if (args.workload or args.trips) and out.exists():  # keep earlier results of other points on this device
         earlier = json.loads(out.read_text())
         if earlier.get("device") == dev and earlier.get("torch") == torch.__version__:
-            kept = [r for r in earlier["results"] if r["workload"] not in trips]
-            rows = kept + rows
-            trips = {**{w: t for w, t in earlier["trips"].items() if w not in trips}, **trips}
-            print(f"(kept {len(kept)} earlier results of other workloads from {out})")
+            done = {(r["workload"], r.get(PARAM[r["workload"]])) for r in rows}
+            kept = [r for r in earlier["results"] if (r["workload"], r.get(PARAM[r["workload"]])) not in done]
+            rows = sorted(kept + rows, key=lambda r: (list(TRIPS).index(r["workload"]), r.get(PARAM[r["workload"]]), r["impl"]))
+            trips = {w: sorted(set(earlier["trips"].get(w, [])) | set(trips.get(w, []))) for w in TRIPS
+                     if w in earlier["trips"] or w in trips}
+            print(f"(kept {len(kept)} earlier results of other points from {out})")
     results = checks(rows, trips, device)
     print("\nexpected shape:")
     for c in results:
