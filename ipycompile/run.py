@@ -67,7 +67,10 @@ def _one_time_startup(settings: CompileSettings) -> Optional[float]:
 
 
 def _cache_summary(report: CompileReport, reused: bool, fresh: bool) -> dict[str, str]:
-    out: dict[str, str] = {"dynamo": "fresh (reset)" if fresh else ("reused compiled code" if reused else "compiled")}
+    dynamo = "fresh (reset)" if fresh else ("reused compiled code" if reused else "compiled")
+    if not fresh and not reused and report.compiled_nothing:
+        dynamo = "nothing compiled"  # e.g. --observe around code that was compiled before
+    out: dict[str, str] = {"dynamo": dynamo}
     for layer, attr in (("fx_graph", "fx_graph"), ("aot_autograd", "aot_autograd")):
         seen = [getattr(c.cache, attr) for c in report.compiles if getattr(c.cache, attr)]
         if seen:
@@ -85,8 +88,15 @@ def _snapshot(cf: CellFunction, value: Any) -> Any:
 
 
 def _uses_cudagraphs(settings: CompileSettings) -> bool:
-    opts = dict(settings.options)
-    return settings.mode == "reduce-overhead" or bool(opts.get("triton.cudagraphs"))
+    """Whether replays may overwrite the outputs: CUDA graphs, from the mode (reduce-overhead and
+    max-autotune turn them on) or from an explicit ``triton.cudagraphs`` option."""
+    import torch
+
+    if not settings.uses_inductor or not torch.cuda.is_available():
+        return False
+    opts = dict(torch._inductor.list_mode_options(settings.mode)) if settings.mode != "default" else {}
+    opts.update(settings.options)
+    return bool(opts.get("triton.cudagraphs"))
 
 
 def _copy_tensors(tree: Any) -> Any:
@@ -383,8 +393,12 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
     value = error = None
     cap = capture()
+    if profile.fresh:  # recompile from scratch whatever the cell calls
+        import torch
+
+        torch._dynamo.reset()
     try:
-        with cap, PeakMemory() as mem:
+        with fresh_inductor_cache() if profile.fresh else contextlib.nullcontext(), cap, PeakMemory() as mem:
             synchronize()
             t0 = time.perf_counter()
             exec(body, namespace)
@@ -402,7 +416,7 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     report = cap.report
     report.profile = profile
     report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, False, False)
+    profile.caches = _cache_summary(report, False, profile.fresh)
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error)

@@ -169,10 +169,12 @@ def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Opt
         ax.set_xticks(sorted(set(xs)))  # the swept values, written as numbers (16, not 2^4)
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.xaxis.set_minor_locator(NullLocator())
-    if y in df.columns and str(df[y].dtype).startswith(("int", "Int")):
-        from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator
 
+    if str(df[y].dtype).startswith(("int", "Int")):
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
+    if str(df[x].dtype).startswith(("int", "Int")) and ax.get_xscale() == "linear":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # run numbers: no 1.5
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} ({unit})" if unit else y)
     ax.grid(True, alpha=0.3)

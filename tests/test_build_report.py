@@ -133,6 +133,7 @@ def test_control_flow_tree_with_nested_subgraphs():
     r = report("control_flow")
     top = {n.op: n for n in r.control_flow}
     assert {"cond", "while_loop", "scan", "map", "associative_scan"} <= set(top)
+    assert "(nested: cond)" in str(r)  # the summary names nested ops too
     cond = top["cond"]
     assert [s.role for s in cond.subgraphs] == ["true_fn", "false_fn"]
     assert "sin" in cond.subgraphs[0].code and "cos" in cond.subgraphs[1].code

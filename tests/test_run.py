@@ -66,3 +66,25 @@ def test_history_rows_extra_columns_and_plot():
         ipycompile.plot_history(df, "nope")
     ipycompile.clear_history()
     assert ipycompile.history().empty
+
+
+def test_observe_with_fresh_recompiles_what_the_cell_calls():
+    f = torch.compile(lambda t: t.sin() + 1, backend="eager")
+    ns = {"f": f, "torch": torch}
+    first = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, record=False).report
+    assert first.compiles  # the first call compiles
+    again = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, record=False).report
+    assert not again.compiles and again.profile.caches["dynamo"] == "nothing compiled"
+    fresh = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, fresh=True, record=False).report
+    assert fresh.compiles and fresh.profile.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need CUDA")
+def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
+    lin = torch.nn.Linear(64, 64).cuda()
+    with torch.no_grad():  # max-autotune's CUDA graphs, without its (slow) GEMM autotuning
+        run = ipycompile.run_cell("lin(x) * 2", {"lin": lin, "x": torch.randn(8, 64, device="cuda")},
+                                  mode="max-autotune", options={"max_autotune_gemm": False},
+                                  compare_eager=True, runs=3, record=False)
+    assert run_module._uses_cudagraphs(make_settings(mode="max-autotune"))
+    assert run.report.profile.eager.outputs_match, run.report.profile.eager.message

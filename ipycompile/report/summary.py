@@ -142,7 +142,15 @@ def render_summary(report: "CompileReport") -> str:
             lines.append(f"  [{rc.compile_id}] {rc.function}: {what}{more}{limit}")
     if r.control_flow:
         lines.append("")
-        lines.append("Control flow: " + ", ".join(sorted({n.op for n in r.control_flow})))
+        def walk(nodes, depth=0):
+            for n in nodes:
+                yield n.op, depth
+                yield from walk(n.children, depth + 1)
+
+        tree = list(walk(r.control_flow))
+        ops = sorted({op for op, _ in tree})
+        nested = sorted({op for op, depth in tree if depth > 0})
+        lines.append("Control flow: " + ", ".join(ops) + (f" (nested: {', '.join(nested)})" if nested else ""))
     if r.stats.unknown or r.stats.parse_errors:
         lines.append("")
         if r.stats.unknown:
