@@ -208,6 +208,7 @@ def new_profile(settings: CompileSettings, **fields: Any) -> Profile:
     import torch
 
     return Profile(
+        config=changed_config(),
         torch_version=str(torch.__version__),
         device=device_name(),
         mode=settings.mode,
@@ -217,6 +218,32 @@ def new_profile(settings: CompileSettings, **fields: Any) -> Profile:
         options=dict(settings.options),
         **fields,
     )
+
+
+def changed_config() -> dict[str, str]:
+    """Dynamo and Inductor config values the user changed from torch's defaults (in code, e.g.
+    ``torch._inductor.config.freezing = True``): ``{"inductor.freezing": "True"}``; read, never
+    changed. Defaults that come from environment variables count as defaults.
+    Empty where torch's config module cannot say what is a default."""
+    import torch
+
+    out: dict[str, str] = {}
+    for prefix, module in (("dynamo", torch._dynamo.config), ("inductor", torch._inductor.config)):
+        is_default = getattr(module, "_is_default", None)
+        names = getattr(module, "_config", None)
+        if not callable(is_default) or not isinstance(names, dict):
+            continue
+        for name in sorted(names):
+            try:
+                if is_default(name):
+                    continue
+                value, entry = getattr(module, name), names[name]
+                if getattr(entry, "alias", None) or value == getattr(entry, "default", object()):
+                    continue  # an alias, or set back to its default (torch itself does so for some)
+                out[f"{prefix}.{name}"] = repr(value)
+            except Exception:  # an entry torch cannot read back: leave it out
+                continue
+    return out
 
 
 def measure(

@@ -88,3 +88,13 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
                                   compare_eager=True, runs=3, record=False)
     assert run_module._uses_cudagraphs(make_settings(mode="max-autotune"))
     assert run.report.profile.eager.outputs_match, run.report.profile.eager.message
+
+
+def test_changed_torch_config_is_recorded_in_the_settings():
+    with torch._inductor.config.patch(freezing=True), torch._dynamo.config.patch(recompile_limit=3):
+        report = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
+    assert report.profile.config == {"dynamo.recompile_limit": "3", "inductor.freezing": "True"}
+    assert "config: dynamo.recompile_limit=3 inductor.freezing=True" in str(report)
+    clean = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
+    assert clean.profile.config == {} and "config:" not in str(clean)
+    assert ipycompile.CompileReport.from_json(report.to_json()).profile.config == report.profile.config

@@ -346,6 +346,7 @@ class Profile:
     dynamic: Optional[bool] = None
     fullgraph: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)  # torch config not at its default: "inductor.freezing" -> "True"
     observe: bool = False
     label: str = ""
     params: dict[str, Any] = field(default_factory=dict)  # sweep parameters of this point (name -> value)

@@ -40,6 +40,9 @@ def settings_text(p) -> str:
     if p.fullgraph:
         settings.append("fullgraph")
     settings += [f"{k}={v!r}" for k, v in p.options.items()]
+    config = getattr(p, "config", None) or {}
+    if config:  # global torch config the user changed: it shapes the compile as much as the options
+        settings.append("| config: " + " ".join(f"{k}={v}" for k, v in config.items()))
     return " ".join(settings)
 
 
