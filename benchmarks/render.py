@@ -51,6 +51,7 @@ from ipycompile.report import (  # noqa: E402
     Recompile,
     Subgraph,
 )
+from ipycompile.report.model import KernelTime  # noqa: E402
 from ipycompile.widgets import html as html_view  # noqa: E402
 from ipycompile.widgets.viewmodel import view_model  # noqa: E402
 
@@ -191,6 +192,14 @@ def synthetic(scale: float = 1.0, real: CompileReport | None = None) -> CompileR
         backend="inductor",
         eager=EagerComparison(eager, statistics.median(eager), 2 << 30, 4 << 30, 1.4, 1.0, 12000, True, 0.0),
     )
+    # --profile-kernels: a time for every kernel, so the Kernels tab has its time and share columns
+    weights = [1 + (i * 7919) % 97 for i in range(len(r.kernels))]
+    total = sum(weights)
+    r.profile.kernel_times = [
+        KernelTime(k.name, k.name, k.compile_id, k.graph_stage, w * 1e-6, w * 2e-7, 5, w / total)
+        for k, w in zip(r.kernels, weights)
+    ]
+    r.profile.kernel_times_device, r.profile.kernel_times_calls = "cuda", 5
     return r
 
 
