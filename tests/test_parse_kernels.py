@@ -170,6 +170,8 @@ def test_cpu_compile_gives_cpp_kernels_with_fused_ops(cpu_kernels):
     assert extern.name in ("extern_kernels.mm", "extern_kernels.addmm") and extern.kind == "extern"
     assert extern.launches == 1 and extern.source.startswith(extern.name + "(")
     assert f"aten.{extern.name.split('.')[1]}" in extern.aten_ops
+    fused = {op for k in cpp for op in k.aten_ops}
+    assert not fused & set(extern.aten_ops), extern.aten_ops  # the C++ kernels' ops are not the extern call's
 
 
 @pytest.mark.slow

@@ -19,8 +19,9 @@ Where the ATen ops of a kernel come from, best first:
   comment above an extern call can name the nodes of the C++ kernel launched
   just before it, e.g. ``[relu, matmul] ... [aten.relu, aten.mm]`` above
   ``extern_kernels.mm``, or leave out the op the call runs, e.g.
-  ``[aten.relu, aten.add]`` above ``extern_kernels.addmm``: the comment is kept
-  as torch wrote it, and an extern kernel's own op is added when missing);
+  ``[aten.relu, aten.add]`` above ``extern_kernels.addmm``: an extern kernel
+  keeps the ops of its comment that no generated kernel of the module fuses,
+  and its own op is added when missing);
 * the kernel's descriptive name: Inductor joins the *sorted* names of the
   original ATen ops (``cpp_fused_add_copy__mul_select_15``,
   ``triton_per_fused_add_addmm_native_layer_norm_native_layer_norm_backward_1``).
@@ -233,6 +234,13 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
         _settle(entry, vocabulary)
         kernel.compile_id, kernel.graph_stage = compile_id, graph_stage
         kernels.append(kernel)
+    # An extern call runs its own op: the ops its comment shares with a generated kernel
+    # of this module (e.g. the gelu fused just before an addmm) are that kernel's.
+    generated = {op for k in kernels if k.backend != "extern" for op in k.aten_ops}
+    for k in kernels:
+        if k.backend == "extern":
+            own = _extern_op(k.name)
+            k.aten_ops = [op for op in k.aten_ops if op == own or op not in generated]
     return kernels
 
 
