@@ -236,3 +236,28 @@ def test_nothing_is_unknown_or_unparsed_in_real_cpu_reports():
         assert not stats.parse_errors, (name, stats.errors)
         assert not stats.unknown, (name, stats.unknown)
         assert stats.records == sum(stats.by_kind.values())
+
+
+def _aliasing_combine(carry, x):
+    carry = carry + x
+    return carry, carry  # scan refuses outputs that alias each other
+
+
+def _scan_with_aliasing(xs):
+    from torch._higher_order_ops.scan import scan
+
+    return scan(_aliasing_combine, torch.zeros(3), xs)
+
+
+def test_failure_inside_a_higher_order_op_is_located_at_the_users_call():
+    import ipycompile
+
+    torch._dynamo.reset()
+    fn = torch.compile(_scan_with_aliasing, backend="eager", fullgraph=True)
+    with ipycompile.capture() as cap:
+        with pytest.raises(Exception):
+            fn(torch.ones(4, 3))
+    (failure,) = cap.report.failures
+    assert failure.frame.filename == __file__ and failure.frame.function == "_scan_with_aliasing"
+    assert failure.frame.source_line == "return scan(_aliasing_combine, torch.zeros(3), xs)"
+    assert "scan.py" not in str(cap.report)

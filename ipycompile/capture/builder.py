@@ -360,9 +360,32 @@ def _share_frame_names(r: CompileReport) -> None:
             c.function, c.filename, c.first_line = twin.function, twin.filename, c.first_line or twin.first_line
     compiles = {c.compile_id: c for c in r.compiles}
     for f in r.failures:
+        if not f.frame.filename or _TORCH_FILE.search(f.frame.filename):
+            user = _last_user_frame(f.traceback or f.message)
+            if user is not None:
+                f.frame = user
+                continue
         c = compiles.get(f.compile_id) if f.compile_id is not None else None
         if c is not None and not f.frame.filename and c.filename:
             f.frame = UserFrame(c.filename, c.first_line, c.function, f.frame.source_line)
+
+
+# A file of the torch package (on this machine or the one that wrote a trace file).
+_TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]torch[/\\]")
+_TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
+
+
+def _last_user_frame(text: str) -> Optional[UserFrame]:
+    """The innermost frame of torch's "from user code:" stack that is not torch's own
+    (a failure inside ``scan`` is the user's ``scan(...)`` call, not scan.py)."""
+    _, found, stack = (text or "").rpartition("from user code:")
+    if not found:
+        return None
+    frames = [m for m in _TRACE_FRAME.finditer(stack) if not _TORCH_FILE.search(m.group("file"))]
+    if not frames:
+        return None
+    m = frames[-1]
+    return UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("src").strip())
 
 
 def build_report(records: Iterable[RawRecord]) -> CompileReport:
