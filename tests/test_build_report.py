@@ -261,3 +261,13 @@ def test_failure_inside_a_higher_order_op_is_located_at_the_users_call():
     assert failure.frame.filename == __file__ and failure.frame.function == "_scan_with_aliasing"
     assert failure.frame.source_line == "return scan(_aliasing_combine, torch.zeros(3), xs)"
     assert "scan.py" not in str(cap.report)
+
+
+def test_torch_file_references_to_notebook_cells_read_as_cells():
+    r = CompileReport()
+    r.sources = {"/tmp/ipykernel_16279/3535581503.py": "In [7]", "/work/model.py": ""}
+    reason = "n == 2  # for _ in range(n):  # mp/ipykernel_16279/3535581503.py:12 in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)"
+    assert r.readable(reason) == (
+        "n == 2  # for _ in range(n):  # In [7], line 12 in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)"
+    )
+    assert r.readable("x.py:3") == "x.py:3"  # too short a fragment to be sure which file it is

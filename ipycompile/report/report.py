@@ -123,6 +123,23 @@ class CompileReport:
         name = os.path.basename(filename) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
+    def readable(self, text: str) -> str:
+        """``text`` (e.g. a recompile reason) with torch's file references to notebook cells,
+        often cut to their last characters (``mp/ipykernel_1/35815.py:12``), written as the
+        user knows them (``In [7], line 12``)."""
+        import re
+
+        cells = [(path, label) for path, label in self.sources.items() if path and label]
+        if not cells or not text:
+            return text
+
+        def swap(m: "re.Match[str]") -> str:
+            path = m.group("path")
+            label = next((lb for p, lb in cells if p.endswith(path) and len(path) >= 8), None)
+            return f"{label}, line {m.group('line')}" if label else m.group(0)
+
+        return re.sub(r"(?P<path>[\w./\\-]+\.py):(?P<line>\d+)", swap, text)
+
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         """Notebook display: text always; HTML from the registered view (see ipycompile.widgets)."""

@@ -139,7 +139,7 @@ def render_summary(report: "CompileReport") -> str:
         lines.append("")
         lines.append("Recompiles:")
         for rc in r.recompiles:
-            what = " ".join(rc.reasons[0].splitlines()[0].split()) if rc.reasons else "(no reason given)"  # one line
+            what = " ".join(r.readable(rc.reasons[0]).splitlines()[0].split()) if rc.reasons else "(no reason given)"
             more = f" (+{len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
             limit = "  ** recompile limit hit: running eagerly **" if rc.limit_hit else ""
             lines.append(f"  [{rc.compile_id}] {rc.function}: {what}{more}{limit}")

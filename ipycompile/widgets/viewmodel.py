@@ -439,13 +439,14 @@ def _recompiles(r: "CompileReport") -> list[Block]:
                 rows.append([str(i.compile_id), status, "first compile (nothing failed before it)", "", ""])
                 details.append([])  # the first compile: nothing failed before it
                 continue
-            why = rc.reasons[0].strip().splitlines()[0] if rc.reasons and rc.reasons[0].strip() else "(no reason given)"
+            reasons = [r.readable(reason) for reason in rc.reasons]  # cells as In [n], line L
+            why = " ".join(reasons[0].strip().splitlines()[0].split()) if reasons and reasons[0].strip() else "(no reason given)"
             if len(rc.reasons) > 1:
                 why += f" (+{len(rc.reasons) - 1} more)"
             rows.append([str(rc.compile_id), status or ("recompile limit" if rc.limit_hit else ""), why,
                          ", ".join(str(c) for c in rc.failed_compile_ids), "LIMIT HIT" if rc.limit_hit else ""])
             d: list[Block] = [Text(f"Compile {rc.compile_id} happened because these guards failed:", "heading")]
-            for j, reason in enumerate(rc.reasons):
+            for j, reason in enumerate(reasons):
                 of = f"guards of compile {rc.failed_compile_ids[j]}" if j < len(rc.failed_compile_ids) else "a guard"
                 if "\n" in reason.strip():
                     d.append(Code(of, reason.strip(), "text"))
