@@ -152,6 +152,9 @@ def test_sweep_is_recorded_in_the_history_and_pays_start_up_first(rnn_sweep):
     assert list(mine["steps"]) == list(df["steps"]) and list(mine["label"]) == list(df["label"])
     assert set(df.attrs["warm_up_s"]) == {"loop", "scan"} and all(v > 0 for v in df.attrs["warm_up_s"].values())
     assert df.attrs["params"] == ["steps"]
+    firsts = df[df["steps"] == 2]["report"]
+    assert all(any("one-time start-up was paid before this first point" in n for n in r.profile.notes) for r in firsts)
+    assert not any("one-time start-up" in n for r in df[df["steps"] > 2]["report"] for n in r.profile.notes)
     # progress: one line per point outside a notebook, and a summary
     assert "paying one-time start-up before the first point (loop)" in stderr
     assert "sweep 6/6: scan: steps=8" in stderr and "left" in stderr
