@@ -280,6 +280,7 @@ def sweep(
     runs: Optional[int] = None,
     warmup: Optional[int] = None,
     compare_eager: bool = False,
+    profile_kernels: bool = False,
     warm_start: bool = True,
     progress: bool = True,
     record: bool = True,
@@ -293,7 +294,7 @@ def sweep(
     arguments. At each point, ``make_args(**point)`` gives the call's arguments
     (a tuple, a dict of keyword arguments, or one value); without it the
     function is called as ``fn(**point)``. Arguments are made outside the
-    timed calls. The settings mean what they mean for ``%%compile``; every
+    timed calls. The settings (and ``profile_kernels``) mean what they mean for ``%%compile``; every
     point is compiled from scratch (Dynamo reset, fresh Inductor caches).
 
     Returns a DataFrame: the parameters, ``label``, ``status`` (``ok``,
@@ -304,6 +305,10 @@ def sweep(
     """
     import torch
 
+    if profile_kernels and (backend or "inductor") == "inductor":  # as %%compile --profile-kernels does
+        from .kernel_times import KERNEL_PROFILE_OPTION
+
+        options = {KERNEL_PROFILE_OPTION: True, **(options or {})}
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
     if callable(fns) and not isinstance(fns, Mapping):
@@ -346,6 +351,7 @@ def sweep(
             warmup=0 if warm else warmup,
             fresh=True,
             compare_eager=compare_eager and not warm,
+            profile_kernels=profile_kernels and not warm,
         )
 
     return _run_points(points, list(fns), run_point, progress=progress, record=record, warm_start=warm_start)

@@ -353,3 +353,11 @@ def test_magic_sweep_failing_point_goes_on(ip):
     df = res.result
     assert df["status"].tolist() == ["ok", "error", "ok"]
     assert df["error"].iloc[1] == "AssertionError: n must not be 0"
+
+
+def test_sweep_profiles_kernels_at_each_point():
+    df = ipycompile.sweep({"scan": rnn_scan}, steps=[2], make_args=rnn_args, fullgraph=True, runs=2,
+                          profile_kernels=True, progress=False, record=False, warm_start=False)
+    (report,) = df["report"]
+    assert report.profile.options.get("cpp.enable_kernel_profile") is True
+    assert report.profile.kernel_times and sum(t.share for t in report.profile.kernel_times) <= 1.0 + 1e-6
