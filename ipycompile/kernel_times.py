@@ -38,6 +38,7 @@ from .report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, 
 __all__ = [
     "CALL_MARKER",
     "KERNEL_PROFILE_OPTION",
+    "kernel_profile_options",
     "ProfiledEvent",
     "profile_calls",
     "events_from_profiler",
@@ -50,6 +51,14 @@ __all__ = [
 CALL_MARKER = "ipycompile: profiled call"
 #: The Inductor option that makes C++ kernels visible to the profiler.
 KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
+
+
+def kernel_profile_options(options: Optional[dict], backend: Any) -> Optional[dict]:
+    """Inductor options for ``--profile-kernels``: :data:`KERNEL_PROFILE_OPTION` turned on (C++
+    kernels are visible to the profiler only so) unless the user set it; other backends as given."""
+    if (backend or "inductor") != "inductor" or KERNEL_PROFILE_OPTION in (options or {}):
+        return options
+    return {**(options or {}), KERNEL_PROFILE_OPTION: True}
 
 _REGION = re.compile(r"^Torch-Compiled Region: (?P<cid>\S+)$")  # Dynamo's record-function around a compiled frame
 _GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's record-function around one compiled graph

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 from . import run_history as _history
 from .capture import capture
 from .cell import CellFunction, make_cell_function, placeholders
-from .kernel_times import KERNEL_PROFILE_OPTION, attribute, profile_calls, profiled_call_count
+from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
 from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
 from .report import CompileReport, EagerComparison, Profile
 from .settings import CompileSettings, make_settings
@@ -153,9 +153,8 @@ def execute(
 
     if profile_kernels and observe:
         raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
-    added = profile_kernels and (backend or "inductor") == "inductor" and KERNEL_PROFILE_OPTION not in (options or {})
-    if added:
-        options = {**(options or {}), KERNEL_PROFILE_OPTION: True}
+    if profile_kernels:
+        options = kernel_profile_options(options, backend)
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
     namespace = {} if namespace is None else namespace
@@ -180,11 +179,6 @@ def execute(
                   profile_kernels=profile_kernels)
     report = run.report
     report.sources.update(sources or {})
-    if added and profile.kernel_times_device != "cuda":
-        profile.notes.append(
-            f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
-            "profiler record-function, in the timed runs too"
-        )
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
@@ -323,6 +317,11 @@ def measure(
     profile.report_build_s = time.perf_counter() - t0
     if events is not None:
         profile.kernel_times = attribute(events, report.kernels, device=profile.kernel_times_device == "cuda")
+    if profile_kernels and dict(settings.options).get(KERNEL_PROFILE_OPTION) and profile.kernel_times_device != "cuda":
+        profile.notes.append(
+            f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
+            "profiler record-function, in the timed runs too"
+        )
     report.profile = profile
     profile.caches = _cache_summary(report, False, fresh)
     return CellRun(value, report, error, compiled)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import run_history as _history
+from .kernel_times import kernel_profile_options
 from .run import CellRun, Target, check_counts, execute, measure, new_profile
 from .settings import make_settings
 
@@ -305,10 +306,8 @@ def sweep(
     """
     import torch
 
-    if profile_kernels and (backend or "inductor") == "inductor":  # as %%compile --profile-kernels does
-        from .kernel_times import KERNEL_PROFILE_OPTION
-
-        options = {KERNEL_PROFILE_OPTION: True, **(options or {})}
+    if profile_kernels:  # as %%compile --profile-kernels does
+        options = kernel_profile_options(options, backend)
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
     if callable(fns) and not isinstance(fns, Mapping):
@@ -420,8 +419,8 @@ def plot_sweep(df: "pd.DataFrame", y: str, x: Optional[str] = None, by: Optional
         if len(names) != 1:
             raise ValueError(f"x: give the parameter to plot against; the sweep's parameters are {names or 'unknown'}")
         x = names[0]
-    if by is not None and by in df.columns and df[by].nunique() <= 1 and by == "label" and (df[by] == "").all():
-        by = None
+    if by == "label" and "label" in df.columns and (df["label"] == "").all():
+        by = None  # unlabelled: one line, no legend
     if y in df.columns and df[y].dropna().empty:
         hint = " (nothing ran on a CUDA device)" if "device" in y else ""
         raise ValueError(f"y: column {y!r} has no values{hint}")
