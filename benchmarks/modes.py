@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import ipycompile
-from ipycompile.profile import device_name
+from ipycompile.run.profile import device_name
 from ipycompile.report.summary import fmt_bytes, fmt_seconds
 
 HERE = Path(__file__).parent

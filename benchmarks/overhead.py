@@ -37,8 +37,8 @@ from torch import nn
 from ipycompile.run import fresh_inductor_cache as fresh_cache
 
 import ipycompile
-from ipycompile.cell import make_cell_function, placeholders
-from ipycompile.profile import device_name, synchronize, time_calls
+from ipycompile.run.cell import make_cell_function, placeholders
+from ipycompile.run.profile import device_name, synchronize, time_calls
 
 HERE = Path(__file__).parent
 

@@ -305,7 +305,7 @@ def main(argv=None) -> int:
         print(f"x{ratio:g} size: HTML bytes x{hi['html_bytes'] / lo['html_bytes']:.2f}, HTML time x{hi['html_s'] / lo['html_s']:.2f}, "
               f"first paint x{hi['first_paint_s'] / lo['first_paint_s']:.2f} (linear: x{ratio:g})")
 
-    from ipycompile.profile import _cpu_brand
+    from ipycompile.run.profile import _cpu_brand
 
     host = f"cpu: {_cpu_brand()}"
     slug = re.sub(r"[^A-Za-z0-9]+", "-", host).strip("-").lower()

@@ -156,7 +156,7 @@ def run_point(workload: str, impl: str, trip: int, smallest: int, runs: int | No
     import torch
 
     import ipycompile
-    from ipycompile.profile import _current_rss
+    from ipycompile.run.profile import _current_rss
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     fn, make_args = WORKLOADS[workload](impl, device, **SIZES[device][workload])
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from ipycompile.profile import device_name
+    from ipycompile.run.profile import device_name
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     trips = {w: (QUICK_TRIPS if args.quick else TRIPS)[w] for w in (args.workload or list(TRIPS))}

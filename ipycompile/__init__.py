@@ -5,10 +5,8 @@ pandas: each is loaded when a feature that needs it is used.
 """
 
 from .capture import Capture, build_report, capture
-from .run_history import clear_history, history, plot_history
 from .report import CompileId, CompileReport
-from .run import CellRun, reset, run_cell
-from .sweeps import plot_sweep, sweep
+from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
 
 __version__ = "0.1.0"
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from ipycompile.cell import placeholders, CellError, CellFunction, make_cell_function
+from ipycompile.run.cell import placeholders, CellError, CellFunction, make_cell_function
 
 TRACE = logging.getLogger("torch.__trace")
 GRAPH_BREAK_AT = re.compile(r"Graph break in user code at (.+):(\d+)")
@@ -132,7 +132,7 @@ def test_annotations_are_dropped_at_top_level_only():
     cf.fn()
     assert ns["x"] == 1 and "y" not in ns and "__annotations__" not in ns
     assert cf.assigned == ("f", "x")
-    # Annotations are evaluated: the `from __future__ import annotations` of ipycompile.cell does not leak in.
+    # Annotations are evaluated: the `from __future__ import annotations` of ipycompile.run.cell does not leak in.
     assert ns["f"].__annotations__ == {"a": int, "return": str}
 
 

@@ -13,7 +13,7 @@ import torch
 
 import ipycompile
 from ipycompile import CompileReport, build_report
-from ipycompile.kernel_times import (
+from ipycompile.run.kernel_times import (
     CALL_MARKER,
     KERNEL_PROFILE_OPTION,
     ProfiledEvent,
@@ -23,7 +23,7 @@ from ipycompile.kernel_times import (
     profile_calls,
 )
 from ipycompile.report import OTHER_CPU_TIME, OTHER_DEVICE_TIME, KernelTime
-from ipycompile.settings import make_settings
+from ipycompile.run.settings import make_settings
 from ipycompile.widgets import html as html_view
 from ipycompile.widgets.viewmodel import Table, view_model
 from tracefile import gpu_records

@@ -1,4 +1,4 @@
-"""Behaviour of the measurement primitives in ``ipycompile.profile``, on real functions.
+"""Behaviour of the measurement primitives in ``ipycompile.run.profile``, on real functions.
 
 These are not timing-precision tests: bounds are generous so that a loaded
 2-core CI machine passes; they check that the right calls are made and timed.
@@ -15,7 +15,7 @@ import time
 import pytest
 import torch
 
-from ipycompile.profile import (
+from ipycompile.run.profile import (
     PeakMemory,
     Timing,
     _RssSampler,
@@ -52,7 +52,7 @@ _CPU_ONLY = pytest.mark.skipif(
 
 
 def test_import_does_not_import_torch():
-    code = "import sys, ipycompile.profile; assert 'torch' not in sys.modules"
+    code = "import sys, ipycompile.run.profile; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

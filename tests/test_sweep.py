@@ -18,7 +18,7 @@ from IPython.utils.capture import capture_output
 from torch._higher_order_ops.scan import scan
 
 import ipycompile
-from ipycompile.sweeps import Progress, SweepError, grid, parse_sweep
+from ipycompile.run.sweeps import Progress, SweepError, grid, parse_sweep
 
 W = torch.randn(4, 8) * 0.1
 H = torch.randn(8, 8) * 0.1

@@ -14,7 +14,7 @@ def load_ipython_extension(ipython) -> None:
 def unload_ipython_extension(ipython) -> None:
     from .compile_magic import CompileMagics
     from ..widgets.html import unregister
-    from .. import run
+    from ..run import execute as run
 
     manager = ipython.magics_manager
     for kind, names in CompileMagics.magics.items():

@@ -13,11 +13,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .. import run_history as _history
-from .. import run as _run
-from .. import sweeps as _sweep
-from ..cell import CellError
-from ..settings import MODES, parse_option
+from ..run import execute as _run
+from ..run import history as _history
+from ..run import sweeps as _sweep
+from ..run.cell import CellError
+from ..run.settings import MODES, parse_option
 
 
 @magics_class

@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import run_history as _history
+from . import history as _history
 from .kernel_times import kernel_profile_options
-from .run import CellRun, Target, check_counts, execute, measure, new_profile
+from .execute import CellRun, Target, check_counts, execute, measure, new_profile
 from .settings import make_settings
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def sweep(
         try:
             made = make_args(**point) if make_args is not None else point  # once: compiled and eager share them
         except Exception as exc:  # a failed point, with a report saying why
-            from .report import CompileReport
+            from ..report import CompileReport
 
             profile.error = f"{type(exc).__name__}: {exc} (in make_args)"
             report = CompileReport()

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from .report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelTime
+from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelTime
 
 __all__ = [
     "CALL_MARKER",

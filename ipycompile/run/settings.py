@@ -39,18 +39,23 @@ class CompileSettings:
     def uses_inductor(self) -> bool:
         return self.backend == "inductor"
 
-    def compile_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``torch.compile`` (mode folded into options when both are given)."""
+    def inductor_options(self) -> dict[str, Any]:
+        """The Inductor options this compile runs with: the mode's (torch's own
+        ``list_mode_options``), then the explicit ``options`` over them. The one place
+        that decides what a mode turns on (CUDA graphs, autotuning)."""
         import torch
 
+        opts = dict(torch._inductor.list_mode_options(self.mode)) if self.mode != "default" else {}
+        opts.update(self.options)
+        return opts
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``torch.compile`` (mode folded into options when both are given)."""
         kwargs: dict[str, Any] = {"backend": self.backend, "fullgraph": self.fullgraph, "dynamic": self.dynamic}
-        mode = None if self.mode == "default" else self.mode
         if self.options:
-            opts = dict(torch._inductor.list_mode_options(mode)) if mode else {}
-            opts.update(self.options)
-            kwargs["options"] = opts
-        elif mode:
-            kwargs["mode"] = mode
+            kwargs["options"] = self.inductor_options()
+        elif self.mode != "default":
+            kwargs["mode"] = self.mode
         return kwargs
 
     def key(self) -> tuple:

@@ -26,12 +26,12 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import run_history as _history
-from .capture import capture
+from . import history as _history
+from ..capture import capture
 from .cell import CellFunction, make_cell_function, placeholders
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
 from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
-from .report import CompileReport, EagerComparison, Profile
+from ..report import CompileReport, EagerComparison, Profile
 from .settings import CompileSettings, make_settings
 
 _compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
@@ -94,9 +94,7 @@ def _uses_cudagraphs(settings: CompileSettings) -> bool:
 
     if not settings.uses_inductor or not torch.cuda.is_available():
         return False
-    opts = dict(torch._inductor.list_mode_options(settings.mode)) if settings.mode != "default" else {}
-    opts.update(settings.options)
-    return bool(opts.get("triton.cudagraphs"))
+    return bool(settings.inductor_options().get("triton.cudagraphs"))
 
 
 def _copy_tensors(tree: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Optional
 
-from .report import CompileReport
+from ..report import CompileReport
 
 if TYPE_CHECKING:
     import pandas as pd
