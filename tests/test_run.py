@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.run import execute as run_module
+from ipycompile.run import runner as run_module
 from ipycompile.run.settings import SettingsError, make_settings, parse_option
 
 

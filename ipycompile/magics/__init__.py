@@ -14,7 +14,7 @@ def load_ipython_extension(ipython) -> None:
 def unload_ipython_extension(ipython) -> None:
     from .compile_magic import CompileMagics
     from ..widgets.html import unregister
-    from ..run import execute as run
+    from ..run import runner as run
 
     manager = ipython.magics_manager
     for kind, names in CompileMagics.magics.items():

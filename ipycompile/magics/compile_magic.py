@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..run import execute as _run
+from ..run import runner as _run
 from ..run import history as _history
 from ..run import sweeps as _sweep
 from ..run.cell import CellError

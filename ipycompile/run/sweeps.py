@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from . import history as _history
 from .kernel_times import kernel_profile_options
-from .execute import CellRun, Target, check_counts, execute, measure, new_profile
+from .runner import CellRun, Target, check_counts, execute, measure, new_profile
 from .settings import make_settings
 
 if TYPE_CHECKING:
