@@ -56,7 +56,7 @@ def test_history_rows_extra_columns_and_plot():
     ipycompile.clear_history()
     for n in (2, 4, 8):
         run = ipycompile.run_cell("(x * 2).sum()", {"x": torch.ones(n)}, backend="eager", runs=2, label="loop", record=False)
-        ipycompile.run.history.record(run.report, n=n)
+        ipycompile.run.history_log.record(run.report, n=n)
     df = ipycompile.history()
     assert list(df["n"]) == [2, 4, 8] and list(df["label"]) == ["loop"] * 3 and list(df["run"]) == [1, 2, 3]
     fig = ipycompile.plot_history(df, "run_median_s", x="n", by="label")

@@ -14,7 +14,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..run import runner as _run
-from ..run import history as _history
+from ..run import history_log as _history
 from ..run import sweeps as _sweep
 from ..run.cell import CellError
 from ..run.settings import MODES, parse_option

@@ -3,12 +3,12 @@
 One idea per module: ``cell`` (a cell's source as one function), ``settings`` (the
 ``torch.compile`` arguments, validated), ``profile`` (timing and memory primitives),
 ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: compile, time,
-measure, attach a profile), ``history`` (one row per run) and ``sweeps`` (a grid of
+measure, attach a profile), ``history_log`` (one row per run) and ``sweeps`` (a grid of
 fresh compiles). It sits on capture, report and analysis; the magics sit on it.
 """
 
 from .runner import CellRun, execute, fresh_inductor_cache, measure, reset, run_cell
-from .history import clear_history, history, plot_history
+from .history_log import clear_history, history, plot_history
 from .sweeps import plot_sweep, sweep
 
 __all__ = [

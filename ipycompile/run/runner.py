@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import history as _history
+from . import history_log as _history
 from ..capture import capture
 from .cell import CellFunction, make_cell_function, placeholders
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count

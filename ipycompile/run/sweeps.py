@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from . import history as _history
+from . import history_log as _history
 from .kernel_times import kernel_profile_options
 from .runner import CellRun, Target, check_counts, execute, measure, new_profile
 from .settings import make_settings
