@@ -7,6 +7,9 @@ pandas: each is loaded when a feature that needs it is used.
 from .capture import Capture, build_report, capture
 from .report import CompileId, CompileReport
 from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
+from .widgets import install as _install_views
+
+_install_views()  # reports render as HTML in any notebook, with or without %load_ext
 
 __version__ = "0.1.0"
 __all__ = [

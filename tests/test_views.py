@@ -385,7 +385,7 @@ def test_html_code_is_highlighted_and_long_code_stays_whole(monkeypatch):
     # past HIGHLIGHT_LINES, the rest of a block is shown whole, escaped, unhighlighted
     monkeypatch.setattr(html_view, "HIGHLIGHT_LINES", 3)
     code = "\n".join(f"x{i} = f(a < {i})" for i in range(10))
-    out = html_view._highlight(code, "python", html_view._Budget(100))
+    out = html_view._highlight(code, "python", html_view._Page(html_view.FULL))
     head, _, tail = out.partition("x3 = ")
     assert '<span class="mi">2</span>' in head and "<span" not in tail
     assert tail.endswith("x9 = f(a &lt; 9)") and out.count("\n") == 9
@@ -412,16 +412,9 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
 
 def test_notebook_display_keeps_the_summary_as_text():
     r = report("break:helper")
-    html_view.register()
-    try:
-        bundle = r._repr_mimebundle_()
-    finally:
-        html_view.unregister()
+    bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
     assert bundle["text/plain"] == r.summary()
     assert bundle["text/html"].startswith("<style>") and 'class="ipyc"' in bundle["text/html"]
-    from ipycompile.report.report import _renderers
-
-    assert html_view._bundle not in _renderers
 
 
 def test_figure_failures_do_not_lose_the_page():

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 def load_ipython_extension(ipython) -> None:
     from .compile_magic import CompileMagics
-    from ..widgets.html import register
 
     ipython.register_magics(CompileMagics)
-    register()
 
 
 def unload_ipython_extension(ipython) -> None:
     from .compile_magic import CompileMagics
-    from ..widgets.html import unregister
     from ..run import runner as run
 
     manager = ipython.magics_manager
@@ -21,5 +18,4 @@ def unload_ipython_extension(ipython) -> None:
         for name in names:
             manager.magics[kind].pop(name, None)
     manager.registry.pop(CompileMagics.__name__, None)
-    unregister()
     run._compiled.clear()

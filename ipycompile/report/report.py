@@ -25,14 +25,28 @@ from .serialize import from_jsonable, to_jsonable
 
 SCHEMA_VERSION = 1
 
-#: Views register here (downward dependency only: the report never imports a view).
-_renderers: list = []
+#: Views register here, so the report never imports a view: ``ipycompile`` (the
+#: package) registers its HTML view when it is imported, and any view may add its own.
+_renderers: list = []  # render(report) -> {mimetype: data}, for notebook display
+_html_writers: list = []  # write(report, path) -> path, for CompileReport.to_html
 
 
 def register_renderer(render) -> None:
-    """Register ``render(report) -> {mimetype: data}`` as the notebook display of reports."""
+    """Register ``render(report) -> {mimetype: data}`` as the notebook display of reports
+    (the last one registered is used)."""
     if render not in _renderers:
         _renderers.append(render)
+
+
+def unregister_renderer(render) -> None:
+    while render in _renderers:
+        _renderers.remove(render)
+
+
+def register_html_writer(write) -> None:
+    """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
+    if write not in _html_writers:
+        _html_writers.append(write)
 
 
 @dataclass
@@ -149,22 +163,23 @@ class CompileReport:
         return bundle
 
     def to_html(self, path: str) -> str:
-        """Write this report as a standalone HTML page (the notebook view, static).
+        """Write this report as a standalone HTML page with every detail (the notebook
+        output is a compact version of it). Returns ``path``.
 
         The page holds the model's code (graphs, kernels, source lines): share it
-        as you would share the code. Returns ``path``.
+        as you would share the code.
         """
         import warnings
 
-        from ..widgets.html import save_html  # the one lazy import of a view: the report never imports one at load
-
+        if not _html_writers:
+            raise RuntimeError("no HTML view is registered: `import ipycompile` registers one")
         warnings.warn(
             f"{path}: the HTML report contains your model's code (captured graphs, generated kernels, "
             "source lines); share it as you would share the code",
             UserWarning,
             stacklevel=2,
         )
-        return save_html(self, path)
+        return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
     def summary(self) -> str:

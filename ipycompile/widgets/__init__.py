@@ -1,7 +1,36 @@
-"""Views over a report: the view-model (``viewmodel``), static HTML (``html``) and
-the ipywidgets view (``widget``). Nothing here is imported by ``import ipycompile``."""
+"""Views over a report: the block vocabulary (``blocks``), the tab builders
+(``tabs``), figures (``figures``), source excerpts (``source``), the view-model that
+assembles them (``viewmodel``), and its two renderings: static HTML (``html``) and
+the ipywidgets view (``widget``).
+
+``import ipycompile`` imports this package only to register the HTML view with the
+report (:func:`install`); every module above loads when a report is first shown.
+"""
 
 from __future__ import annotations
+
+
+def notebook_bundle(report) -> dict:
+    """The report's HTML for a notebook output (compact; see :mod:`.html`)."""
+    from .html import notebook_bundle as bundle
+
+    return bundle(report)
+
+
+def write_html(report, path: str) -> str:
+    """The full standalone page (what ``report.to_html(path)`` writes)."""
+    from .html import save_html
+
+    return save_html(report, path)
+
+
+def install() -> None:
+    """Make every report render as HTML in any notebook frontend, and ``report.to_html``
+    work, with no ``%load_ext``. The report layer keeps the registry; views fill it."""
+    from ..report.report import register_html_writer, register_renderer
+
+    register_renderer(notebook_bundle)
+    register_html_writer(write_html)
 
 
 def report_view(report):

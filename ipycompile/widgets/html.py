@@ -17,10 +17,10 @@ import time
 from typing import Optional
 
 from ..report import CompileReport
-from ..report.report import _renderers, register_renderer
-from .viewmodel import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png, view_model
+from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
+from .viewmodel import view_model
 
-__all__ = ["render_html", "render_view_model", "save_html", "register", "unregister", "HIGHLIGHT_LINES", "PYGMENTS_LINES"]
+__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES"]
 
 #: Lines of each code block that are syntax-highlighted; the rest of the block is
 #: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
@@ -162,14 +162,57 @@ def _split_lines(code: str, n: int) -> tuple[str, str]:
     return code[: cut + 1], code[cut + 1 :]
 
 
-class _Budget:
-    """Lines left for pygments on this page; past them code goes through the fast highlighter."""
+class Limits:
+    """How much of each block a page shows. ``None`` everywhere: the full page
+    (``report.to_html``). :data:`COMPACT`: the notebook output, which must stay small
+    enough to keep notebooks shareable (a few hundred KB for a large model)."""
 
-    def __init__(self, lines: int):
-        self.lines = lines
+    def __init__(self, code_lines=None, table_rows=None, detail_rows=None, options=None, tab_bytes=None, dpi=100):
+        self.code_lines = code_lines  # lines of a code block (the Summary tab's are never cut)
+        self.table_rows = table_rows  # rows of a table
+        self.detail_rows = detail_rows  # rows of a table that expand to their details
+        self.options = options  # options of a Choice shown with their content
+        self.tab_bytes = tab_bytes  # past this, a tab's remaining code and details are left out
+        self.dpi = dpi
+
+    @property
+    def cuts(self) -> bool:
+        return self.code_lines is not None
 
 
-def _highlight(code: str, language: str, budget: _Budget) -> str:
+FULL = Limits()
+COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=36_000, dpi=72)
+
+#: The note a compact page carries, saying where every detail is.
+FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep the notebook small. Every detail: "
+               "the live report widget (%%compile), report.to_html(path) for the full page, or report.save(path) "
+               "for the JSON.")
+
+
+class _Page:
+    """State of one page being rendered: the pygments budget (lines left for pygments;
+    past them code goes through the fast highlighter), the limits, and the bytes of
+    the tab being rendered."""
+
+    def __init__(self, limits: Limits):
+        self.lines = PYGMENTS_LINES
+        self.limits = limits
+        self.cut_code = limits.cuts  # False while rendering the Summary tab
+        self.tab_start = 0
+        self.cut = 0  # things left out of this page
+
+    def over(self, out: list) -> bool:
+        """Whether the current tab has used its bytes (compact pages only)."""
+        if self.limits.tab_bytes is None:
+            return False
+        return sum(len(x) for x in out[self.tab_start:]) > self.limits.tab_bytes
+
+    def omitted(self, what: str) -> str:
+        self.cut += 1
+        return f'<p class="note">{_e(what)} (see the note at the top for the full report)</p>'
+
+
+def _highlight(code: str, language: str, page: _Page) -> str:
     """HTML for ``code``. Its first HIGHLIGHT_LINES lines are highlighted (by pygments
     while the page's PYGMENTS_LINES last, then by the fast highlighter); the rest of
     the block is shown in full, escaped."""
@@ -177,20 +220,20 @@ def _highlight(code: str, language: str, budget: _Budget) -> str:
         return html.escape(code, False)
     head, rest = _split_lines(code, HIGHLIGHT_LINES)
     n = head.count("\n") + 1
-    if n <= budget.lines:
+    if n <= page.lines:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
 
-        budget.lines -= n
+        page.lines -= n
         out = highlight(head, _lexer(language), HtmlFormatter(nowrap=True))
     else:
-        budget.lines = 0  # once past the budget, stay past it: the page's order decides
+        page.lines = 0  # once past the budget, stay past it: the page's order decides
         out = _fast_highlight(head, language)
     return out + html.escape(rest, False) if rest else out
 
 
 # -- blocks ---------------------------------------------------------------------------
-def _block(b, out: list, budget: _Budget) -> None:
+def _block(b, out: list, page: _Page) -> None:
     if isinstance(b, Text):
         cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
         if b.url:
@@ -198,25 +241,39 @@ def _block(b, out: list, budget: _Budget) -> None:
         else:
             out.append(f"<p{cls}>{_e(b.text)}</p>")
     elif isinstance(b, Table):
-        _table(b, out, budget)
+        _table(b, out, page)
     elif isinstance(b, Code):
-        out.append('<div class="code">')
-        if b.title:
-            out.append(f'<div class="ct">{_e(b.title)}</div>')
-        out.append(f'<pre class="hl">{_highlight(b.code, b.language, budget)}</pre></div>')
+        _code(b, out, page)
     elif isinstance(b, Figure):
-        out.append(_figure(b))
+        out.append(_figure(b, page.limits.dpi))
     elif isinstance(b, TreeNode):
-        _tree(b, out, budget)
+        _tree(b, out, page)
     elif isinstance(b, Choice):
-        _choice(b, out, budget)
+        _choice(b, out, page)
     else:  # a block kind this renderer does not know: show it rather than drop it
         out.append(f"<pre>{_e(b)}</pre>")
 
 
-def _blocks(blocks, out: list, budget: _Budget) -> None:
+def _blocks(blocks, out: list, page: _Page) -> None:
     for b in blocks:
-        _block(b, out, budget)
+        _block(b, out, page)
+
+
+def _code(b: Code, out: list, page: _Page) -> None:
+    code, more = b.code, 0
+    if page.cut_code:
+        if page.over(out):
+            out.append(page.omitted(f"{b.title or 'code'}: {b.code.count(chr(10)) + 1} lines left out"))
+            return
+        code, rest = _split_lines(b.code, page.limits.code_lines)
+        more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
+    out.append('<div class="code">')
+    if b.title:
+        out.append(f'<div class="ct">{_e(b.title)}</div>')
+    out.append(f'<pre class="hl">{_highlight(code, b.language, page)}</pre>')
+    if more:
+        out.append(page.omitted(f"... {more} more lines"))
+    out.append("</div>")
 
 
 def _cell(v) -> str:
@@ -237,90 +294,119 @@ def _widths(t: Table) -> str:
     return "<colgroup>" + "".join(f'<col style="width:{100 * x / total:.1f}%">' for x in w) + "</colgroup>"
 
 
-def _table(t: Table, out: list, budget: _Budget) -> None:
+def _table(t: Table, out: list, page: _Page) -> None:
     if t.title:
         out.append(f'<div class="ttl">{_e(t.title)}</div>')
+    lim = page.limits
+    rows = t.rows if lim.table_rows is None else t.rows[: lim.table_rows]
     head = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in t.columns) + "</tr>"
-    if not t.details:
-        out.append("<table>")
-        if t.rows:
-            out.append(_widths(t))
-        out.append(head)
-        for row in t.rows:
+    expandable = [bool(t.details and i < len(t.details) and t.details[i]) for i in range(len(rows))]
+    if lim.detail_rows is not None:
+        seen = 0
+        for i, e in enumerate(expandable):
+            if e:
+                seen += 1
+                expandable[i] = seen <= lim.detail_rows
+    cols = _widths(t) if rows else ""
+    if not any(expandable):
+        out.append(f"<table>{cols}{head}")
+        for row in rows:
             out.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")
         out.append("</table>")
-        return
-    # rows that expand: one <details> per row, its summary a one-row table whose
-    # columns line up with the header's (fixed layout, same <colgroup>)
-    cols = _widths(t)
-    out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
-    for i, row in enumerate(t.rows):
-        det = t.details[i] if i < len(t.details) else []
-        cells = "".join(_cell(v) for v in row)
-        if not det:
-            out.append(f'<table class="hd">{cols}<tr>{cells}</tr></table>')
-            continue
-        out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary><div class=\"det\">")
-        _blocks(det, out, budget)
-        out.append("</div></details>")
-    out.append("</div>")
+    else:
+        # rows that expand: one <details> per row, its summary a one-row table whose
+        # columns line up with the header's (fixed layout, same <colgroup>); runs of
+        # rows that do not expand share one table
+        out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
+        plain: list[str] = []
+        for i, row in enumerate(rows):
+            cells = "".join(_cell(v) for v in row)
+            if not expandable[i] or (page.cut_code and page.over(out)):
+                plain.append(f"<tr>{cells}</tr>")
+                continue
+            if plain:
+                out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+                plain = []
+            out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary><div class=\"det\">")
+            _blocks(t.details[i], out, page)
+            out.append("</div></details>")
+        if plain:
+            out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+        out.append("</div>")
+    if len(rows) < len(t.rows):
+        out.append(page.omitted(f"... {len(t.rows) - len(rows)} more rows ({len(t.rows)} in all)"))
 
 
-def _tree(node: TreeNode, out: list, budget: _Budget) -> None:
+def _tree(node: TreeNode, out: list, page: _Page) -> None:
     out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary><div class="kids">')
-    _blocks(node.blocks, out, budget)
+    _blocks(node.blocks, out, page)
     for c in node.children:
-        _tree(c, out, budget)
+        _tree(c, out, page)
     out.append("</div></details>")
 
 
-def _choice(c: Choice, out: list, budget: _Budget) -> None:
+def _choice(c: Choice, out: list, page: _Page) -> None:
     default = c.default if c.default in c.options else next(iter(c.options), None)
+    labels = list(c.options)
+    n = page.limits.options
+    if n is not None and len(labels) > n:  # the default first, then the first others
+        labels = ([default] if default is not None else []) + [k for k in labels if k != default][: n - 1]
     out.append(f'<div class="choice"><div class="ttl">{_e(c.label)} ({len(c.options)})</div>')
-    for label, blocks in c.options.items():
+    for label in labels:
         out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
-        _blocks(blocks, out, budget)
+        _blocks(c.options[label], out, page)
         out.append("</details>")
+    if len(labels) < len(c.options):
+        rest = [k for k in c.options if k not in labels]
+        out.append(page.omitted(f"{len(rest)} more: " + ", ".join(rest[:20]) + (" ..." if len(rest) > 20 else "")))
     out.append("</div>")
 
 
-def _figure(f: Figure) -> str:
+def _figure(f: Figure, dpi: int = 100) -> str:
     try:
-        data = base64.b64encode(figure_png(f)).decode("ascii")
+        data = base64.b64encode(figure_png(f, dpi)).decode("ascii")
     except Exception as exc:  # a figure that cannot be drawn must not lose the page
         return f'<p class="warn">{_e(f.title)}: could not draw the figure ({_e(type(exc).__name__)}: {_e(exc)})</p>'
     return f'<figure><figcaption>{_e(f.title)}</figcaption><img alt="{_e(f.title)}" src="data:image/png;base64,{data}"></figure>'
 
 
 # -- the page ---------------------------------------------------------------------------
-def render_view_model(vm: ViewModel, timings: Optional[dict] = None) -> str:
-    """The HTML fragment for ``vm``. ``timings``, when given, receives seconds per tab."""
-    budget = _Budget(PYGMENTS_LINES)
+def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL) -> str:
+    """The HTML fragment for ``vm``. ``timings``, when given, receives seconds per tab.
+    ``limits`` (:data:`FULL` or :data:`COMPACT`) says how much of each block to show."""
+    page = _Page(limits)
     out: list[str] = [_style(), '<div class="ipyc">', '<div class="strip">']
     for c in vm.header:
         tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
         out.append(f'<span class="chip{" warn" if c.warn else ""}"{tip}>{_e(c.text)}</span>')
     out.append("</div>")
+    note_at = len(out)
     for i, tab in enumerate(vm.tabs):
         t0 = time.perf_counter()
         warn = ' class="warn"' if tab.warn else ""
         out.append(f'<details class="tab" data-tab="{_e(tab.key)}"{" open" if i == 0 else ""}>'
                    f"<summary{warn}>{_e(tab.title)}</summary><div class=\"body\">")
-        _blocks(tab.blocks(), out, budget)
+        page.tab_start = len(out)
+        page.cut_code = limits.cuts and tab.key != "summary"
+        _blocks(tab.blocks(), out, page)
         out.append("</div></details>")
         if timings is not None:
             timings[tab.key] = time.perf_counter() - t0
     out.append("</div>")
+    if page.cut:
+        out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
     return "".join(out)
 
 
-def render_html(report: CompileReport) -> str:
-    """The report as a self-contained HTML fragment (what the notebook shows)."""
-    return render_view_model(view_model(report))
+def render_html(report: CompileReport, compact: bool = False) -> str:
+    """The report as a self-contained HTML fragment: every detail, or with
+    ``compact=True`` what the notebook output embeds (long blocks cut, with a note
+    saying where the rest is)."""
+    return render_view_model(view_model(report), limits=COMPACT if compact else FULL)
 
 
 def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
-    """Write the report as a standalone HTML page; returns ``path``."""
+    """Write the report as a standalone HTML page with every detail; returns ``path``."""
     page = (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>{_e(title)}</title></head><body>\n{render_html(report)}\n</body></html>\n"
@@ -330,15 +416,6 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
     return path
 
 
-def _bundle(report: CompileReport) -> dict[str, str]:
-    return {"text/html": render_html(report)}
-
-
-def register() -> None:
-    """Make reports display as HTML in notebooks."""
-    register_renderer(_bundle)
-
-
-def unregister() -> None:
-    while _bundle in _renderers:
-        _renderers.remove(_bundle)
+def notebook_bundle(report: CompileReport) -> dict[str, str]:
+    """The notebook output's HTML: the compact page (see :func:`render_html`)."""
+    return {"text/html": render_html(report, compact=True)}

@@ -31,7 +31,8 @@ import ipywidgets as W
 
 from ..report import CompileReport
 from .html import style_block
-from .viewmodel import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows, view_model
+from .blocks import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
+from .viewmodel import view_model
 
 __all__ = ["ReportWidget", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
 
@@ -371,14 +372,14 @@ class ReportWidget(W.VBox):
 
     # -- display -----------------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
-        """The widget view, plus the report's static HTML and its text summary for
-        frontends without widgets."""
+        """The widget view, plus the report's compact static HTML and its text summary
+        for frontends without widgets (and for the saved notebook)."""
         data = super()._repr_mimebundle_(**kwargs) or {}
         data["text/plain"] = self.report.summary()
         try:
-            from .html import render_view_model
+            from .html import COMPACT, render_view_model
 
-            data["text/html"] = render_view_model(self.view_model)
+            data["text/html"] = render_view_model(self.view_model, limits=COMPACT)
         except Exception:  # the static fallback must not cost the widget
             data["text/html"] = f"<pre>{_e(self.report.summary())}</pre>"
         return data

@@ -1,0 +1,161 @@
+"""The block vocabulary every view shares: what a tab holds, as plain data.
+
+Blocks (everything a tab holds):
+
+- :class:`Text` -- a paragraph; ``kind`` is ``"plain"``, ``"heading"``, ``"warn"``
+  or ``"note"``; with ``url`` it is a link.
+- :class:`Table` -- ``columns`` and ``rows`` of plain cells (str, int, float;
+  ``""`` for a missing value). ``sortable`` tables sort through :func:`sort_rows`.
+  ``details[i]`` (optional) is a list of blocks shown when row ``i`` is expanded;
+  an empty list means the row does not expand. ``title`` (optional) goes above.
+- :class:`Code` -- ``language`` is ``"python"``, ``"cpp"`` or ``"text"``.
+- :class:`Figure` -- ``build()`` returns a matplotlib ``Figure`` (not pyplot: no
+  global state); renderers turn it into PNG/SVG. Built only when shown.
+- :class:`TreeNode` -- ``label``, its own ``blocks``, and ``children`` (TreeNodes).
+- :class:`Choice` -- ``options`` maps an option label to its blocks (pick one).
+
+A :class:`Tab` has a stable ``key`` (:data:`TAB_KEYS`, in display order), a
+``title`` with its count, ``count`` and ``warn`` (graph breaks, recompiles,
+failures: show the tab title highlighted). ``Tab.blocks()`` builds once and caches.
+:class:`Chip` has ``key`` and ``value`` so a view can find a fact without parsing
+text, and ``tooltip`` for a hover title.
+
+No ipywidgets or IPython import here; matplotlib is imported only inside the
+figure builders. Views only read the report.
+
+No ipywidgets or IPython import here; matplotlib is imported only to draw a figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+__all__ = ["Chip", "Text", "Table", "Code", "Figure", "TreeNode", "Choice", "Block", "Tab", "ViewModel", "TAB_KEYS",
+           "sort_rows", "figure_png"]
+
+
+@dataclass
+class Chip:
+    """One fact in the header strip. ``key`` names the fact (``"graphs"``,
+    ``"graph_breaks"``, ``"recompiles"``, ``"kernels"``, ``"failures"``,
+    ``"status"``, ``"compile_time"``, ``"run_time"``, ``"speedup"``,
+    ``"break_even"``, ``"device_memory"``, ``"host_memory"``, ``"error"``);
+    ``value`` is the number behind it when there is one."""
+
+    text: str
+    warn: bool = False
+    key: str = ""
+    value: Any = None
+    tooltip: str = ""
+
+
+@dataclass
+class Text:
+    text: str
+    kind: str = "plain"  # "plain" | "heading" | "warn" | "note"
+    url: Optional[str] = None  # render as a link when set
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[Any]]
+    sortable: bool = False
+    details: Optional[list[list["Block"]]] = None  # per row, shown on expansion
+    title: str = ""
+
+
+@dataclass
+class Code:
+    title: str
+    code: str
+    language: str = "text"  # "python" | "cpp" | "text"
+
+
+@dataclass
+class Figure:
+    title: str
+    build: Callable[[], Any]  # -> matplotlib.figure.Figure
+
+
+@dataclass
+class TreeNode:
+    label: str
+    blocks: list["Block"] = field(default_factory=list)
+    children: list["TreeNode"] = field(default_factory=list)
+    open: bool = False  # shown expanded at first
+
+
+@dataclass
+class Choice:
+    label: str
+    options: "dict[str, list[Block]]"
+    default: Optional[str] = None  # the option shown first (default: the first)
+
+
+Block = Union[Text, Table, Code, Figure, TreeNode, Choice]
+
+
+@dataclass
+class Tab:
+    """One tab. ``build()`` makes its blocks; call :meth:`blocks` (built once, cached)."""
+
+    key: str
+    title: str
+    build: Callable[[], list[Block]]
+    count: Optional[int] = None  # what the tab title counts, when it counts something
+    warn: bool = False
+    _cache: Optional[list[Block]] = field(default=None, repr=False, compare=False)
+
+    def blocks(self) -> list[Block]:
+        if self._cache is None:
+            self._cache = self.build()
+        return self._cache
+
+
+@dataclass
+class ViewModel:
+    header: list[Chip]
+    tabs: list[Tab]
+
+    def tab(self, key: str) -> Tab:
+        for t in self.tabs:
+            if t.key == key:
+                return t
+        raise KeyError(f"no tab {key!r}; tabs are {[t.key for t in self.tabs]}")
+
+    def chip(self, key: str) -> Optional[Chip]:
+        return next((c for c in self.header if c.key == key), None)
+
+
+TAB_KEYS = ("summary", "graph_breaks", "recompiles", "graphs", "kernels", "control_flow", "profile", "guards")
+
+
+def sort_rows(table: Table, column: int, descending: bool = False) -> list[int]:
+    """Row order for sorting ``table`` by ``column``: numbers numerically, text
+    case-insensitively, missing values (``""``/None) last either way."""
+
+    def present(i: int) -> bool:
+        v = table.rows[i][column]
+        return v is not None and v != ""
+
+    have = [i for i in range(len(table.rows)) if present(i)]
+    missing = [i for i in range(len(table.rows)) if not present(i)]
+
+    def key(i: int):
+        v = table.rows[i][column]
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return (0, float(v), "")
+        return (1, 0.0, str(v).lower())
+
+    return sorted(have, key=key, reverse=descending) + missing
+
+
+def figure_png(figure: Figure, dpi: int = 100) -> bytes:
+    """The PNG of a :class:`Figure` block (builds it; matplotlib's Agg, no pyplot)."""
+    import io
+
+    buf = io.BytesIO()
+    figure.build().savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()

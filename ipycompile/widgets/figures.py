@@ -1,0 +1,196 @@
+"""The report's matplotlib figures: compile time by phase (with a timeline of each
+compile's steps), the run-time distribution and peak memory.
+
+Each builder takes a report and returns a ``matplotlib.figure.Figure`` (no pyplot,
+no global state); a :class:`~ipycompile.widgets.blocks.Figure` block calls it when
+the figure is shown. matplotlib is imported inside the builders only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..report.model import CompileId
+from ..report.summary import fmt_bytes, fmt_seconds
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+
+__all__ = ["fig_phases", "fig_runs", "fig_memory"]
+
+_PHASE_COLORS = {
+    "Dynamo tracing": "#4c78a8",
+    "Dynamo guards": "#72b7b2",
+    "AOTAutograd": "#f58518",
+    "Inductor graph passes": "#e45756",
+    "Inductor lowering": "#54a24b",
+    "Inductor codegen": "#eeca3b",
+    "Kernel compilation": "#b279a2",
+    "Autotuning": "#ff9da6",
+    "Cache lookups": "#9d755d",
+    "GC": "#bab0ac",
+    "Other": "#d3d3d3",
+}
+
+
+def _new_figure(w: float, h: float):
+    from matplotlib.figure import Figure as MplFigure
+
+    return MplFigure(figsize=(w, h), dpi=100)
+
+
+def _stack_axes(fig_w: float, left_in: float, right_in: float, panels: list) -> tuple:
+    """A figure of vertically stacked axes laid out by hand (tight_layout draws the
+    figure once more; this does not). ``panels``: plot heights in inches, each with
+    room for a title above and an x label below."""
+    top_in, bottom_in = 0.35, 0.5
+    total = sum(h + top_in + bottom_in for h in panels)
+    fig = _new_figure(fig_w, total)
+    axes, y = [], total
+    for h in panels:
+        y -= top_in + h
+        axes.append(fig.add_axes((left_in / fig_w, y / total, 1 - (left_in + right_in) / fig_w, h / total)))
+        y -= bottom_in
+    return fig, axes
+
+
+def _label_width(labels) -> float:
+    return 0.25 + 0.068 * max((len(str(x)) for x in labels), default=4)
+
+
+def fig_phases(r: "CompileReport"):
+    """Compile time by phase (bars), above a timeline of each compile's top-level
+    steps from the chromium events when the report has them."""
+    ct = r.compile_time
+    phases = [p for p in ct.phases if p.seconds > 0]
+    events = [e for e in ct.events if isinstance(e.get("start_us"), (int, float)) and isinstance(e.get("dur_us"), (int, float))]
+    deep = [e for e in events if e.get("depth", 0) <= _TIMELINE_DEPTH]
+    lanes = sorted({str(e.get("compile_id")) for e in deep}, key=_cid_key)[:_TIMELINE_LANES]
+    lane_labels = [f"compile {c}" for c in lanes]
+    panels = ([0.26 * len(phases)] if phases else []) + ([0.36 * len(lanes) + 0.1] if lanes else [])
+    if not panels:
+        fig = _new_figure(6, 1)
+        fig.text(0.5, 0.5, "no compile-time data", ha="center", va="center")
+        return fig
+    fig, axes = _stack_axes(10, _label_width([p.name for p in phases] + lane_labels), 2.6 if lanes else 0.7, panels)
+    if phases:
+        ax = axes.pop(0)
+        names = [p.name for p in phases][::-1]
+        secs = [p.seconds for p in phases][::-1]
+        ax.barh(names, secs, color=[_PHASE_COLORS.get(n, "#888") for n in names])
+        ax.set_xlabel("seconds", fontsize=8)
+        ax.set_title(f"compile time {fmt_seconds(ct.total_s)} by phase", fontsize=10)
+        for y, s in enumerate(secs):
+            ax.text(s, y, " " + fmt_seconds(s), va="center", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.set_ylim(-0.6, len(names) - 0.4)
+    if lanes:
+        from matplotlib.collections import PolyCollection
+        from matplotlib.patches import Patch
+
+        ax = axes.pop(0)
+        t0 = min(e["start_us"] for e in events)
+        lane_of = {c: j for j, c in enumerate(lanes)}
+        rows = _TIMELINE_DEPTH + 1
+        weight = Counter()
+        for e in deep:
+            if str(e.get("compile_id")) in lane_of:
+                weight[str(e.get("name", ""))] += e["dur_us"]
+        top = [n for n, _ in weight.most_common(len(_PALETTE))]
+        color_of = {n: _PALETTE[i] for i, n in enumerate(top)}
+        polys, colors = [], []
+        t_end = 0.0
+        for e in deep:
+            lane = lane_of.get(str(e.get("compile_id")))
+            if lane is None:
+                continue
+            x0, w = (e["start_us"] - t0) / 1e6, e["dur_us"] / 1e6
+            t_end = max(t_end, x0 + w)
+            d = min(int(e.get("depth", 0)), _TIMELINE_DEPTH)
+            y0 = lane - 0.42 + 0.84 * d / rows
+            y1 = y0 + 0.84 / rows * 0.92
+            name = str(e.get("name", ""))
+            polys.append(((x0, y0), (x0 + w, y0), (x0 + w, y1), (x0, y1)))
+            colors.append(color_of.get(name, "#d9d9d9"))
+        ax.add_collection(PolyCollection(polys, facecolors=colors, edgecolors="none"))
+        ax.set_xlim(0, t_end * 1.01 or 1)
+        ax.set_ylim(len(lanes) - 0.5, -0.5)
+        ax.set_yticks(range(len(lanes)), lane_labels)
+        ax.set_xlabel("seconds since the first compile event", fontsize=8)
+        n_all = len({str(e.get("compile_id")) for e in deep})
+        more = f", first {_TIMELINE_LANES} of {n_all} compiles" if n_all > _TIMELINE_LANES else ""
+        ax.set_title(f"timeline (events nested {rows} deep, outermost on top{more})", fontsize=10)
+        ax.tick_params(labelsize=8)
+        handles = [Patch(color=color_of[n], label=n) for n in top]
+        if len(weight) > len(top):
+            handles.append(Patch(color="#d9d9d9", label=f"{len(weight) - len(top)} other steps"))
+        ax.legend(handles=handles, fontsize=7,
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+_TIMELINE_DEPTH = 3
+_TIMELINE_LANES = 24
+_PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
+            "#bab0ac", "#1f77b4", "#8c564b")
+
+
+def _cid_key(text: str):
+    try:
+        c = CompileId.parse(text)
+        return (0, c.compiled_autograd_id or -1, c.frame_id, c.frame_compile_id)
+    except ValueError:
+        return (1, 0, 0, 0)
+
+
+def fig_runs(r: "CompileReport"):
+    p = r.profile
+    fig, (ax,) = _stack_axes(7, 0.7, 0.3, [2.2])
+    comp = [t * 1e3 for t in p.run_times_s]
+    eager = [t * 1e3 for t in p.eager.run_times_s] if p.eager is not None and p.eager.run_times_s else []
+    vals = comp + eager
+    lo, hi = min(vals), max(vals)
+    rng = (lo, hi) if hi > lo else (lo * 0.95, hi * 1.05 + 1e-9)
+    bins = 30 if hi > lo else 5
+    ax.hist(comp, bins=bins, range=rng, alpha=0.7, histtype="stepfilled", color="#4c78a8",
+            label=f"compiled (median {fmt_seconds(p.run_median_s)})")
+    if eager:
+        ax.hist(eager, bins=bins, range=rng, alpha=0.6, histtype="stepfilled", color="#f58518",
+                label=f"eager (median {fmt_seconds(p.eager.run_median_s)})")
+    if p.run_median_s is not None:
+        ax.axvline(p.run_median_s * 1e3, color="#1f3f66", linestyle="--", linewidth=1)
+    ax.set_xlabel("ms per call", fontsize=8)
+    ax.set_ylabel("calls", fontsize=8)
+    ax.set_title(f"run time, {len(comp)} timed calls" + (f" (eager: {len(eager)})" if eager else ""), fontsize=10)
+    ax.legend(fontsize=8)
+    ax.tick_params(labelsize=8)
+    return fig
+
+
+def fig_memory(r: "CompileReport"):
+    p = r.profile
+    e = p.eager
+    groups = []  # (label, [(bar label, bytes)])
+    dev = [("compile", p.peak_device_bytes_compile), ("steady state", p.peak_device_bytes_run)]
+    host = [("compile", p.peak_host_bytes_compile), ("steady state", p.peak_host_bytes_run)]
+    if e is not None:
+        dev.append(("eager", e.peak_device_bytes))
+        host.append(("eager", e.peak_host_bytes))
+    for name, bars in (("device", dev), ("host", host)):
+        bars = [(b, v) for b, v in bars if v is not None]
+        if bars:
+            groups.append((name, bars))
+    fig, axes = _stack_axes(7, 1.2, 0.9, [0.3 * len(b) for _, b in groups])
+    colors = {"compile": "#f58518", "steady state": "#4c78a8", "eager": "#bab0ac"}
+    for ax, (name, bars) in zip(axes, groups):
+        bars = bars[::-1]
+        labels = [b for b, _ in bars]
+        vals = [v / 2**20 for _, v in bars]
+        ax.barh(labels, vals, color=[colors[b] for b in labels])
+        for y, (v, (_, raw)) in enumerate(zip(vals, bars)):
+            ax.text(v, y, " " + fmt_bytes(raw), va="center", fontsize=8)
+        ax.set_title(f"peak {name} memory: compiled (first call, steady state)" + (" vs eager" if e is not None else ""), fontsize=10)
+        ax.set_xlabel("MiB", fontsize=8)
+        ax.tick_params(labelsize=8)
+    return fig

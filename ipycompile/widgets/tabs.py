@@ -1,0 +1,410 @@
+"""The tabs of a report's view-model: one builder per tab, each ``(report) -> list of blocks``.
+
+Summary, Graph breaks, Recompiles, Graphs, Kernels, Control flow, Profile, Guards.
+Builders only read the report; the figures are in :mod:`.figures`, source excerpts
+in :mod:`.source`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
+from ..report.summary import fmt_bytes, fmt_seconds, settings_text
+from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
+from .figures import fig_memory, fig_phases, fig_runs
+from .source import internal_frame, source_excerpt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+
+
+def gb_url(gb_code: str) -> str:
+    return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_code.lower()}.html"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+# -- Summary --------------------------------------------------------------------
+def summary_tab(r: "CompileReport") -> list[Block]:
+    out: list[Block] = []
+    if r.compiled_nothing:
+        p = r.profile
+        if p is not None and p.reused_compiled_code:
+            out.append(Text("Reused compiled code: nothing was compiled in this run.", "note"))
+        else:
+            out.append(Text("torch.compile compiled nothing here (compiled code was reused, or no compiled code ran).", "note"))
+    if r.failures:
+        out.append(Text(plural(len(r.failures), "failure"), "heading"))
+        rows, details = [], []
+        for f in r.failures:
+            first = f.message.strip().splitlines()[0] if f.message.strip() else ""
+            rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), first])
+            d: list[Block] = [Code("message", f.message, "text")]
+            src = source_excerpt(f.frame.filename, f.frame.lineno, f.frame.source_line)
+            if src:
+                d.insert(0, Code(r.where(f.frame.filename, f.frame.lineno), src, "python"))
+            if f.traceback:
+                d.append(Code("traceback", f.traceback, "text"))
+            details.append(d)
+        out.append(Table(["compile", "type", "where", "message"], rows, details=details))
+    if r.compiles:
+        out.append(Text(plural(len(r.compiles), "compile"), "heading"))
+        rows = []
+        for c in r.compiles:
+            rows.append([
+                str(c.compile_id),
+                c.function,
+                r.where(c.filename, c.first_line),
+                c.status,
+                "" if c.graph_op_count is None else c.graph_op_count,
+                "" if c.guard_count is None else c.guard_count,
+                "" if c.entire_frame_compile_s is None else round(c.entire_frame_compile_s, 4),
+                _cache_text(c.cache),
+            ])
+        out.append(Table(["compile", "function", "where", "status", "ops", "guards", "compile s", "caches"], rows,
+                         sortable=True))
+    ct = r.compile_time
+    if ct.phases:
+        out.append(Text(f"Compile time {fmt_seconds(ct.total_s)} by phase", "heading"))
+        total = ct.total_s or sum(p.seconds for p in ct.phases) or 1.0
+        rows = [[p.name, round(p.seconds, 4), f"{p.seconds / total:.1%}"] for p in sorted(ct.phases, key=lambda p: -p.seconds)]
+        out.append(Table(["phase", "seconds", "share"], rows, sortable=True))
+    if r.control_flow:
+        out.append(Text("Control flow: " + ", ".join(sorted({n.op for n in r.control_flow}))))
+    if r.stats.unknown:
+        out.append(Text(f"{plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts: "
+                        + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.unknown.items())), "note"))
+    if r.stats.parse_errors:
+        out.append(Text(f"{plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed: "
+                        + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.parse_errors.items())), "warn"))
+    out.append(Code("Text summary", r.summary(), "text"))
+    return out
+
+
+def _cache_text(cache) -> str:
+    parts = []
+    if cache.fx_graph:
+        parts.append(f"fx graph {cache.fx_graph}")
+    if cache.aot_autograd:
+        parts.append(f"aot autograd {cache.aot_autograd}")
+    return ", ".join(parts)
+
+
+# -- Graph breaks -----------------------------------------------------------------
+def graph_breaks_tab(r: "CompileReport") -> list[Block]:
+    if not r.graph_breaks:
+        return [Text("No graph breaks: each compiled function is one graph.", "note")]
+    rows, details = [], []
+    for b in r.graph_breaks:
+        where = r.where(b.frame.filename, b.frame.lineno)
+        rows.append([where, b.frame.function, b.frame.source_line.strip(), b.reason, b.gb_code, b.count])
+        d: list[Block] = []
+        src = source_excerpt(b.frame.filename, b.frame.lineno, b.frame.source_line)
+        if src:
+            d.append(Code(where, src, "python"))
+        if b.explanation:
+            d.append(Text(b.explanation))
+        for h in b.hints:
+            d.append(Text(f"Hint: {h}", "note"))
+        if b.gb_code:
+            d.append(Text(f"{b.gb_code}: what it means and how to fix it", url=gb_url(b.gb_code)))
+        if b.compile_ids:
+            d.append(Text("Hit by compile" + ("s " if len(b.compile_ids) > 1 else " ") + ", ".join(str(c) for c in b.compile_ids)))
+        user = [f for f in b.user_stack if not internal_frame(f.filename)]
+        if len(user) > 1:
+            d.append(Code("user stack", "\n".join(f"{r.where(f.filename, f.lineno)} in {f.function}: {f.source_line.strip()}" for f in user), "text"))
+        details.append(d)
+    return [
+        Text(f"{plural(r.graph_break_count, 'graph break')} at {plural(len(r.graph_breaks), 'site')}", "heading"),
+        Table(["where", "function", "code", "reason", "GB", "count"], rows, sortable=True, details=details),
+    ]
+
+
+# -- Recompiles -------------------------------------------------------------------
+def recompiles_tab(r: "CompileReport") -> list[Block]:
+    if not r.recompiles:
+        return [Text("No recompiles: no guard failed.", "note")]
+    by_cid = {rc.compile_id: rc for rc in r.recompiles}
+    # one code object per Dynamo frame id: its compiles are frame/0, frame/1, ...
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for c in r.compiles:
+        groups.setdefault((c.compile_id.compiled_autograd_id, c.compile_id.frame_id), []).append(c)
+    for rc in r.recompiles:  # a recompile whose compile the report lacks still shows
+        if r.compile(rc.compile_id) is None:
+            groups.setdefault((rc.compile_id.compiled_autograd_id, rc.compile_id.frame_id), []).append(rc)
+    out: list[Block] = []
+    for items in groups.values():
+        rcs = [by_cid[i.compile_id] for i in items if i.compile_id in by_cid]
+        if not rcs:
+            continue
+        function = next((i.function for i in items if i.function), "?")
+        filename = next((i.filename for i in items if i.filename), "")
+        first_line = next((i.first_line for i in items if getattr(i, "first_line", None) is not None), None)
+        limit = next((rc for rc in rcs if rc.limit_hit), None)
+        where = r.where(filename, first_line) if filename else "?"
+        label = f"{function} ({where}): {plural(len(items), 'compile')}, {plural(len(rcs), 'recompile')}"
+        if limit:
+            label += " -- RECOMPILE LIMIT HIT"
+        blocks: list[Block] = []
+        if limit:
+            msg = (limit.limit_message or "").strip().splitlines()
+            blocks.append(Text(f"Recompile limit hit at compile {limit.compile_id}: torch stopped compiling "
+                               f"{function} and runs it eagerly from here on"
+                               + (f" ({msg[0]})" if msg else ""), "warn"))
+        rows, details = [], []
+        for i in sorted(items, key=lambda i: i.compile_id):
+            rc = by_cid.get(i.compile_id)
+            status = getattr(i, "status", "")
+            if rc is None:
+                rows.append([str(i.compile_id), status, "first compile (nothing failed before it)", "", ""])
+                details.append([])  # the first compile: nothing failed before it
+                continue
+            reasons = [r.readable(reason) for reason in rc.reasons]  # cells as In [n], line L
+            why = " ".join(reasons[0].strip().splitlines()[0].split()) if reasons and reasons[0].strip() else "(no reason given)"
+            if len(rc.reasons) > 1:
+                why += f" (+{len(rc.reasons) - 1} more)"
+            rows.append([str(rc.compile_id), status or ("recompile limit" if rc.limit_hit else ""), why,
+                         ", ".join(str(c) for c in rc.failed_compile_ids), "LIMIT HIT" if rc.limit_hit else ""])
+            d: list[Block] = [Text(f"Compile {rc.compile_id} happened because these guards failed:", "heading")]
+            for j, reason in enumerate(reasons):
+                of = f"guards of compile {rc.failed_compile_ids[j]}" if j < len(rc.failed_compile_ids) else "a guard"
+                if "\n" in reason.strip():
+                    d.append(Code(of, reason.strip(), "text"))
+                else:
+                    d.append(Text(f"{of}: {reason.strip()}"))
+            if not rc.reasons:
+                d.append(Text("(no reason given)"))
+            if rc.limit_hit:
+                d.append(Text("Recompile limit hit", "warn"))
+                if rc.limit_message:
+                    d.append(Code("torch's message", rc.limit_message.strip(), "text"))
+            details.append(d)
+        blocks.append(Table(["compile", "status", "caused by (guard failure)", "failed guards of", "limit"], rows,
+                            details=details))
+        out.append(TreeNode(label, blocks, [], open=True))
+    return out
+
+
+# -- Graphs -----------------------------------------------------------------------
+def _stage_order(stage: str) -> tuple:
+    return (GRAPH_STAGES.index(stage), "") if stage in GRAPH_STAGES else (len(GRAPH_STAGES), stage)
+
+
+def graphs_tab(r: "CompileReport") -> list[Block]:
+    if not r.graphs:
+        return [Text("No graphs were captured.", "note")]
+    ordered = sorted(r.graphs, key=lambda g: (g.compile_id, _stage_order(g.stage)))
+    rows = [[str(g.compile_id), g.stage, g.op_count, g.code.count("\n") + 1 if g.code else 0] for g in ordered]
+    options: dict[str, list[Block]] = {}
+    for g in ordered:
+        key = f"{g.compile_id} · {g.stage}"
+        n = 2
+        while key in options:  # two graphs of one stage (e.g. several pre_grad passes)
+            key = f"{g.compile_id} · {g.stage} ({n})"
+            n += 1
+        c = r.compile(g.compile_id)
+        fn = f" of {c.function}" if c and c.function else ""
+        options[key] = [
+            Text(f"{g.stage} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
+            Code(key, g.code, "python"),
+        ]
+    default = next((k for k, g in zip(options, ordered) if g.stage == "dynamo"), None)
+    return [
+        Table(["compile", "stage", "ops", "lines"], rows, sortable=True, title="Graphs"),
+        Choice("compile id · stage", options, default),
+    ]
+
+
+# -- Kernels ----------------------------------------------------------------------
+def kernels_tab(r: "CompileReport") -> list[Block]:
+    times = r.profile.kernel_times if r.profile is not None else []
+    if not r.kernels and not times:
+        return [Text("No kernels: nothing went through Inductor (or its output was not captured).", "note")]
+    timed = {(t.kernel, str(t.compile_id or ""), t.graph_stage): t for t in times if t.kernel}
+    rows, details = [], []
+    for k in r.kernels:
+        us = k.info.get("compile_time_us")
+        ms = round(us / 1e3, 2) if isinstance(us, (int, float)) else ""
+        rows.append([k.name, k.backend, k.kind, ", ".join(k.aten_ops), k.launches, ms,
+                     str(k.compile_id or ""), k.graph_stage])
+        d: list[Block] = []
+        t = timed.pop((k.name, str(k.compile_id or ""), k.graph_stage), None)
+        if times:
+            rows[-1][4:4] = _time_cells(t)
+        if t is not None:
+            d.append(Text(f"profiled: {plural(t.calls, 'kernel call')} in {plural(r.profile.kernel_times_calls, 'call')} "
+                          f"of the cell, {fmt_seconds(t.total_s)} in all"))
+        info = {key: v for key, v in k.info.items() if key != "compile_time_us"}
+        if info:
+            d.append(Text("; ".join(f"{key}: {v}" for key, v in info.items())))
+        if k.source_nodes:
+            d.append(Text("from FX nodes: " + ", ".join(k.source_nodes)))
+        if k.source:
+            d.append(Code(k.name, k.source, "cpp" if k.backend == "cpp" else "python"))
+        else:
+            d.append(Text("An extern call: Inductor launches a library kernel, no generated source." if k.backend == "extern"
+                          else "No source captured.", "note"))
+        details.append(d)
+    columns = ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage"]
+    counts = Counter((k.backend, k.kind) for k in r.kernels)
+    by = ", ".join(f"{n} {b} {kd}" if b != kd else f"{n} {b}" for (b, kd), n in sorted(counts.items()))
+    out: list[Block] = [Text(f"{plural(len(r.kernels), 'kernel')}: {by}" if r.kernels
+                             else "No kernels compiled in this run (compiled code was reused)", "heading")]
+    if times:
+        p = r.profile
+        what = "device" if p.kernel_times_device == "cuda" else "CPU"
+        columns[4:4] = [f"{what} time (us/call)", "share %"]
+        for t in times:  # time no kernel row holds: the other time, kernels this report lacks
+            if (t.kernel, str(t.compile_id or ""), t.graph_stage) in timed or not t.kernel:
+                rows.append([t.name, "", "", "", *_time_cells(t), t.calls or "", "", str(t.compile_id or ""), t.graph_stage])
+                details.append([Text(_untimed_note(t, what), "note")])
+        order = sorted(range(len(rows)), key=lambda i: -(rows[i][4] or 0))
+        rows, details = [rows[i] for i in order], [details[i] for i in order]
+        total = sum(t.total_s for t in times) / max(p.kernel_times_calls, 1)
+        out.append(Text(f"{what} time per kernel over {plural(p.kernel_times_calls, 'profiled call')} after the timed "
+                        f"runs: {fmt_seconds(total)} per call in all ("
+                        + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
+    out.append(Table(columns, rows, sortable=True, details=details))
+    return out
+
+
+def _time_cells(t) -> list[Any]:
+    """The time per call (us) and share (%) cells of a kernel's row; blank when it was not seen."""
+    if t is None:
+        return ["", ""]
+    return [round(t.per_call_s * 1e6, 2), round(t.share * 100, 1)]
+
+
+def _untimed_note(t, what: str) -> str:
+    if t.name == OTHER_DEVICE_TIME:
+        return ("Device time in no kernel of this report: kernels of eager code (outside the compiled graphs), "
+                "library kernels launched where no extern kernel of the report is, copies and memsets.")
+    if t.name == OTHER_CPU_TIME:
+        return ("CPU time of the calls in no kernel: the compiled code's Python wrapper, guards, allocation, "
+                "and eager code outside the compiled graphs.")
+    return (f"A kernel the profiler saw ({what} time) that this report does not hold: its compiled code was "
+            "reused, so this run did not capture its compile.")
+
+
+# -- Control flow -----------------------------------------------------------------
+def _cf_node(node) -> TreeNode:
+    where = f" (compile {node.compile_id}" + (f", node {node.node_name})" if node.node_name else ")") if node.compile_id else ""
+    blocks: list[Block] = []
+    if node.operands:
+        blocks.append(Text(f"operands: {node.operands}"))
+    if node.source_line:
+        blocks.append(Code("source", node.source_line, "python"))
+    placed: set[int] = set()
+    subs = []
+    for s in node.subgraphs:
+        kids = []
+        for i, c in enumerate(node.children):  # a nested op sits in the subgraph whose code calls it
+            if i not in placed and c.node_name and s.code and f"{c.node_name} =" in s.code:
+                kids.append(_cf_node(c))
+                placed.add(i)
+        subs.append(TreeNode(f"{s.role or 'subgraph'}: {s.name} ({plural(s.op_count, 'op')})",
+                             [Code(s.name, s.code, "python")] if s.code else [], kids))
+    rest = [_cf_node(c) for i, c in enumerate(node.children) if i not in placed]
+    return TreeNode(f"{node.op}{where}", blocks, subs + rest)
+
+
+def control_flow_tab(r: "CompileReport") -> list[Block]:
+    if not r.control_flow:
+        return [Text("No higher-order control-flow ops (cond, while_loop, scan, map, ...) in the graphs.", "note")]
+    ops = Counter()
+
+    def walk(ns):
+        for n in ns:
+            ops[n.op] += 1
+            walk(n.children)
+
+    walk(r.control_flow)
+    head = Text("Higher-order ops: " + ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())), "heading")
+    return [head, *(_cf_node(n) for n in r.control_flow)]
+
+
+# -- Profile ----------------------------------------------------------------------
+def profile_tab(r: "CompileReport") -> list[Block]:
+    out: list[Block] = []
+    ct = r.compile_time
+    p = r.profile
+    if ct.events or ct.phases:
+        out.append(Figure("Compile time by phase", lambda: fig_phases(r)))
+    if p is None:
+        if not out:
+            return [Text("No compile-time events and no profile (run the cell with %%compile for one).", "note")]
+        out.append(Text("No run profile: run the cell with %%compile (or ipycompile.run_cell) for run times and memory.", "note"))
+        return out
+    if p.run_times_s:
+        out.append(Figure("Run-time distribution", lambda: fig_runs(r)))
+    if p.peak_device_bytes is not None or p.peak_host_bytes is not None:
+        out.append(Figure("Peak memory", lambda: fig_memory(r)))
+    out.append(Table(["field", "value"], _profile_rows(p), title="Profile"))
+    return out
+
+
+def _profile_rows(p) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+
+    def row(name, value):
+        if value is not None and value != "" and value != [] and value != {}:
+            rows.append([name, value])
+
+    row("first call (compile + run)", fmt_seconds(p.compile_s) if p.compile_s is not None else None)
+    row("run median", fmt_seconds(p.run_median_s) if p.run_median_s is not None else None)
+    row("run IQR", fmt_seconds(p.run_iqr_s) if p.run_iqr_s is not None else None)
+    row("run min / max", f"{fmt_seconds(p.run_min_s)} / {fmt_seconds(p.run_max_s)}" if p.run_min_s is not None else None)
+    row("runs", f"{p.runs} after {p.warmup} warm-up" + (" (auto)" if p.auto_runs else ""))
+    row("peak device memory, compile", fmt_bytes(p.peak_device_bytes_compile) if p.peak_device_bytes_compile is not None else None)
+    row("peak device memory, steady state", fmt_bytes(p.peak_device_bytes_run) if p.peak_device_bytes_run is not None else None)
+    row("peak host memory, compile", fmt_bytes(p.peak_host_bytes_compile) if p.peak_host_bytes_compile is not None else None)
+    row("peak host memory, steady state", fmt_bytes(p.peak_host_bytes_run) if p.peak_host_bytes_run is not None else None)
+    row("host memory method", p.host_memory_method)
+    e = p.eager
+    if e is not None:
+        row("eager run median", fmt_seconds(e.run_median_s) if e.run_median_s is not None else None)
+        row("speedup vs eager", f"{e.speedup:.2f}x" if e.speedup is not None else None)
+        row("break-even", f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)")
+        row("memory vs eager", f"{e.memory_ratio:.2f}x" if e.memory_ratio is not None else None)
+        row("eager peak device memory", fmt_bytes(e.peak_device_bytes) if e.peak_device_bytes is not None else None)
+        row("eager peak host memory", fmt_bytes(e.peak_host_bytes) if e.peak_host_bytes is not None else None)
+        if e.outputs_match is not None:
+            row("outputs", "match eager" if e.outputs_match else f"DIFFER from eager ({e.message})")
+        row("max abs diff", f"{e.max_abs_diff:.3g}" if e.max_abs_diff is not None else None)
+    if p.kernel_times:
+        what = "device" if p.kernel_times_device == "cuda" else "CPU"
+        row("kernel profile", f"{plural(p.kernel_times_calls, 'call')} under torch.profiler after the timed runs: "
+                              f"{what} time per kernel in the Kernels tab")
+    row("caches", ", ".join(f"{k} {v}" for k, v in p.caches.items()))
+    row("reused compiled code", "yes" if p.reused_compiled_code else None)
+    row("one-time start-up (not in first call)", fmt_seconds(p.one_time_s) if p.one_time_s is not None else None)
+    row("trace logging in first call", fmt_seconds(p.trace_logging_s) if p.trace_logging_s is not None else None)
+    row("report build", fmt_seconds(p.report_build_s) if p.report_build_s is not None else None)
+    row("settings", settings_text(p))
+    row("torch", p.torch_version)
+    row("device", p.device)
+    row("label", p.label)
+    row("sweep point", ", ".join(f"{k}={v!r}" for k, v in p.params.items()) if p.params else None)
+    for n in p.notes:
+        row("note", n)
+    row("error", p.error)
+    return rows
+
+
+# -- Guards -----------------------------------------------------------------------
+def guards_tab(r: "CompileReport") -> list[Block]:
+    if not r.guards:
+        return [Text("No guards were captured.", "note")]
+    ordered = sorted(r.guards, key=lambda g: g.compile_id)
+    rows = []
+    for g in ordered:
+        c = r.compile(g.compile_id)
+        rows.append([str(g.compile_id), c.function if c else "", g.count])
+    out: list[Block] = [Table(["compile", "function", "guards"], rows, sortable=True, title="Guards per compile")]
+    for g in ordered:
+        out.append(Code(f"compile {g.compile_id}: {plural(g.count, 'guard')}", g.tree, "text"))
+    return out
