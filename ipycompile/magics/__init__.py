@@ -1,21 +1,32 @@
-"""The IPython layer: ``%load_ext ipycompile`` registers the magics, ``%unload_ext`` removes them."""
+"""The IPython layer: ``%load_ext ipycompile`` registers the magics, ``%unload_ext`` removes them.
+
+One module per magic family: ``compile_magic`` (``%%compile``), ``history_magic``
+(``%compile_history``, ``%compile_reset``). Each parses its line, calls one library
+function and displays the result.
+"""
 
 from __future__ import annotations
 
 
-def load_ipython_extension(ipython) -> None:
+def _magic_classes() -> list:
     from .compile_magic import CompileMagics
+    from .history_magic import HistoryMagics
 
-    ipython.register_magics(CompileMagics)
+    return [CompileMagics, HistoryMagics]
+
+
+def load_ipython_extension(ipython) -> None:
+    for cls in _magic_classes():
+        ipython.register_magics(cls)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from .compile_magic import CompileMagics
     from ..run import runner as run
 
     manager = ipython.magics_manager
-    for kind, names in CompileMagics.magics.items():
-        for name in names:
-            manager.magics[kind].pop(name, None)
-    manager.registry.pop(CompileMagics.__name__, None)
+    for cls in _magic_classes():
+        for kind, names in cls.magics.items():
+            for name in names:
+                manager.magics[kind].pop(name, None)
+        manager.registry.pop(cls.__name__, None)
     run._compiled.clear()

@@ -1,23 +1,21 @@
-"""``%%compile`` / ``%compile``, ``%compile_history`` and ``%compile_reset``.
+"""``%%compile`` / ``%compile``.
 
-Thin by design: parse arguments, call :func:`ipycompile.run.execute`, display.
+Thin by design: parse arguments, call :func:`ipycompile.run.request.run_request`, display.
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
 from typing import Any, Optional
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..run import runner as _run
-from ..run import history_log as _history
-from ..run import sweeps as _sweep
 from ..run.cell import CellError
-from ..run.settings import MODES, parse_option
+from ..run.request import run_request, split_options
+from ..run.runner import CellRun
+from ..run.settings import MODES
 
 
 @magics_class
@@ -28,13 +26,8 @@ class CompileMagics(Magics):
     @argument("--dynamic", dest="dynamic", action="store_true", default=None, help="dynamic=True")
     @argument("--no-dynamic", dest="dynamic", action="store_false", help="dynamic=False (default: torch decides)")
     @argument("--fullgraph", action="store_true", help="fail on any graph break (fullgraph=True)")
-    @argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an Inductor option (repeatable); VALUE is a Python literal, e.g. --option max_autotune=True",
-    )
+    @argument("--option", action="append", default=[], metavar="KEY=VALUE",
+              help="an Inductor option (repeatable); VALUE is a Python literal, e.g. --option max_autotune=True")
     @argument("--runs", type=int, default=None, help="timed steady-state calls (default: auto-ranged, like %%timeit)")
     @argument("--warmup", type=int, default=None, help="warm-up calls before timing (default: 1, 3 with CUDA graphs)")
     @argument("--fresh", action="store_true", help="reset Dynamo and use fresh Inductor caches: an honest compile time")
@@ -42,14 +35,9 @@ class CompileMagics(Magics):
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
     @argument("--profile-kernels", action="store_true", help="profile a few calls after the timed runs: time per kernel")
     @argument("--label", default="", help="a tag for this run in the history")
-    @argument(
-        "--sweep",
-        action="append",
-        default=[],
-        metavar="NAME=v1,v2,...",
-        help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "
-        "returns the sweep's DataFrame",
-    )
+    @argument("--sweep", action="append", default=[], metavar="NAME=v1,v2,...",
+              help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "
+              "returns the sweep's DataFrame")
     @argument("-o", dest="output", default=None, metavar="NAME", help="store the report in the namespace as NAME")
     @argument("--quiet", action="store_true", help="show nothing (the run is still recorded)")
     @line_cell_magic
@@ -65,44 +53,26 @@ class CompileMagics(Magics):
             line, cell = _split_line_magic(line, self.compile)
             if not cell.strip():
                 raise UsageError("%compile: give the code to run, e.g. %compile model(x)")
-        args = parse_argstring(self.compile, line)
-        shell = self.shell
-        header = f"%%compile {line}".rstrip()
-        options = {}
+        args = vars(parse_argstring(self.compile, line))
+        output, shell, header = args.pop("output"), self.shell, f"%%compile {line}".rstrip()
+        running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
+        count = running.execution_count if running is not None else shell.execution_count
+        filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
-            for text in args.option:
-                key, value = parse_option(text)
-                options[key] = value
-            running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
-            count = running.execution_count if running is not None else shell.execution_count
-            filename = shell.compile.cache(header + "\n" + cell, count)
-            kwargs = dict(
-                mode=args.mode,
-                backend=args.backend,
-                dynamic=args.dynamic,
-                fullgraph=args.fullgraph,
-                options=options,
-                runs=args.runs,
-                warmup=args.warmup,
-                compare_eager=args.compare_eager,
-                observe=args.observe,
-                profile_kernels=args.profile_kernels,
-                label=args.label,
-                filename=filename,
-                header=header,
-                execution_count=count,
-            )
-            if args.sweep:
-                params = dict(_sweep.parse_sweep(text) for text in args.sweep)
-                if len(params) < len(args.sweep):
-                    raise _sweep.SweepError("--sweep: each NAME may be swept once; give all its values in one --sweep")
-                return self._sweep(cell, params, args, kwargs)
-            result = _run.execute(cell, shell.user_ns, fresh=args.fresh, **kwargs)
+            result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
         except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
-        if args.output:
-            shell.user_ns[args.output] = result.report
-        if not args.quiet:
+        except KeyboardInterrupt as exc:  # a stopped sweep keeps its finished points
+            if output and getattr(exc, "ipycompile_sweep", None) is not None:
+                shell.user_ns[output] = exc.ipycompile_sweep
+            raise
+        if not isinstance(result, CellRun):  # a sweep's DataFrame
+            if output:
+                shell.user_ns[output] = result
+            return result
+        if output:
+            shell.user_ns[output] = result.report
+        if not args["quiet"]:
             from IPython.display import display
 
             from ..widgets import report_view
@@ -112,67 +82,18 @@ class CompileMagics(Magics):
             raise result.error
         return result.value
 
-    def _sweep(self, cell: str, params: dict, args, kwargs: dict) -> Any:
-        """``--sweep``: one fresh compile per grid point; the sweep's DataFrame is the cell's result."""
-        try:
-            df = _sweep.sweep_cell(cell, self.shell.user_ns, params, progress=not args.quiet, **kwargs)
-        except KeyboardInterrupt as exc:
-            df = getattr(exc, "ipycompile_sweep", None)
-            if args.output and df is not None:
-                self.shell.user_ns[args.output] = df
-            raise
-        if args.output:
-            self.shell.user_ns[args.output] = df
-        return df
-
-    @magic_arguments()
-    @argument("--plot", default=None, metavar="COLUMN", help="plot this column (e.g. compile_s, run_median_s)")
-    @argument("--x", default=None, metavar="COLUMN", help="x axis column (default: run)")
-    @argument("--by", default=None, metavar="COLUMN", help="one line per value of this column (e.g. label)")
-    @line_magic
-    def compile_history(self, line: str) -> Any:
-        """Show the history of %%compile runs, or plot one of its columns."""
-        args = parse_argstring(self.compile_history, line)
-        df = _history.history()
-        if args.plot is None:
-            return df
-        if df.empty:
-            raise UsageError("%compile_history --plot: no runs recorded yet")
-        try:
-            fig = _history.plot_history(df, args.plot, x=args.x, by=args.by)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        return fig  # a Figure shown as PNG
-
-    @magic_arguments()
-    @argument("--history", action="store_true", help="also clear the run history")
-    @line_magic
-    def compile_reset(self, line: str) -> None:
-        """Reset Dynamo (drop all compiled code) and forget compiled cells."""
-        args = parse_argstring(self.compile_reset, line)
-        _run.reset(history=args.history)
-
 
 def _split_line_magic(line: str, magic) -> tuple[str, str]:
     """Split ``%compile [options] CODE`` into the option string and the code."""
-    try:
-        tokens = shlex.split(line, posix=False)
-    except ValueError:  # an unbalanced quote in the code
-        tokens = line.split()
-    pos = 0
-    starts = []
-    for tok in tokens:
-        pos = line.index(tok, pos)
-        starts.append(pos)
-        pos += len(tok)
-    for i in range(len(tokens) + 1):
-        rest = line[starts[i]:] if i < len(tokens) else ""
-        if rest.startswith("-"):
-            continue
-        opts = line[: starts[i]] if i < len(tokens) else line
+
+    def parses(opts: str) -> bool:
         try:
             parse_argstring(magic, opts)
+            return True
         except (UsageError, SystemExit, argparse.ArgumentError):
-            continue
-        return opts.strip(), rest
-    raise UsageError(f"%compile: could not read the options in {line!r}; see %compile?")
+            return False
+
+    split = split_options(line, parses)
+    if split is None:
+        raise UsageError(f"%compile: could not read the options in {line!r}; see %compile?")
+    return split
