@@ -4,8 +4,9 @@
 pandas: each is loaded when a feature that needs it is used.
 """
 
-from .capture import Capture, build_report, capture
+from .capture import Capture, build_report
 from .report import CompileId, CompileReport
+from .run.observe import capture
 from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
 from .widgets import install as _install_views
 

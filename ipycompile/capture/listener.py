@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
@@ -37,10 +37,13 @@ class Capture:
     """Context manager returned by :func:`capture`.
 
     ``records`` holds the raw ``(metadata, payload)`` events seen; ``report``
-    builds (once, on first access) the :class:`CompileReport`.
+    builds (once, on first access) the :class:`CompileReport`, then hands it to
+    ``finish`` when one is given (the layers above pass the doctor,
+    :func:`ipycompile.analysis.diagnose`, which returns a new report).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, finish: Optional[Callable[[CompileReport], CompileReport]] = None) -> None:
+        self.finish = finish
         self.records: list[tuple[dict[str, Any], Optional[str]]] = []
         self._handler = _RecordHandler(self.records)
         self._saved: Optional[tuple] = None
@@ -88,6 +91,8 @@ class Capture:
                 report = build_report(list(self.records))
                 report.torch_version = _torch_version()
                 report.sources.update(notebook_sources())
+                if self.finish is not None:
+                    report = self.finish(report)
                 if self.active:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report
@@ -100,11 +105,14 @@ def _torch_version() -> str:
     return str(torch.__version__)
 
 
-def capture() -> Capture:
+def capture(*, finish: Optional[Callable[[CompileReport], CompileReport]] = None) -> Capture:
     """Record what ``torch.compile`` does inside a ``with`` block::
 
         with ipycompile.capture() as cap:
             compiled(x)
         print(cap.report)
+
+    ``ipycompile.capture`` (:func:`ipycompile.run.observe.capture`) is this with the
+    doctor as ``finish``.
     """
-    return Capture()
+    return Capture(finish)

@@ -17,7 +17,9 @@ __all__ = [
     "CacheStatus",
     "Compile",
     "Graph",
+    "Suggestion",
     "GraphBreak",
+    "UnrolledLoop",
     "Recompile",
     "GuardSet",
     "Kernel",
@@ -146,8 +148,25 @@ class Graph:
 
 
 @dataclass
+class Suggestion:
+    """What to change, from the doctor (:mod:`ipycompile.analysis`): a title, why,
+    a code snippet written against the user's own source and names, and how sure
+    the doctor is (``"high"``: a rewrite proven by a test for this kind of problem;
+    ``"medium"``: the usual fix, which may need adapting; ``"low"``: a direction)."""
+
+    title: str
+    explanation: str = ""
+    code: str = ""
+    confidence: str = "medium"  # "high" | "medium" | "low"
+
+
+@dataclass
 class GraphBreak:
-    """One graph-break site; ``count`` says how often it was hit."""
+    """One graph-break site; ``count`` says how often it was hit.
+
+    ``frame`` is the user's own line that led to the break (a notebook cell line,
+    a script); ``break_frame`` is where Dynamo stopped (often inside a library),
+    empty when torch did not say. ``suggestion`` is filled by the doctor."""
 
     reason: str  # one line
     gb_code: str = ""  # e.g. "GB0170"
@@ -161,6 +180,8 @@ class GraphBreak:
     compile_ids: list[CompileId] = field(default_factory=list)  # every compile that hit it
     count: int = 1
     detail: str = ""  # the whole text torch gave
+    break_frame: UserFrame = field(default_factory=UserFrame)  # where Dynamo stopped
+    suggestion: Optional[Suggestion] = None
 
     @property
     def site(self) -> tuple:
@@ -178,6 +199,8 @@ class Recompile:
     failed_compile_ids: list[CompileId] = field(default_factory=list)  # the compiles whose guards failed
     limit_hit: bool = False  # torch hit the recompile limit and fell back to eager
     limit_message: str = ""
+    explanation: str = ""  # plain words from the doctor: which input changed how
+    suggestion: Optional[Suggestion] = None
 
 
 @dataclass
@@ -254,6 +277,22 @@ class Failure:
     message: str
     frame: UserFrame = field(default_factory=UserFrame)
     traceback: str = ""
+    suggestion: Optional[Suggestion] = None
+
+
+@dataclass
+class UnrolledLoop:
+    """A Python loop Dynamo unrolled: ``repeats`` structurally identical segments of one
+    graph (compile ``compile_id``), tied to the user's line ``filename:lineno``."""
+
+    filename: str
+    lineno: Optional[int]
+    repeats: int
+    ops_in_loop: int
+    ops_total: int
+    compile_id: Optional[CompileId] = None
+    source_line: str = ""
+    suggestion: Optional[Suggestion] = None
 
 
 @dataclass

@@ -20,6 +20,7 @@ from .model import (
     RawArtifact,
     Recompile,
     Stats,
+    UnrolledLoop,
 )
 from .serialize import from_jsonable, to_jsonable
 
@@ -66,6 +67,7 @@ class CompileReport:
     control_flow: list[ControlFlowNode] = field(default_factory=list)
     compile_time: CompileTime = field(default_factory=CompileTime)
     failures: list[Failure] = field(default_factory=list)
+    unrolled_loops: list[UnrolledLoop] = field(default_factory=list)  # from the doctor
     artifacts: list[RawArtifact] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
     torch_version: str = ""

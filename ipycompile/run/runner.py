@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import history_log as _history
-from ..capture import capture
+from .observe import capture
 from .cell import CellFunction, make_cell_function, placeholders
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
 from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
