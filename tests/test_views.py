@@ -197,6 +197,80 @@ def test_graph_breaks_in_a_file_and_in_a_trace_from_another_machine():
     assert gb_url("GB0124").endswith("/gb/gb0124.html")
 
 
+GPU_SCRIPT = "/work/steering/probe/gpu_traces.py"  # where the H100 quickstart trace was recorded
+
+
+def _gpu_report_at(path: str) -> CompileReport:
+    """The H100 quickstart trace, as if its script had been recorded at ``path``."""
+    import json
+
+    records = [(json.loads(json.dumps(meta).replace(GPU_SCRIPT, path)), payload and payload.replace(GPU_SCRIPT, path))
+               for meta, payload in gpu_records("quickstart")]
+    return build_report(records)
+
+
+def _break_excerpt(r: CompileReport) -> tuple[str, list[str]]:
+    t = view_model(r).tab("graph_breaks").blocks()[1]
+    det = t.details[0]
+    code = next(b.code for b in det if isinstance(b, Code))
+    notes = [b.text for b in det if isinstance(b, Text) and b.kind == "note" and not b.text.startswith("Hint")]
+    return code, notes
+
+
+@pytest.mark.parametrize("content", ["other", "same"])
+def test_a_local_file_at_a_traces_path_is_shown_only_when_it_matches_what_torch_recorded(tmp_path, content):
+    """A trace from another machine names a path that holds a different file here (a later
+    version of the script): the view must not show that file's lines at the recorded line."""
+    path = str(tmp_path / "gpu_traces.py")
+    r = _gpu_report_at(path)
+    (b,) = r.graph_breaks
+    recorded = b.frame.source_line.strip()
+    assert b.frame.filename == path and b.frame.lineno == 17 and recorded.startswith("if h.mean() > 0:")
+    lines = [f"# line {i}" for i in range(1, 30)]
+    if content == "same":
+        lines[16] = "        " + recorded  # torch recorded this line at 17: the file is the one that ran
+    else:
+        lines[16] = "        return self.head(h)  # the script was edited since the trace was recorded"
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    import linecache
+
+    linecache.checkcache(path)
+    code, notes = _break_excerpt(r)
+    if content == "same":
+        assert f"> 17 |         {recorded}" in code and "  14 | # line 14" in code and not notes
+    else:
+        assert code == f"> 17 | {recorded}" and "# line" not in code and "return self.head" not in code
+        assert notes == [f"{path} on this machine does not match what torch recorded at line 17: showing the recorded line."]
+    page = html_view.render_html(r)
+    assert ("return self.head" in page) is False
+
+
+def test_a_missing_file_says_so_and_shows_the_recorded_line(tmp_path):
+    code, notes = _break_excerpt(_gpu_report_at(str(tmp_path / "absent.py")))
+    assert code.startswith("> 17 | if h.mean() > 0:")
+    assert notes == [f"{tmp_path / 'absent.py'} is not available on this machine: showing the line torch recorded."]
+
+
+def test_cell_files_are_content_addressed_so_their_source_is_shown_without_a_recorded_line(tmp_path):
+    from ipycompile.widgets.source import is_cell_file, source_excerpt
+    import linecache
+
+    cell = "/tmp/ipykernel_4242/1234567.py"
+    linecache.cache[cell] = (30, None, ["a = 1\n", "b = a + 1\n", "c = b * 2\n"], cell)
+    try:
+        assert is_cell_file(cell) and is_cell_file("<ipython-input-3-0a1b2c3d4e5f>") and not is_cell_file(str(tmp_path / "x.py"))
+        ex = source_excerpt(cell, 2)
+        assert ex.local and ex.code.splitlines()[1] == "> 2 | b = a + 1"
+        other = str(tmp_path / "script.py")  # a plain file with no recorded line: not shown
+        linecache.cache[other] = (30, None, ["a = 1\n", "b = a + 1\n"], other)
+        ex = source_excerpt(other, 2)
+        assert not ex.code and "torch recorded no source line" in ex.note
+    finally:
+        linecache.cache.pop(cell, None)
+        linecache.cache.pop(str(tmp_path / "script.py"), None)
+
+
 # -- Recompiles ------------------------------------------------------------------------
 def test_recompiles_show_each_compile_with_the_guard_failures_that_caused_it():
     (node,) = tab_blocks("recompiles", "recompiles")

@@ -1,30 +1,94 @@
-"""Source excerpts for the views: the lines around a graph break, a failure, a kernel's origin."""
+"""Source excerpts for the views: the lines around a graph break, a failure, a kernel's origin.
+
+The rule: **never show someone else's code.** A report may come from another
+machine (a recorded trace, a saved report) where a different file sits at the same
+path, or the file may have been edited since torch compiled it. So local source is
+shown only when it matches what torch recorded:
+
+- the local line at ``lineno`` equals the source line torch recorded for that frame
+  (whitespace aside); or
+- torch recorded no line, and the file is a notebook cell: IPython names cell files
+  after a hash of their content (``/tmp/ipykernel_<pid>/<hash>.py``,
+  ``<ipython-input-N-<hash>>``), so the name is the content.
+
+Otherwise the excerpt is the line torch recorded (or nothing), with a note saying
+why the file was not shown.
+"""
 
 from __future__ import annotations
 
 import linecache
 import os
+import re
+from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["SOURCE_CONTEXT", "source_excerpt", "internal_frame"]
+__all__ = ["SOURCE_CONTEXT", "Excerpt", "source_excerpt", "local_lines", "internal_frame", "is_cell_file"]
 
 #: Lines of source shown above and below a graph-break line.
 SOURCE_CONTEXT = 3
 
+_CELL_FILE = re.compile(r"(^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 
-def source_excerpt(filename: str, lineno: Optional[int], fallback: str = "", context: int = SOURCE_CONTEXT) -> str:
-    """The source around ``lineno`` with that line marked ``>``; the cell source is
-    in ``linecache``. Falls back to ``fallback`` (the one line torch recorded)."""
-    lines = linecache.getlines(filename) if filename else []
-    if lineno is None or not lines or lineno > len(lines):
-        return f"> {lineno if lineno is not None else '?'} | {fallback.strip()}" if fallback.strip() else ""
+
+@dataclass
+class Excerpt:
+    """``code``: the lines to show (``"> N | line"`` marks the line); ``note``: why the
+    local file was not used, when it was not (empty when it was, or when there is
+    nothing to say)."""
+
+    code: str
+    note: str = ""
+    local: bool = False  # the lines come from the local file (it matched)
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def is_cell_file(filename: str, cells: Optional[dict] = None) -> bool:
+    """Whether ``filename`` names a notebook cell (content-addressed by IPython, or
+    named in the report's ``sources``)."""
+    return bool(filename) and (bool(cells and filename in cells) or bool(_CELL_FILE.search(filename)))
+
+
+def local_lines(filename: str, lineno: Optional[int], recorded: str = "", cells: Optional[dict] = None) -> Optional[list[str]]:
+    """The local file's lines when they may be shown for ``filename:lineno`` under the
+    rule above, else None."""
+    if not filename or lineno is None:
+        return None
+    lines = linecache.getlines(filename)
+    if not lines or lineno > len(lines):
+        return None
+    if recorded.strip():
+        return lines if _norm(lines[lineno - 1]) == _norm(recorded) else None
+    return lines if is_cell_file(filename, cells) else None
+
+
+def source_excerpt(filename: str, lineno: Optional[int], recorded: str = "", context: int = SOURCE_CONTEXT,
+                   cells: Optional[dict] = None) -> Excerpt:
+    """The source around ``lineno`` with that line marked ``>``, from the local file when
+    it matches what torch recorded (``recorded``, the frame's source line), else the
+    recorded line alone with a note."""
+    lines = local_lines(filename, lineno, recorded, cells)
+    if lines is None:
+        shown = f"> {lineno if lineno is not None else '?'} | {recorded.strip()}" if recorded.strip() else ""
+        if not filename or lineno is None:
+            return Excerpt(shown)
+        if linecache.getlines(filename):
+            why = (f"{filename} on this machine does not match what torch recorded at line {lineno}: "
+                   + ("showing the recorded line." if shown else "not shown (torch recorded no source line to check it against)."))
+        else:
+            why = (f"{filename} is not available on this machine"
+                   + (": showing the line torch recorded." if shown else " and torch recorded no source line."))
+        return Excerpt(shown, why)
     lo, hi = max(1, lineno - context), min(len(lines), lineno + context)
     width = len(str(hi))
     out = []
     for n in range(lo, hi + 1):
         mark = ">" if n == lineno else " "
         out.append(f"{mark} {n:>{width}} | {lines[n - 1].rstrip()}")
-    return "\n".join(out)
+    return Excerpt("\n".join(out), "", True)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

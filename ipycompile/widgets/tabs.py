@@ -24,6 +24,16 @@ def gb_url(gb_code: str) -> str:
     return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_code.lower()}.html"
 
 
+def excerpt_blocks(r: "CompileReport", frame) -> list[Block]:
+    """The source around a frame (a :class:`~ipycompile.report.UserFrame`), as blocks:
+    the local file only where it matches what torch recorded (see :mod:`.source`)."""
+    ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources)
+    out: list[Block] = [Code(r.where(frame.filename, frame.lineno), ex.code, "python")] if ex.code else []
+    if ex.note:
+        out.append(Text(ex.note, "note"))
+    return out
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -43,10 +53,7 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
             rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), first])
-            d: list[Block] = [Code("message", f.message, "text")]
-            src = source_excerpt(f.frame.filename, f.frame.lineno, f.frame.source_line)
-            if src:
-                d.insert(0, Code(r.where(f.frame.filename, f.frame.lineno), src, "python"))
+            d: list[Block] = [*excerpt_blocks(r, f.frame), Code("message", f.message, "text")]
             if f.traceback:
                 d.append(Code("traceback", f.traceback, "text"))
             details.append(d)
@@ -102,10 +109,7 @@ def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     for b in r.graph_breaks:
         where = r.where(b.frame.filename, b.frame.lineno)
         rows.append([where, b.frame.function, b.frame.source_line.strip(), b.reason, b.gb_code, b.count])
-        d: list[Block] = []
-        src = source_excerpt(b.frame.filename, b.frame.lineno, b.frame.source_line)
-        if src:
-            d.append(Code(where, src, "python"))
+        d: list[Block] = excerpt_blocks(r, b.frame)
         if b.explanation:
             d.append(Text(b.explanation))
         for h in b.hints:
