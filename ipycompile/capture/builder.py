@@ -25,7 +25,7 @@ from ..report import (
     Recompile,
     UserFrame,
 )
-from .parse.control_flow import count_ops, parse_control_flow
+from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.recompiles import compile_status, parse_recompile_reasons
@@ -116,6 +116,7 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.report.graphs.append(Graph(rec.compile_id, stage, rec.payload, count_ops(rec.payload)))
     if stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
+        st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))
 
 
 def _on_output_code(st: _State, rec: TraceRecord) -> None:

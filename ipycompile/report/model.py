@@ -249,6 +249,12 @@ class ControlFlowNode:
     subgraphs: list[Subgraph] = field(default_factory=list)
     children: list["ControlFlowNode"] = field(default_factory=list)
     source_line: str = ""  # the user code line when torch recorded it
+    # Set when the user called the operator but torch traced it into plain ops (no
+    # higher-order op in the graph), e.g. associative_scan(combine_mode="generic"):
+    # how many ops of the graph came from that call.
+    inlined_ops: Optional[int] = None
+    filename: str = ""  # where the call is, for inlined calls
+    lineno: Optional[int] = None
 
 
 @dataclass

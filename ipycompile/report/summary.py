@@ -154,6 +154,9 @@ def render_summary(report: "CompileReport") -> str:
         ops = sorted({op for op, _ in tree})
         nested = sorted({op for op, depth in tree if depth > 0})
         lines.append("Control flow: " + ", ".join(ops) + (f" (nested: {', '.join(nested)})" if nested else ""))
+        for n in r.control_flow:
+            if n.inlined_ops is not None:
+                lines.append(f"  {n.op} at {r.where(n.filename, n.lineno)}: inlined by torch: {_plural(n.inlined_ops, 'plain op')}")
     if r.stats.unknown or r.stats.parse_errors:
         lines.append("")
         if r.stats.unknown:

@@ -295,9 +295,15 @@ def _untimed_note(t, what: str) -> str:
 
 
 # -- Control flow -----------------------------------------------------------------
-def _cf_node(node) -> TreeNode:
+def _cf_node(node, r: "CompileReport") -> TreeNode:
     where = f" (compile {node.compile_id}" + (f", node {node.node_name})" if node.node_name else ")") if node.compile_id else ""
     blocks: list[Block] = []
+    if node.inlined_ops is not None:
+        at = f" at {r.where(node.filename, node.lineno)}" if node.filename else ""
+        blocks.append(Text(f"You called {node.op}{at}, but torch traced it into plain ops: there is no {node.op} "
+                           f"higher-order op in the graph, and its {plural(node.inlined_ops, 'op')} stand in the graph "
+                           "(e.g. associative_scan with combine_mode='generic').", "note"))
+        where = f" -- inlined by torch: {plural(node.inlined_ops, 'plain op')}{where}"
     if node.operands:
         blocks.append(Text(f"operands: {node.operands}"))
     if node.source_line:
@@ -308,11 +314,11 @@ def _cf_node(node) -> TreeNode:
         kids = []
         for i, c in enumerate(node.children):  # a nested op sits in the subgraph whose code calls it
             if i not in placed and c.node_name and s.code and f"{c.node_name} =" in s.code:
-                kids.append(_cf_node(c))
+                kids.append(_cf_node(c, r))
                 placed.add(i)
         subs.append(TreeNode(f"{s.role or 'subgraph'}: {s.name} ({plural(s.op_count, 'op')})",
                              [Code(s.name, s.code, "python")] if s.code else [], kids))
-    rest = [_cf_node(c) for i, c in enumerate(node.children) if i not in placed]
+    rest = [_cf_node(c, r) for i, c in enumerate(node.children) if i not in placed]
     return TreeNode(f"{node.op}{where}", blocks, subs + rest)
 
 
@@ -328,7 +334,7 @@ def control_flow_tab(r: "CompileReport") -> list[Block]:
 
     walk(r.control_flow)
     head = Text("Higher-order ops: " + ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())), "heading")
-    return [head, *(_cf_node(n) for n in r.control_flow)]
+    return [head, *(_cf_node(n, r) for n in r.control_flow)]
 
 
 # -- Profile ----------------------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import Iterable, Optional
 
 from ...report.model import CompileId, ControlFlowNode, Subgraph
 
-__all__ = ["parse_control_flow", "count_ops", "split_subgraphs"]
+__all__ = ["parse_control_flow", "inlined_control_flow", "count_ops", "split_subgraphs"]
 
 # --------------------------------------------------------------------------- #
 # Op names, roles and operand labels
@@ -555,6 +555,56 @@ def parse_control_flow(graph_code: str, compile_id: CompileId | None = None) -> 
         for root, nodes in per_root:
             if not (root.name and root.name in parser.referenced):
                 out.extend(nodes)
+        return out
+    except Exception:  # a parser of untrusted text must never break a capture
+        return []
+
+
+#: ``# File: PATH:LINE in FN, code: CODE``: the stack comment torch prints above a
+#: run of nodes (the innermost frame of their recorded stack).
+_FILE_COMMENT = re.compile(r"^#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
+#: A call of a control-flow operator in a line of user code.
+_CF_CALL = re.compile(r"(?<![\w])(?:[A-Za-z_][\w.]*\.)?(?P<op>associative_scan|scan|cond|while_loop)\s*\(")
+
+
+def inlined_control_flow(graph_code: str, compile_id: CompileId | None = None) -> list[ControlFlowNode]:
+    """Control-flow operators the user called that torch traced into plain ops.
+
+    ``associative_scan(..., combine_mode="generic")`` (and ``cond`` on a Python
+    constant) leave no higher-order op in the graph: its ops stand in the graph
+    under the call's source line, with the combine function's and torch's own frames
+    in between. For each call line that names an operator (``associative_scan``,
+    ``scan``, ``cond``, ``while_loop``), has ops recorded at the line itself, and
+    has no higher-order op of that name at that line, one node with ``inlined_ops``:
+    the ops from the first to the last op recorded at that line. Never raises.
+    """
+    try:
+        if not isinstance(graph_code, str) or "# File:" not in graph_code:
+            return []
+        tree = _parse_tree(graph_code)
+        ops: list[Optional[tuple[str, int, str, str]]] = []  # the stack comment of each op, in order
+        current: Optional[tuple[str, int, str, str]] = None
+        for raw in tree.main_code().splitlines():
+            line = raw.strip()
+            if line.startswith("#"):
+                m = _FILE_COMMENT.match(line)
+                current = (m["file"], int(m["line"]), m["fn"].strip(), m["code"].strip()) if m else None
+                continue
+            if line and _count_op_lines(line):
+                ops.append(current)
+        hop_lines = {(n.op, n.source_line.strip()) for n in parse_control_flow(graph_code, compile_id)}
+        out: list[ControlFlowNode] = []
+        seen: set[tuple[str, int]] = set()
+        for i, c in enumerate(ops):
+            if c is None or (c[0], c[1]) in seen:
+                continue
+            m = _CF_CALL.search(_STRING.sub("''", c[3]))
+            if m is None or (m["op"], c[3]) in hop_lines:
+                continue
+            seen.add((c[0], c[1]))
+            last = max(j for j, d in enumerate(ops) if d is not None and (d[0], d[1]) == (c[0], c[1]))
+            out.append(ControlFlowNode(op=m["op"], compile_id=compile_id, source_line=c[3],
+                                       inlined_ops=last - i + 1, filename=c[0], lineno=c[1]))
         return out
     except Exception:  # a parser of untrusted text must never break a capture
         return []
