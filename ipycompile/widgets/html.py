@@ -20,7 +20,7 @@ from ..report import CompileReport
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
-__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES"]
+__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES", "HIGHLIGHT_BUDGET"]
 
 #: Lines of each code block that are syntax-highlighted; the rest of the block is
 #: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
@@ -28,6 +28,9 @@ HIGHLIGHT_LINES = 400
 #: Lines per page highlighted by pygments (about 5,000 lines/s); code past them is
 #: highlighted by a one-regex highlighter with the same colours.
 PYGMENTS_LINES = 2000
+#: Lines per page highlighted by the fast highlighter once pygments' lines are used;
+#: past them code is escaped only, so a page with a thousand kernels stays quick to write.
+HIGHLIGHT_BUDGET = 12000
 
 _CSS = """
 .ipyc{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;max-width:1200px;color:#1f2328}
@@ -196,6 +199,7 @@ class _Page:
 
     def __init__(self, limits: Limits):
         self.lines = PYGMENTS_LINES
+        self.fast_lines = HIGHLIGHT_BUDGET
         self.limits = limits
         self.cut_code = limits.cuts  # False while rendering the Summary tab
         self.tab_start = 0
@@ -226,9 +230,13 @@ def _highlight(code: str, language: str, page: _Page) -> str:
 
         page.lines -= n
         out = highlight(head, _lexer(language), HtmlFormatter(nowrap=True))
-    else:
-        page.lines = 0  # once past the budget, stay past it: the page's order decides
+    elif n <= page.fast_lines:
+        page.lines = 0  # once past pygments' budget, stay past it: the page's order decides
+        page.fast_lines -= n
         out = _fast_highlight(head, language)
+    else:
+        page.lines = page.fast_lines = 0
+        out = html.escape(head, False)
     return out + html.escape(rest, False) if rest else out
 
 

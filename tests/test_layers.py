@@ -1,0 +1,90 @@
+"""The architecture, checked on the source: the folders are the layers, and imports
+point down only (capture -> report -> analysis -> views, the run layer and the
+interfaces on top). See docs/architecture.md."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "ipycompile"
+
+#: layer -> the layers it may import (itself included)
+ALLOWED = {
+    "report": {"report"},
+    "capture": {"capture", "report"},
+    "analysis": {"analysis", "report"},
+    "widgets": {"widgets", "analysis", "report"},
+    "run": {"run", "capture", "analysis", "report"},
+    "magics": {"magics", "run", "widgets", "analysis", "capture", "report"},
+    "cli": {"cli", "run", "widgets", "analysis", "capture", "report"},
+}
+#: modules the report layer must never import, not even lazily: it loads anywhere
+REPORT_FORBIDDEN = {"torch", "IPython", "ipywidgets", "matplotlib", "pandas"}
+
+
+def modules():
+    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PKG)
+    return rel.parts[0] if len(rel.parts) > 1 else ""
+
+
+def imported_layers(path: Path, root: Path = PKG) -> set[tuple[str, int]]:
+    """(layer or top-level module, line) of every ipycompile import in ``path``, lazy ones too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = path.relative_to(root).parts[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(here[: len(here) - (node.level - 1)]) if node.level > 1 else list(here)
+                parts = base + (node.module.split(".") if node.module else [])
+                if not parts:  # `from .. import x` at the package root: x is the layer
+                    parts = [node.names[0].name]
+            elif node.module and node.module.split(".")[0] == "ipycompile":
+                parts = node.module.split(".")[1:] or [node.names[0].name]
+            else:
+                continue
+            out.add((parts[0], node.lineno))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("ipycompile."):
+                    out.add((a.name.split(".")[1], node.lineno))
+    return out
+
+
+def test_the_folders_are_the_layers():
+    entries = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
+    assert entries - set(ALLOWED) <= {"__init__.py", "__main__.py"}, entries - set(ALLOWED)
+    assert {"capture", "report", "analysis", "widgets", "run", "magics"} <= entries
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
+def test_imports_point_down_only(path):
+    layer = layer_of(path)
+    if not layer:  # the package's __init__ / __main__ compose the layers
+        return
+    bad = [(target, line) for target, line in imported_layers(path) if target not in ALLOWED[layer]]
+    assert not bad, f"{path.relative_to(PKG)} ({layer}) imports up or across: {bad}"
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if layer_of(p) == "report"], ids=lambda p: p.name)
+def test_the_report_imports_no_torch_ipython_or_view(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    assert not names & REPORT_FORBIDDEN, names & REPORT_FORBIDDEN
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    """The rule above is only worth something if it catches a violation."""
+    root = tmp_path / "ipycompile"
+    fake = root / "report" / "probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("def f():\n    from ..widgets.html import save_html\n    import ipycompile.run.cell\n")
+    assert imported_layers(fake, root) == {("widgets", 2), ("run", 3)}
