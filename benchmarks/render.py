@@ -15,13 +15,22 @@ and for half and double that size. For each it times, in one process:
 * ``first paint``: ``view_model(report)`` (the header chips and the lazy tabs),
   what a view needs before it can show anything;
 * each tab's blocks (``Tab.blocks()``, built on first view);
-* ``render_html(report)`` from scratch (view-model, every tab, figures, pygments);
-* the HTML size.
+* ``render_html(report)`` from scratch (view-model, every tab, figures, pygments):
+  the full page that ``report.to_html(path)`` writes, its time and size;
+* what a notebook cell's output embeds: the compact static HTML of the report
+  widget's bundle (``ReportWidget._repr_mimebundle_()["text/html"]``, the same as a
+  bare report's ``_repr_mimebundle_``), its time and size.
 
-Targets: first paint < 0.5 s, any tab < 1 s, HTML < 2 s, size linear in the report.
+And for a real report: a ResNet-18 training step (``transformers``' ResNet, random
+weights) compiled with Inductor on this machine (``benchmarks/resnet_report.py``;
+``--resnet PATH`` reuses a saved one), its full page and notebook output.
+
+Targets: first paint < 0.5 s, any tab < 1 s, full HTML of the base report < 1 s,
+notebook output <= 1 MB for the base (1,000-kernel) report and <= 300 KB for the
+ResNet-18 training report, size linear in the report.
 Prints a table and writes ``benchmarks/results/render-<host>.json``.
 
-    python benchmarks/render.py [--sizes 0.5,1,2] [--reps 3]
+    python benchmarks/render.py [--sizes 0.5,1,2] [--reps 3] [--resnet PATH]
 """
 
 from __future__ import annotations
@@ -55,7 +64,8 @@ from ipycompile.report.model import KernelTime  # noqa: E402
 from ipycompile.widgets import html as html_view  # noqa: E402
 from ipycompile.widgets.viewmodel import view_model  # noqa: E402
 
-TARGETS = {"first_paint_s": 0.5, "tab_s": 1.0, "html_s": 2.0}
+TARGETS = {"first_paint_s": 0.5, "tab_s": 1.0, "html_s": 1.0, "notebook_bytes": 1_000_000,
+           "resnet_notebook_bytes": 300_000}
 BASE = {"graphs": 50, "ops_per_graph": 2000, "kernels": 1000, "graph_breaks": 200, "recompiles": 100}
 _OP = re.compile(r"^(\s+)(\w+)(: \"[^\"]*\")? = (.*)$")
 
@@ -212,14 +222,14 @@ def measure(report: CompileReport, reps: int) -> dict:
             ts.append(time.perf_counter() - t0)
         return min(ts), out
 
+    from ipycompile.widgets.widget import ReportWidget
+
     first_paint, _ = best(lambda: view_model(report))
     tabs = {}
     for key in [t.key for t in view_model(report).tabs]:
         def build(key=key):
             return view_model(report).tab(key).blocks()
         tabs[key], _ = best(build)
-    from ipycompile.widgets.widget import ReportWidget
-
     widget_first_paint, _ = best(lambda: ReportWidget(report))  # header + Summary tab, as displayed
     widget_tabs = {}
     for i, key in enumerate(t.key for t in view_model(report).tabs):
@@ -230,6 +240,8 @@ def measure(report: CompileReport, reps: int) -> dict:
             return time.perf_counter() - t0
         widget_tabs[key] = min(open_tab() for _ in range(reps))
     html_s, page = best(lambda: html_view.render_html(report))
+    notebook_s, bundle = best(lambda: ReportWidget(report)._repr_mimebundle_())
+    assert bundle["text/html"] == report._repr_mimebundle_()["text/html"]  # the widget embeds what a bare report shows
     tab_render: dict = {}
     html_view.render_view_model(view_model(report), tab_render)  # where the HTML time goes, per tab
     return {
@@ -240,6 +252,9 @@ def measure(report: CompileReport, reps: int) -> dict:
         "html_s": html_s,
         "html_tab_s": tab_render,
         "html_bytes": len(page.encode("utf-8")),
+        "notebook_s": notebook_s,
+        "notebook_bytes": len(bundle["text/html"].encode("utf-8")),
+        "notebook_compact_note": html_view.FULL_DETAIL in bundle["text/html"],
         "size": {
             "graphs": len(report.graphs),
             "graph_ops": sum(g.op_count for g in report.graphs),
@@ -259,6 +274,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="0.5,1,2", help="scales of the base size (default 0.5,1,2)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions; the best is kept (default 3)")
     ap.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/render-<host>.json)")
+    ap.add_argument("--resnet", default=None, help="a saved ResNet-18 report (default: compile one now, about 2 min)")
     args = ap.parse_args(argv)
     scales = [float(s) for s in args.sizes.split(",")]
 
@@ -273,6 +289,17 @@ def main(argv=None) -> int:
         m["scale"] = s
         m["synthesis_s"] = built
         results.append(m)
+
+    if args.resnet:
+        resnet = CompileReport.load(args.resnet)
+    else:
+        from resnet_report import resnet18_training_report
+
+        t0 = time.perf_counter()
+        resnet = resnet18_training_report()
+        print(f"ResNet-18 training step compiled and measured in {time.perf_counter() - t0:.0f} s")
+    rn = measure(resnet, args.reps)
+    rn["report"] = repr(resnet)
 
     keys = list(results[0]["tabs_s"])
     print(f"{'scale':>5} {'graphs':>6} {'ops':>7} {'kernels':>7} {'breaks':>6} {'recomp':>6} "
@@ -298,7 +325,15 @@ def main(argv=None) -> int:
     print(f"slowest tab: blocks {max(base['tabs_s'].values()):.4f} s, widget {max(base['widget_tabs_s'].values()):.4f} s "
           f"(target < {TARGETS['tab_s']} s): {'met' if ok['tab'] else 'NOT met'}"
           f"  [worst at any scale {worst_tab:.4f} s]")
-    print(f"HTML {base['html_s']:.3f} s (target < {TARGETS['html_s']} s): {'met' if ok['html'] else 'NOT met'}")
+    ok["notebook"] = base["notebook_bytes"] <= TARGETS["notebook_bytes"]
+    ok["resnet_notebook"] = rn["notebook_bytes"] <= TARGETS["resnet_notebook_bytes"]
+    print(f"full HTML (report.to_html) {base['html_s']:.3f} s, {base['html_bytes'] / 1e6:.1f} MB "
+          f"(target < {TARGETS['html_s']} s): {'met' if ok['html'] else 'NOT met'}")
+    print(f"notebook output (compact): {base['notebook_bytes'] / 1e3:.0f} KB in {base['notebook_s']:.3f} s "
+          f"(target <= {TARGETS['notebook_bytes'] / 1e3:.0f} KB): {'met' if ok['notebook'] else 'NOT met'}")
+    print(f"ResNet-18 training report {rn['report']}: notebook output {rn['notebook_bytes'] / 1e3:.0f} KB "
+          f"(target <= {TARGETS['resnet_notebook_bytes'] / 1e3:.0f} KB): {'met' if ok['resnet_notebook'] else 'NOT met'}; "
+          f"full page {rn['html_bytes'] / 1e6:.2f} MB in {rn['html_s']:.3f} s")
     if len(results) > 1:
         lo, hi = results[0], results[-1]
         ratio = hi["scale"] / lo["scale"]
@@ -326,6 +361,7 @@ def main(argv=None) -> int:
         "targets": TARGETS,
         "met": ok,
         "results": results,
+        "resnet18_training": rn,
     }, indent=1))
     print(f"wrote {out}")
     return 0

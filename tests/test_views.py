@@ -497,3 +497,36 @@ def test_figure_failures_do_not_lose_the_page():
 
     assert html_view._figure(Figure("Broken", boom)) == (
         '<p class="warn">Broken: could not draw the figure (RuntimeError: no display &lt;here&gt;)</p>')
+
+
+# -- Notebook output stays small ------------------------------------------------------------
+def test_the_notebook_output_is_compact_and_says_where_the_full_report_is(tmp_path):
+    """A cell's output embeds a compact page (long code, tables and lists cut); the full
+    page (report.to_html) keeps every line; both come from the same view-model."""
+    r = report("quickstart")  # H100 training trace: AOT graphs of hundreds of lines, Triton kernels
+    full = html_view.render_html(r)
+    compact = r._repr_mimebundle_()["text/html"]
+    assert len(compact) < len(full) / 2
+    assert html_view.FULL_DETAIL in compact and html_view.FULL_DETAIL not in full
+    assert "more lines (see the note at the top for the full report)" in compact
+    # every kernel row and the header are still there; the summary is whole
+    for k in r.kernels:
+        assert f"<td>{k.name}</td>" in compact
+    import html
+
+    assert html.escape(r.summary(), False) in compact
+    # a line deep in the longest graph (past the compact cut), found in no other graph: only in the full page
+    g = max(r.graphs, key=lambda g: g.code.count("\n"))
+    others = "".join(o.code for o in r.graphs if o is not g) + "".join(k.source or "" for k in r.kernels)
+    deep = g.code.splitlines()[html_view.COMPACT.code_lines + 5:]
+    last = html.escape(next(l.strip() for l in deep if len(l.strip()) > 20 and l.strip() not in others), False)
+    text_of = lambda page: re.sub(r"<[^>]+>", "", page)  # noqa: E731 - highlighting splits lines into spans
+    assert last in text_of(full) and last not in text_of(compact)
+    # a compact limit that truly bounds: no code block in the compact page is longer than its limit
+    for pre in re.findall(r'<pre class="hl">(.*?)</pre>', compact.split('data-tab="graph_breaks"', 1)[1], re.S):
+        assert pre.rstrip("\n").count("\n") < html_view.COMPACT.code_lines
+    path = tmp_path / "full.html"
+    with pytest.warns(UserWarning):
+        r.to_html(str(path))
+    assert html_view.FULL_DETAIL not in path.read_text() and last in text_of(path.read_text())
+
