@@ -32,6 +32,15 @@ for _ in range(n):
     y = y * 2
 y.sum()"""
 
+PLAIN_CAPTURE_CELL = """import torch, ipycompile
+def f(x):
+    if x.sum() > 0:
+        return x.cos()
+    return x.sin()
+with ipycompile.capture() as cap:
+    torch.compile(f, backend="eager")(torch.ones(3))
+cap.report"""
+
 UNLOADED_CELL = """import logging
 left = [h for h in logging.getLogger("torch.__trace").handlers
         if type(h).__module__.startswith("ipycompile")]
@@ -65,6 +74,7 @@ def executed(tmp_path_factory):
 
         v4 = nbformat.v4
         cells = {
+            "plain_capture": v4.new_code_cell(PLAIN_CAPTURE_CELL),  # before any %load_ext
             "load": v4.new_code_cell("%load_ext ipycompile"),
             "imports": v4.new_code_cell("import torch"),
             "compile": v4.new_code_cell(COMPILE_CELL),
@@ -94,6 +104,22 @@ def _outputs(cell, output_type):
 def _no_errors(cell):
     errors = _outputs(cell, "error")
     assert not errors, "\n".join(f"{e.ename}: {e.evalue}" for e in errors)
+
+
+@pytest.mark.notebook
+def test_a_report_renders_as_html_without_load_ext(executed):
+    """`cap.report` as a cell's last expression, in a kernel where `%load_ext ipycompile`
+    has not run: HTML, like a pandas DataFrame, and the text summary beside it."""
+    _, cells = executed
+    cell = cells["plain_capture"]
+    _no_errors(cell)
+    (result,) = _outputs(cell, "execute_result")
+    assert result.data["text/plain"].startswith("ipycompile report: 2 compiles"), result.data["text/plain"]
+    page = result.data["text/html"]
+    assert page.startswith("<style>") and 'class="ipyc"' in page and "1 graph break" in page
+    rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", page, re.S)
+    where = f"In [{cell.execution_count}], line 3"
+    assert any(where in row and "if x.sum() &gt; 0:" in row for row in rows), page
 
 
 @pytest.mark.notebook
