@@ -257,22 +257,18 @@ def _layer_container(nodes: list[Node], run: _Run, graph_inputs: set[str]) -> Op
     return ""
 
 
-def _where(report: "CompileReport", node: Optional[Node]) -> str:
-    if node is None or node.line is None:
-        return "?"
-    return report.where(node.file, node.line)
-
-
-def _suggestion(kind: str, where: str, code_line: str, repeats: int, ops_in: int, ops_total: int, container: str) -> Suggestion:
+def _suggestion(kind: str, code_line: str, repeats: int, ops_in: int, ops_total: int, container: str) -> Suggestion:
+    """The fix for one run. Its text names no place: views put the place (``In [4], line 6``,
+    known only once the notebook's cells are named) beside it."""
     grows = (f"this graph holds {repeats} copies of it ({ops_in} of {ops_total} ops). Compile time and memory "
              "grow with the trip count, and each new count is a new graph (a recompile).")
     measure = ("Measure how compile time grows with the count: `%%compile --sweep n=8,32,128` (or "
                "`ipycompile.sweep`) with the count as `n`.")
-    line = f"  # one iteration of the loop at {where}: {code_line}" if code_line else f"  # one iteration of the loop at {where}"
+    line = f"  # one iteration of the loop: {code_line}" if code_line else "  # one iteration of the loop"
     if kind == "layers":
         of = f" of `{container}`" if container else ""
         return Suggestion(
-            f"nested_compile_region: {repeats} identical layers{of} at {where} are traced {repeats} times",
+            f"nested_compile_region: {repeats} identical layers{of} are traced {repeats} times",
             f"Each layer{of} runs the same code on its own weights, and Dynamo traces every one: " + grows
             + " Mark the layer's forward as a nested compile region: torch traces and compiles it once and reuses "
             "it for every layer (or compile the layers one by one: regional compilation). " + measure,
@@ -284,7 +280,7 @@ def _suggestion(kind: str, where: str, code_line: str, repeats: int, ops_in: int
         )
     if kind == "map":
         return Suggestion(
-            f"map: loop at {where} unrolled {repeats} times (its iterations are independent)",
+            f"map: loop unrolled {repeats} times (its iterations are independent)",
             "Dynamo unrolled this loop: " + grows + " No iteration reads what the one before computed, so "
             "`map` can trace the body once and apply it to every item (or batch the items: `torch.vmap`). "
             + measure,
@@ -294,7 +290,7 @@ def _suggestion(kind: str, where: str, code_line: str, repeats: int, ops_in: int
             "medium",
         )
     return Suggestion(
-        f"scan: loop at {where} unrolled {repeats} times",
+        f"scan: loop unrolled {repeats} times",
         "Dynamo unrolled this loop: " + grows + " `scan` traces the body once, whatever the count (see "
         "tutorials/04_scan_vs_loop.ipynb). " + measure,
         "from torch._higher_order_ops.scan import scan\n\n"
@@ -325,7 +321,6 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
         container = _layer_container(nodes, run, inputs)
         kind = "layers" if container is not None else ("scan" if _carried(nodes, run) else "map")
         ops_in = run.period * run.repeats
-        where = _where(report, place)
         code = place.code if place is not None else ""
         out.append(UnrolledLoop(
             filename=place.file if place is not None else "",
@@ -335,7 +330,7 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
             ops_total=total,
             compile_id=graph.compile_id,
             source_line=code,
-            suggestion=_suggestion(kind, where, code, run.repeats, ops_in, total, container or ""),
+            suggestion=_suggestion(kind, code, run.repeats, ops_in, total, container or ""),
         ))
     return sorted(out, key=lambda u: -u.ops_in_loop)
 

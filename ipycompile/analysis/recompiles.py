@@ -462,7 +462,7 @@ def _suggest(r: _Reason, dynamic_after: bool, rc: Recompile) -> Optional[Suggest
     return None
 
 
-def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, where: str) -> Suggestion:
+def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) -> Suggestion:
     fix = (f"First fix what changes: {root.title}.\n" if root else "")
     raise_to = max(2 * versions, versions + 4) if versions else 16
     code = (root.code + "\n\n" if root else "") + (
@@ -470,7 +470,7 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
         f"torch._dynamo.config.recompile_limit = {raise_to}  # before the calls; {versions} versions were compiled"
     )
     return Suggestion(
-        f"recompile_limit: {rc.function or 'the function'} ({where}) runs eagerly now; fix the cause, raise the limit only if justified",
+        f"recompile_limit: `{rc.function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
         fix + "Torch keeps a bounded number of compiled versions per function; past it the function runs "
         "uncompiled. Raising `torch._dynamo.config.recompile_limit` helps only when each version is needed and "
         "the set of versions is small; if something changes on every call, a higher limit only delays this.",
@@ -489,7 +489,6 @@ def _explain(report: "CompileReport", rc: Recompile) -> Recompile:
     for i, reason in enumerate(rc.reasons):
         failed = failed_ids[i] if i < len(failed_ids) else None
         r = read_reason(reason, failed)
-        r.change.reason = " ".join(report.readable(r.change.reason).split())  # cells as In [n], line L
         dynamic = _complete(r, _guard_lines(guards.get(failed)) if failed else [], new_lines, symbols)
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))
@@ -511,11 +510,9 @@ def _explain(report: "CompileReport", rc: Recompile) -> Recompile:
         frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
                  and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
         versions = sum(1 for x in frame if x.status != "recompile limit")
-        first = next((x.first_line for x in frame if x.first_line is not None), None)
-        where = report.where(rc.filename, first) if rc.filename else "?"
-        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` ({where}) after "
+        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
                         f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
-        suggestion = _limit_suggestion(rc, root, versions, where)
+        suggestion = _limit_suggestion(rc, root, versions)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 

@@ -100,6 +100,17 @@ def limit_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def loop_headline(r: "CompileReport", u) -> str:
+    """``loop at In [4], line 6 unrolled 32 times: 480 of 512 ops in this graph; consider scan``."""
+    what = u.suggestion.title.split(": ", 1) if u.suggestion else ["", ""]
+    copies = f"unrolled {u.repeats} times" if what[0] != "nested_compile_region" else f"{u.repeats} identical layers"
+    where = f"loop at {r.where(u.filename, u.lineno)}" if u.lineno is not None else "a loop"
+    consider = f"; consider {what[0]}" if what[0] else ""
+    if what[0] == "map":
+        consider += " (its iterations are independent)"
+    return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"
+
+
 def _suggestion_lines(s, indent: str = "      ") -> list[str]:
     if s is None:
         return []
@@ -176,8 +187,7 @@ def render_summary(report: "CompileReport") -> str:
         lines.append("")
         lines.append("Unrolled loops (compile time grows with the trip count; measure it with %%compile --sweep):")
         for u in r.unrolled_loops:
-            what = u.suggestion.title if u.suggestion else f"loop at {r.where(u.filename, u.lineno)} unrolled {u.repeats} times"
-            lines.append(f"  [{u.compile_id}] {what}: {u.ops_in_loop} of {u.ops_total} ops in this graph")
+            lines.append(f"  [{u.compile_id}] {loop_headline(r, u)}")
             if u.source_line:
                 lines.append(f"      {u.source_line.strip()}")
     if r.control_flow:

@@ -11,7 +11,7 @@ from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
-from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, settings_text
+from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, settings_text
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_phases, fig_runs
 from .source import internal_frame, source_excerpt
@@ -258,8 +258,7 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
         loops = [u for u in r.unrolled_loops if u.compile_id == g.compile_id] if g.stage == "dynamo" else []
         options[key] = [
             Text(f"{g.stage} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
-            *(Text(f"{u.suggestion.title if u.suggestion else 'unrolled loop'}: {u.ops_in_loop} of {u.ops_total} ops "
-                   "(Summary tab: the fix)", "warn") for u in loops),
+            *(Text(f"{loop_headline(r, u)} (Summary tab: the fix)", "warn") for u in loops),
             Code(key, g.code, "python"),
         ]
     default = next((k for k, g in zip(options, ordered) if g.stage == "dynamo"), None)
