@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import history_log as _history
+from . import reuse as _reuse
 from .observe import capture
 from .cell import CellFunction, make_cell_function, placeholders
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
@@ -180,8 +181,11 @@ def execute(
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
-    if record:
-        _history.record(report, execution_count=execution_count)
+    if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
+        report = _reuse.diagnosis_for(cf_key, report)
+    row = _history.record(report, execution_count=execution_count) if record else None
+    where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
+    _reuse.remember(cf_key, report, where)
     return CellRun(run.value, report, run.error, compiled)
 
 
@@ -475,5 +479,6 @@ def reset(*, history: bool = False) -> None:
 
     torch._dynamo.reset()
     _compiled.clear()
+    _reuse.forget()
     if history:
         _history.clear_history()
