@@ -45,6 +45,10 @@ def test_a_guard_failure_makes_the_recompile_the_new_origin():
     ns["x"] = torch.arange(16.0)  # the unchanged cell meets a new shape: a recompile
     recompiled = ipycompile.run_cell(src, ns, backend="eager", runs=1, record=False).report
     assert recompiled.recompiles and not recompiled.reused_from
+    # the failed guard is of the first run's compile: shown beside the new one all the same
+    (ch,) = recompiled.recompiles[0].changes
+    assert ch.kind == "size" and "size=[8]" in ch.failed_guard and "size=[None]" in ch.new_guard
+    assert {g.compile_id for g in recompiled.guards} == {c.compile_id for c in recompiled.compiles}
     ns["x"] = torch.arange(24.0)  # the dynamic version fits: reused
     reused = ipycompile.run_cell(src, ns, backend="eager", runs=1, record=False).report
     assert reused.reused_from == "an earlier run" and reused.recompiles == recompiled.recompiles

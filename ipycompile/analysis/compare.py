@@ -181,7 +181,7 @@ def _comparability(a: "CompileReport", b: "CompileReport", out: Comparison) -> N
     elif not pa.fresh:
         out.notes.append("neither run used fresh caches: a compile can be faster from Inductor's caches (run with --fresh for honest compile times)")
     for label, r, p in (("A", a, pa), ("B", b, pb)):
-        if r.reused_from or p.reused_compiled_code:
+        if r.reused_from or (p.reused_compiled_code and r.compiled_nothing):
             src = f" ({r.reused_from})" if r.reused_from else ""
             out.notes.append(f"{label} compiled nothing: it reused compiled code{src}; its breaks, graphs and kernels are those of that code")
         if p.error:
@@ -255,7 +255,10 @@ def _functions(a: "CompileReport", b: "CompileReport", out: Comparison) -> None:
 
 def _metrics(a: "CompileReport", b: "CompileReport", out: Comparison) -> None:
     pa, pb = a.profile, b.profile
-    out.metrics.append(MetricDelta("compile time (torch)", "s", a.compile_time.total_s or None, b.compile_time.total_s or None))
+    def torch_compile_s(r: "CompileReport") -> Optional[float]:
+        return None if r.reused_from else (r.compile_time.total_s or None)  # a reused run compiled nothing
+
+    out.metrics.append(MetricDelta("compile time (torch)", "s", torch_compile_s(a), torch_compile_s(b)))
     if pa is None or pb is None:
         return
     out.metrics += [

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..report.model import CompileId, GuardChange, GuardSet, Recompile, Suggestion
 
@@ -479,8 +479,9 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) 
     )
 
 
-def _explain(report: "CompileReport", rc: Recompile) -> Recompile:
-    guards = {g.compile_id: g for g in report.guards}
+def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
+    guards = {g.compile_id: g for g in earlier}
+    guards.update({g.compile_id: g for g in report.guards})
     new_lines = _guard_lines(guards.get(rc.compile_id))
     c = report.compile(rc.compile_id)
     symbols = c.symbols if c is not None else {}
@@ -517,9 +518,10 @@ def _explain(report: "CompileReport", rc: Recompile) -> Recompile:
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 
 
-def explain_recompiles(report: "CompileReport") -> "CompileReport":
+def explain_recompiles(report: "CompileReport", *, earlier: Sequence[GuardSet] = ()) -> "CompileReport":
     """Doctor pass: every recompile gets ``changes``, ``explanation`` and (where a fix is known)
-    ``suggestion``. Returns a new report."""
+    ``suggestion``. Returns a new report. ``earlier``: guard sets of compiles this report does
+    not hold (made by earlier runs), for the failed guards of its recompiles."""
     if not report.recompiles:
         return report
-    return dataclasses.replace(report, recompiles=[_explain(report, rc) for rc in report.recompiles])
+    return dataclasses.replace(report, recompiles=[_explain(report, rc, earlier) for rc in report.recompiles])

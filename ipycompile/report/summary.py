@@ -151,7 +151,8 @@ def render_summary(report: "CompileReport") -> str:
     lines += [f"** {line} **" for line in limit_lines(r)]
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
-        lines.append(f"compile time {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
+        when = f" in {r.reused_from}" if r.reused_from else ""
+        lines.append(f"compile time{when} {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
     lines += _profile_lines(r)
 
     if r.failures:

@@ -182,7 +182,7 @@ def execute(
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
     if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
-        report = _reuse.diagnosis_for(cf_key, report)
+        report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
     row = _history.record(report, execution_count=execution_count) if record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, report, where)
