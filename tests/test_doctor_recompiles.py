@@ -126,6 +126,7 @@ def test_size_1_is_explained_and_mark_unbacked_removes_the_recompile():
     rc = only(r)
     ch = rc.changes[0]
     assert ch.kind == "size_0_1" and ch.after == "1" and "0 or 1" in rc.explanation
+    assert "2 <= L['x'].size()[0]" in ch.failed_guard and "size=[1, 3]" in ch.new_guard
     assert kind(rc.suggestion) == "mark_unbacked"
     assert "torch._dynamo.decorators.mark_unbacked(x, 0)" in rc.suggestion.code
 

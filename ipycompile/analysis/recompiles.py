@@ -291,7 +291,8 @@ def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, st
         sizes = _sizes(ch.new_guard)
         if ch.dim is not None and ch.dim < len(sizes) and sizes[ch.dim] is not None:
             ch.after = sizes[ch.dim]
-        ch.failed_guard = ch.failed_guard or next((f"{t}: {e}" for t, e in failed if ".size()" in e and _LOW_SIZE.match(e)), "")
+        low = [f"{t}: {e}" for t, e in failed if _LOW_SIZE.match(e) and _same(_LOW_SIZE.match(e).group("src"), r.src)]
+        ch.failed_guard = low[0] if low else ch.failed_guard  # the bound that failed, else the tensor's guard
         return False
     ch.new_guard = _find_guard(new, r)
     if ch.kind in ("size", "stride") and ch.dim is not None:
@@ -401,7 +402,7 @@ def _in_range(r: _Reason) -> bool:
 
 
 # -- suggestions --------------------------------------------------------------------
-def _suggest(r: _Reason, dynamic_after: bool, rc: Recompile) -> Optional[Suggestion]:
+def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     """The fix for one change, or None where no fix is known (or none is needed)."""
     ch = r.change
     x = ch.subject
@@ -505,7 +506,7 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         if other:
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
-    root = _suggest(*read[0], rc) if read else None
+    root = _suggest(*read[0]) if read else None
     suggestion = root
     if rc.limit_hit:
         frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id

@@ -60,6 +60,13 @@ def diagnosis_for(key: Hashable, report: CompileReport) -> CompileReport:
     )
 
 
+def kernels_for(key: Hashable) -> list:
+    """The kernels of the compiled code of ``key`` (from the run that compiled it), to charge a
+    reusing run's profiled kernel time to."""
+    origin = _origins.get(key)
+    return list(origin[0].kernels) if origin is not None else []
+
+
 def forget() -> None:
     _origins.clear()
     _guards.clear()
