@@ -12,6 +12,7 @@ nothing, with the same outputs.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -243,6 +244,18 @@ def test_loops_show_in_summary_graphs_tab_and_header_and_survive_json():
     assert warn and warn[0].startswith("loop at scan_vs_loop.py:") and "consider scan" in warn[0]
     back = CompileReport.from_json(r.to_json())
     assert back.unrolled_loops == r.unrolled_loops
+    import html
+
+    from ipycompile.widgets.html import render_html
+
+    page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
+    assert f"loop at scan_vs_loop.py:{line_of('for x in xs:')} unrolled 8 times" in page and "scan(body, init, xs)" in page
+    W = pytest.importorskip("ipywidgets")
+    from ipycompile.widgets.widget import ReportWidget
+
+    w = ReportWidget(r)  # the Summary tab is built with the widget
+    chips = html.unescape(w.children[0].value if isinstance(w.children[0], W.HTML) else str(w.children[0]))
+    assert "1 unrolled loop" in chips or "1 unrolled loop" in str(w.view_model.header)
 
 
 def test_torch_2_11_graphs_parse_with_their_source_places_and_hold_no_loop():

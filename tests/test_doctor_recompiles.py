@@ -377,3 +377,28 @@ def test_torch_2_11_recorded_recompiles_are_explained():
         assert (ch.kind, ch.dim, ch.before, ch.after) == ("size", 0, "32", "64")
         assert "size=[32, " in ch.failed_guard and "size=[None, " in ch.new_guard
         assert rc.explanation.startswith(f"Size of dim 0 of `{name}` went 32 → 64") and kind(rc.suggestion) == "mark_dynamic"
+
+
+def test_explanations_and_fixes_show_in_the_html_and_the_widget():
+    import html
+
+    from ipycompile.widgets.html import render_html
+
+    f = torch.compile(double, backend="eager")
+    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
+    assert "Size of dim 0 of `x` went 8 → 16" in page and "torch._dynamo.mark_dynamic(x, 0)" in page
+    assert "The failed guard beside the new one" in page and "size=[None, 3]" in page
+    W = pytest.importorskip("ipywidgets")
+    from ipycompile.widgets.widget import ReportWidget
+
+    w = ReportWidget(r)
+    w.tabs.selected_index = [t.key for t in w.view_model.tabs].index("recompiles")
+
+    def texts(widget):
+        yield getattr(widget, "value", "") if isinstance(widget, W.HTML) else ""
+        for child in getattr(widget, "children", ()) or ():
+            yield from texts(child)
+
+    shown = html.unescape("\n".join(texts(w)))
+    assert "Size of dim 0 of `x` went 8 → 16" in shown and "mark_dynamic" in shown

@@ -46,7 +46,7 @@ __all__ = ["find_unrolled_loops", "graph_nodes", "unrolled_loops_in", "MIN_REPEA
 #: Fewest copies of a segment reported (two could be one helper called twice on purpose).
 MIN_REPEATS = 3
 #: Candidate periods tried at each node (the next occurrences of the same node).
-_MAX_CANDIDATES = 64
+_MAX_CANDIDATES = 32
 
 _PLACE = re.compile(r"File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>\S+), code: (?P<code>.*)$")
 _NODE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
@@ -163,13 +163,28 @@ class _Run:
         return self.start + self.period * self.repeats
 
 
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
+
+
 def _runs(seq: list[int]) -> list[_Run]:
     """Maximal back-to-back repeats of a segment (greedy, left to right; at each position
-    the period that covers the most nodes, fewer nodes per copy on a tie)."""
+    the period that covers the most nodes, fewer nodes per copy on a tie). Segments are
+    compared by prefix hashes (then checked for real), so a graph of many thousand nodes
+    takes milliseconds."""
+    n = len(seq)
+    prefix, power = [0] * (n + 1), [1] * (n + 1)
+    for i, s in enumerate(seq):
+        prefix[i + 1] = (prefix[i] * _BASE + s + 1) % _MOD
+        power[i + 1] = power[i] * _BASE % _MOD
+
+    def h(a: int, b: int) -> int:
+        return (prefix[b] - prefix[a] * power[b - a]) % _MOD
+
     where: dict[int, list[int]] = defaultdict(list)
     for i, s in enumerate(seq):
         where[s].append(i)
-    n, i, out = len(seq), 0, []
+    i, out = 0, []
     while i < n:
         best: Optional[_Run] = None
         occ = where[seq[i]]
@@ -178,13 +193,17 @@ def _runs(seq: list[int]) -> list[_Run]:
             p = j - i
             if i + 2 * p > n:
                 break
-            first = seq[i:j]
-            if seq[j:j + p] != first:
+            if seq[j + p - 1] != seq[j - 1] or seq[j + p // 2] != seq[i + p // 2]:
+                continue  # the copies' last or middle nodes differ: no repeat at this period
+            first = h(i, j)
+            if h(j, j + p) != first:
                 continue
             k = 2
-            while i + (k + 1) * p <= n and seq[i + k * p:i + (k + 1) * p] == first:
+            while i + (k + 1) * p <= n and h(i + k * p, i + (k + 1) * p) == first:
                 k += 1
-            if best is None or (p * k, k) > (best.period * best.repeats, best.repeats):
+            if (best is None or (p * k, k) > (best.period * best.repeats, best.repeats)) and all(
+                seq[i + m * p:i + (m + 1) * p] == seq[i:j] for m in range(1, k)
+            ):
                 best = _Run(i, p, k)
         if best is not None and best.repeats >= MIN_REPEATS:
             out.append(best)
