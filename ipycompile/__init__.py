@@ -4,6 +4,7 @@
 pandas: each is loaded when a feature that needs it is used.
 """
 
+from .analysis import compare
 from .capture import Capture, build_report
 from .report import CompileId, CompileReport
 from .run.observe import capture
@@ -27,13 +28,14 @@ __all__ = [
     "sweep",
     "plot_sweep",
     "reset",
+    "compare",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``."""
+    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_diff``."""
     from .magics import load_ipython_extension as _load
 
     _load(ipython)

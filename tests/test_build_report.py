@@ -118,8 +118,10 @@ def test_recompile_limit_is_flagged():
     (failure,) = r.failures
     assert failure.frame.function == "scaled" and failure.frame.lineno == refused.first_line
     text = str(r)
-    recompile_lines = text[text.index("Recompiles:"):].splitlines()[1:1 + len(r.recompiles)]
-    assert all(line.startswith("  [") for line in recompile_lines), text  # one line per recompile
+    section = text[text.index("Recompiles:"):].split("\n\n")[0].splitlines()[1:]
+    heads = [line for line in section if line.startswith("  [")]
+    assert len(heads) == len(r.recompiles), text  # one headline per recompile
+    assert all(line.startswith("      ") for line in section if line not in heads), text  # the doctor's words under it
 
 
 # -- control flow --------------------------------------------------------------

@@ -113,11 +113,13 @@ def test_attribution_of_real_profiler_events(run):
 def test_rerun_of_the_unchanged_cell_reuses_code_and_still_times_kernels(run, ns):
     again = ipycompile.run_cell(SOURCE, ns, profile_kernels=True, runs=1, record=False)
     r, p = again.report, again.report.profile
-    assert p.reused_compiled_code and not r.kernels  # nothing compiled: the report holds no kernels
+    # nothing compiled: the report holds the diagnosis of the run that compiled the code, its kernels too
+    assert p.reused_compiled_code and r.reused_from and r.kernels == run.report.kernels
     names = {t.name for t in p.kernel_times}
     assert {k.name for k in run.report.kernels if k.backend == "cpp"} < names and OTHER_CPU_TIME in names
+    assert all(t.kernel == t.name for t in p.kernel_times if t.name in {k.name for k in r.kernels})  # charged to them
     t = kernels_table(r)  # the Kernels tab lists what the profiler saw
-    assert {row[0] for row in t.rows} == names and t.columns[4] == "CPU time (us/call)"
+    assert {row[0] for row in t.rows} == {k.name for k in r.kernels} | {OTHER_CPU_TIME} and t.columns[4] == "CPU time (us/call)"
 
 
 # -- the views ----------------------------------------------------------------------

@@ -5,6 +5,7 @@ report and returns a new one (``dataclasses.replace`` with new lists), never edi
 its input, so a diagnosed report and the raw one can be compared.
 """
 
+from .compare import Comparison, compare
 from .doctor import PASSES, diagnose
 
-__all__ = ["diagnose", "PASSES"]
+__all__ = ["diagnose", "PASSES", "compare", "Comparison"]

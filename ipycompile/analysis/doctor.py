@@ -35,3 +35,11 @@ def diagnose(report: "CompileReport") -> "CompileReport":
             )
             report = dataclasses.replace(report, stats=stats)
     return report
+
+
+# -- the passes: one line each ------------------------------------------------------
+from .loops import find_unrolled_loops  # noqa: E402
+from .recompiles import explain_recompiles  # noqa: E402
+
+PASSES.append(explain_recompiles)
+PASSES.append(find_unrolled_loops)

@@ -249,6 +249,16 @@ def _on_kernel_info(st: _State, rec: TraceRecord) -> None:
                 st.kernel_info[(rec.compile_id, name)] = info
 
 
+def _on_symbol(st: _State, rec: TraceRecord) -> None:
+    """``create_symbol``: a size or a Python number torch made symbolic, with the value it saw
+    (the doctor reads what a changed input became in a recompile)."""
+    body = rec.body if isinstance(rec.body, dict) else {}
+    source, val = body.get("source"), body.get("val")
+    c = st.compile(rec.compile_id)
+    if c is not None and source and val is not None:
+        c.symbols.setdefault(str(source), str(val))
+
+
 def _on_dynamo_error(st: _State, rec: TraceRecord) -> None:
     if rec.compile_id is not None:
         st.errors[rec.compile_id] = rec.payload or ""
@@ -267,6 +277,7 @@ HANDLERS: dict[str, Handler] = {
     "artifact:dynamo_graph_break_reason": _on_graph_break,
     "artifact:recompile_reasons": _on_recompile,
     "artifact:dynamo_error": _on_dynamo_error,
+    "create_symbol": _on_symbol,
     "artifact:triton_kernel_info": _on_kernel_info,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
@@ -278,7 +289,6 @@ IGNORED = frozenset(
         "describe_storage",
         "describe_tensor",
         "describe_source",
-        "create_symbol",
         "create_unbacked_symbol",
         "guard_added",
         "guard_added_fast",

@@ -1,8 +1,8 @@
 """The IPython layer: ``%load_ext ipycompile`` registers the magics, ``%unload_ext`` removes them.
 
 One module per magic family: ``compile_magic`` (``%%compile``), ``history_magic``
-(``%compile_history``, ``%compile_reset``). Each parses its line, calls one library
-function and displays the result.
+(``%compile_history``, ``%compile_reset``), ``diff_magic`` (``%compile_diff``). Each
+parses its line, calls one library function and displays the result.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 def _magic_classes() -> list:
     from .compile_magic import CompileMagics
+    from .diff_magic import DiffMagics
     from .history_magic import HistoryMagics
 
-    return [CompileMagics, HistoryMagics]
+    return [CompileMagics, HistoryMagics, DiffMagics]
 
 
 def load_ipython_extension(ipython) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "GraphBreak",
     "UnrolledLoop",
     "Recompile",
+    "GuardChange",
     "GuardSet",
     "Kernel",
     "Subgraph",
@@ -124,6 +125,8 @@ class Compile:
     start_time: Optional[float] = None
     stack: list[UserFrame] = field(default_factory=list)  # where torch entered the frame
     metrics: dict[str, Any] = field(default_factory=dict)  # every other compilation_metrics field
+    # symbols torch made for this compile: its source ("L['k']", "L['x'].size()[0]") -> the value it saw
+    symbols: dict[str, str] = field(default_factory=dict)
 
 
 GRAPH_STAGES = (
@@ -201,6 +204,30 @@ class Recompile:
     limit_message: str = ""
     explanation: str = ""  # plain words from the doctor: which input changed how
     suggestion: Optional[Suggestion] = None
+    changes: list["GuardChange"] = field(default_factory=list)  # from the doctor: one per reason
+
+
+@dataclass
+class GuardChange:
+    """One failed guard of a recompile, read by the doctor: what changed, how.
+
+    ``kind`` is one of :data:`ipycompile.analysis.recompiles.KINDS`; ``subject`` the input as the
+    user names it (``x``, ``the global SCALE``, ``self.drop.training``);
+    ``before`` / ``after`` the value the failed compile was made for and the one
+    that came (empty when torch did not say); ``failed_guard`` the guard of the
+    failed compile (``failed_compile_id``) and ``new_guard`` the new compile's
+    guard on the same input, as torch printed them."""
+
+    kind: str
+    subject: str = ""
+    before: str = ""
+    after: str = ""
+    dim: Optional[int] = None
+    failed_compile_id: Optional[CompileId] = None
+    failed_guard: str = ""
+    new_guard: str = ""
+    text: str = ""  # plain words: "size of dim 0 of x went 8 -> 16"
+    reason: str = ""  # torch's words (the reason's first line)
 
 
 @dataclass

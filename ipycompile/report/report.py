@@ -73,14 +73,18 @@ class CompileReport:
     torch_version: str = ""
     profile: Optional[Profile] = None  # set when the report comes from a profiled run (%%compile)
     sources: dict[str, str] = field(default_factory=dict)  # filename -> how to show it, e.g. "In [7]"
+    # set when this run compiled nothing and reused compiled code: the run that compiled it ("run 3, In [5]");
+    # compiles, graphs, breaks, recompiles, kernels, ... are then that run's, diagnosed, with this run's profile
+    reused_from: str = ""
     schema_version: int = SCHEMA_VERSION
 
     # -- queries --------------------------------------------------------
     @property
     def compiled_nothing(self) -> bool:
         """True when torch compiled nothing while the capture was open
-        (compiled code was reused, or nothing was compiled at all)."""
-        return not self.compiles and not self.failures
+        (compiled code was reused, or nothing was compiled at all). A report with
+        :attr:`reused_from` compiled nothing: what it holds was compiled by an earlier run."""
+        return bool(self.reused_from) or (not self.compiles and not self.failures)
 
     @property
     def graph_break_count(self) -> int:

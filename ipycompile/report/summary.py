@@ -87,10 +87,46 @@ def _profile_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def limit_lines(r: "CompileReport") -> list[str]:
+    """One line per function that hit the recompile limit: which, where, since when."""
+    out = []
+    for rc in r.recompiles:
+        if rc.limit_hit:
+            first = next((c.first_line for c in r.compiles if c.compile_id.frame_id == rc.compile_id.frame_id
+                          and c.first_line is not None), None)
+            where = r.where(rc.filename, first) if rc.filename else "?"
+            out.append(f"RECOMPILE LIMIT HIT: {rc.function or '?'} ({where}) runs eagerly, uncompiled, "
+                       f"since compile {rc.compile_id}")
+    return out
+
+
+def loop_headline(r: "CompileReport", u) -> str:
+    """``loop at In [4], line 6 unrolled 32 times: 480 of 512 ops in this graph; consider scan``."""
+    what = u.suggestion.title.split(": ", 1) if u.suggestion else ["", ""]
+    copies = f"unrolled {u.repeats} times" if what[0] != "nested_compile_region" else f"{u.repeats} identical layers"
+    where = f"loop at {r.where(u.filename, u.lineno)}" if u.lineno is not None else "a loop"
+    consider = f"; consider {what[0]}" if what[0] else ""
+    if what[0] == "map":
+        consider += " (its iterations are independent)"
+    return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"
+
+
+def _suggestion_lines(s, indent: str = "      ") -> list[str]:
+    if s is None:
+        return []
+    out = [f"{indent}fix ({s.confidence}): {s.title}"]
+    out += [f"{indent}    {line}" for line in s.code.splitlines()]
+    return out
+
+
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
-    if r.compiled_nothing:
+    if r.compiled_nothing and r.reused_from:
+        lines.append("ipycompile: reused compiled code: nothing was compiled in this run.")
+        lines.append(f"The diagnosis below is of the compiled code that ran, from {r.reused_from}, which compiled it; "
+                     "the profile is this run's.")
+    elif r.compiled_nothing:
         if r.profile is not None and r.profile.reused_compiled_code:
             lines.append("ipycompile: reused compiled code: nothing was compiled in this run.")
         else:
@@ -112,9 +148,11 @@ def render_summary(report: "CompileReport") -> str:
         _plural(len(r.failures), "failure"),
     ]
     lines.append("ipycompile report: " + ", ".join(head))
+    lines += [f"** {line} **" for line in limit_lines(r)]
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
-        lines.append(f"compile time {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
+        when = f" in {r.reused_from}" if r.reused_from else ""
+        lines.append(f"compile time{when} {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
     lines += _profile_lines(r)
 
     if r.failures:
@@ -143,6 +181,16 @@ def render_summary(report: "CompileReport") -> str:
             more = f" (+{len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
             limit = "  ** recompile limit hit: running eagerly **" if rc.limit_hit else ""
             lines.append(f"  [{rc.compile_id}] {rc.function}: {what}{more}{limit}")
+            if rc.explanation:
+                lines.append(f"      {rc.explanation}")
+            lines += _suggestion_lines(rc.suggestion)
+    if r.unrolled_loops:
+        lines.append("")
+        lines.append("Unrolled loops (compile time grows with the trip count; measure it with %%compile --sweep):")
+        for u in r.unrolled_loops:
+            lines.append(f"  [{u.compile_id}] {loop_headline(r, u)}")
+            if u.source_line:
+                lines.append(f"      {u.source_line.strip()}")
     if r.control_flow:
         lines.append("")
         def walk(nodes, depth=0):

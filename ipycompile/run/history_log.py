@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..report import CompileReport
@@ -47,6 +48,9 @@ COLUMNS = (
 def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> dict[str, Any]:
     p = report.profile
     e = p.eager if p else None
+    full = report
+    if report.reused_from:  # a row counts what this run compiled: nothing (the report holds an earlier run's)
+        report = CompileReport(profile=p, torch_version=report.torch_version)
     status = _status(report)
     return {
         "execution_count": execution_count,
@@ -74,7 +78,7 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "speedup": e.speedup if e else None,
         "break_even_calls": e.break_even_calls if e else None,
         "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
-        "report": report,
+        "report": full,
     }
 
 
@@ -119,6 +123,43 @@ def history() -> "pd.DataFrame":
 
 def clear_history() -> None:
     _ROWS.clear()
+
+
+def find_run(spec: "int | str") -> tuple[CompileReport, str]:
+    """The report of a recorded run and its name (``"run 3 (loop)"``): ``spec`` is a run
+    number (``3``, ``"3"``), a negative index from the end (``-1``: the last run), or a
+    label (the last run with that label). A ``ValueError`` says what exists otherwise."""
+    if not _ROWS:
+        raise ValueError("no runs recorded yet: run a %%compile cell (or ipycompile.run_cell) first")
+    text = str(spec).strip()
+    row = None
+    if re.fullmatch(r"-?\d+", text):
+        n = int(text)
+        if n < 0 and -n <= len(_ROWS):
+            row = _ROWS[n]
+        else:
+            row = next((r for r in _ROWS if r["run"] == n), None)
+        if row is None:
+            raise ValueError(f"no run {text}: runs are numbered 1 to {len(_ROWS)} (or -1 for the last, -2 before it)")
+    else:
+        label = text.strip("'\"")
+        matches = [r for r in _ROWS if r.get("label") == label]
+        if not matches:
+            labels = sorted({str(r["label"]) for r in _ROWS if r.get("label")})
+            known = f"labels are {', '.join(map(repr, labels))}" if labels else "no run has a label (--label)"
+            raise ValueError(f"no run labelled {label!r}: {known}; or give a run number")
+        row = matches[-1]
+    name = f"run {row['run']}"
+    extra = [x for x in (f"In [{row['execution_count']}]" if row.get("execution_count") else "", row.get("label") or "") if x]
+    return row["report"], name + (f" ({', '.join(extra)})" if extra else "")
+
+
+def compare_runs(a: "int | str", b: "int | str"):
+    """:func:`ipycompile.compare` of two recorded runs, named by number or label (see :func:`find_run`)."""
+    from ..analysis.compare import compare
+
+    (ra, na), (rb, nb) = find_run(a), find_run(b)
+    return compare(ra, rb, names=(na, nb))
 
 
 _UNITS = {"_s": ("seconds", 1.0), "_bytes": ("MiB", 1 / 2**20)}

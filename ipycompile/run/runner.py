@@ -24,14 +24,15 @@ import itertools
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from . import history_log as _history
+from . import reuse as _reuse
 from .observe import capture
 from .cell import CellFunction, make_cell_function, placeholders
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
 from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
-from ..report import CompileReport, EagerComparison, Profile
+from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
 
 _compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
@@ -174,14 +175,17 @@ def execute(
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf))
     run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
-                  profile_kernels=profile_kernels)
+                  profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
-    if record:
-        _history.record(report, execution_count=execution_count)
+    if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
+        report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
+    row = _history.record(report, execution_count=execution_count) if record else None
+    where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
+    _reuse.remember(cf_key, report, where)
     return CellRun(run.value, report, run.error, compiled)
 
 
@@ -248,13 +252,15 @@ def measure(
     fresh: bool = False,
     compare_eager: bool = False,
     profile_kernels: bool = False,
+    reused_kernels: Sequence[Kernel] = (),
 ) -> CellRun:
     """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
 
     Never raises the user's exception: it is returned in ``CellRun.error`` with
     the partial report. ``fresh`` resets Dynamo and uses fresh Inductor caches.
     ``profile_kernels``: after the timed runs, a few calls under the profiler,
-    their time charged to the report's kernels (``Profile.kernel_times``).
+    their time charged to the report's kernels (``Profile.kernel_times``), or, when
+    nothing was compiled, to ``reused_kernels`` (those of the compiled code reused).
     """
     import torch
 
@@ -314,7 +320,8 @@ def measure(
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
     if events is not None:
-        profile.kernel_times = attribute(events, report.kernels, device=profile.kernel_times_device == "cuda")
+        kernels = report.kernels if not report.compiled_nothing else list(reused_kernels)
+        profile.kernel_times = attribute(events, kernels, device=profile.kernel_times_device == "cuda")
     if profile_kernels and dict(settings.options).get(KERNEL_PROFILE_OPTION) and profile.kernel_times_device != "cuda":
         profile.notes.append(
             f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
@@ -475,5 +482,6 @@ def reset(*, history: bool = False) -> None:
 
     torch._dynamo.reset()
     _compiled.clear()
+    _reuse.forget()
     if history:
         _history.clear_history()

@@ -11,7 +11,7 @@ from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
-from ..report.summary import fmt_bytes, fmt_seconds, settings_text
+from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, settings_text
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_phases, fig_runs
 from .source import internal_frame, source_excerpt
@@ -41,12 +41,19 @@ def plural(n: int, word: str) -> str:
 # -- Summary --------------------------------------------------------------------
 def summary_tab(r: "CompileReport") -> list[Block]:
     out: list[Block] = []
-    if r.compiled_nothing:
+    if r.compiled_nothing and r.reused_from:
+        out.append(Text(f"Reused compiled code: nothing was compiled in this run. What follows is the diagnosis of the "
+                        f"compiled code that ran, from {r.reused_from}, which compiled it; the profile is this run's.",
+                        "note"))
+    elif r.compiled_nothing:
         p = r.profile
         if p is not None and p.reused_compiled_code:
             out.append(Text("Reused compiled code: nothing was compiled in this run.", "note"))
         else:
             out.append(Text("torch.compile compiled nothing here (compiled code was reused, or no compiled code ran).", "note"))
+    out += [Text(line, "warn") for line in limit_lines(r)]
+    if r.unrolled_loops:
+        out += unrolled_loops_blocks(r)
     if r.failures:
         out.append(Text(plural(len(r.failures), "failure"), "heading"))
         rows, details = [], []
@@ -89,6 +96,37 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         out.append(Text(f"{plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed: "
                         + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.parse_errors.items())), "warn"))
     out.append(Code("Text summary", r.summary(), "text"))
+    return out
+
+
+def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
+    """The unrolled loops the doctor found: where, how often, how much of the graph, and the fix."""
+    rows, details = [], []
+    for u in r.unrolled_loops:
+        rows.append([r.where(u.filename, u.lineno), u.source_line.strip(), u.repeats, u.ops_in_loop, u.ops_total,
+                     str(u.compile_id or ""), u.suggestion.title.split(":", 1)[0] if u.suggestion else ""])
+        d: list[Block] = []
+        src = source_excerpt(u.filename, u.lineno, u.source_line)
+        if src:
+            d.append(Code(r.where(u.filename, u.lineno), src, "python"))
+        d += suggestion_blocks(u.suggestion)
+        details.append(d)
+    return [
+        Text(f"{plural(len(r.unrolled_loops), 'unrolled loop')}: compile time grows with the trip count "
+             "(measure it with %%compile --sweep)", "heading"),
+        Table(["loop at", "code", "copies", "ops in loop", "ops in graph", "compile", "consider"], rows, details=details),
+    ]
+
+
+def suggestion_blocks(s) -> list[Block]:
+    """A doctor's :class:`~ipycompile.report.Suggestion`: title, why, and the code to write."""
+    if s is None:
+        return []
+    out: list[Block] = [Text(f"Fix ({s.confidence} confidence): {s.title}", "heading")]
+    if s.explanation:
+        out.append(Text(s.explanation))
+    if s.code:
+        out.append(Code("suggested code", s.code, "python"))
     return out
 
 
@@ -157,14 +195,14 @@ def recompiles_tab(r: "CompileReport") -> list[Block]:
         if limit:
             msg = (limit.limit_message or "").strip().splitlines()
             blocks.append(Text(f"Recompile limit hit at compile {limit.compile_id}: torch stopped compiling "
-                               f"{function} and runs it eagerly from here on"
+                               f"{function} ({where}) and runs it eagerly from here on"
                                + (f" ({msg[0]})" if msg else ""), "warn"))
         rows, details = [], []
         for i in sorted(items, key=lambda i: i.compile_id):
             rc = by_cid.get(i.compile_id)
             status = getattr(i, "status", "")
             if rc is None:
-                rows.append([str(i.compile_id), status, "first compile (nothing failed before it)", "", ""])
+                rows.append([str(i.compile_id), status, "first compile (nothing failed before it)", "", "", "", ""])
                 details.append([])  # the first compile: nothing failed before it
                 continue
             reasons = [r.readable(reason) for reason in rc.reasons]  # cells as In [n], line L
@@ -172,8 +210,17 @@ def recompiles_tab(r: "CompileReport") -> list[Block]:
             if len(rc.reasons) > 1:
                 why += f" (+{len(rc.reasons) - 1} more)"
             rows.append([str(rc.compile_id), status or ("recompile limit" if rc.limit_hit else ""), why,
-                         ", ".join(str(c) for c in rc.failed_compile_ids), "LIMIT HIT" if rc.limit_hit else ""])
-            d: list[Block] = [Text(f"Compile {rc.compile_id} happened because these guards failed:", "heading")]
+                         ", ".join(str(c) for c in rc.failed_compile_ids), rc.explanation,
+                         rc.suggestion.title.split(":", 1)[0] if rc.suggestion else "", "LIMIT HIT" if rc.limit_hit else ""])
+            d: list[Block] = []
+            if rc.explanation:
+                d.append(Text(rc.explanation, "warn" if rc.limit_hit else "plain"))
+            d += suggestion_blocks(rc.suggestion)
+            if any(ch.failed_guard or ch.new_guard for ch in rc.changes):
+                d.append(Table(["what changed", "failed guard (of the earlier compile)", f"guard of {rc.compile_id}"],
+                               [[ch.text, f"{ch.failed_compile_id}: {ch.failed_guard}" if ch.failed_guard else "",
+                                 ch.new_guard] for ch in rc.changes], title="The failed guard beside the new one"))
+            d.append(Text(f"Compile {rc.compile_id} happened because these guards failed (torch's words):", "heading"))
             for j, reason in enumerate(reasons):
                 of = f"guards of compile {rc.failed_compile_ids[j]}" if j < len(rc.failed_compile_ids) else "a guard"
                 if "\n" in reason.strip():
@@ -187,8 +234,8 @@ def recompiles_tab(r: "CompileReport") -> list[Block]:
                 if rc.limit_message:
                     d.append(Code("torch's message", rc.limit_message.strip(), "text"))
             details.append(d)
-        blocks.append(Table(["compile", "status", "caused by (guard failure)", "failed guards of", "limit"], rows,
-                            details=details))
+        blocks.append(Table(["compile", "status", "caused by (guard failure)", "failed guards of", "what changed", "fix",
+                             "limit"], rows, details=details))
         out.append(TreeNode(label, blocks, [], open=True))
     return out
 
@@ -212,8 +259,10 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
             n += 1
         c = r.compile(g.compile_id)
         fn = f" of {c.function}" if c and c.function else ""
+        loops = [u for u in r.unrolled_loops if u.compile_id == g.compile_id] if g.stage == "dynamo" else []
         options[key] = [
             Text(f"{g.stage} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
+            *(Text(f"{loop_headline(r, u)} (Summary tab: the fix)", "warn") for u in loops),
             Code(key, g.code, "python"),
         ]
     default = next((k for k, g in zip(options, ordered) if g.stage == "dynamo"), None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..report.summary import fmt_bytes, fmt_seconds
+from ..report.summary import fmt_bytes, fmt_seconds, limit_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
 from .source import SOURCE_CONTEXT
@@ -33,7 +33,11 @@ def header(report: "CompileReport") -> list[Chip]:
     add = chips.append
     if r.compiled_nothing:
         text = "reused compiled code" if p is not None and p.reused_compiled_code else "nothing compiled"
-        add(Chip(text, False, "status"))
+        if r.reused_from:
+            text += f" (diagnosis from {r.reused_from})"
+        add(Chip(text, False, "status", None, "nothing was compiled in this run" if r.reused_from else ""))
+    for line in limit_lines(r):
+        add(Chip(line.replace("RECOMPILE LIMIT HIT", "recompile limit hit"), True, "recompile_limit", None, line))
     graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
     add(Chip(plural(graphs, "graph"), False, "graphs", graphs))
     nb = r.graph_break_count
@@ -42,6 +46,9 @@ def header(report: "CompileReport") -> list[Chip]:
     nr = len(r.recompiles)
     limit = any(rc.limit_hit for rc in r.recompiles)
     add(Chip(plural(nr, "recompile") + (" (limit hit)" if limit else ""), nr > 0 or limit, "recompiles", nr))
+    if r.unrolled_loops:
+        add(Chip(plural(len(r.unrolled_loops), "unrolled loop"), True, "unrolled_loops", len(r.unrolled_loops),
+                 "; ".join(u.suggestion.title for u in r.unrolled_loops if u.suggestion)))
     generated = sum(1 for k in r.kernels if k.backend != "extern")
     extern = len(r.kernels) - generated
     add(Chip(f"{plural(len(r.kernels), 'kernel')} ({generated} generated / {extern} extern)", False, "kernels",

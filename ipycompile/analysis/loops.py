@@ -1,0 +1,365 @@
+"""Unrolled loops: runs of structurally identical segments in a Dynamo graph.
+
+Dynamo traces a Python loop by running it: a loop of N iterations leaves N copies of
+its body in the graph, so compile time (and, for the loop's own recompiles, the
+number of versions) grows with the trip count. :func:`find_unrolled_loops` (a doctor
+pass) reads each Dynamo graph as torch printed it (``Graph.code``, stage
+``"dynamo"``: one line per node, ``name: "f32[8, 4][4, 1]cpu" = expr``, under
+``# File: path:line in fn, code: ...`` comments that torch writes whenever the
+source place changes; torch 2.11 and 2.13 print the same form) and looks for a
+segment of nodes repeated back to back, where two nodes are alike when they come
+from the same source line and do the same thing to values of the same type and
+shape, whatever the names and numbers involved (the loop variable). Distinct layers
+written out by hand come from different lines, and a network's stages of different
+shapes differ in their shapes: neither is reported.
+
+Each run becomes an :class:`~ipycompile.report.UnrolledLoop`, placed at the loop's
+line in the user's code: the ``for`` line where Dynamo unpacked the loop's items
+(``for x in xs:``), else the body's first line in the compiled function, else the
+first line of the segment outside torch. Its suggestion is
+
+* ``scan`` when an iteration reads what the previous one computed (a carry), ``map``
+  when iterations are independent;
+* ``nested_compile_region`` (or regional compilation) when each copy reads other
+  weights (a loop over an ``nn.ModuleList`` of identical layers): the layers are
+  different parameters run through the same code, which ``scan`` would need stacked.
+
+Segments of item unpacking alone (``x[0]``, ``x[1]``, ...) and of calls to one
+``invoke_subgraph`` (code already compiled once and reused) are not loops to report.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Optional
+
+from ..report.model import Graph, Suggestion, UnrolledLoop
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+
+__all__ = ["find_unrolled_loops", "graph_nodes", "unrolled_loops_in", "MIN_REPEATS"]
+
+#: Fewest copies of a segment reported (two could be one helper called twice on purpose).
+MIN_REPEATS = 3
+#: Candidate periods tried at each node (the next occurrences of the same node).
+_MAX_CANDIDATES = 32
+
+_PLACE = re.compile(r"File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>\S+), code: (?P<code>.*)$")
+_NODE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
+_ALIAS = re.compile(r"^(?:self(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*)$")  # ``l_x_ = L_x_``, ``w = self.w``: not ops
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_SUBSCRIPT = re.compile(r"^%\[.*\]$")
+_TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
+
+
+@dataclasses.dataclass
+class Node:
+    """One node of a printed Dynamo graph."""
+
+    name: str
+    type: str  # the annotation, e.g. "f32[8, 4][4, 1]cpu" ("" when torch printed none)
+    expr: str  # the right-hand side, without the ``;  x = None`` clean-up
+    file: str = ""
+    line: Optional[int] = None
+    function: str = ""
+    code: str = ""  # the user's line, as torch printed it
+    shape_key: str = ""  # the expression with names and numbers blanked
+
+
+def _split_delete(rhs: str) -> str:
+    """``expr;  a = b = None`` -> ``expr`` (the clean-up torch prints after a node)."""
+    depth, quote = 0, ""
+    for i, ch in enumerate(rhs):
+        if quote:
+            if ch == quote and rhs[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            return rhs[:i].rstrip()
+    return rhs.rstrip()
+
+
+def graph_nodes(code: str) -> list[Node]:
+    """The op nodes of the outermost ``forward`` of a printed Dynamo graph, in order, each
+    with the source place torch printed above it (nested subgraph classes are skipped)."""
+    lines = code.expandtabs(4).splitlines()
+    has_class = any(ln.lstrip().startswith("class ") for ln in lines[:3])
+    body_indent: Optional[int] = None
+    in_forward = not has_class
+    place: tuple = ("", None, "", "")
+    names: set[str] = set()
+    out: list[Node] = []
+    for raw in lines:
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        if has_class:
+            if indent == 4 and stripped.startswith("def forward"):
+                in_forward, body_indent = True, None
+                names.update(re.findall(r"([A-Za-z_]\w*)\s*:", _STRING.sub("''", stripped.split("(", 1)[-1])))
+                continue
+            if indent <= 4 and (stripped.startswith("class ") or stripped.startswith("def ")):
+                in_forward = False
+                continue
+        if not in_forward:
+            continue
+        if body_indent is None:
+            body_indent = indent
+        if indent != body_indent:
+            continue  # a nested class's lines, or a wrapped statement
+        if stripped.startswith("#"):
+            m = _PLACE.search(stripped)
+            place = (m.group("file"), int(m.group("line")), m.group("fn"), m.group("code").strip()) if m else ("", None, "", "")
+            continue
+        m = _NODE.match(stripped)
+        if m is None:
+            continue
+        name, expr = m.group("name"), _split_delete(m.group("expr"))
+        names.add(name)
+        if _ALIAS.match(expr):
+            continue  # a placeholder alias or a get_attr: not an op
+        out.append(Node(name, m.group("type") or "", expr, *place))
+    for n in out:
+        n.shape_key = _blank(n.expr, names)
+    return out
+
+
+def _blank(expr: str, names: set[str]) -> str:
+    """``expr`` with the graph's names as ``%`` and numbers as ``#``: what a loop's
+    iterations share (strings kept)."""
+    strings: list[str] = []
+
+    def keep(m: "re.Match[str]") -> str:
+        strings.append(m.group(0))
+        return f"\x00{len(strings) - 1}\x00"
+
+    s = _STRING.sub(keep, expr)
+    s = _IDENT.sub(lambda m: "%" if m.group(0) in names else m.group(0), s)
+    s = _NUMBER.sub("#", s)
+    return re.sub(r"\x00(\d+)\x00", lambda m: strings[int(m.group(1))], s)
+
+
+# -- finding runs -----------------------------------------------------------------
+@dataclasses.dataclass
+class _Run:
+    start: int
+    period: int
+    repeats: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.period * self.repeats
+
+
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
+
+
+def _runs(seq: list[int]) -> list[_Run]:
+    """Maximal back-to-back repeats of a segment (greedy, left to right; at each position
+    the period that covers the most nodes, fewer nodes per copy on a tie). Segments are
+    compared by prefix hashes (then checked for real), so a graph of many thousand nodes
+    takes milliseconds."""
+    n = len(seq)
+    prefix, power = [0] * (n + 1), [1] * (n + 1)
+    for i, s in enumerate(seq):
+        prefix[i + 1] = (prefix[i] * _BASE + s + 1) % _MOD
+        power[i + 1] = power[i] * _BASE % _MOD
+
+    def h(a: int, b: int) -> int:
+        return (prefix[b] - prefix[a] * power[b - a]) % _MOD
+
+    where: dict[int, list[int]] = defaultdict(list)
+    for i, s in enumerate(seq):
+        where[s].append(i)
+    i, out = 0, []
+    while i < n:
+        best: Optional[_Run] = None
+        occ = where[seq[i]]
+        k0 = bisect.bisect_right(occ, i)
+        for j in occ[k0:k0 + _MAX_CANDIDATES]:
+            p = j - i
+            if i + 2 * p > n:
+                break
+            if seq[j + p - 1] != seq[j - 1] or seq[j + p // 2] != seq[i + p // 2]:
+                continue  # the copies' last or middle nodes differ: no repeat at this period
+            first = h(i, j)
+            if h(j, j + p) != first:
+                continue
+            k = 2
+            while i + (k + 1) * p <= n and h(i + k * p, i + (k + 1) * p) == first:
+                k += 1
+            if (best is None or (p * k, k) > (best.period * best.repeats, best.repeats)) and all(
+                seq[i + m * p:i + (m + 1) * p] == seq[i:j] for m in range(1, k)
+            ):
+                best = _Run(i, p, k)
+        if best is not None and best.repeats >= MIN_REPEATS:
+            out.append(best)
+            i = best.end
+        else:
+            i += 1
+    return out
+
+
+def _trivial(nodes: list[Node]) -> bool:
+    """Item unpacking only, or calls of code compiled once and reused: not a loop to report."""
+    ops = [n for n in nodes if not _SUBSCRIPT.match(n.shape_key)]
+    return not ops or all("invoke_subgraph" in n.expr for n in ops)
+
+
+def _internal(filename: str) -> bool:
+    return not filename or bool(_TORCH_FILE.search(filename)) or "/ipycompile/" in filename.replace("\\", "/")
+
+
+def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str) -> Optional[Node]:
+    """The node whose source line stands for the loop (see the module docstring)."""
+    seg = nodes[run.start:run.start + run.period]
+    before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(n.file)]
+    if before:
+        return before[-1][1]
+    own = [n for n in seg if n.line is not None and n.function == function and (not filename or n.file == filename)]
+    if own:
+        return min(own, key=lambda n: n.line)
+    user = [n for n in seg if n.line is not None and not _internal(n.file)]
+    if user:
+        return min(user, key=lambda n: (n.file, n.line))
+    return next((n for n in seg if n.line is not None), None)
+
+
+def _carried(nodes: list[Node], run: _Run) -> bool:
+    """Whether an iteration reads a value the previous iteration computed."""
+    p = run.period
+    first = {n.name for n in nodes[run.start:run.start + p]}
+    for n in nodes[run.start + p:run.start + 2 * p]:
+        if first & set(_IDENT.findall(_STRING.sub("''", n.expr))):
+            return True
+    return False
+
+
+def _layer_container(nodes: list[Node], run: _Run, graph_inputs: set[str]) -> Optional[str]:
+    """When each copy reads its own graph inputs (weights) where the copy before read others:
+    the container they share, ``s.layers`` for ``l_s_modules_layers_modules_0_...`` /
+    ``..._1_...``, or "" when it has no such name; None when the copies read the same
+    inputs (a loop). Copies 1 and 2 are compared where there are three (copy 0 reads the
+    loop's initial values, often graph inputs themselves)."""
+    p = run.period
+    k = 1 if run.repeats >= 3 else 0
+
+    def tokens(n: Node) -> list[str]:
+        return _IDENT.findall(_STRING.sub("''", n.expr))
+
+    pairs = []
+    for a, b in zip(nodes[run.start + k * p:run.start + (k + 1) * p], nodes[run.start + (k + 1) * p:run.start + (k + 2) * p]):
+        ta, tb = tokens(a), tokens(b)
+        if len(ta) != len(tb):
+            continue
+        pairs += [(x, y) for x, y in zip(ta, tb) if x != y and x in graph_inputs and y in graph_inputs]
+    if not pairs:
+        return None
+    for x, y in pairs:
+        m = re.match(r"^(?P<prefix>.*_modules_)\d+_", x)
+        if m and y.startswith(m.group("prefix")):
+            path = m.group("prefix")[: -len("_modules_")]
+            return re.sub(r"^[lL]_", "", path).replace("_modules_", ".")
+    return ""
+
+
+def _suggestion(kind: str, code_line: str, repeats: int, ops_in: int, ops_total: int, container: str) -> Suggestion:
+    """The fix for one run. Its text names no place: views put the place (``In [4], line 6``,
+    known only once the notebook's cells are named) beside it."""
+    grows = (f"this graph holds {repeats} copies of it ({ops_in} of {ops_total} ops). Compile time and memory "
+             "grow with the trip count, and each new count is a new graph (a recompile).")
+    measure = ("Measure how compile time grows with the count: `%%compile --sweep n=8,32,128` (or "
+               "`ipycompile.sweep`) with the count as `n`.")
+    line = f"  # one iteration of the loop: {code_line}" if code_line else "  # one iteration of the loop"
+    if kind == "layers":
+        of = f" of `{container}`" if container else ""
+        return Suggestion(
+            f"nested_compile_region: {repeats} identical layers{of} are traced {repeats} times",
+            f"Each layer{of} runs the same code on its own weights, and Dynamo traces every one: " + grows
+            + " Mark the layer's forward as a nested compile region: torch traces and compiles it once and reuses "
+            "it for every layer (or compile the layers one by one: regional compilation). " + measure,
+            "@torch.compiler.nested_compile_region  # on the repeated layer's forward\n"
+            "def forward(self, x):\n    ...\n\n"
+            "# or regional compilation: compile each layer instead of the whole model\n"
+            f"for layer in {container or 'model.layers'}:\n    layer.compile()",
+            "medium",
+        )
+    if kind == "map":
+        return Suggestion(
+            f"map: loop unrolled {repeats} times (its iterations are independent)",
+            "Dynamo unrolled this loop: " + grows + " No iteration reads what the one before computed, so "
+            "`map` can trace the body once and apply it to every item (or batch the items: `torch.vmap`). "
+            + measure,
+            "from torch._higher_order_ops.map import map as map_fn\n\n"
+            f"def body(x):{line}\n    ...\n    return y\n\n"
+            "ys = map_fn(body, xs)  # xs: the items stacked on dim 0",
+            "medium",
+        )
+    return Suggestion(
+        f"scan: loop unrolled {repeats} times",
+        "Dynamo unrolled this loop: " + grows + " `scan` traces the body once, whatever the count (see "
+        "tutorials/04_scan_vs_loop.ipynb). " + measure,
+        "from torch._higher_order_ops.scan import scan\n\n"
+        f"def body(carry, x):{line}\n    ...\n    return new_carry, y  # y: a fresh tensor, not the carry itself\n\n"
+        "carry, ys = scan(body, init, xs)  # xs: the per-iteration inputs stacked on dim 0",
+        "medium",
+    )
+
+
+def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoop]:
+    """The unrolled loops of one Dynamo graph, most ops first."""
+    nodes = graph_nodes(graph.code)
+    if len(nodes) < 2 * MIN_REPEATS:
+        return []
+    keys: dict[tuple, int] = {}
+    seq = [keys.setdefault((n.file, n.line, n.shape_key, n.type), len(keys)) for n in nodes]
+    c = report.compile(graph.compile_id)
+    function, filename = (c.function, c.filename) if c is not None else ("", "")
+    inputs = set(re.findall(r"\b([lL]_\w+)", " ".join(n.expr for n in nodes)))
+    runs = _runs(seq)
+    unpacks = [(r, nodes[r.start]) for r in runs if _trivial(nodes[r.start:r.start + r.period])]
+    total = max(graph.op_count, len(nodes))
+    out = []
+    for run in runs:
+        if _trivial(nodes[run.start:run.start + run.period]):
+            continue
+        place = _loop_place(nodes, run, unpacks, function, filename)
+        container = _layer_container(nodes, run, inputs)
+        kind = "layers" if container is not None else ("scan" if _carried(nodes, run) else "map")
+        ops_in = run.period * run.repeats
+        code = place.code if place is not None else ""
+        out.append(UnrolledLoop(
+            filename=place.file if place is not None else "",
+            lineno=place.line if place is not None else None,
+            repeats=run.repeats,
+            ops_in_loop=ops_in,
+            ops_total=total,
+            compile_id=graph.compile_id,
+            source_line=code,
+            suggestion=_suggestion(kind, code, run.repeats, ops_in, total, container or ""),
+        ))
+    return sorted(out, key=lambda u: -u.ops_in_loop)
+
+
+def find_unrolled_loops(report: "CompileReport") -> "CompileReport":
+    """Doctor pass: ``report.unrolled_loops`` from every Dynamo graph. Returns a new report."""
+    found: list[UnrolledLoop] = []
+    for g in report.graphs:
+        if g.stage == "dynamo" and g.code:
+            found.extend(unrolled_loops_in(report, g))
+    if not found and not report.unrolled_loops:
+        return report
+    return dataclasses.replace(report, unrolled_loops=found)

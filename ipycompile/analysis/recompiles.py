@@ -1,0 +1,528 @@
+"""Recompiles in plain words: which input changed how, the guards on both sides, and the fix.
+
+:func:`explain_recompiles` is a doctor pass: for every :class:`~ipycompile.report.Recompile`
+it reads torch's guard-failure reasons (one per earlier compile whose guards failed)
+into :class:`~ipycompile.report.GuardChange` s (``Recompile.changes``), writes
+``Recompile.explanation`` and, where a fix is known and proven by a test
+(``tests/test_doctor_recompiles.py``), ``Recompile.suggestion``.
+
+The reasons torch 2.11 and 2.13 write (C++ tensor checks in ``torch/csrc/dynamo/guards.cpp``,
+Python guards with the source line they came from)::
+
+    tensor 'x' size mismatch at index 0. expected 8, actual 16
+    tensor 'x' stride mismatch at index 0. expected 4, actual 1
+    tensor 'x' rank mismatch. expected 1, actual 2
+    tensor 'x' dtype mismatch. expected Float, actual Half
+    tensor 'x' requires_grad mismatch. expected requires_grad=0
+    tensor 'x' Tensor device index mismatch. Expected device index to be 0, actual 1
+    tensor 'x' dispatch key set mismatch. expected DispatchKeySet(...), actual DispatchKeySet(...)
+    expected type of 'x' to be a tensor type, ' but found <class 'int'>
+    GLOBAL_STATE changed: grad_mode
+    k == 2                          # return x * k  # file.py:23 in g
+    G['SCALE'] == 2                 # return x * SCALE  # file.py:32 in gl
+    fn._modules['1'].training == True  # return F.dropout(...)  # nn/modules/dropout.py:73 in forward
+    len(xs) == 2                    # ...
+    ___check_obj_id(fn, 140260801360608), type=<class 'builtin_function_or_method'>  # ...
+    2 <= x.size()[0]  # ... (user code shown is first use of this value--... 0/1 specialization ...)
+
+The value the input had in the new compile comes from that compile's guards
+(``k == 3`` when it is specialised again) or from the symbol torch made for it
+(``Compile.symbols``, when it became dynamic). A reason of no known form is kept in
+torch's words with no suggestion: the doctor never invents advice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from ..report.model import CompileId, GuardChange, GuardSet, Recompile, Suggestion
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+
+__all__ = ["KINDS", "SUGGESTION_KINDS", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
+
+#: What a failed guard can say changed (``GuardChange.kind``).
+KINDS = (
+    "size",  # a tensor's size in one dimension
+    "size_0_1",  # a size became 0 or 1, which torch always specialises
+    "stride",
+    "rank",
+    "dtype",
+    "requires_grad",
+    "device",
+    "dispatch_keys",
+    "type",  # the input's Python type
+    "value",  # a Python value (int, float, bool, str, ...) the code read
+    "global",  # a global variable's value
+    "training",  # a module's training flag
+    "length",  # a list's or tuple's length
+    "identity",  # a different object (function, module, ...) where torch guards on identity
+    "global_state",  # torch's global state (grad mode, autocast, ...)
+    "symbolic",  # a condition on dynamic sizes
+    "other",
+)
+
+#: The fixes the doctor suggests (``Suggestion.title`` starts with one of these words), each
+#: proven by a test in tests/test_doctor_recompiles.py.
+SUGGESTION_KINDS = ("mark_dynamic", "mark_unbacked", "contiguous", "tensor_value", "loop_body", "recompile_limit")
+
+_DTYPES = {
+    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+    "ComplexFloat": "complex64", "ComplexDouble": "complex128", "ComplexHalf": "complex32",
+    "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
+    "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
+    "Float8_e4m3fnuz": "float8_e4m3fnuz", "Float8_e5m2fnuz": "float8_e5m2fnuz",
+}
+
+_STATE = {
+    "grad_mode": "grad mode (torch.no_grad() / torch.enable_grad() around the call)",
+    "autocast_state": "autocast (torch.autocast around the call)",
+    "default_dtype": "the default dtype (torch.set_default_dtype)",
+    "deterministic_algorithms": "deterministic algorithms (torch.use_deterministic_algorithms)",
+    "num_threads": "the number of threads (torch.set_num_threads)",
+    "torch_function": "torch function mode",
+    "allow_tf32": "TF32 matmul (torch.backends.cuda.matmul.allow_tf32)",
+}
+
+
+def torch_dtype(name: str) -> str:
+    """``"float32"`` for torch's C++ name ``"Float"``; unknown names unchanged."""
+    return _DTYPES.get(name, name)
+
+
+_SUBSCRIPT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"]([^'"]+)['"]\]""")
+
+
+def readable_source(src: str) -> str:
+    """A guard source as the user writes it: ``L['x']`` -> ``x``, ``G['SCALE']`` -> ``SCALE``,
+    ``L['self']._modules['body']._modules['0']._parameters['weight']`` -> ``self.body[0].weight``."""
+    s = src.strip()
+    s = re.sub(r"""\b[LG]\[['"]([^'"]+)['"]\]""", r"\1", s)
+
+    def part(m: "re.Match[str]") -> str:
+        name = m.group(1)
+        return f"[{name}]" if name.isdigit() else f".{name}"
+
+    return _SUBSCRIPT.sub(part, s)
+
+
+def _is_global(src: str) -> bool:
+    return src.strip().startswith(("G['", 'G["'))
+
+
+# -- reading one reason ---------------------------------------------------------
+_TENSOR = re.compile(r"^tensor '(?P<name>.+?)' (?P<rest>.*)$")
+_SIZE = re.compile(r"^(?P<what>size|stride) mismatch at index (?P<dim>\d+)\. expected (?P<before>\S+), actual (?P<after>\S+)")
+_RANK = re.compile(r"^rank mismatch\. expected (?P<before>\d+), actual (?P<after>\d+)")
+_DTYPE = re.compile(r"^dtype mismatch\. expected (?P<before>\w+), actual (?P<after>\w+)")
+_GRAD = re.compile(r"^requires_grad mismatch\. expected requires_grad=(?P<before>\d)")
+_DEVICE = re.compile(r"device index mismatch\. Expected device index to be (?P<before>\S+), actual (?P<after>\S+)", re.I)
+_KEYS = re.compile(r"^dispatch key set mismatch\. expected (?P<before>.+?), actual (?P<after>.+)$")
+_TYPE = re.compile(r"^expected type of '(?P<name>.+?)' to be a tensor type, ' but found (?P<after>.+)$")
+_STATE_RE = re.compile(r"^GLOBAL_STATE changed: (?P<what>.+)$")
+# ``guard  # code  # file.py:12 in fn (note)``: the guard, the user's code, where torch saw it
+_COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\d+ in \S+?)(?P<note>\s.*)?$")
+_EQ = re.compile(r"^(?P<src>.+?) == (?P<value>.+)$")
+_LEN = re.compile(r"^len\((?P<src>.+)\)$")
+_OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
+_TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
+_LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]$")
+
+
+@dataclasses.dataclass
+class _Reason:
+    """A reason, read: the change, and what the doctor needs to look further."""
+
+    change: GuardChange
+    src: str = ""  # torch's source expression for the input, as the reason names it
+    code: str = ""  # the user's line torch named
+    note: str = ""  # torch's note after the place (a HINT, the 0/1 specialization text)
+
+
+def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
+    """Read one guard-failure reason into a :class:`GuardChange` (no guard lookups yet)."""
+    first = next((ln for ln in reason.splitlines() if ln.strip()), "").strip()
+    headline = " ".join(first.split())
+    ch = GuardChange("other", failed_compile_id=failed, reason=headline)
+    out = _Reason(ch)
+    m = _TENSOR.match(first)
+    if m:
+        name, rest = m.group("name"), m.group("rest")
+        out.src, ch.subject = name, readable_source(name)
+        if (s := _SIZE.match(rest)) is not None:
+            ch.kind = s.group("what")
+            ch.dim, ch.before, ch.after = int(s.group("dim")), s.group("before"), s.group("after")
+            if ch.kind == "size" and ch.after in ("0", "1"):
+                ch.kind = "size_0_1"
+        elif (s := _RANK.match(rest)) is not None:
+            ch.kind, ch.before, ch.after = "rank", s.group("before"), s.group("after")
+        elif (s := _DTYPE.match(rest)) is not None:
+            ch.kind, ch.before, ch.after = "dtype", torch_dtype(s.group("before")), torch_dtype(s.group("after"))
+        elif (s := _GRAD.match(rest)) is not None:
+            before = s.group("before") == "1"
+            ch.kind, ch.before, ch.after = "requires_grad", str(before), str(not before)
+        elif (s := _DEVICE.search(rest)) is not None:
+            ch.kind, ch.before, ch.after = "device", s.group("before"), s.group("after")
+        elif (s := _KEYS.match(rest)) is not None:
+            ch.kind, ch.before, ch.after = "dispatch_keys", s.group("before"), s.group("after")
+        return out
+    if (m := _TYPE.match(first)) is not None:
+        out.src, ch.subject = m.group("name"), readable_source(m.group("name"))
+        ch.kind, ch.before, ch.after = "type", "Tensor", _type_name(m.group("after"))
+        return out
+    if (m := _STATE_RE.match(first)) is not None:
+        ch.kind, ch.subject = "global_state", m.group("what").strip()
+        return out
+    m = _COMMENTED.match(first)
+    guard = m.group("guard").strip() if m else first
+    if m:
+        out.code, out.note = m.group("code").strip(), (m.group("note") or "").strip()
+    if (g := _LOW_SIZE.match(guard)) is not None:
+        out.src, ch.subject, ch.dim = g.group("src"), readable_source(g.group("src")), int(g.group("dim"))
+        ch.kind, ch.before = "size_0_1", f">= {g.group('low')}"
+    elif (g := _EQ.match(guard)) is not None:
+        src, value = g.group("src").strip(), g.group("value").strip()
+        if (ln := _LEN.match(src)) is not None:
+            out.src, ch.kind = ln.group("src"), "length"
+        elif src.endswith(".training"):
+            out.src, ch.kind = src, "training"
+        else:
+            out.src, ch.kind = src, "global" if _is_global(src) else "value"
+        ch.subject, ch.before = readable_source(out.src), value
+    elif (g := _OBJ_ID.match(guard)) is not None:
+        out.src, ch.kind = g.group("src"), "identity"
+        ch.subject = readable_source(out.src)
+    elif (g := _TYPE_ID.match(guard)) is not None:
+        out.src, ch.kind = g.group("src"), "type"
+        ch.subject = readable_source(out.src)
+    elif m and (".size()" in guard or ".stride()" in guard or "Eq(" in guard or re.search(r"\bs\d+\b", guard)):
+        ch.kind = "symbolic"
+    return out
+
+
+def _type_name(text: str) -> str:
+    m = re.search(r"<class '(?:builtins\.)?([\w.]+)'>", text)
+    return m.group(1) if m else text.strip()
+
+
+# -- guard sets -----------------------------------------------------------------
+_GUARD_LINE = re.compile(r"^[\s|]*\+- (?P<type>[A-Z_]+): (?P<expr>.*?)(?:\s+#\s.*)?$")
+
+
+def _guard_lines(gs: Optional[GuardSet]) -> list[tuple[str, str]]:
+    """``(guard type, expression)`` for each guard of a set (GuardManager lines skipped)."""
+    if gs is None:
+        return []
+    out = []
+    for line in gs.tree.splitlines():
+        m = _GUARD_LINE.match(line)
+        if m:
+            out.append((m.group("type"), m.group("expr").strip()))
+    return out
+
+
+def _tensor_src(expr: str) -> str:
+    """The tensor of a ``check_tensor(SRC, Tensor, ...)`` guard."""
+    i = expr.find("check_tensor(")
+    if i < 0:
+        return ""
+    depth, start = 0, i + len("check_tensor(")
+    for j in range(start, len(expr)):
+        ch = expr[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return expr[start:j].strip()
+    return ""
+
+
+def _sizes(expr: str, key: str = "size") -> list[Optional[str]]:
+    m = re.search(rf"\b{key}=\[(?P<body>[^\]]*)\]", expr)
+    if not m:
+        return []
+    return [None if p.strip() == "None" else p.strip() for p in m.group("body").split(",") if p.strip()]
+
+
+def _same(a: str, b: str) -> bool:
+    return readable_source(a) == readable_source(b)
+
+
+def _find_guard(lines: list[tuple[str, str]], r: _Reason) -> str:
+    """The guard of ``lines`` on the input ``r`` is about (``TYPE: expression``), or ""."""
+    ch = r.change
+    if not r.src:
+        if ch.kind == "global_state":
+            return next((f"{t}: {e}" for t, e in lines if t == "GLOBAL_STATE"), "")
+        return ""
+    for t, e in lines:
+        if ch.kind in ("size", "size_0_1", "stride", "rank", "dtype", "requires_grad", "device", "dispatch_keys"):
+            if t == "TENSOR_MATCH" and _same(_tensor_src(e), r.src):
+                return f"{t}: {e}"
+        elif ch.kind == "length":
+            m = re.match(r"^len\((?P<src>.+)\) == ", e)
+            if m and _same(m.group("src"), r.src):
+                return f"{t}: {e}"
+        elif ch.kind in ("value", "global", "training"):
+            m = _EQ.match(e)
+            if m and _same(m.group("src"), r.src):
+                return f"{t}: {e}"
+        elif ch.kind in ("identity", "type"):
+            m = _OBJ_ID.match(e) or _TYPE_ID.match(e)
+            if (m and _same(m.group("src"), r.src)) or (t == "TENSOR_MATCH" and _same(_tensor_src(e), r.src)):
+                return f"{t}: {e}"
+    return ""
+
+
+def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, str]], symbols: dict[str, str]) -> bool:
+    """Fill the guards on both sides and the value after; return whether the new compile made
+    the changed size or value dynamic."""
+    ch = r.change
+    ch.failed_guard = _find_guard(failed, r)
+    if ch.kind == "size_0_1" and ch.before.startswith(">="):
+        # the failed guard is the dynamic version's lower bound; the new compile's tensor guard says the size
+        lookup = _Reason(GuardChange("size"), src=r.src)
+        ch.new_guard = _find_guard(new, lookup)
+        sizes = _sizes(ch.new_guard)
+        if ch.dim is not None and ch.dim < len(sizes) and sizes[ch.dim] is not None:
+            ch.after = sizes[ch.dim]
+        low = [f"{t}: {e}" for t, e in failed if _LOW_SIZE.match(e) and _same(_LOW_SIZE.match(e).group("src"), r.src)]
+        ch.failed_guard = low[0] if low else ch.failed_guard  # the bound that failed, else the tensor's guard
+        return False
+    ch.new_guard = _find_guard(new, r)
+    if ch.kind in ("size", "stride") and ch.dim is not None:
+        new_sizes = _sizes(ch.new_guard, ch.kind)
+        return ch.dim < len(new_sizes) and new_sizes[ch.dim] is None
+    if ch.kind in ("value", "global", "length", "training"):
+        m = _EQ.match(ch.new_guard.split(": ", 1)[-1]) if ch.new_guard else None
+        if m:
+            ch.after = m.group("value").strip()
+            return False
+        for source, val in symbols.items():
+            if _same(source, r.src):
+                ch.after = val
+                return True
+    if ch.kind == "training" and not ch.after and ch.before in ("True", "False"):
+        ch.after = str(ch.before != "True")
+    return False
+
+
+# -- plain words ------------------------------------------------------------------
+def _arrow(a: str, b: str) -> str:
+    return f"{a} → {b}" if b else f"{a} → another value"
+
+
+def _value_kind(value: str) -> str:
+    v = value.strip()
+    if v in ("True", "False"):
+        return "bool"
+    if re.fullmatch(r"-?\d+", v):
+        return "int"
+    if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan)", v):
+        return "float"
+    if v[:1] in ("'", '"'):
+        return "str"
+    if v == "None":
+        return "None"
+    return ""
+
+
+def _text(r: _Reason, dynamic_after: bool) -> str:
+    ch = r.change
+    x = f"`{ch.subject}`" if ch.subject else "an input"
+    k = ch.kind
+    if k == "size":
+        out = f"size of dim {ch.dim} of {x} went {_arrow(ch.before, ch.after)}"
+        if ch.new_guard:
+            out += (f" (torch made dim {ch.dim} dynamic in the new version: other sizes reuse it)" if dynamic_after
+                    else " (the new version is static again: each new size compiles once more)")
+        return out
+    if k == "size_0_1":
+        size = f" (now {ch.after})" if ch.after else ""
+        return (f"dim {ch.dim} of {x} became 0 or 1{size}: torch always specialises sizes 0 and 1, so the "
+                "version compiled for other sizes does not apply")
+    if k == "stride":
+        return (f"stride of dim {ch.dim} of {x} went {_arrow(ch.before, ch.after)}: its memory layout changed "
+                "(a transposed, sliced or expanded view instead of a contiguous tensor, or the other way)")
+    if k == "rank":
+        return f"{x} went from {ch.before} to {ch.after} dimensions: each rank is a compiled version of its own"
+    if k == "dtype":
+        return (f"dtype of {x} went {_arrow(ch.before, ch.after)}: dtypes never become dynamic, each dtype is a "
+                "compiled version of its own (fine for a few)")
+    if k == "requires_grad":
+        now = "requires grad now (it did not" if ch.after == "True" else "no longer requires grad (it did"
+        return f"{x} {now} when compiled): one compiled version for each"
+    if k == "device":
+        return f"{x} moved from device index {_arrow(ch.before, ch.after)}: one compiled version per device"
+    if k == "dispatch_keys":
+        return (f"the dispatch keys of {x} changed ({_arrow(ch.before, ch.after)}): a tensor subclass, or a "
+                "dispatch mode, or grad mode around the call")
+    if k == "type":
+        return f"{x} was a {ch.before} when compiled, now {ch.after or 'another type'}"
+    if k == "global_state":
+        what = ", ".join(_STATE.get(w.strip(), w.strip()) for w in ch.subject.split(","))
+        return f"torch's global state changed: {what}; one compiled version for each state"
+    if k == "training":
+        mod = ch.subject[: -len(".training")] or "a module"
+        mode = "eval()" if ch.after == "False" else "train()"
+        return (f"`{mod}` was switched to {mode} (`training` went {_arrow(ch.before, ch.after)}): torch compiles "
+                "one version per mode and keeps both")
+    if k == "length":
+        return f"{x} had {ch.before} items, now {ch.after or 'another number'}: each length is a compiled version"
+    if k == "identity":
+        return (f"a different object was passed as {x}: torch guards on the identity of the functions and "
+                "objects it inlines, so each one is a compiled version")
+    if k in ("value", "global"):
+        kind = _value_kind(ch.before)
+        what = {"int": "Python int", "float": "Python float", "bool": "Python bool", "str": "string"}.get(kind, "value")
+        who = f"the global {x}" if k == "global" else f"the {what} {x}"
+        out = f"{who} went {_arrow(ch.before, ch.after)}"
+        if kind in ("int", "float"):
+            if dynamic_after:
+                out += f" (torch made {x} dynamic in the new version: other values reuse it)"
+            elif ch.new_guard:
+                loop = " (a loop count: each value unrolls the loop differently)" if _in_range(r) else ""
+                out += f"; the new version is specialised on {ch.after} again: each new value compiles once more{loop}"
+        elif kind == "bool":
+            out += ": one compiled version per value"
+        return out
+    if k == "symbolic":
+        return f"a condition on dynamic sizes no longer holds: {ch.reason}"
+    return f"a guard failed: {ch.reason}"
+
+
+def _in_range(r: _Reason) -> bool:
+    name = r.change.subject.rsplit(".", 1)[-1]
+    return bool(name) and bool(re.search(rf"\brange\([^)]*\b{re.escape(name)}\b", r.code))
+
+
+# -- suggestions --------------------------------------------------------------------
+def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """The fix for one change, or None where no fix is known (or none is needed)."""
+    ch = r.change
+    x = ch.subject
+    simple = bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", x))
+    if ch.kind == "size" and ch.dim is not None and simple:
+        when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
+                if dynamic_after else "the new version is static too, so every new size is another compile")
+        return Suggestion(
+            f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
+            f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
+            "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
+            "for every dimension of every input.",
+            f"torch._dynamo.mark_dynamic({x}, {ch.dim})  # before the first call\n"
+            f"# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
+            "high",
+        )
+    if ch.kind == "size_0_1" and ch.dim is not None and simple:
+        return Suggestion(
+            f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
+            "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
+            "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
+            "(code that branches on the size will raise instead of specialising).",
+            f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
+            "high",
+        )
+    if ch.kind == "stride" and simple:
+        return Suggestion(
+            f"contiguous: pass `{x}` in one memory layout",
+            f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
+            "it is made (or where it is passed), so every call sees the same strides.",
+            f"{x} = {x}.contiguous()  # before the call",
+            "high",
+        )
+    if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float"):
+        if _in_range(r) and not dynamic_after:
+            return Suggestion(
+                f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
+                f"`{x}` sets how often a loop runs, so Dynamo unrolls the loop and each value of `{x}` is a new "
+                "graph. Compile the loop's body as a function and run the loop outside it: one compile for "
+                "every count. (Or rewrite the loop with `scan` over a tensor whose length is the count.)",
+                "step = torch.compile(body)  # body: one iteration of the loop, state -> state\n"
+                f"for _ in range({x}):\n    state = step(state)",
+                "medium",
+            )
+        if ch.kind == "global" or dynamic_after or "." in x:
+            where = "the global" if ch.kind == "global" else "the value"
+            alt = ("" if ch.kind == "global" or "." in x else
+                   "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
+            return Suggestion(
+                f"tensor_value: hold `{x}` in a tensor",
+                f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
+                + (" (and changing a global between calls is a recompile every time)" if ch.kind == "global" else "")
+                + ". A 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
+                "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value.",
+                f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
+                "high",
+            )
+    return None
+
+
+def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) -> Suggestion:
+    fix = (f"First fix what changes: {root.title}.\n" if root else "")
+    raise_to = max(2 * versions, versions + 4) if versions else 16
+    code = (root.code + "\n\n" if root else "") + (
+        "# only if every version is really needed (a few dtypes, a few shapes):\n"
+        f"torch._dynamo.config.recompile_limit = {raise_to}  # before the calls; {versions} versions were compiled"
+    )
+    return Suggestion(
+        f"recompile_limit: `{rc.function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
+        fix + "Torch keeps a bounded number of compiled versions per function; past it the function runs "
+        "uncompiled. Raising `torch._dynamo.config.recompile_limit` helps only when each version is needed and "
+        "the set of versions is small; if something changes on every call, a higher limit only delays this.",
+        code,
+        "medium" if root is None else root.confidence,
+    )
+
+
+def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
+    guards = {g.compile_id: g for g in earlier}
+    guards.update({g.compile_id: g for g in report.guards})
+    new_lines = _guard_lines(guards.get(rc.compile_id))
+    c = report.compile(rc.compile_id)
+    symbols = c.symbols if c is not None else {}
+    failed_ids = list(rc.failed_compile_ids)
+    read: list[tuple[_Reason, bool]] = []
+    for i, reason in enumerate(rc.reasons):
+        failed = failed_ids[i] if i < len(failed_ids) else None
+        r = read_reason(reason, failed)
+        dynamic = _complete(r, _guard_lines(guards.get(failed)) if failed else [], new_lines, symbols)
+        r.change.text = _text(r, dynamic)
+        read.append((r, dynamic))
+    changes = [r.change for r, _ in read]
+    parts = []
+    if read:
+        parts.append(read[0][0].change.text[:1].upper() + read[0][0].change.text[1:])
+        older = [r.change for r, _ in read[1:]]
+        same = [str(o.failed_compile_id) for o in older if o.text == read[0][0].change.text]
+        other = [o for o in older if o.text != read[0][0].change.text]
+        if same:
+            parts.append(f"The same guard failed for the older version(s) {', '.join(same)}")
+        if other:
+            parts.append(f"The guards of {len(other)} other older version(s) failed too: "
+                         + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
+    root = _suggest(*read[0]) if read else None
+    suggestion = root
+    if rc.limit_hit:
+        frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
+                 and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
+        versions = sum(1 for x in frame if x.status != "recompile limit")
+        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
+                        f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
+        suggestion = _limit_suggestion(rc, root, versions)
+    explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
+    return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
+
+
+def explain_recompiles(report: "CompileReport", *, earlier: Sequence[GuardSet] = ()) -> "CompileReport":
+    """Doctor pass: every recompile gets ``changes``, ``explanation`` and (where a fix is known)
+    ``suggestion``. Returns a new report. ``earlier``: guard sets of compiles this report does
+    not hold (made by earlier runs), for the failed guards of its recompiles."""
+    if not report.recompiles:
+        return report
+    return dataclasses.replace(report, recompiles=[_explain(report, rc, earlier) for rc in report.recompiles])

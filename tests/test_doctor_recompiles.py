@@ -1,0 +1,404 @@
+"""The doctor's recompile explanations and fixes, proven.
+
+Each suggestion kind (``ipycompile.analysis.recompiles.SUGGESTION_KINDS``) has a test
+that takes a recompiling function, reads the doctor's suggestion from the report,
+applies it as a user would (written out here), and shows zero recompiles afterwards
+(or, for the recompile limit, no eager fallback) with the same outputs. The changes
+that need no fix (dtype, rank, training flag, grad mode, ...) are checked for their
+plain words and for having no suggestion. Real compiles, backend "eager": guards and
+recompiles are Dynamo's, the same with any backend.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+
+import ipycompile
+from ipycompile import CompileReport
+from ipycompile.analysis.recompiles import SUGGESTION_KINDS, explain_recompiles, read_reason, readable_source
+from tracefile import gpu_records
+
+
+def captured(*calls) -> tuple[CompileReport, list]:
+    """Reset Dynamo, run ``calls`` under ipycompile.capture(); (the diagnosed report, outputs)."""
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        outs = [call() for call in calls]
+    return cap.report, outs
+
+
+def only(report: CompileReport):
+    assert len(report.recompiles) == 1, [rc.reasons for rc in report.recompiles]
+    return report.recompiles[0]
+
+
+def kind(suggestion) -> str:
+    return suggestion.title.split(":", 1)[0]
+
+
+def same(a, b) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y)
+
+
+# -- the functions that recompile ------------------------------------------------------
+def double(x):
+    return x * 2 + 1
+
+
+def scaled(x, k):
+    return x * k
+
+
+SCALE = 2
+
+
+def global_scaled(x):
+    return x * SCALE
+
+
+def smooth(v, steps: int):
+    for _ in range(steps):
+        v = 0.5 * (v + v.roll(1, dims=-1))
+    return v
+
+
+def smooth_body(v):
+    return 0.5 * (v + v.roll(1, dims=-1))
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2
+
+    def forward(self, x):
+        return x * self.scale
+
+
+# -- mark_dynamic ---------------------------------------------------------------------------
+def test_size_change_is_explained_and_mark_dynamic_removes_the_recompile():
+    xs = [torch.randn(n, 3) for n in (8, 16, 24)]
+    f = torch.compile(double, backend="eager")
+    r, before = captured(*(lambda x=x: f(x) for x in xs))
+    rc = only(r)
+    (ch,) = rc.changes
+    assert (ch.kind, ch.subject, ch.dim, ch.before, ch.after) == ("size", "x", 0, "8", "16")
+    assert "size=[8, 3]" in ch.failed_guard and "size=[None, 3]" in ch.new_guard  # the guards, side by side
+    assert rc.explanation.startswith("Size of dim 0 of `x` went 8 → 16") and "dynamic" in rc.explanation
+    assert kind(rc.suggestion) == "mark_dynamic" and rc.suggestion.confidence == "high"
+    assert rc.suggestion.code.splitlines()[0].startswith("torch._dynamo.mark_dynamic(x, 0)")
+
+    # the fix, as the user writes it: mark dim 0 of the first input before the first call
+    first = xs[0].clone()
+    torch._dynamo.mark_dynamic(first, 0)
+    f = torch.compile(double, backend="eager")
+    fixed, after = captured(lambda: f(first), *(lambda x=x: f(x) for x in xs[1:]))
+    assert not fixed.recompiles and len(fixed.compiles) == 1
+    same(before, after)
+
+    # the alternative the suggestion names: dynamic=True
+    f = torch.compile(double, backend="eager", dynamic=True)
+    fixed, after = captured(*(lambda x=x: f(x) for x in xs))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def test_static_compiles_say_each_new_size_compiles_again():
+    f = torch.compile(double, backend="eager", dynamic=False)
+    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    rc = only(r)
+    assert "static again" in rc.explanation and kind(rc.suggestion) == "mark_dynamic"
+
+
+# -- mark_unbacked ------------------------------------------------------------------------
+def test_size_1_is_explained_and_mark_unbacked_removes_the_recompile():
+    first, one = torch.randn(8, 3), torch.randn(1, 3)
+    marked = first.clone()
+    torch._dynamo.mark_dynamic(marked, 0)
+    f = torch.compile(double, backend="eager")
+    r, before = captured(lambda: f(marked), lambda: f(torch.randn(16, 3)), lambda: f(one))
+    rc = only(r)
+    ch = rc.changes[0]
+    assert ch.kind == "size_0_1" and ch.after == "1" and "0 or 1" in rc.explanation
+    assert "2 <= L['x'].size()[0]" in ch.failed_guard and "size=[1, 3]" in ch.new_guard
+    assert kind(rc.suggestion) == "mark_unbacked"
+    assert "torch._dynamo.decorators.mark_unbacked(x, 0)" in rc.suggestion.code
+
+    unbacked = first.clone()
+    torch._dynamo.decorators.mark_unbacked(unbacked, 0)  # the fix
+    f = torch.compile(double, backend="eager")
+    fixed, after = captured(lambda: f(unbacked), lambda: f(torch.randn(16, 3)), lambda: f(one))
+    assert not fixed.recompiles
+    torch.testing.assert_close(after[2], before[2])
+    torch.testing.assert_close(after[0], before[0])
+
+
+# -- contiguous ---------------------------------------------------------------------------
+def test_stride_change_is_explained_and_contiguous_removes_the_recompile():
+    a, b = torch.randn(8, 4), torch.randn(4, 8).t()
+    f = torch.compile(double, backend="eager")
+    r, before = captured(lambda: f(a), lambda: f(b))
+    rc = only(r)
+    assert rc.changes[0].kind == "stride" and "memory layout" in rc.explanation
+    assert kind(rc.suggestion) == "contiguous" and rc.suggestion.code.startswith("x = x.contiguous()")
+
+    def call(x):
+        x = x.contiguous()  # the fix, before the call
+        return f(x)
+
+    f = torch.compile(double, backend="eager")
+    fixed, after = captured(lambda: call(a), lambda: call(b))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+# -- tensor_value -----------------------------------------------------------------------------
+@pytest.mark.parametrize("values", [(2, 3, 4), (2.0, 3.5, 0.25)], ids=["int", "float"])
+def test_python_number_change_is_explained_and_a_tensor_removes_the_recompile(values):
+    x = torch.randn(8)
+    f = torch.compile(scaled, backend="eager")
+    r, before = captured(*(lambda k=k: f(x, k) for k in values))
+    rc = only(r)
+    (ch,) = rc.changes
+    assert (ch.kind, ch.subject, ch.before, ch.after) == ("value", "k", str(values[0]), str(values[1]))
+    what = "int" if isinstance(values[0], int) else "float"
+    assert rc.explanation.startswith(f"The Python {what} `k` went {values[0]} → {values[1]}")
+    assert "made `k` dynamic" in rc.explanation and f"L['k'] == {values[0]}" in ch.failed_guard
+    assert kind(rc.suggestion) == "tensor_value" and rc.suggestion.code.startswith("k = torch.tensor(k)")
+
+    f = torch.compile(scaled, backend="eager")
+    fixed, after = captured(*(lambda k=k: f(x, torch.tensor(k)) for k in values))  # the fix
+    assert not fixed.recompiles
+    same(before, after)
+
+    f = torch.compile(scaled, backend="eager", dynamic=True)  # the alternative it names
+    fixed, after = captured(*(lambda k=k: f(x, k) for k in values))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def test_mutated_global_is_explained_and_a_tensor_global_removes_the_recompiles():
+    global SCALE
+    x = torch.randn(8)
+
+    def call_with(value):
+        global SCALE
+        SCALE = value
+        return f(x)
+
+    f = torch.compile(global_scaled, backend="eager")
+    try:
+        r, before = captured(*(lambda v=v: call_with(v) for v in (2, 3, 4)))
+        assert len(r.recompiles) == 2  # globals never become dynamic: every value recompiles
+        rc = r.recompiles[0]
+        (ch,) = rc.changes
+        assert (ch.kind, ch.subject, ch.before, ch.after) == ("global", "SCALE", "2", "3")
+        assert rc.explanation.startswith("The global `SCALE` went 2 → 3") and "G['SCALE'] == 3" in ch.new_guard
+        assert kind(rc.suggestion) == "tensor_value"
+        assert rc.suggestion.code.startswith("SCALE = torch.tensor(SCALE)")
+
+        f = torch.compile(global_scaled, backend="eager")  # the fix: the global holds a tensor
+        fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v)) for v in (2, 3, 4)))
+        assert not fixed.recompiles
+        same(before, after)
+    finally:
+        SCALE = 2
+
+
+def test_module_int_attribute_is_explained_and_a_tensor_attribute_removes_the_recompiles():
+    m = Scale()
+    x = torch.randn(4)
+
+    def call_with(value):
+        m.scale = value
+        return cm(x)
+
+    cm = torch.compile(m, backend="eager")
+    r, before = captured(*(lambda v=v: call_with(v) for v in (2, 3, 4)))
+    rc = r.recompiles[0]
+    assert rc.changes[0].kind == "value" and rc.changes[0].subject.endswith(".scale")
+    assert kind(rc.suggestion) == "tensor_value"
+    subject = rc.changes[0].subject
+    assert rc.suggestion.code.startswith(f"{subject} = torch.tensor({subject})")
+
+    m = Scale()
+    cm = torch.compile(m, backend="eager")
+    fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v)) for v in (2, 3, 4)))  # the fix
+    assert not fixed.recompiles
+    same(before, after)
+
+
+# -- loop_body ----------------------------------------------------------------------------------
+def test_loop_count_is_explained_and_compiling_the_body_removes_the_recompiles():
+    v = torch.randn(4, 8)
+    f = torch.compile(smooth, backend="eager")
+    r, before = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3)))
+    assert len(r.recompiles) == 2
+    rc = r.recompiles[0]
+    assert rc.changes[0].kind == "value" and "loop count" in rc.explanation
+    assert kind(rc.suggestion) == "loop_body" and "for _ in range(steps):" in rc.suggestion.code
+
+    step = torch.compile(smooth_body, backend="eager")  # the fix: compile one step, loop in Python
+
+    def fixed_smooth(v, steps):
+        for _ in range(steps):
+            v = step(v)
+        return v
+
+    fixed, after = captured(*(lambda s=s: fixed_smooth(v, s) for s in (1, 2, 3)))
+    assert not fixed.recompiles and len(fixed.compiles) == 1
+    same(before, after)
+
+
+# -- recompile_limit ---------------------------------------------------------------------------
+def test_recompile_limit_is_said_prominently_and_both_fixes_work():
+    v = torch.randn(4, 8)
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 2
+    try:
+        f = torch.compile(smooth, backend="eager")
+        r, before = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3, 4)))
+        (rc,) = [x for x in r.recompiles if x.limit_hit]
+        assert rc.explanation.startswith("Recompile limit hit: torch stopped compiling `smooth` after 2 version(s)")
+        assert kind(rc.suggestion) == "recompile_limit" and "smooth" in rc.suggestion.title
+        text = str(r)
+        assert "** RECOMPILE LIMIT HIT: smooth (test_doctor_recompiles.py:" in text.splitlines()[1]
+        from ipycompile.widgets.viewmodel import view_model
+
+        chip = view_model(r).chip("recompile_limit")
+        assert chip is not None and chip.warn and "smooth" in chip.text
+        limit = int(re.search(r"recompile_limit = (\d+)", rc.suggestion.code).group(1))
+        assert "for _ in range(steps):" in rc.suggestion.code  # the cause's fix comes first
+
+        # fix 1, the cause: compile the body (as above): no recompile at all, whatever the limit
+        step = torch.compile(smooth_body, backend="eager")
+
+        def fixed_smooth(v, steps):
+            for _ in range(steps):
+                v = step(v)
+            return v
+
+        fixed, after = captured(*(lambda s=s: fixed_smooth(v, s) for s in (1, 2, 3, 4)))
+        assert not fixed.recompiles
+        same(before, after)
+
+        # fix 2, only when every version is needed: the limit it names; nothing falls back to eager
+        torch._dynamo.config.recompile_limit = limit
+        f = torch.compile(smooth, backend="eager")
+        raised, after = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3, 4)))
+        assert raised.recompiles and not any(x.limit_hit for x in raised.recompiles) and not raised.failures
+        same(before, after)
+    finally:
+        torch._dynamo.config.recompile_limit = old
+
+
+def test_every_suggestion_kind_has_a_test_here():
+    import inspect
+    import sys
+
+    source = inspect.getsource(sys.modules[__name__])
+    for k in SUGGESTION_KINDS:
+        assert f'kind(rc.suggestion) == "{k}"' in source, k
+
+
+# -- changes that need no fix: plain words, no suggestion ---------------------------------------
+def test_dtype_rank_requires_grad_and_type_changes_are_explained_without_a_fix():
+    f = torch.compile(double, backend="eager")
+    for calls, k, words in (
+        ((torch.randn(8), torch.randn(8, dtype=torch.float16)), "dtype", "dtype of `x` went float32 → float16"),
+        ((torch.randn(8), torch.randn(8, 2)), "rank", "`x` went from 1 to 2 dimensions"),
+        ((torch.randn(8), torch.randn(8, requires_grad=True)), "requires_grad", "`x` requires grad now"),
+        ((torch.randn(8), 3), "type", "`x` was a Tensor when compiled, now int"),
+    ):
+        r, _ = captured(*(lambda a=a: f(a) for a in calls))
+        rc = only(r)
+        assert rc.changes[0].kind == k and words.lower() in rc.explanation.lower(), rc.explanation
+        assert rc.suggestion is None
+
+
+def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_without_a_fix():
+    drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    cd = torch.compile(drop, backend="eager")
+    x = torch.randn(2, 4)
+    r, _ = captured(lambda: cd(x), lambda: drop.eval(), lambda: cd(x))
+    (ch,) = only(r).changes
+    assert ch.kind == "training" and (ch.before, ch.after) == ("True", "False")
+    assert "switched to eval()" in only(r).explanation and only(r).suggestion is None
+
+    f = torch.compile(double, backend="eager")
+
+    def no_grad():
+        with torch.no_grad():
+            return f(x)
+
+    r, _ = captured(lambda: f(x), no_grad)
+    assert only(r).changes[0].kind == "global_state" and "grad mode" in only(r).explanation
+
+    g = torch.compile(lambda t, fn: fn(t), backend="eager")
+    r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
+    assert only(r).changes[0].kind == "identity" and only(r).suggestion is None
+
+    h = torch.compile(lambda ts: sum(ts), backend="eager")
+    r, _ = captured(lambda: h([x] * 2), lambda: h([x] * 3))
+    ch = only(r).changes[0]
+    assert (ch.kind, ch.before, ch.after) == ("length", "2", "3")
+
+    s = torch.compile(scaled, backend="eager")
+    r, _ = captured(lambda: s(x, True), lambda: s(x, False))
+    assert "bool `k` went True → False" in only(r).explanation and only(r).suggestion is None
+
+
+def test_unknown_reasons_keep_torch_words_and_get_no_fix():
+    r = read_reason("something torch 3.0 says about L['x'] # nothing we know")
+    assert r.change.kind == "other" and r.change.reason.startswith("something torch 3.0 says")
+    assert readable_source("L['self']._modules['body']._modules['0']._parameters['weight']") == "self.body[0].weight"
+
+
+def test_the_diagnosis_survives_the_json_round_trip():
+    f = torch.compile(double, backend="eager")
+    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    back = CompileReport.from_json(r.to_json())
+    assert back == r and back.recompiles[0].changes[0].kind == "size" and back.recompiles[0].suggestion is not None
+
+
+def test_torch_2_11_recorded_recompiles_are_explained():
+    """The H100 trace of torch 2.11: the same guard wording, the same explanation and fix."""
+    r = explain_recompiles(ipycompile.build_report(gpu_records("quickstart")))
+    by_subject = {rc.changes[0].subject: rc for rc in r.recompiles if rc.changes}
+    for name in ("x", "h"):
+        rc = by_subject[name]
+        ch = rc.changes[0]
+        assert (ch.kind, ch.dim, ch.before, ch.after) == ("size", 0, "32", "64")
+        assert "size=[32, " in ch.failed_guard and "size=[None, " in ch.new_guard
+        assert rc.explanation.startswith(f"Size of dim 0 of `{name}` went 32 → 64") and kind(rc.suggestion) == "mark_dynamic"
+
+
+def test_explanations_and_fixes_show_in_the_html_and_the_widget():
+    import html
+
+    from ipycompile.widgets.html import render_html
+
+    f = torch.compile(double, backend="eager")
+    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
+    assert "Size of dim 0 of `x` went 8 → 16" in page and "torch._dynamo.mark_dynamic(x, 0)" in page
+    assert "The failed guard beside the new one" in page and "size=[None, 3]" in page
+    W = pytest.importorskip("ipywidgets")
+    from ipycompile.widgets.widget import ReportWidget
+
+    w = ReportWidget(r)
+    w.tabs.selected_index = [t.key for t in w.view_model.tabs].index("recompiles")
+
+    def texts(widget):
+        yield getattr(widget, "value", "") if isinstance(widget, W.HTML) else ""
+        for child in getattr(widget, "children", ()) or ():
+            yield from texts(child)
+
+    shown = html.unescape("\n".join(texts(w)))
+    assert "Size of dim 0 of `x` went 8 → 16" in shown and "mark_dynamic" in shown
