@@ -105,10 +105,7 @@ def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
     for u in r.unrolled_loops:
         rows.append([r.where(u.filename, u.lineno), u.source_line.strip(), u.repeats, u.ops_in_loop, u.ops_total,
                      str(u.compile_id or ""), u.suggestion.title.split(":", 1)[0] if u.suggestion else ""])
-        d: list[Block] = []
-        src = source_excerpt(u.filename, u.lineno, u.source_line)
-        if src:
-            d.append(Code(r.where(u.filename, u.lineno), src, "python"))
+        d: list[Block] = excerpt_blocks(r, u)  # an UnrolledLoop has the frame's filename, lineno, source_line
         d += suggestion_blocks(u.suggestion)
         details.append(d)
     return [
