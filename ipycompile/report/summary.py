@@ -87,6 +87,43 @@ def _profile_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def stop_frame(b):
+    """Where Dynamo stopped for graph break ``b`` (its ``break_frame``, else its user line)."""
+    return b.break_frame if b.break_frame.filename else b.frame
+
+
+def reached_from(b) -> bool:
+    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped."""
+    stop = stop_frame(b)
+    return bool(b.frame.filename) and (b.frame.filename, b.frame.lineno) != (stop.filename, stop.lineno)
+
+
+def first_line_of(r: "CompileReport", compile_id):
+    c = r.compile(compile_id) if compile_id is not None else None
+    return c.first_line if c is not None else None
+
+
+def suggestion_lines(s, indent: str = "      ") -> list[str]:
+    """A suggestion as text lines: the title, the explanation, the code indented."""
+    import textwrap
+
+    if s is None:
+        return []
+    if s.kind == "unknown":
+        out = [f"{indent}no specific fix known"]
+        out += [f"{indent}  " + ln for ln in s.explanation.splitlines() if ln.strip() and "ipycompile knows no" not in ln]
+        return out
+    out = [f"{indent}fix ({s.confidence}): {s.title}"]
+    for para in s.explanation.split("\n\n"):
+        out += textwrap.wrap(para, 100, initial_indent=indent + "  ", subsequent_indent=indent + "  ")
+    if s.code:
+        if s.first_line is not None:
+            span = f"line {s.first_line}" if s.first_line == s.last_line else f"lines {s.first_line}-{s.last_line}"
+            out.append(f"{indent}  replace {span} with:")
+        out += [f"{indent}  | {ln}" for ln in s.code.splitlines()]
+    return out
+
+
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
@@ -111,6 +148,9 @@ def render_summary(report: "CompileReport") -> str:
         f"{_plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
         _plural(len(r.failures), "failure"),
     ]
+    eager = r.ran_without_compiling
+    if eager:
+        head.append(f"ran without compiling: {_plural(len(eager), 'frame')}")
     lines.append("ipycompile report: " + ", ".join(head))
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
@@ -122,18 +162,28 @@ def render_summary(report: "CompileReport") -> str:
         lines.append("Failures:")
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
-            lines.append(f"  [{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}: {first}")
+            fn = f" in {f.frame.function}" if f.frame.function else ""
+            lines.append(f"  [{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}{fn}: {first}")
+            if f.frame.source_line:
+                lines.append(f"      {f.frame.source_line.strip()}")
+            lines += suggestion_lines(f.suggestion)
     if r.graph_breaks:
         lines.append("")
         lines.append("Graph breaks:")
         for b in r.graph_breaks:
             code = f" [{b.gb_code}]" if b.gb_code else ""
             times = f" (x{b.count})" if b.count > 1 else ""
-            fn = f" in {b.frame.function}" if b.frame.function else ""
-            lines.append(f"  {r.where(b.frame.filename, b.frame.lineno)}{fn}: {b.reason}{code}{times}")
-            if b.frame.source_line:
-                lines.append(f"      {b.frame.source_line.strip()}")
-            if b.hints:
+            stop = stop_frame(b)
+            fn = f" in {stop.function}" if stop.function else ""
+            lines.append(f"  {r.where(stop.filename, stop.lineno)}{fn}: {b.reason}{code}{times}")
+            if stop.source_line:
+                lines.append(f"      {stop.source_line.strip()}")
+            if reached_from(b):
+                src = f": {b.frame.source_line.strip()}" if b.frame.source_line.strip() else ""
+                lines.append(f"      reached from {r.where(b.frame.filename, b.frame.lineno)}{src}")
+            if b.suggestion is not None:
+                lines += suggestion_lines(b.suggestion)
+            elif b.hints:
                 lines.append(f"      hint: {b.hints[0]}")
     if r.recompiles:
         lines.append("")
@@ -142,7 +192,8 @@ def render_summary(report: "CompileReport") -> str:
             what = " ".join(r.readable(rc.reasons[0]).splitlines()[0].split()) if rc.reasons else "(no reason given)"
             more = f" (+{len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
             limit = "  ** recompile limit hit: running eagerly **" if rc.limit_hit else ""
-            lines.append(f"  [{rc.compile_id}] {rc.function}: {what}{more}{limit}")
+            at = f" ({r.where(rc.filename, first_line_of(r, rc.compile_id))})" if rc.filename else ""
+            lines.append(f"  [{rc.compile_id}] {rc.function}{at}: {what}{more}{limit}")
     if r.control_flow:
         lines.append("")
         def walk(nodes, depth=0):
