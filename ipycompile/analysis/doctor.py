@@ -35,3 +35,9 @@ def diagnose(report: "CompileReport") -> "CompileReport":
             )
             report = dataclasses.replace(report, stats=stats)
     return report
+
+
+# -- the passes -------------------------------------------------------------------
+from .breaks import suggest_break_fixes  # noqa: E402  (a pass module may use this module's helpers)
+
+PASSES.append(suggest_break_fixes)
