@@ -223,3 +223,16 @@ def test_gpu_traces_of_torch_2_11_still_parse_with_both_places():
     r = diagnose(build_report(gpu_records("reduce_overhead")))
     (gb,) = r.graph_breaks
     assert (gb.break_frame.function, gb.break_frame.lineno) == ("cpu_scalar", 46)
+
+
+def test_gpu_traces_of_torch_2_11_get_sensible_suggestions_from_the_recorded_lines():
+    # the trace keeps only each frame's line (no source was captured with it)
+    (gb,) = diagnose(build_report(gpu_records("quickstart"))).graph_breaks
+    s = gb.suggestion
+    assert s.kind == "torch.cond" and s.confidence == "low" and s.first_line is None  # a skeleton, not a rewrite
+    assert "torch.cond(h.mean() > 0, true_fn, false_fn" in s.code
+    (gb,) = diagnose(build_report(gpu_records("reduce_overhead"))).graph_breaks
+    s = gb.suggestion
+    # checked on the H100 with torch 2.11.0 (default and reduce-overhead modes): no break, same output
+    assert s.kind == "keep_tensor" and s.code == "return x * s + torch.ones(1).cuda()"
+    assert (s.first_line, s.last_line) == (46, 46)

@@ -361,6 +361,20 @@ def test_a_logger_inside_a_library_is_ignored_by_the_exact_importable_method(doc
     assert_close(got, expected)
 
 
+def test_on_torch_2_11_the_logging_fix_warns_of_torchs_lost_metrics():
+    # seen on the H100 machine, torch 2.11.0: the fix removes the break, but torch cannot log
+    # compilation_metrics while ignore_logging_functions holds a callable
+    from test_break_places import LIBRARY_LOGGING  # a recorded payload (2.13 text; 2.11 has the same shape)
+
+    report = ipycompile.build_report([({"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"},
+                                        "frame_id": 0, "frame_compile_id": 0}, LIBRARY_LOGGING)])
+    for version, warned in (("2.11.0+cu130", True), ("2.13.0+cpu", False)):
+        report.torch_version = version
+        (gb,) = diagnose(report).graph_breaks
+        assert gb.suggestion.kind == "ignore_logging_functions"
+        assert ("fails to log its compile metrics" in gb.suggestion.explanation) is warned
+
+
 def test_transformers_loss_logging_names_the_library_line_and_method():
     transformers = pytest.importorskip("transformers")
     logging.getLogger("transformers").setLevel(logging.ERROR)

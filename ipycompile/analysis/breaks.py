@@ -779,12 +779,22 @@ def _fix_logger(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
         head = (f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} calls `{method}` on the logger '{name}'{said}; "
                 "torch cannot trace a logging call, so the graph breaks there. Or move the call out of the compiled code.")
         title = f"Ignore the `{name}` logger's `{method}` in compiled code"
+    old_torch = ""
+    if _torch_before(ctx.report.torch_version, (2, 13)):
+        old_torch = (" On torch 2.11 (seen on 2.11.0) torch then fails to log its compile metrics while the set "
+                     "holds a callable (its config logging cannot serialize it): the code compiles without the break, "
+                     "but a report of it lacks those compiles' times and statuses.")
     return Suggestion(
         title,
         head + f" Adding `{logger}.{method}` (exactly this logger's method) to "
         "torch._dynamo.config.ignore_logging_functions makes the call a no-op in compiled code: the message is "
-        "not logged from compiled code (it still is when the code runs uncompiled). " + _reset_note(),
+        "not logged from compiled code (it still is when the code runs uncompiled). " + _reset_note() + old_torch,
         code, "high", "ignore_logging_functions")
+
+
+def _torch_before(version: str, limit: tuple[int, int]) -> bool:
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < limit
 
 
 def _logging_call_frame(f: _Facts) -> Optional[UserFrame]:
