@@ -399,6 +399,22 @@ def test_transformers_loss_logging_names_the_library_line_and_method():
     assert_close(got, expected)
 
 
+DEEPCOPY_BROKEN = "h = x * 2\nskip = copy.deepcopy(h)\nh.relu_()\nh + skip"
+DEEPCOPY_FIXED = "h = x * 2\nskip = h.clone()\nh.relu_()\nh + skip"
+
+
+def test_deepcopy_of_a_tensor_becomes_clone():
+    import copy
+
+    expected, report = run(DEEPCOPY_BROKEN, ns_with(NEG, copy=copy))
+    s = only_suggestion(report)
+    assert s.kind == "tensor_clone" and s.code == "skip = h.clone()"
+    assert apply_suggestion(DEEPCOPY_BROKEN, s) == DEEPCOPY_FIXED
+    got, after = run(DEEPCOPY_FIXED, ns_with(NEG, copy=copy))
+    assert_clean(after)
+    assert_close(got, expected)
+
+
 # -- NumPy, third-party calls, side effects, context managers ------------------------------------------
 DIGITIZE_BROKEN = "idx = torch.from_numpy(np.digitize(x.numpy(), bins))\nout = idx * 2\nout"
 DIGITIZE_FIXED = "idx = torch.bucketize(x, torch.as_tensor(bins), right=True)\nout = idx * 2\nout"

@@ -42,6 +42,7 @@ KINDS: dict[str, str] = {
     "reorderable_logging_functions": "`print` / `logging.<level>` of tensors and constants: `torch._dynamo.config.reorderable_logging_functions`",
     "remove_print": "`print` of values torch cannot reorder: remove it from the compiled code",
     "ignore_logging_functions": "a `logging.Logger` method (in the user's code or a library): the exact bound method for `torch._dynamo.config.ignore_logging_functions`",
+    "tensor_clone": "`copy.deepcopy` of a tensor in the user's code: the tensor's own `.clone()`",
     "numpy_to_torch": "a NumPy function torch cannot trace that has a torch equivalent: the torch call",
     "custom_op": "a third-party or NumPy call on tensors torch cannot trace: `torch.library.custom_op` around the smallest piece of the user's code",
     "move_out": "a call that does not use the tensors (a timer, a process id): move it out of the compiled code",
@@ -293,10 +294,14 @@ def _uses_after(p: Parsed, node: ast.stmt, name: str) -> list[ast.Name]:
             and n.lineno > end]
 
 
-def _stmt_replacement(p: Parsed, stmt: ast.stmt, swaps: list[tuple[ast.AST, str]]) -> str:
-    """The source of ``stmt`` (dedented) with each node of ``swaps`` replaced by its text."""
+def _stmt_replacement(p: Parsed, stmt: ast.stmt, swaps: list[tuple[ast.AST, str]], keep_comment: bool = True) -> str:
+    """The source of ``stmt`` (dedented) with each node of ``swaps`` replaced by its text;
+    without its trailing comment when ``keep_comment`` is False (a comment about what changed)."""
     first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
     text_lines = p.text.split("\n")[first - 1 : last]
+    if not keep_comment:
+        end = stmt.end_col_offset or 0
+        text_lines[-1] = _char_slice(text_lines[-1], 0, end)
     for node, new in sorted(swaps, key=lambda s: (s[0].lineno, s[0].col_offset), reverse=True):
         i, j = node.lineno - first, (node.end_lineno or node.lineno) - first
         line_i, line_j = text_lines[i], text_lines[j]
@@ -642,7 +647,7 @@ def _fix_item(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
             keep = all(_arith_use(p, c) for c in calls)
             what = "the value is an operand of tensor arithmetic"
         if keep:
-            code = _stmt_replacement(p, stmt, [(c, _tensor_form(p, c)) for c in calls])
+            code = _stmt_replacement(p, stmt, [(c, _tensor_form(p, c)) for c in calls], keep_comment=False)
             return Suggestion(
                 f"Keep the value at {ctx.where(f.stop)} a tensor",
                 f"`{line}` turns a tensor into a Python number, which torch cannot trace (the graph breaks and "
@@ -683,7 +688,7 @@ def _fix_tolist(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
 
     if not uses or not all(ok(u) for u in uses):
         return None
-    code = _stmt_replacement(p, stmt, [(stmt.value, p.segment(stmt.value.func.value))])
+    code = _stmt_replacement(p, stmt, [(stmt.value, p.segment(stmt.value.func.value))], keep_comment=False)
     return Suggestion(
         f"Keep `{name}` a tensor at {ctx.where(f.stop)}",
         f"`{f.stop.source_line.strip()}` copies a tensor into a Python list, which torch cannot trace. `{name}` is only "
@@ -858,6 +863,38 @@ def _fix_backward(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
         + ". Compiled autograd (torch._dynamo.config.compiled_autograd = True) also compiles the backward pass "
         "with its hooks. " + _reset_note(),
         code, "medium", "trace_autograd_ops")
+
+
+# ---------------------------------------------------------------------------
+# copy.deepcopy of a tensor
+
+
+def _is_deepcopy(f: _Facts) -> bool:
+    return f.code in ("GB4198", "GB0179") or "deepcopy" in f.kind
+
+
+def _fix_deepcopy(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
+    # torch stops inside the standard library's copy.py; the call to rewrite is the user's line
+    at = f.user if f.in_library else f.stop
+    if is_library(at.filename):
+        return None
+    p = _parsed_at(at, ctx)
+    stmt = p.innermost_statement(at.lineno) if p is not None else None
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _call_name(n) == "deepcopy"
+             and len(n.args) == 1 and not n.keywords] if stmt is not None else []
+    if len(calls) != 1:
+        return None
+    arg = calls[0].args[0]
+    src = p.segment(arg)
+    if not isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        src = f"({src})"
+    code = _stmt_replacement(p, stmt, [(calls[0], f"{src}.clone()")])
+    return Suggestion(
+        f"Copy the tensor with `.clone()` at {ctx.where(at)}",
+        f"`{p.segment(stmt)}` deep-copies a tensor, which torch does not trace. `.clone()` makes the "
+        "same copy as one op of the graph. (It stays connected to autograd, where a deep copy is a new leaf: "
+        "write `.detach().clone()` if gradients must not flow through the copy.)",
+        code, "high", "tensor_clone", at.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
 
 
 # ---------------------------------------------------------------------------
@@ -1044,6 +1081,8 @@ def _custom_op(f: _Facts, ctx: _Context, p: Parsed, stmt: ast.stmt, what: str) -
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             value, target = stmt.value, "return "
         else:
+            return None
+        if not _dotted(value).startswith("torch."):  # e.g. a bare np.f(...): its value is no tensor
             return None
         before = set(_defined_before(p, stmt))
         params = [n for n in _loads([ast.Expr(value)]) if (n in before or _tensor_like(value, n)) and n != "self"]
@@ -1251,6 +1290,7 @@ _RULES: list[tuple[Callable[[_Facts], bool], Callable[[_Facts, _Context], Option
     (_is_print, _fix_print),
     (_is_logging_function, _fix_logging_function),
     (_is_backward, _fix_backward),
+    (_is_deepcopy, _fix_deepcopy),
     (_is_numpy, _fix_numpy),
     (_is_context_manager, _fix_context_manager),
     (_is_unsupported_call, _fix_call),
