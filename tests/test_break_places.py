@@ -236,3 +236,24 @@ def test_gpu_traces_of_torch_2_11_get_sensible_suggestions_from_the_recorded_lin
     # checked on the H100 with torch 2.11.0 (default and reduce-overhead modes): no break, same output
     assert s.kind == "keep_tensor" and s.code == "return x * s + torch.ones(1).cuda()"
     assert (s.first_line, s.last_line) == (46, 46)
+
+
+def test_a_long_file_keeps_the_function_around_the_break(tmp_path, monkeypatch):
+    filler = "\n".join(f"CONSTANT_{i} = {i}" for i in range(450))
+    body = "def clamp(x):\n    y = x * 2\n    if y.max() > 1:\n        y = y / y.max()\n    return y + 1\n"
+    text = "import torch\n" + filler + "\n\n\n" + body
+    (tmp_path / "longmod.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import longmod
+
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        torch.compile(longmod.clamp, backend="eager")(torch.linspace(0, 2, 8))
+    torch._dynamo.reset()
+    r = cap.report
+    (span,) = [s for s in r.source_context if s.filename == longmod.__file__]
+    first = text.splitlines().index("def clamp(x):") + 1
+    assert (span.first_line, span.last_line) == (first, first + 4) and span.lines[0] == "def clamp(x):"
+    assert span.module == "longmod"
+    s = r.graph_breaks[0].suggestion
+    assert s.kind == "torch.where" and s.code == "y = torch.where(y.max() > 1, y / y.max(), y)"

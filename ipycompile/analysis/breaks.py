@@ -610,11 +610,7 @@ def _arith_use(p: Parsed, node: ast.AST) -> bool:
 def _tensor_form(p: Parsed, call: ast.Call) -> str:
     """``x.sum().item()`` -> ``x.sum()``; ``int(e)`` -> ``e.long()``; ``float(e)`` -> ``e.double()``."""
     if isinstance(call.func, ast.Attribute):  # .item()
-        inner = call.func.value
-        inner_src = p.segment(inner)
-        if isinstance(call.func.value, ast.Call) and _call_name(call.func.value) == "item":
-            return inner_src
-        return inner_src
+        return p.segment(call.func.value)
     arg = call.args[0]
     if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "item":
         arg = arg.func.value

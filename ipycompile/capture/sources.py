@@ -71,7 +71,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
                 continue
             module = _module_of(filename)
             if not is_user_file(filename):
-                ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in linecache_lines(linenos, lines)]
+                ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
             elif len(lines) <= WHOLE_FILE_LINES:
                 ranges = [(1, len(lines))]
             else:
@@ -83,7 +83,8 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     return spans
 
 
-def linecache_lines(linenos: set[int], lines: list[str]) -> list[int]:
+def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:
+    """The line numbers that exist in ``lines``, sorted."""
     return sorted(n for n in linenos if 1 <= n <= len(lines))
 
 
@@ -119,13 +120,13 @@ def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_
     try:
         tree = ast.parse(parseable(lines))
     except SyntaxError:
-        return [(max(1, n - 20), min(len(lines), n + 20)) for n in linecache_lines(linenos, lines)]
+        return [(max(1, n - 20), min(len(lines), n + 20)) for n in _valid_lines(linenos, lines)]
     defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name: dict[str, list] = {}
     for d in defs:
         by_name.setdefault(d.name, []).append(d)
     out: list[tuple[int, int]] = []
-    for n in linecache_lines(linenos, lines):
+    for n in _valid_lines(linenos, lines):
         around = [d for d in defs if _first(d) <= n <= (d.end_lineno or d.lineno)]
         if not around:
             out.append((max(1, n - 20), min(len(lines), n + 20)))
