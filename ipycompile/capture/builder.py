@@ -28,7 +28,7 @@ from ..report import (
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
-from .parse.recompiles import compile_status, parse_recompile_reasons
+from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons
 from .phases import compile_time
 from .records import TraceRecord, compile_id_from_text
 
@@ -47,6 +47,7 @@ class _State:
     cache: dict[CompileId, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
     errors: dict[CompileId, str] = field(default_factory=dict)  # dynamo_error tracebacks
     broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
+    gave_up: set[CompileId] = field(default_factory=set)  # compiles whose break made torch run the frame eagerly
     kernel_info: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # (compile id, kernel) -> info
 
     def compile(self, cid: Optional[CompileId]) -> Optional[Compile]:
@@ -205,6 +206,8 @@ def _on_graph_break(st: _State, rec: TraceRecord) -> None:
         st.broke.add(c.compile_id)
         if c.status == "ok":
             c.status = "graph break"
+        if is_skip_message(rec.payload):
+            st.gave_up.add(c.compile_id)
     seen = st.breaks.get(gb.site)
     if seen is None:
         st.breaks[gb.site] = gb
@@ -336,6 +339,7 @@ def _finish(st: _State) -> CompileReport:
             else:
                 c.cache.aot_autograd, c.cache.aot_autograd_bypass_reason = status, reason
     r.compiles = sorted(st.compiles.values(), key=lambda c: (c.start_time or float("inf"), c.compile_id))
+    _ran_eagerly(r, st.gave_up)
     _share_frame_names(r)
     for rc in r.recompiles:
         c = st.compiles.get(rc.compile_id)
@@ -357,6 +361,18 @@ def _finish(st: _State) -> CompileReport:
     return r
 
 
+def _ran_eagerly(r: CompileReport, gave_up: set) -> None:
+    """A frame whose graph break torch could not handle ("Skipping the function and falling
+    back to eager") ran without compiling: its compile is "skipped", not a failure, even
+    when its ``fail_reason`` (e.g. a data-dependent guard) does not say so. torch and
+    tlparse count every such frame (``fail_type`` set); the user's code ran fine."""
+    for c in r.compiles:
+        if c.status == "failed" and c.compile_id in gave_up:
+            c.status = "skipped"
+    skipped = {c.compile_id for c in r.compiles if c.status == "skipped"}
+    r.failures = [f for f in r.failures if f.compile_id not in skipped]
+
+
 def _share_frame_names(r: CompileReport) -> None:
     """A compile that torch logged no frame for (e.g. one refused at the recompile limit)
     takes its function and file from another compile of the same frame id; a failure
@@ -371,6 +387,9 @@ def _share_frame_names(r: CompileReport) -> None:
             c.function, c.filename, c.first_line = twin.function, twin.filename, c.first_line or twin.first_line
     compiles = {c.compile_id: c for c in r.compiles}
     for f in r.failures:
+        named = _frame_at(f.traceback or f.message, f.frame.filename, f.frame.lineno) if f.frame.filename else None
+        if named is not None:  # torch gave the line; its stack names the function that holds it
+            f.frame = named
         if not f.frame.filename or _TORCH_FILE.search(f.frame.filename):
             user = _last_user_frame(f.traceback or f.message)
             if user is not None:
@@ -384,6 +403,17 @@ def _share_frame_names(r: CompileReport) -> None:
 # A file of the torch package (on this machine or the one that wrote a trace file).
 _TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]torch[/\\]")
 _TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
+
+
+def _frame_at(text: str, filename: str, lineno: Optional[int]) -> Optional[UserFrame]:
+    """The frame of torch's "from user code:" stack at ``filename:lineno``, with its function and line."""
+    _, found, stack = (text or "").rpartition("from user code:")
+    if not found or lineno is None:
+        return None
+    for m in _TRACE_FRAME.finditer(stack):
+        if m.group("file") == filename and int(m.group("line")) == lineno:
+            return UserFrame(filename, lineno, m.group("fn"), m.group("src").strip())
+    return None
 
 
 def _last_user_frame(text: str) -> Optional[UserFrame]:

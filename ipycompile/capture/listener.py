@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
-from .sources import notebook_sources
+from .sources import notebook_sources, source_context
 
 TRACE_LOGGER = "torch.__trace"
 
@@ -91,6 +91,7 @@ class Capture:
                 report = build_report(list(self.records))
                 report.torch_version = _torch_version()
                 report.sources.update(notebook_sources())
+                report.source_context = source_context(report)
                 if self.finish is not None:
                     report = self.finish(report)
                 if self.active:

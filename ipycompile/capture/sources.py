@@ -1,4 +1,5 @@
-"""Names of notebook cells: which filename is ``In [7]``.
+"""Names of notebook cells (which filename is ``In [7]``), and the source around
+breaks and failures, read when a report is captured.
 
 IPython compiles each cell under a generated filename (``/tmp/ipykernel_1/123.py``
 or ``<ipython-input-7-...>``) and remembers its execution count. Read only
@@ -7,7 +8,14 @@ when IPython is already running: this never imports it.
 
 from __future__ import annotations
 
+import linecache
+import re
 import sys
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+    from ..report.model import SourceSpan
 
 
 def notebook_sources() -> dict[str, str]:
@@ -18,3 +26,139 @@ def notebook_sources() -> dict[str, str]:
         return {}
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     return {filename: f"In [{count}]" for filename, count in names.items() if isinstance(count, int)}
+
+
+# ---------------------------------------------------------------------------
+# the code around breaks and failures, kept in the report
+
+#: A user file up to this many lines is kept whole (a cell, a script); a longer one keeps
+#: the function around each line (at most this many lines) and the functions it names.
+WHOLE_FILE_LINES = 400
+#: Lines kept around a line in library code (shown, never rewritten).
+LIBRARY_CONTEXT = 3
+
+_FROM_USER_CODE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.M)
+
+
+def source_context(report: "CompileReport") -> list["SourceSpan"]:
+    """The source around every graph break and failure of ``report``, read now (from
+    ``linecache``: notebook cells are there too), so that the doctor and the views work
+    the same on a saved report. User files are kept whole when short, else the function
+    around each line; library files a few lines around each line. Never raises."""
+    from ..report.model import SourceSpan
+    from .parse.graph_breaks import is_user_file
+
+    wanted: dict[str, set[int]] = {}
+
+    def want(filename: str, lineno: Optional[int]) -> None:
+        if filename and lineno is not None and not _internal(filename):
+            wanted.setdefault(filename, set()).add(int(lineno))
+
+    for b in report.graph_breaks:
+        for f in [b.frame, b.break_frame, *b.user_stack]:
+            want(f.filename, f.lineno)
+    for fl in report.failures:
+        want(fl.frame.filename, fl.frame.lineno)
+        _, found, stack = (fl.traceback or fl.message or "").rpartition("from user code:")
+        for m in _FROM_USER_CODE.finditer(stack if found else ""):
+            want(m.group("file"), int(m.group("line")))
+
+    spans: list[SourceSpan] = []
+    for filename, linenos in wanted.items():
+        try:
+            lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
+            if not lines:
+                continue
+            module = _module_of(filename)
+            if not is_user_file(filename):
+                ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
+            elif len(lines) <= WHOLE_FILE_LINES:
+                ranges = [(1, len(lines))]
+            else:
+                ranges = _function_ranges(lines, linenos)
+            for lo, hi in _merge(ranges):
+                spans.append(SourceSpan(filename, lo, lines[lo - 1 : hi], module))
+        except Exception:  # noqa: BLE001 - source is a nicety; never cost the report
+            continue
+    return spans
+
+
+def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:
+    """The line numbers that exist in ``lines``, sorted."""
+    return sorted(n for n in linenos if 1 <= n <= len(lines))
+
+
+def _internal(filename: str) -> bool:
+    """ipycompile's own frames (the runner that calls the cell): never the user's code."""
+    import os
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return filename.startswith(package)
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def parseable(lines: list[str]) -> str:
+    """The text of ``lines`` with IPython magics (``%%compile ...``, ``%time``, ``!ls``)
+    blanked, so that ``ast`` can parse a cell; line numbers are kept."""
+    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
+
+
+def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_LINES) -> list[tuple[int, int]]:
+    """For a long file: the innermost function around each line (capped), and every
+    top-level function that such a function's body names (a ``scan`` body, a ``cond`` branch)."""
+    import ast
+
+    try:
+        tree = ast.parse(parseable(lines))
+    except SyntaxError:
+        return [(max(1, n - 20), min(len(lines), n + 20)) for n in _valid_lines(linenos, lines)]
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    by_name: dict[str, list] = {}
+    for d in defs:
+        by_name.setdefault(d.name, []).append(d)
+    out: list[tuple[int, int]] = []
+    for n in _valid_lines(linenos, lines):
+        around = [d for d in defs if _first(d) <= n <= (d.end_lineno or d.lineno)]
+        if not around:
+            out.append((max(1, n - 20), min(len(lines), n + 20)))
+            continue
+        inner = max(around, key=lambda d: d.lineno)
+        lo, hi = _first(inner), inner.end_lineno or inner.lineno
+        out.append((lo, min(hi, lo + cap - 1)))
+        names = {x.id for x in ast.walk(inner) if isinstance(x, ast.Name)}
+        for name in names:
+            for d in by_name.get(name, []):
+                out.append((_first(d), min(d.end_lineno or d.lineno, _first(d) + cap - 1)))
+    return out
+
+
+def _first(node) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+def _module_of(filename: str) -> str:
+    """The importable module that holds ``filename``: from the path for installed packages,
+    from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells)."""
+    import os
+
+    from ..report.report import display_path
+
+    rel = display_path(filename)
+    if rel != os.path.basename(filename) and rel.endswith(".py"):
+        parts = rel[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+    for name, mod in list(sys.modules.items()):
+        if getattr(mod, "__file__", None) == filename:
+            return name
+    return ""

@@ -18,6 +18,7 @@ __all__ = [
     "Compile",
     "Graph",
     "Suggestion",
+    "SourceSpan",
     "GraphBreak",
     "UnrolledLoop",
     "Recompile",
@@ -161,6 +162,28 @@ class Suggestion:
     explanation: str = ""
     code: str = ""
     confidence: str = "medium"  # "high" | "medium" | "low"
+    kind: str = ""  # what the doctor recognised, a stable name (e.g. "torch.where", "capture_scalar_outputs")
+    # when ``code`` rewrites the user's own lines: the file and the lines (inclusive) it replaces
+    filename: str = ""
+    first_line: Optional[int] = None
+    last_line: Optional[int] = None
+
+
+@dataclass
+class SourceSpan:
+    """Lines of a file as they were when the report was captured (the code around a
+    break or failure), so that a saved report is diagnosed the same way anywhere.
+    ``module`` is the module that holds the code when known (``"__main__"``,
+    ``"transformers.modeling_utils"``)."""
+
+    filename: str
+    first_line: int
+    lines: list[str] = field(default_factory=list)
+    module: str = ""
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + len(self.lines) - 1
 
 
 @dataclass
@@ -188,7 +211,10 @@ class GraphBreak:
 
     @property
     def site(self) -> tuple:
-        return (self.frame.filename, self.frame.lineno, self.gb_code or self.reason)
+        """The de-duplication key: where Dynamo stopped (``break_frame``, else ``frame``),
+        the user's line that led there, and the kind of break."""
+        stop = self.break_frame if self.break_frame.filename else self.frame
+        return (stop.filename, stop.lineno, self.frame.filename, self.frame.lineno, self.gb_code or self.reason)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -19,6 +20,7 @@ from .model import (
     Profile,
     RawArtifact,
     Recompile,
+    SourceSpan,
     Stats,
     UnrolledLoop,
 )
@@ -50,6 +52,23 @@ def register_html_writer(write) -> None:
         _html_writers.append(write)
 
 
+_INSTALLED = re.compile(r"^.*[/\\](?:site|dist)-packages[/\\]|^.*[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]")
+
+
+def display_path(filename: str) -> str:
+    """``filename`` as a user recognises it: package-relative for installed packages and the
+    standard library (``transformers/modeling_utils.py``), the base name for other files,
+    ``<...>`` names as they are."""
+    import os
+
+    if not filename or filename.startswith("<"):
+        return filename
+    rel = _INSTALLED.sub("", filename)
+    if rel != filename:
+        return rel.replace("\\", "/")
+    return os.path.basename(filename)
+
+
 @dataclass
 class CompileReport:
     """What torch.compile did while a capture was open.
@@ -76,6 +95,7 @@ class CompileReport:
     # set when this run compiled nothing and reused compiled code: the run that compiled it ("run 3, In [5]");
     # compiles, graphs, breaks, recompiles, kernels, ... are then that run's, diagnosed, with this run's profile
     reused_from: str = ""
+    source_context: list[SourceSpan] = field(default_factory=list)  # code around breaks and failures, at capture
     schema_version: int = SCHEMA_VERSION
 
     # -- queries --------------------------------------------------------
@@ -85,6 +105,12 @@ class CompileReport:
         (compiled code was reused, or nothing was compiled at all). A report with
         :attr:`reused_from` compiled nothing: what it holds was compiled by an earlier run."""
         return bool(self.reused_from) or (not self.compiles and not self.failures)
+
+    @property
+    def ran_without_compiling(self) -> list[Compile]:
+        """Frames torch gave up on and ran as plain Python (a break it could not handle, e.g. in a
+        loop): torch and tlparse count them among failures (``fail_type`` set), but the code ran."""
+        return [c for c in self.compiles if c.status == "skipped" and c.fail_type]
 
     @property
     def graph_break_count(self) -> int:
@@ -134,13 +160,13 @@ class CompileReport:
             return cls.from_json(f.read())
 
     def where(self, filename: str, lineno: Optional[int] = None) -> str:
-        """A place as the user knows it: ``In [7], line 3`` for notebook cells, ``file.py:3`` otherwise."""
-        import os
-
+        """A place as the user knows it: ``In [7], line 3`` for notebook cells,
+        ``transformers/modeling_utils.py:4635`` for installed packages and the standard
+        library (the path it is imported by), ``file.py:3`` otherwise."""
         label = self.sources.get(filename)
         if label:
             return f"{label}, line {lineno}" if lineno is not None else label
-        name = os.path.basename(filename) if filename else "?"
+        name = display_path(filename) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
     def readable(self, text: str) -> str:

@@ -111,11 +111,40 @@ def loop_headline(r: "CompileReport", u) -> str:
     return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"
 
 
-def _suggestion_lines(s, indent: str = "      ") -> list[str]:
+def stop_frame(b):
+    """Where Dynamo stopped for graph break ``b`` (its ``break_frame``, else its user line)."""
+    return b.break_frame if b.break_frame.filename else b.frame
+
+
+def reached_from(b) -> bool:
+    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped."""
+    stop = stop_frame(b)
+    return bool(b.frame.filename) and (b.frame.filename, b.frame.lineno) != (stop.filename, stop.lineno)
+
+
+def first_line_of(r: "CompileReport", compile_id):
+    c = r.compile(compile_id) if compile_id is not None else None
+    return c.first_line if c is not None else None
+
+
+def suggestion_lines(s, indent: str = "      ") -> list[str]:
+    """A suggestion as text lines: the title, the explanation, the code indented."""
+    import textwrap
+
     if s is None:
         return []
+    if s.kind == "unknown":
+        out = [f"{indent}no specific fix known"]
+        out += [f"{indent}  " + ln for ln in s.explanation.splitlines() if ln.strip() and "ipycompile knows no" not in ln]
+        return out
     out = [f"{indent}fix ({s.confidence}): {s.title}"]
-    out += [f"{indent}    {line}" for line in s.code.splitlines()]
+    for para in s.explanation.split("\n\n"):
+        out += textwrap.wrap(para, 100, initial_indent=indent + "  ", subsequent_indent=indent + "  ")
+    if s.code:
+        if s.first_line is not None:
+            span = f"line {s.first_line}" if s.first_line == s.last_line else f"lines {s.first_line}-{s.last_line}"
+            out.append(f"{indent}  replace {span} with:")
+        out += [f"{indent}  | {ln}" for ln in s.code.splitlines()]
     return out
 
 
@@ -147,6 +176,9 @@ def render_summary(report: "CompileReport") -> str:
         f"{_plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
         _plural(len(r.failures), "failure"),
     ]
+    eager = r.ran_without_compiling
+    if eager:
+        head.append(f"ran without compiling: {_plural(len(eager), 'frame')}")
     lines.append("ipycompile report: " + ", ".join(head))
     lines += [f"** {line} **" for line in limit_lines(r)]
     if r.compile_time.total_s:
@@ -160,18 +192,28 @@ def render_summary(report: "CompileReport") -> str:
         lines.append("Failures:")
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
-            lines.append(f"  [{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}: {first}")
+            fn = f" in {f.frame.function}" if f.frame.function else ""
+            lines.append(f"  [{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}{fn}: {first}")
+            if f.frame.source_line:
+                lines.append(f"      {f.frame.source_line.strip()}")
+            lines += suggestion_lines(f.suggestion)
     if r.graph_breaks:
         lines.append("")
         lines.append("Graph breaks:")
         for b in r.graph_breaks:
             code = f" [{b.gb_code}]" if b.gb_code else ""
             times = f" (x{b.count})" if b.count > 1 else ""
-            fn = f" in {b.frame.function}" if b.frame.function else ""
-            lines.append(f"  {r.where(b.frame.filename, b.frame.lineno)}{fn}: {b.reason}{code}{times}")
-            if b.frame.source_line:
-                lines.append(f"      {b.frame.source_line.strip()}")
-            if b.hints:
+            stop = stop_frame(b)
+            fn = f" in {stop.function}" if stop.function else ""
+            lines.append(f"  {r.where(stop.filename, stop.lineno)}{fn}: {b.reason}{code}{times}")
+            if stop.source_line:
+                lines.append(f"      {stop.source_line.strip()}")
+            if reached_from(b):
+                src = f": {b.frame.source_line.strip()}" if b.frame.source_line.strip() else ""
+                lines.append(f"      reached from {r.where(b.frame.filename, b.frame.lineno)}{src}")
+            if b.suggestion is not None:
+                lines += suggestion_lines(b.suggestion)
+            elif b.hints:
                 lines.append(f"      hint: {b.hints[0]}")
     if r.recompiles:
         lines.append("")
@@ -180,10 +222,11 @@ def render_summary(report: "CompileReport") -> str:
             what = " ".join(r.readable(rc.reasons[0]).splitlines()[0].split()) if rc.reasons else "(no reason given)"
             more = f" (+{len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
             limit = "  ** recompile limit hit: running eagerly **" if rc.limit_hit else ""
-            lines.append(f"  [{rc.compile_id}] {rc.function}: {what}{more}{limit}")
+            at = f" ({r.where(rc.filename, first_line_of(r, rc.compile_id))})" if rc.filename else ""
+            lines.append(f"  [{rc.compile_id}] {rc.function}{at}: {what}{more}{limit}")
             if rc.explanation:
                 lines.append(f"      {rc.explanation}")
-            lines += _suggestion_lines(rc.suggestion)
+            lines += suggestion_lines(rc.suggestion)
     if r.unrolled_loops:
         lines.append("")
         lines.append("Unrolled loops (compile time grows with the trip count; measure it with %%compile --sweep):")

@@ -40,7 +40,8 @@ class Chip:
     """One fact in the header strip. ``key`` names the fact (``"graphs"``,
     ``"graph_breaks"``, ``"recompiles"``, ``"kernels"``, ``"failures"``,
     ``"status"``, ``"compile_time"``, ``"run_time"``, ``"speedup"``,
-    ``"break_even"``, ``"device_memory"``, ``"host_memory"``, ``"error"``);
+    ``"break_even"``, ``"device_memory"``, ``"host_memory"``, ``"error"``,
+    ``"ran_without_compiling"``);
     ``value`` is the number behind it when there is one."""
 
     text: str

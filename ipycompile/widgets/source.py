@@ -65,11 +65,27 @@ def local_lines(filename: str, lineno: Optional[int], recorded: str = "", cells:
     return lines if is_cell_file(filename, cells) else None
 
 
+def _kept(spans, filename: str, lineno: Optional[int], context: int) -> Optional[str]:
+    """The excerpt from the source the report kept when it was captured
+    (``CompileReport.source_context``), when a kept span holds ``filename:lineno``."""
+    for sp in spans or ():
+        if sp.filename == filename and lineno is not None and sp.first_line <= lineno <= sp.last_line:
+            lo, hi = max(sp.first_line, lineno - context), min(sp.last_line, lineno + context)
+            width = len(str(hi))
+            return "\n".join(f"{'>' if n == lineno else ' '} {n:>{width}} | {sp.lines[n - sp.first_line].rstrip()}"
+                             for n in range(lo, hi + 1))
+    return None
+
+
 def source_excerpt(filename: str, lineno: Optional[int], recorded: str = "", context: int = SOURCE_CONTEXT,
-                   cells: Optional[dict] = None) -> Excerpt:
-    """The source around ``lineno`` with that line marked ``>``, from the local file when
-    it matches what torch recorded (``recorded``, the frame's source line), else the
-    recorded line alone with a note."""
+                   cells: Optional[dict] = None, spans=None) -> Excerpt:
+    """The source around ``lineno`` with that line marked ``>``: from the code the report
+    kept at capture (``spans``), else from the local file when it matches what torch
+    recorded (``recorded``, the frame's source line), else the recorded line alone with
+    a note."""
+    kept = _kept(spans, filename, lineno, context)
+    if kept is not None:
+        return Excerpt(kept)
     lines = local_lines(filename, lineno, recorded, cells)
     if lines is None:
         shown = f"> {lineno if lineno is not None else '?'} | {recorded.strip()}" if recorded.strip() else ""

@@ -11,7 +11,7 @@ from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
-from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, settings_text
+from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, reached_from, settings_text, stop_frame
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_phases, fig_runs
 from .source import internal_frame, source_excerpt
@@ -24,11 +24,13 @@ def gb_url(gb_code: str) -> str:
     return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_code.lower()}.html"
 
 
-def excerpt_blocks(r: "CompileReport", frame) -> list[Block]:
-    """The source around a frame (a :class:`~ipycompile.report.UserFrame`), as blocks:
-    the local file only where it matches what torch recorded (see :mod:`.source`)."""
-    ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources)
-    out: list[Block] = [Code(r.where(frame.filename, frame.lineno), ex.code, "python")] if ex.code else []
+def excerpt_blocks(r: "CompileReport", frame, title: str = "") -> list[Block]:
+    """The source around a frame (a :class:`~ipycompile.report.UserFrame`, or anything
+    with its ``filename``, ``lineno`` and ``source_line``), as blocks: the code the
+    report kept, else the local file only where it matches what torch recorded (see
+    :mod:`.source`)."""
+    ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources, spans=r.source_context)
+    out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python")] if ex.code else []
     if ex.note:
         out.append(Text(ex.note, "note"))
     return out
@@ -59,12 +61,21 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         rows, details = [], []
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
-            rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), first])
-            d: list[Block] = [*excerpt_blocks(r, f.frame), Code("message", f.message, "text")]
+            s = f.suggestion
+            fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
+            rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), f.frame.function,
+                         first, fix])
+            d: list[Block] = [*excerpt_blocks(r, f.frame), *suggestion_blocks(s), Code("message", f.message, "text")]
             if f.traceback:
                 d.append(Code("traceback", f.traceback, "text"))
             details.append(d)
-        out.append(Table(["compile", "type", "where", "message"], rows, details=details))
+        out.append(Table(["compile", "type", "where", "function", "message", "fix"], rows, details=details))
+    eager = r.ran_without_compiling
+    if eager:
+        out.append(Text(f"Ran without compiling: {plural(len(eager), 'frame')} "
+                        f"({', '.join(sorted({c.function for c in eager}))}). torch could not compile them (a break it "
+                        "could not resume from, e.g. in a loop) and ran them as plain Python: the code ran fine, "
+                        "only slower. The Graph breaks tab says why.", "note"))
     if r.compiles:
         out.append(Text(plural(len(r.compiles), "compile"), "heading"))
         rows = []
@@ -115,18 +126,6 @@ def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
     ]
 
 
-def suggestion_blocks(s) -> list[Block]:
-    """A doctor's :class:`~ipycompile.report.Suggestion`: title, why, and the code to write."""
-    if s is None:
-        return []
-    out: list[Block] = [Text(f"Fix ({s.confidence} confidence): {s.title}", "heading")]
-    if s.explanation:
-        out.append(Text(s.explanation))
-    if s.code:
-        out.append(Code("suggested code", s.code, "python"))
-    return out
-
-
 def _cache_text(cache) -> str:
     parts = []
     if cache.fx_graph:
@@ -137,29 +136,61 @@ def _cache_text(cache) -> str:
 
 
 # -- Graph breaks -----------------------------------------------------------------
+def suggestion_blocks(s, where: str = "") -> list[Block]:
+    """The doctor's suggestion under a break or failure: title, explanation, code."""
+    if s is None:
+        return []
+    if s.kind == "unknown":
+        return [Text("No specific fix known for this kind of break: torch's own explanation and hints follow.", "note")]
+    span = ""
+    if s.first_line is not None:
+        span = f" (replaces line {s.first_line})" if s.first_line == s.last_line else \
+            f" (replaces lines {s.first_line}-{s.last_line})"
+    out: list[Block] = [Text(f"Suggested fix ({s.confidence} confidence): {s.title}", "heading")]
+    out += [Text(para) for para in s.explanation.split("\n\n") if para.strip()]
+    if s.code:
+        out.append(Code("suggested code" + span, s.code, "python"))
+    return out
+
+
+def call_path(r: "CompileReport", b) -> str:
+    """The frames from the user's own line down to where Dynamo stopped, one per line."""
+    stack = [f for f in b.user_stack if not internal_frame(f.filename) or f is b.user_stack[-1]]
+    start = max((i for i, f in enumerate(stack) if (f.filename, f.lineno) == (b.frame.filename, b.frame.lineno)), default=0)
+    return "\n".join(f"{r.where(f.filename, f.lineno)} in {f.function}: {f.source_line.strip()}" for f in stack[start:])
+
+
 def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     if not r.graph_breaks:
         return [Text("No graph breaks: each compiled function is one graph.", "note")]
     rows, details = [], []
     for b in r.graph_breaks:
-        where = r.where(b.frame.filename, b.frame.lineno)
-        rows.append([where, b.frame.function, b.frame.source_line.strip(), b.reason, b.gb_code, b.count])
-        d: list[Block] = excerpt_blocks(r, b.frame)
+        stop = stop_frame(b)
+        where = r.where(stop.filename, stop.lineno)
+        reached = r.where(b.frame.filename, b.frame.lineno) if reached_from(b) else ""
+        s = b.suggestion
+        fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
+        rows.append([where, stop.function, stop.source_line.strip(), reached, b.reason, b.gb_code, b.count, fix])
+        d: list[Block] = excerpt_blocks(r, stop, f"where torch stopped: {where}")
+        if reached:
+            d += excerpt_blocks(r, b.frame, f"your line that led there: {reached}")
+            path = call_path(r, b)
+            if path:
+                d.append(Code("call path, from your line to where torch stopped", path, "text"))
+        d += suggestion_blocks(s)
         if b.explanation:
-            d.append(Text(b.explanation))
+            d.append(Text(f"torch: {b.explanation}"))
         for h in b.hints:
-            d.append(Text(f"Hint: {h}", "note"))
+            d.append(Text(f"torch's hint: {h}", "note"))
         if b.gb_code:
             d.append(Text(f"{b.gb_code}: what it means and how to fix it", url=gb_url(b.gb_code)))
         if b.compile_ids:
             d.append(Text("Hit by compile" + ("s " if len(b.compile_ids) > 1 else " ") + ", ".join(str(c) for c in b.compile_ids)))
-        user = [f for f in b.user_stack if not internal_frame(f.filename)]
-        if len(user) > 1:
-            d.append(Code("user stack", "\n".join(f"{r.where(f.filename, f.lineno)} in {f.function}: {f.source_line.strip()}" for f in user), "text"))
         details.append(d)
     return [
         Text(f"{plural(r.graph_break_count, 'graph break')} at {plural(len(r.graph_breaks), 'site')}", "heading"),
-        Table(["where", "function", "code", "reason", "GB", "count"], rows, sortable=True, details=details),
+        Table(["where torch stopped", "function", "code", "reached from", "reason", "GB", "count", "fix"], rows,
+              sortable=True, details=details),
     ]
 
 

@@ -55,6 +55,11 @@ def header(report: "CompileReport") -> list[Chip]:
              len(r.kernels)))
     if r.failures:
         add(Chip(plural(len(r.failures), "failure"), True, "failures", len(r.failures)))
+    eager = r.ran_without_compiling
+    if eager:
+        add(Chip(f"ran without compiling: {plural(len(eager), 'frame')}", False, "ran_without_compiling", len(eager),
+                 "torch could not compile these frames and ran them as plain Python: "
+                 + ", ".join(sorted({c.function for c in eager}))))
     compile_s = p.compile_s if p is not None and p.compile_s is not None else (r.compile_time.total_s or None)
     if compile_s is not None:
         what = "first call" if p is not None and p.compile_s is not None else "compile"

@@ -29,9 +29,16 @@ In torch 2.11 the type sits on the reason line itself
 (``Graph Break Reason: Data-dependent branching``); older torch has no type at
 all, only a free-form reason.  When Dynamo cannot resume it prefixes the
 reason with ``Failed to handle graph break gracefully. Skipping the function
-...``, and a second break found while handling the first follows a
-``*** While handling this graph break, another graph break occurred: ***``
-line; the first break is the one described.
+... Graph break encountered:`` or ``Encountered graph break that we cannot
+resume from. ... Graph break encountered:`` (a preamble: the real reason,
+explanation and hints follow it), and a second break found while handling the
+first follows a ``*** While handling this graph break, another graph break
+occurred: ***`` line; the first break is the one described.
+
+Two places: ``frame`` is the user's own line that led to the break (the
+innermost frame of the user's code), ``break_frame`` the line where Dynamo
+stopped (the innermost frame of the traceback, often inside a library; the
+``Graph break in user code at`` header names it too).
 
 Where the payload lacks hints (or everything but the ``GBxxxx`` code), they are
 taken from the graph-break registry that ships with torch
@@ -78,8 +85,17 @@ _BLOCK_END = re.compile(r"^\s*(User code traceback:|Traceback \(most recent call
 # Dynamo's own prefixes on the reason line, not the break kind
 _PREAMBLES = (
     re.compile(r"^Encountered graph break when attempting to trace .*:$"),
+    re.compile(r"^Encountered graph break that we cannot resume from\..*$"),
     re.compile(r"^Failed to handle graph break gracefully\..*$"),
+    re.compile(r"^.*\bGraph break encountered:$"),
 )
+# torch's pointers to more logging, not part of a reason
+_BOILERPLATE = re.compile(
+    r"^(For more information, run with TORCH_LOGS|For extended logs when|If you suspect the guard was triggered"
+    r"|For more debugging help, see|For C\+\+ stack trace, run with|For more information about this error, see"
+    r"|Set TORCHDYNAMO_VERBOSE=1)"
+)
+_USER_STACK = re.compile(r"^\s*User Stack \(most recent call last\):\s*$")
 
 
 # ---------------------------------------------------------------------------
@@ -351,6 +367,39 @@ def _is_preamble(line: str) -> bool:
     return any(p.match(line) for p in _PREAMBLES)
 
 
+def _free_text_explanation(leading: list[str], reason: str) -> str:
+    """For a break without ``Explanation:`` sections (e.g. a data-dependent guard):
+    the lines after the reason, up to torch's own ``User Stack`` listing, without
+    torch's pointers to more logs."""
+    try:
+        start = leading.index(reason) + 1
+    except ValueError:
+        return ""
+    out: list[str] = []
+    for line in leading[start:]:
+        if _USER_STACK.match(line):
+            break
+        if _BOILERPLATE.match(line) or _is_preamble(line):
+            continue
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def _break_frame(user_stack: list[UserFrame], header: Optional[UserFrame]) -> UserFrame:
+    """Where Dynamo stopped: the innermost frame of the traceback, else the header's line."""
+    if user_stack:
+        f = user_stack[-1]
+        if header is None or (f.filename, f.lineno) == (header.filename, header.lineno) or not header.filename:
+            return UserFrame(f.filename, f.lineno, f.function, f.source_line)
+        same = [s for s in user_stack if (s.filename, s.lineno) == (header.filename, header.lineno)]
+        if same:
+            return UserFrame(same[-1].filename, same[-1].lineno, same[-1].function, same[-1].source_line)
+        return UserFrame(header.filename, header.lineno)
+    if header is not None:
+        return UserFrame(header.filename, header.lineno)
+    return UserFrame()
+
+
 def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
     lines = text.splitlines()
     header, reason_line, block = _description(lines)
@@ -360,7 +409,11 @@ def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
     user_stack: list[UserFrame] = next(
         (parse_user_traceback(lines[i + 1 :]) for i, line in enumerate(lines) if _USER_TB.match(line)), []
     )
-    reason = gb_type or next((c for c in leading if not _is_preamble(c)), reason_line or _first_line(text))
+    reason = gb_type or next((c for c in leading if not _is_preamble(c)), "")
+    if not reason:
+        reason = reason_line if reason_line and not _is_preamble(reason_line) else _first_line(text)
+    if not has_sections and not explanation:
+        explanation = _free_text_explanation(leading, reason)
     gb = GraphBreak(
         reason=reason or "unknown graph break",
         gb_code=_gb_code(text),
@@ -370,6 +423,7 @@ def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
         frame=_pick_frame(user_stack, header, is_user),
         user_stack=user_stack,
         detail=text,
+        break_frame=_break_frame(user_stack, header),
     )
     _fill_from_registry(gb, had_type=bool(gb_type))
     return gb
