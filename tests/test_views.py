@@ -247,6 +247,33 @@ def test_a_local_file_at_a_traces_path_is_shown_only_when_it_matches_what_torch_
     assert ("return self.head" in page) is False
 
 
+@pytest.mark.parametrize("content", ["other", "same"])
+def test_the_report_keeps_source_only_from_a_file_that_matches_what_torch_recorded(tmp_path, content):
+    """The source kept in the report at capture (source_context, which the doctor and the
+    views read later, anywhere) follows the same rule as the views."""
+    import linecache
+
+    from ipycompile.capture.sources import source_context
+
+    path = str(tmp_path / "gpu_traces.py")
+    r = _gpu_report_at(path)
+    recorded = r.graph_breaks[0].frame.source_line.strip()
+    frames = [f for b in r.graph_breaks for f in (b.frame, b.break_frame, *b.user_stack) if f.filename == path]
+    lines = [f"# line {i}" for i in range(1, 1 + max(f.lineno for f in frames))]
+    for f in frames:  # the script as it was: every line torch recorded of it
+        lines[f.lineno - 1] = "    " + f.source_line.strip()
+    if content == "other":
+        lines[16] = "        return self.head(h)  # edited since"
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    linecache.checkcache(path)
+    spans = [sp for sp in source_context(r) if sp.filename == path]
+    if content == "same":
+        assert spans and any(recorded in line for sp in spans for line in sp.lines)
+    else:
+        assert spans == []
+
+
 def test_a_missing_file_says_so_and_shows_the_recorded_line(tmp_path):
     code, notes = _break_excerpt(_gpu_report_at(str(tmp_path / "absent.py")))
     assert code.startswith("> 17 | if h.mean() > 0:")

@@ -40,6 +40,11 @@ LIBRARY_CONTEXT = 3
 _FROM_USER_CODE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.M)
 
 
+def _matches(lines: list[str], recorded: dict[int, str]) -> bool:
+    """Whether the file's lines are the ones torch recorded (whitespace aside)."""
+    return all(n <= len(lines) and " ".join(lines[n - 1].split()) == " ".join(text.split()) for n, text in recorded.items())
+
+
 def source_context(report: "CompileReport") -> list["SourceSpan"]:
     """The source around every graph break and failure of ``report``, read now (from
     ``linecache``: notebook cells are there too), so that the doctor and the views work
@@ -49,16 +54,19 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     from .parse.graph_breaks import is_user_file
 
     wanted: dict[str, set[int]] = {}
+    recorded: dict[str, dict[int, str]] = {}  # the lines torch recorded, to check the file against
 
-    def want(filename: str, lineno: Optional[int]) -> None:
+    def want(filename: str, lineno: Optional[int], line: str = "") -> None:
         if filename and lineno is not None and not _internal(filename):
             wanted.setdefault(filename, set()).add(int(lineno))
+            if line.strip():
+                recorded.setdefault(filename, {})[int(lineno)] = line
 
     for b in report.graph_breaks:
         for f in [b.frame, b.break_frame, *b.user_stack]:
-            want(f.filename, f.lineno)
+            want(f.filename, f.lineno, f.source_line)
     for fl in report.failures:
-        want(fl.frame.filename, fl.frame.lineno)
+        want(fl.frame.filename, fl.frame.lineno, fl.frame.source_line)
         _, found, stack = (fl.traceback or fl.message or "").rpartition("from user code:")
         for m in _FROM_USER_CODE.finditer(stack if found else ""):
             want(m.group("file"), int(m.group("line")))
@@ -67,8 +75,8 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     for filename, linenos in wanted.items():
         try:
             lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
-            if not lines:
-                continue
+            if not lines or not _matches(lines, recorded.get(filename, {})):
+                continue  # edited since torch compiled it (or another file): keep nothing rather than wrong code
             module = _module_of(filename)
             if not is_user_file(filename):
                 ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
