@@ -20,6 +20,7 @@ from .model import (
     RawArtifact,
     Recompile,
     Stats,
+    TraceOrigin,
 )
 from .serialize import from_jsonable, to_jsonable
 
@@ -58,6 +59,7 @@ class CompileReport:
     profile: Optional[Profile] = None  # set when the report comes from a profiled run (%%compile)
     sources: dict[str, str] = field(default_factory=dict)  # filename -> how to show it, e.g. "In [7]"
     schema_version: int = SCHEMA_VERSION
+    origin: Optional[TraceOrigin] = None  # set when read from a TORCH_TRACE log (ipycompile.load_trace); None: captured here
 
     # -- queries --------------------------------------------------------
     @property
