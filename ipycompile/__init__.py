@@ -4,7 +4,7 @@
 pandas: each is loaded when a feature that needs it is used.
 """
 
-from .capture import Capture, build_report, capture
+from .capture import Capture, RankReports, TraceFileError, build_report, capture, load_trace
 from .report import CompileId, CompileReport
 from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
 
@@ -13,6 +13,9 @@ __all__ = [
     "capture",
     "Capture",
     "build_report",
+    "load_trace",
+    "RankReports",
+    "TraceFileError",
     "CompileReport",
     "CompileId",
     "run_cell",
