@@ -8,26 +8,35 @@ handlers, propagation and disabled flag are put back exactly as they were.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
+import os
+import tempfile
 import threading
+import time
 from typing import Any, Optional
 
 from ..report import CompileReport
 from .builder import build_report
 from .sources import notebook_sources
+from .tracefile import glog_prefix, trace_file_name, write_trace
 
 TRACE_LOGGER = "torch.__trace"
 
 
 class _RecordHandler(logging.Handler):
-    def __init__(self, sink: list) -> None:
+    def __init__(self, sink: list, where: Optional[list] = None) -> None:
         super().__init__(level=logging.DEBUG)
         self._sink = sink
+        self._where = where  # with a trace_dir: (time, pid, path, line, level) of each record, for its glog prefix
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
         if isinstance(metadata, dict):
             self._sink.append((metadata, getattr(record, "payload", None)))
+            if self._where is not None:
+                self._where.append((record.created, record.process, record.pathname, record.lineno, record.levelname))
 
     def handleError(self, record: logging.LogRecord) -> None:  # never print tracebacks into user output
         pass
@@ -40,9 +49,14 @@ class Capture:
     builds (once, on first access) the :class:`CompileReport`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, trace_dir: "str | os.PathLike[str] | None" = None) -> None:
         self.records: list[tuple[dict[str, Any], Optional[str]]] = []
-        self._handler = _RecordHandler(self.records)
+        self.trace_dir = os.fspath(trace_dir) if trace_dir is not None else None
+        self.trace_path: Optional[str] = None  # the TORCH_TRACE log written on exit (with trace_dir)
+        self._where: Optional[list] = [] if self.trace_dir is not None else None
+        self._handler = _RecordHandler(self.records, self._where)
+        self._earlier_strings: Optional[list] = None
+        self._opened = 0.0
         self._saved: Optional[tuple] = None
         self._report: Optional[CompileReport] = None
         self._lock = threading.Lock()
@@ -53,6 +67,9 @@ class Capture:
 
         if self.active:
             raise RuntimeError("this capture is already active; use a new ipycompile.capture() to nest")
+        if self.trace_dir is not None:  # fail before anything runs when the log cannot be written
+            self.trace_path = _new_trace_file(self.trace_dir)
+            self._opened = time.time()
         logger = logging.getLogger(TRACE_LOGGER)
         self._saved = (logger.level, list(logger.handlers), logger.propagate, logger.disabled)
         # First in line: torch's lazy TORCH_TRACE handler may remove itself while
@@ -62,6 +79,9 @@ class Capture:
             logger.setLevel(logging.DEBUG)
         logger.disabled = False
         self.records.clear()
+        if self._where is not None:
+            self._where.clear()
+        self._earlier_strings = None
         self._report = None
         self.active = True
         return self
@@ -80,12 +100,32 @@ class Capture:
         logger.propagate = propagate
         logger.disabled = disabled
         self.active = False
+        self._earlier_strings = _earlier_strings(self.records)
+        if self.trace_path is not None:
+            self._write()
+
+    def _write(self) -> None:
+        """The records in torch's TORCH_TRACE format, as torch would have written them: the
+        torch_version artifact, the interned file names the records use that were interned
+        before the capture opened, then every record with its glog prefix."""
+        from torch._logging._internal import make_module_path_relative
+
+        opened = glog_prefix(self._opened, os.getpid(), "torch/_logging/_internal.py", 0)
+        version = json.dumps({"pytorch_version": _torch_version(), "oss": True}, indent=0)
+        head = [({"artifact": {"name": "torch_version", "encoding": "json"}}, version, opened)]
+        head += [(meta, payload, opened) for meta, payload in self._earlier_strings or []]
+        body = (
+            (meta, payload, glog_prefix(t, pid, make_module_path_relative(path), line, _LEVELS.get(level, "V")))
+            for (meta, payload), (t, pid, path, line, level) in zip(self.records, self._where or [])
+        )
+        write_trace(itertools.chain(head, body), self.trace_path)
 
     @property
     def report(self) -> CompileReport:
         with self._lock:
             if self._report is None or self.active:
-                report = build_report(list(self.records))
+                strings = self._earlier_strings if self._earlier_strings is not None else _earlier_strings(self.records)
+                report = build_report(strings + list(self.records))
                 report.torch_version = _torch_version()
                 report.sources.update(notebook_sources())
                 if self.active:
@@ -100,11 +140,50 @@ def _torch_version() -> str:
     return str(torch.__version__)
 
 
-def capture() -> Capture:
+_LEVELS = {"DEBUG": "V", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
+
+
+def _earlier_strings(records: list) -> list[tuple[dict[str, Any], None]]:
+    """``str`` records for the file names torch interned before the capture opened (its
+    string table is per process): stacks in the records may point at them."""
+    from torch._logging import structured
+
+    table = getattr(structured, "INTERN_TABLE", None)
+    if not isinstance(table, dict):
+        return []
+    defined = set()
+    for meta, _ in records:
+        body = meta.get("str")
+        if isinstance(body, (list, tuple)) and len(body) == 2:
+            defined.add(body[1])
+    return [({"str": [text, i]}, None) for text, i in sorted(table.items(), key=lambda kv: kv[1]) if i not in defined]
+
+
+def _new_trace_file(trace_dir: str) -> str:
+    """An empty log in ``trace_dir``, named as torch names TORCH_TRACE logs (with the
+    torch.distributed rank when there is one)."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else None
+    prefix, suffix = trace_file_name(rank)
+    try:
+        os.makedirs(trace_dir, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=trace_dir)
+    except OSError as exc:
+        raise ValueError(f"trace_dir {trace_dir!r}: cannot write a trace log there ({exc.strerror or exc})") from None
+    os.close(fd)
+    return path
+
+
+def capture(trace_dir: "str | os.PathLike[str] | None" = None) -> Capture:
     """Record what ``torch.compile`` does inside a ``with`` block::
 
         with ipycompile.capture() as cap:
             compiled(x)
         print(cap.report)
+
+    With ``trace_dir``, the events are also written, when the block ends, to a
+    new log in that directory in torch's TORCH_TRACE format (``cap.trace_path``),
+    for tlparse, for a PyTorch developer, or for :func:`ipycompile.load_trace`.
     """
-    return Capture()
+    return Capture(trace_dir)
