@@ -1,4 +1,4 @@
-"""``%%compile`` / ``%compile``, ``%compile_history`` and ``%compile_reset``.
+"""``%%compile`` / ``%compile``, ``%compile_history``, ``%compile_reset`` and ``%compile_trace``.
 
 Thin by design: parse arguments, call :func:`ipycompile.run.execute`, display.
 """
@@ -13,6 +13,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from .. import traces as _traces
 from ..run import runner as _run
 from ..run import history as _history
 from ..run import sweeps as _sweep
@@ -52,6 +53,7 @@ class CompileMagics(Magics):
     )
     @argument("-o", dest="output", default=None, metavar="NAME", help="store the report in the namespace as NAME")
     @argument("--quiet", action="store_true", help="show nothing (the run is still recorded)")
+    @argument("--trace-dir", default=None, metavar="DIR", help="also write the captured events to a TORCH_TRACE log in DIR")
     @line_cell_magic
     def compile(self, line: str, cell: Optional[str] = None) -> Any:
         """Run the cell under torch.compile and show what happened and what it cost.
@@ -91,6 +93,7 @@ class CompileMagics(Magics):
                 filename=filename,
                 header=header,
                 execution_count=count,
+                trace_dir=args.trace_dir,
             )
             if args.sweep:
                 params = dict(_sweep.parse_sweep(text) for text in args.sweep)
@@ -143,6 +146,28 @@ class CompileMagics(Magics):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return fig  # a Figure shown as PNG
+
+    @magic_arguments()
+    @argument("path", help="a TORCH_TRACE log (plain or gzip), or a directory of rank logs")
+    @argument("--rank", type=int, default=None, help="with a directory: show this rank's report")
+    @argument("--strict", action="store_true", help="fail on the first unreadable line (as tlparse --strict)")
+    @argument("-o", dest="output", default=None, metavar="NAME",
+              help="store the report (for a directory: the RankReports, rank -> report) as NAME")
+    @line_magic
+    def compile_trace(self, line: str) -> None:
+        """Show a TORCH_TRACE log with the usual views; for a directory of rank logs, how the ranks differ."""
+        args = parse_argstring(self.compile_trace, line)
+        try:
+            loaded, shown = _traces.open_trace(args.path, rank=args.rank, strict=args.strict)
+        except ValueError as exc:  # TraceFileError: the path and the reason
+            raise UsageError(str(exc)) from None
+        if args.output:
+            self.shell.user_ns[args.output] = loaded
+        from IPython.display import display
+
+        from ..widgets import report_view
+
+        display(report_view(shown) if shown is loaded else shown)
 
     @magic_arguments()
     @argument("--history", action="store_true", help="also clear the run history")
