@@ -47,13 +47,14 @@ def is_collective_break(b: GraphBreak) -> bool:
 
 @dataclass
 class Presence:
-    """Compile ids found on some ranks only."""
+    """Something found on some ranks only: compile ids, or one compile of one function."""
 
-    compile_ids: list[str]
-    ranks: list[int]  # the ranks that have them
+    what: str  # "0/1, 3/0" or "local (train.py:12), recompile 1 [1/1]"
+    ranks: list[int]  # the ranks that have it
+    compile_ids: list[str] = field(default_factory=list)  # its compile ids (on those ranks)
 
     def describe(self, all_ranks: list[int]) -> str:
-        return f"{', '.join(self.compile_ids)}: {_where(self.ranks, all_ranks)}"
+        return f"{self.what}: {_where(self.ranks, all_ranks)}"
 
 
 @dataclass
@@ -124,7 +125,8 @@ class RankDivergence:
 
     ranks: list[int]
     behaviours: list[RankGroup] = field(default_factory=list)  # ranks that compiled alike, largest group first
-    compile_ids: list[Presence] = field(default_factory=list)  # compile ids on some ranks only
+    compiles: list[Presence] = field(default_factory=list)  # compiles (of one function, n-th time) on some ranks only
+    compile_ids: list[Presence] = field(default_factory=list)  # compile ids on some ranks only, as tlparse compares them
     graph_breaks: list[CountDifference] = field(default_factory=list)  # sites hit a different number of times
     recompiles: list[RankGroup] = field(default_factory=list)  # ranks grouped by their recompiles (when they differ)
     failures: list[RankGroup] = field(default_factory=list)  # ranks grouped by their failures (when they differ)
@@ -147,9 +149,13 @@ class RankDivergence:
         else:
             lines.append(f"{head} diverge: {len(self.behaviours)} behaviours")
             lines += _listing(self.behaviours, lambda g: f"{_ranks_word(g.ranks)} ({len(g.ranks)}): {g.text}")
+        if self.compiles:
+            lines.append("Compiles on some ranks only (matched by function and line; ids are numbered per process):")
+            lines += _listing(self.compiles, lambda p: p.describe(all_ranks))
         if self.compile_ids:
-            lines.append("Compile ids on some ranks only:")
-            lines += _listing(self.compile_ids, lambda p: p.describe(all_ranks))
+            ids = sorted({cid for p in self.compile_ids for cid in p.compile_ids}, key=_cid_key)
+            shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+            lines.append(f"Compile ids not on every rank (tlparse's check): {shown}")
         if self.graph_breaks:
             lines.append("Graph breaks that differ:")
             lines += _listing(self.graph_breaks, CountDifference.describe)
@@ -274,7 +280,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     if not reps:
         return out
 
-    # compile ids present on some ranks only, grouped by the set of ranks that have them
+    # compile ids present on some ranks only (tlparse's check), grouped by the set of ranks that have them
     have: dict[str, set[int]] = {}
     for r, rep in reps.items():
         for c in rep.compiles:
@@ -283,7 +289,21 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     for cid, rs in have.items():
         if len(rs) < len(ranks):
             by_set.setdefault(frozenset(rs), []).append(cid)
-    out.compile_ids = [Presence(sorted(cids, key=_cid_key), sorted(rs)) for rs, cids in sorted(by_set.items(), key=lambda kv: sorted(kv[0]))]
+    out.compile_ids = [
+        Presence(", ".join(sorted(cids, key=_cid_key)), sorted(rs), sorted(cids, key=_cid_key))
+        for rs, cids in sorted(by_set.items(), key=lambda kv: sorted(kv[0]))
+    ]
+    # compiles on some ranks only, matched by what they compile: frame ids count the frames a process
+    # compiled, so after one extra frame on a rank every later frame has another id there
+    code: dict[tuple, dict[int, str]] = {}
+    for r, rep in reps.items():
+        for c in rep.compiles:
+            code.setdefault(_code_key(c), {})[r] = str(c.compile_id)
+    out.compiles = [
+        Presence(_code_text(key, ids), sorted(ids), sorted(set(ids.values()), key=_cid_key))
+        for key, ids in code.items()
+        if len(ids) < len(ranks)
+    ]
 
     # graph-break sites, with the count on each rank
     sites: dict[tuple, dict[int, int]] = {}
@@ -305,7 +325,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
 
     # one behaviour per set of (compile ids, graph-break counts, recompiles, failures, caches)
     def fingerprint(r: int, rep: CompileReport) -> tuple:
-        cids = frozenset(str(c.compile_id) for c in rep.compiles)
+        cids = frozenset(_code_key(c) for c in rep.compiles)
         breaks = tuple(sorted((text[s], c[r]) for s, c in full.items()))
         return (cids, breaks, _recompile_text(rep)[0], _failure_text(rep)[0], _cache_text(rep)[0])
 
@@ -354,16 +374,16 @@ def _largest_spread(reps: dict[int, CompileReport]) -> tuple[str, dict[int, floa
 def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileReport) -> str:
     cids, breaks, rcs, fails, cache = fp
     n_breaks = sum(n for _, n in breaks)
-    base = (f"{len(cids)} compile ids, {n_breaks} graph break{'s' if n_breaks != 1 else ''}, "
-            f"{len(rcs)} recompile{'s' if len(rcs) != 1 else ''}, {len(fails)} failure{'s' if len(fails) != 1 else ''}")
+    base = (f"{_plural(len(cids), 'compile')}, {_plural(n_breaks, 'graph break')}, "
+            f"{_plural(len(rcs), 'recompile')}, {_plural(len(fails), 'failure')}")
     if is_typical:
         return base
     diff = []
-    extra, missing = sorted(cids - typical[0], key=_cid_key), sorted(typical[0] - cids, key=_cid_key)
+    extra, missing = sorted(cids - typical[0]), sorted(typical[0] - cids)
     if extra:
-        diff.append("also compiles " + ", ".join(extra[:4]) + (" ..." if len(extra) > 4 else ""))
+        diff.append(f"{_plural(len(extra), 'compile')} the others do not make")
     if missing:
-        diff.append("never compiles " + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""))
+        diff.append(f"{_plural(len(missing), 'compile')} fewer")
     if breaks != typical[1]:
         diff.append("other graph breaks")
     if rcs != typical[2]:
@@ -373,6 +393,23 @@ def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileRep
     if cache != typical[4]:
         diff.append("other cache results")
     return base + (" (" + "; ".join(diff) + ")" if diff else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _code_key(c) -> tuple:
+    """What a compile compiled: its function and place, and which compile of that frame it was."""
+    return (c.function, c.filename, c.first_line, c.compile_id.frame_compile_id, c.compile_id.compiled_autograd_id)
+
+
+def _code_text(key: tuple, ids: dict[int, str]) -> str:
+    function, filename, line, nth, _ = key
+    where = f" ({os.path.basename(filename)}:{line})" if filename else ""
+    again = f", recompile {nth}" if nth else ""
+    shown = sorted(set(ids.values()), key=_cid_key)
+    return f"{function or '?'}{where}{again} [{', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}]"
 
 
 def _cid_key(text: str) -> tuple:

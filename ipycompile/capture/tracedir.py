@@ -313,7 +313,7 @@ def read_summaries(
     for r in files:
         if r not in out:  # a worker died (killed, out of memory): read what it left here
             out[r] = _read_one(files[r], strict)
-    return out
+    return {r: out[r] for r in sorted(out)}
 
 
 def _size(path: str) -> int:
