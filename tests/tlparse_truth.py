@@ -85,3 +85,42 @@ def tlparse_counts(log_path) -> dict:
     with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
         run_tlparse(log_path, Path(tmp) / "out", "--plain-text")
         return read_tlparse_output(Path(tmp) / "out")
+
+
+def tlparse_all_ranks(directory) -> dict:
+    """What ``tlparse DIR --all-ranks-html`` reports for a directory of rank logs:
+    ``ranks`` (sorted ints), ``compile_id_divergence`` (its warning that compile ids
+    diverge across ranks) and ``per_rank`` (``{rank: counts as tlparse_counts gives}``)."""
+    with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
+        out = Path(tmp) / "out"
+        run_tlparse(directory, out, "--all-ranks-html")
+        page = (out / "index.html").read_text()
+        ranks = sorted(int(p.name.split("_", 1)[1]) for p in out.glob("rank_*") if p.is_dir())
+        return {
+            "ranks": ranks,
+            "compile_id_divergence": "Diverging Compilation IDs detected" in page,
+            "per_rank": {r: read_tlparse_output(out / f"rank_{r}") for r in ranks},
+        }
+
+
+def assert_report_agrees(report, truth: dict) -> None:
+    """A report's counts equal tlparse's, with the two differences by design:
+
+    * compile ids: tlparse keys a restarted attempt on its own (``2/0_1``); a report
+      folds attempts into the compile, whose ``attempt`` is the last one made;
+    * failures: tlparse lists every compile whose metrics carry a ``fail_type``; a
+      report calls a frame Dynamo gave up on and ran eagerly (after a graph break in
+      a loop) ``skipped``, not failed: such compiles make up the difference.
+    """
+    assert {str(c.compile_id) for c in report.compiles} == truth["compile_ids"]
+    attempts = {str(c.compile_id): c.attempt for c in report.compiles}
+    for key in truth["compile_ids_with_attempts"]:
+        cid, _, attempt = key.partition("_")
+        assert attempts[cid] >= int(attempt or 0), key
+    assert report.graph_break_count == truth["graph_breaks"]
+    assert len(report.recompiles) == truth["recompiles"]
+    skipped = {str(c.compile_id) for c in report.compiles if c.status == "skipped" and c.fail_type}
+    failed = {str(f.compile_id) for f in report.failures}
+    assert not skipped & failed
+    assert sorted(failed | skipped) == sorted(cid for cid, _ in truth["failure_types"])
+    assert len(report.failures) + len(skipped) == truth["failures"]

@@ -74,7 +74,7 @@ Handler = Callable[[_State, TraceRecord], None]
 # -- handlers, one per event family ------------------------------------------
 def _on_string(st: _State, rec: TraceRecord) -> None:
     body = rec.body
-    if isinstance(body, list) and len(body) == 2:
+    if isinstance(body, (list, tuple)) and len(body) == 2:  # a tuple when captured live, a list from a file
         st.strings[int(body[1])] = str(body[0])
 
 
