@@ -165,3 +165,21 @@ def test_unreadable_events_are_named_by_rank():
     reps[2].origin.problem_count = 4
     assert rank_divergence(reps).unreadable == {2: 4}
     assert "Unreadable events skipped: rank 2: 4" in str(rank_divergence(reps))
+
+
+def test_compiles_are_matched_by_code_not_by_id():
+    """Rank 1 compiles one extra frame first: every later compile there has another id, yet is the same compile."""
+    reps = {0: report(["0/0", "1/0"]), 1: report(["0/0", "1/0", "2/0"])}
+    extra = reps[1].compiles[0]
+    extra.function = "warmup_only_on_rank_1"
+    reps[1].compiles[1].function, reps[1].compiles[2].function = "f0", "f1"
+    reps[1].compiles[1].compile_id, reps[1].compiles[2].compile_id = CompileId(1, 0), CompileId(2, 0)
+    d = rank_divergence(reps)
+    assert [p.what for p in d.compiles] == ["warmup_only_on_rank_1 [0/0]"]
+    assert [(p.compile_ids, p.ranks) for p in d.compile_ids] == [(["2/0"], [1])]  # tlparse's check sees 2/0 only
+
+    # the same function compiled as a second frame (e.g. a second code object) is a compile of its own
+    reps = {0: report(["0/0"]), 1: report(["0/0", "1/0"])}
+    reps[1].compiles[1].function = "f0"
+    (p,) = rank_divergence(reps).compiles
+    assert p.what == "f0, #2 of its kind [1/0]" and p.ranks == [1]

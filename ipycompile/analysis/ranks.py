@@ -295,10 +295,11 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     ]
     # compiles on some ranks only, matched by what they compile: frame ids count the frames a process
     # compiled, so after one extra frame on a rank every later frame has another id there
+    keyed = {r: _keyed_compiles(rep) for r, rep in reps.items()}
     code: dict[tuple, dict[int, str]] = {}
-    for r, rep in reps.items():
-        for c in rep.compiles:
-            code.setdefault(_code_key(c), {})[r] = str(c.compile_id)
+    for r, pairs in keyed.items():
+        for key, c in pairs:
+            code.setdefault(key, {})[r] = str(c.compile_id)
     out.compiles = [
         Presence(_code_text(key, ids), sorted(ids), sorted(set(ids.values()), key=_cid_key))
         for key, ids in code.items()
@@ -325,7 +326,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
 
     # one behaviour per set of (compile ids, graph-break counts, recompiles, failures, caches)
     def fingerprint(r: int, rep: CompileReport) -> tuple:
-        cids = frozenset(_code_key(c) for c in rep.compiles)
+        cids = frozenset(key for key, _ in keyed[r])
         breaks = tuple(sorted((text[s], c[r]) for s, c in full.items()))
         return (cids, breaks, _recompile_text(rep)[0], _failure_text(rep)[0], _cache_text(rep)[0])
 
@@ -342,7 +343,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
         slowest = max(times, key=lambda r: (times[r], -r))
         fastest = min(times, key=lambda r: (times[r], r))
         ct = CompileTimes(times, slowest, fastest, float(statistics.median(times.values())))
-        ct.spread_compile, ct.spread_times = _largest_spread(reps)
+        ct.spread_compile, ct.spread_times = _largest_spread(keyed)
         out.compile_time = ct
 
     out.unreadable = {
@@ -351,24 +352,25 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     return out
 
 
-def _largest_spread(reps: dict[int, CompileReport]) -> tuple[str, dict[int, float]]:
-    """The compile (on two ranks or more) whose compile time differs most between ranks."""
-    per: dict[str, dict[int, float]] = {}
-    names: dict[str, str] = {}
-    for r, rep in reps.items():
-        for c in rep.compiles:
+def _largest_spread(keyed: dict[int, list[tuple[tuple, Any]]]) -> tuple[str, dict[int, float]]:
+    """The compile (made on two ranks or more) whose compile time differs most between ranks."""
+    per: dict[tuple, dict[int, float]] = {}
+    label: dict[tuple, dict[int, str]] = {}
+    for r, pairs in keyed.items():
+        for key, c in pairs:
             if c.entire_frame_compile_s is not None:
-                per.setdefault(str(c.compile_id), {})[r] = c.entire_frame_compile_s
-                names.setdefault(str(c.compile_id), c.function)
-    best, spread = "", 0.0
-    for cid, t in per.items():
+                per.setdefault(key, {})[r] = c.entire_frame_compile_s
+                label.setdefault(key, {})[r] = f"[{c.compile_id}] {c.function}".rstrip()
+    best, spread = None, 0.0
+    for key, t in per.items():
         if len(t) >= 2:
             d = max(t.values()) - statistics.median(t.values())
             if d > spread:
-                best, spread = cid, d
-    if not best:
+                best, spread = key, d
+    if best is None:
         return "", {}
-    return f"[{best}] {names[best]}".rstrip(), per[best]
+    times = per[best]
+    return label[best][max(times, key=times.get)], times
 
 
 def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileReport) -> str:
@@ -399,15 +401,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _code_key(c) -> tuple:
-    """What a compile compiled: its function and place, and which compile of that frame it was."""
-    return (c.function, c.filename, c.first_line, c.compile_id.frame_compile_id, c.compile_id.compiled_autograd_id)
+def _keyed_compiles(rep: CompileReport) -> list[tuple[tuple, Any]]:
+    """Each compile with what it compiled, comparable across ranks: its function and place,
+    which compile of its frame it was, and how many such compiles came before it on that rank
+    (compile ids are not comparable: they count the frames each process compiled)."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for c in rep.compiles:
+        base = (c.function, c.filename, c.first_line, c.compile_id.frame_compile_id, c.compile_id.compiled_autograd_id)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.append((base + (n,), c))
+    return out
 
 
 def _code_text(key: tuple, ids: dict[int, str]) -> str:
-    function, filename, line, nth, _ = key
+    function, filename, line, nth, _, occurrence = key
     where = f" ({os.path.basename(filename)}:{line})" if filename else ""
-    again = f", recompile {nth}" if nth else ""
+    again = (f", recompile {nth}" if nth else "") + (f", #{occurrence + 1} of its kind" if occurrence else "")
     shown = sorted(set(ids.values()), key=_cid_key)
     return f"{function or '?'}{where}{again} [{', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}]"
 
