@@ -32,7 +32,7 @@ __all__ = [
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``."""
+    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_trace``."""
     from .magics import load_ipython_extension as _load
 
     _load(ipython)
