@@ -111,6 +111,13 @@ def test_corrupted_lines_are_reported_with_their_line_number_and_skipped(tmp_pat
         load_trace(bad, strict=True)
 
 
+def test_a_log_whose_line_ends_became_crlf_reads_the_same(tmp_path):
+    crlf = tmp_path / "crlf.log"
+    crlf.write_bytes(plain_copy("max_autotune", tmp_path).read_bytes().replace(b"\n", b"\r\n"))
+    r = load_trace(crlf)
+    assert not r.origin.problems and comparable(r) == comparable(load_trace(DATA / "max_autotune.log.gz"))
+
+
 def test_an_event_of_another_rank_is_skipped_as_tlparse_does(tmp_path):
     records = [(r.metadata, r.payload) for r in iter_records(DATA / "max_autotune.log.gz")]
     ranked = [({**m, "rank": 0} if "str" not in m else m, p) for m, p in records]

@@ -192,9 +192,14 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         if cur_payload is not None:
             data = b"\n".join(cur_payload)
             if cur_md5 is not None and hashlib.md5(data, usedforsecurity=False).hexdigest() != cur_md5:
-                cut = " (the file ends inside it: truncated)" if not ended_cleanly else ""
-                rd.problem(cur_line, f"the payload of this {cur_key or 'event'} event does not match its md5{cut}", cur_lines)
-                return None
+                # a log whose line ends were turned into CRLF on the way (a copy through Windows)
+                crlf = b"\n".join(line[:-1] if line.endswith(b"\r") else line for line in cur_payload)
+                if crlf != data and hashlib.md5(crlf, usedforsecurity=False).hexdigest() == cur_md5:
+                    data = crlf
+                else:
+                    cut = " (the file ends inside it: truncated)" if not ended_cleanly else ""
+                    rd.problem(cur_line, f"the payload of this {cur_key or 'event'} event does not match its md5{cut}", cur_lines)
+                    return None
             try:
                 payload = data.decode("utf-8")
             except UnicodeDecodeError as exc:
