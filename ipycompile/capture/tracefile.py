@@ -54,6 +54,8 @@ _PREFIX = re.compile(rb"[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +(\d+) (.*?):(\d+)\] 
 MAX_PROBLEMS = 20
 #: Lines read before a file with no readable event is refused as not a trace log.
 _SNIFF_LINES = 200
+#: A log's first bytes must hold one of torch's line prefixes.
+_HEAD_BYTES = 1 << 20
 _PROGRESS_STEP = 1 << 22  # report progress every 4 MiB read
 
 #: Payloads a summary pass reads: small ones the summary needs (Dynamo's graph for graph counts and
@@ -163,6 +165,13 @@ def iter_records(
     except OSError as exc:
         raise TraceFileError(f"{name}: cannot be read ({exc.strerror or exc})") from None
     with raw, stream:
+        try:
+            head: Optional[bytes] = stream.read(_HEAD_BYTES)
+        except (OSError, EOFError, zlib.error):
+            head = None  # a broken gzip stream: reported, with what it held, by the pass itself
+        stream.seek(0)
+        if head and not _PREFIX.search(head):  # refuse at once, before reading a large file through
+            raise TraceFileError(_not_a_trace(name, None))
         yield from _records(stream, raw, reader, progress)
 
 
@@ -313,9 +322,10 @@ def _cut(line: bytes, n: int = 60) -> str:
     return f": {text!r}" + ("..." if len(line) > n else "")
 
 
-def _not_a_trace(path: str, lines: int) -> str:
+def _not_a_trace(path: str, lines: Optional[int]) -> str:
+    first = f"its first {lines} lines" if lines is not None else "its first MiB"
     return (
-        f"{path} is not a TORCH_TRACE log: none of its first {lines} lines is a trace event "
+        f"{path} is not a TORCH_TRACE log: none of {first} holds a trace event "
         "(torch writes 'V1123 07:01:40.464000 420 torch/...py:123] {...json...}'; "
         "make the log with TORCH_TRACE=DIR, or ipycompile.capture(trace_dir=DIR))"
     )
