@@ -277,14 +277,26 @@ def read_summaries(
         i = loads.index(min(loads))
         shares[i].append((r, files[r]))
         loads[i] += sizes[r]
-    procs = [_start_worker(share, strict) for share in shares if share]
-    errors: list[str] = []
+    procs: list[subprocess.Popen] = []
+    try:
+        for share in shares:
+            if share:
+                procs.append(_start_worker(share, strict))
+    except OSError:  # no Python to start (an embedded interpreter): read them here
+        for p in procs:
+            p.kill()
+            p.wait()
+        return read_summaries(files, strict=strict, workers=1, progress=progress)
+    errors: list[tuple[int, str]] = []
     lock = threading.Lock()
 
     def collect(proc: subprocess.Popen) -> None:
         nonlocal done
         for line in proc.stdout:
-            msg = json.loads(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:  # not a worker's line (something else printed): its ranks are read again below
+                continue
             with lock:
                 r = int(msg["rank"])
                 done += sizes[r]
