@@ -151,6 +151,9 @@ def test_compile_magic_writes_a_trace_that_compile_trace_shows(ip, tmp_path):
     assert loaded.origin.path == str(log)
     assert [c.compile_id for c in loaded.compiles] == [c.compile_id for c in live.compiles]
     assert loaded.graph_breaks[0].frame.lineno == live.graph_breaks[0].frame.lineno == 3
+    gb = loaded.graph_breaks[0]  # the log names the notebook cell, as the live report does
+    assert loaded.where(gb.frame.filename, gb.frame.lineno) == live.where(gb.frame.filename, gb.frame.lineno) == f"In [{res.execution_count - 1}], line 3"
+    assert comparable(loaded) == {**comparable(live), "profile": None}  # the same report, but for the run's measurements
 
 
 def test_compile_trace_on_a_rank_directory_shows_how_the_ranks_differ(ip):

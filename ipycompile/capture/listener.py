@@ -20,7 +20,7 @@ from typing import Any, Optional
 from ..report import CompileReport
 from .builder import build_report
 from .sources import notebook_sources
-from .tracefile import glog_prefix, trace_file_name, write_trace
+from .tracefile import SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 TRACE_LOGGER = "torch.__trace"
 
@@ -56,6 +56,7 @@ class Capture:
         self._where: Optional[list] = [] if self.trace_dir is not None else None
         self._handler = _RecordHandler(self.records, self._where)
         self._earlier_strings: Optional[list] = None
+        self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
         self._saved: Optional[tuple] = None
         self._report: Optional[CompileReport] = None
@@ -82,6 +83,7 @@ class Capture:
         if self._where is not None:
             self._where.clear()
         self._earlier_strings = None
+        self._sources = None
         self._report = None
         self.active = True
         return self
@@ -101,6 +103,7 @@ class Capture:
         logger.disabled = disabled
         self.active = False
         self._earlier_strings = _earlier_strings(self.records)
+        self._sources = notebook_sources()
         if self.trace_path is not None:
             self._write()
 
@@ -113,6 +116,8 @@ class Capture:
         opened = glog_prefix(self._opened, os.getpid(), "torch/_logging/_internal.py", 0)
         version = json.dumps({"pytorch_version": _torch_version(), "oss": True}, indent=0)
         head = [({"artifact": {"name": "torch_version", "encoding": "json"}}, version, opened)]
+        if self._sources:  # which file is which notebook cell ("In [7]"): ipycompile's own artifact
+            head.append(({"artifact": {"name": SOURCES_ARTIFACT, "encoding": "json"}}, json.dumps(self._sources, indent=0), opened))
         head += [(meta, payload, opened) for meta, payload in self._earlier_strings or []]
         body = (
             (meta, payload, glog_prefix(t, pid, make_module_path_relative(path), line, _LEVELS.get(level, "V")))
@@ -127,7 +132,7 @@ class Capture:
                 strings = self._earlier_strings if self._earlier_strings is not None else _earlier_strings(self.records)
                 report = build_report(strings + list(self.records))
                 report.torch_version = _torch_version()
-                report.sources.update(notebook_sources())
+                report.sources.update(self._sources if self._sources is not None else notebook_sources())
                 if self.active:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report

@@ -70,8 +70,11 @@ SUMMARY_PAYLOADS = frozenset(
         "artifact:fx_graph_cache_bypass",
         "artifact:aotautograd_cache_bypass",
         "artifact:torch_version",
+        "artifact:ipycompile_sources",
     }
 )
+#: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
+SOURCES_ARTIFACT = "ipycompile_sources"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
@@ -95,6 +98,7 @@ class _Reader:
         self.summary = summary
         self.origin = TraceOrigin(path=name, summary=summary)
         self.torch_version = ""
+        self.sources: dict[str, str] = {}
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
         if self.strict:
@@ -231,6 +235,11 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             if isinstance(data, dict) and data.get("pytorch_version"):
                 rd.torch_version = str(data["pytorch_version"])
             return None
+        if cur_key == "artifact:" + SOURCES_ARTIFACT:  # written by ipycompile.capture: notebook cell names
+            data = _json_or_none(payload)
+            if isinstance(data, dict):
+                rd.sources.update({str(k): str(v) for k, v in data.items()})
+            return None
         try:
             rec = TraceRecord.from_raw(meta, payload)
         except Exception as exc:  # e.g. an interned string that is not [text, id]
@@ -358,6 +367,7 @@ def read_trace(
     reader: _Reader = holder[0]
     report.origin = reader.origin
     report.torch_version = reader.torch_version
+    report.sources.update(reader.sources)
     return report
 
 
