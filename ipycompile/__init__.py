@@ -5,9 +5,10 @@ pandas: each is loaded when a feature that needs it is used.
 """
 
 from .analysis import compare
-from .capture import Capture, build_report
+from .capture import Capture, RankReports, TraceFileError, build_report
 from .report import CompileId, CompileReport
 from .run.observe import capture
+from .run.traces import load_trace
 from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
 from .widgets import install as _install_views
 
@@ -18,6 +19,9 @@ __all__ = [
     "capture",
     "Capture",
     "build_report",
+    "load_trace",
+    "RankReports",
+    "TraceFileError",
     "CompileReport",
     "CompileId",
     "run_cell",
@@ -35,7 +39,7 @@ __all__ = [
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_diff``."""
+    """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_diff``, ``%compile_trace``."""
     from .magics import load_ipython_extension as _load
 
     _load(ipython)

@@ -55,8 +55,20 @@ Two pieces, usable from any test:
       Type is ``RestartAnalysis``: one per entry of a ``compilation_metrics``
       record's ``restart_reasons``.
 
+    Also in the dict: ``compile_ids_folded`` (attempts folded into their compile,
+    ``"1/0"``, as ipycompile's ``CompileId`` keys a compile) and ``failure_types``
+    (sorted ``(compile id, fail_type)`` pairs).
+
     tlparse exiting non-zero, or an output missing, raises ``TlparseError``
     with tlparse's stderr.
+
+``run_tlparse(log, out_dir, *flags)`` / ``read_tlparse_output(out_dir)``
+    The two halves of ``tlparse_counts``, for tests that keep tlparse's output.
+``tlparse_all_ranks(directory)``
+    ``tlparse DIR --all-ranks-html`` on a directory of rank logs: the ranks, its
+    warning that compile ids diverge across ranks, and each rank's counts.
+``assert_report_agrees(report, truth)``
+    A report's counts equal tlparse's, with the two differences by design.
 """
 
 from __future__ import annotations
@@ -148,28 +160,56 @@ _ROW = re.compile(r"<tr>\s*<td>(?P<cid>.*?)</td>\s*<td>(?P<type>.*?)</td>", re.S
 _TAG = re.compile(r"<[^>]+>")
 
 
+def run_tlparse(log_path: "str | os.PathLike[str]", out_dir: "str | os.PathLike[str]", *flags: str,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    """``tlparse LOG -o OUT --overwrite --no-browser FLAGS``; raises ``TlparseError`` when it fails."""
+    log_path = Path(log_path)
+    if not log_path.exists():
+        raise TlparseError(f"no trace log at {log_path}")
+    proc = subprocess.run(
+        [tlparse_executable(), str(log_path), "-o", str(out_dir), "--overwrite", "--no-browser", *flags],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise TlparseError(f"tlparse exited with {proc.returncode} on {log_path}:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def read_tlparse_output(out_dir: "str | os.PathLike[str]") -> dict:
+    """The counts from a tlparse output folder (see the module docstring for each figure)."""
+    out = Path(out_dir)
+    for name in ("compile_directory.json", "failures_and_restarts.html"):
+        if not (out / name).is_file():
+            raise TlparseError(f"tlparse wrote no {name} in {out}")
+    return _counts(json.loads((out / "compile_directory.json").read_text(encoding="utf-8")),
+                   (out / "failures_and_restarts.html").read_text(encoding="utf-8"))
+
+
 def tlparse_counts(log_path: "str | os.PathLike[str]", *, timeout: float = 120) -> dict:
-    """Run tlparse on a trace log and read its counts (see the module docstring for each figure)."""
+    """Run tlparse (``--strict``) on a trace log and read its counts."""
     log_path = Path(log_path)
     if not log_path.is_file():
         raise TlparseError(f"no trace log at {log_path}")
     with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
         out = Path(tmp) / "out"
-        proc = subprocess.run(
-            [tlparse_executable(), str(log_path), "-o", str(out), "--no-browser", "--strict"],
-            capture_output=True, text=True, timeout=timeout,
-        )
-        if proc.returncode != 0:
-            raise TlparseError(f"tlparse exited with {proc.returncode} on {log_path}:\n{proc.stderr[-4000:]}")
-        directory = _read(out / "compile_directory.json", proc)
-        failures_html = _read(out / "failures_and_restarts.html", proc)
-    return _counts(json.loads(directory), failures_html)
+        run_tlparse(log_path, out, "--strict", timeout=timeout)
+        return read_tlparse_output(out)
 
 
-def _read(path: Path, proc: subprocess.CompletedProcess) -> str:
-    if not path.is_file():
-        raise TlparseError(f"tlparse wrote no {path.name}; its stderr:\n{proc.stderr[-4000:]}")
-    return path.read_text(encoding="utf-8")
+def tlparse_all_ranks(directory: "str | os.PathLike[str]") -> dict:
+    """What ``tlparse DIR --all-ranks-html`` reports for a directory of rank logs:
+    ``ranks`` (sorted ints), ``compile_id_divergence`` (its warning that compile ids
+    diverge across ranks) and ``per_rank`` (``{rank: counts as tlparse_counts gives}``)."""
+    with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
+        out = Path(tmp) / "out"
+        run_tlparse(directory, out, "--all-ranks-html")
+        page = (out / "index.html").read_text(encoding="utf-8")
+        ranks = sorted(int(p.name.split("_", 1)[1]) for p in out.glob("rank_*") if p.is_dir())
+        return {
+            "ranks": ranks,
+            "compile_id_divergence": "Diverging Compilation IDs detected" in page,
+            "per_rank": {r: read_tlparse_output(out / f"rank_{r}") for r in ranks},
+        }
 
 
 def _counts(directory: dict, failures_html: str) -> dict:
@@ -182,7 +222,7 @@ def _counts(directory: dict, failures_html: str) -> dict:
         artifact_names.extend(str(a.get("name", "")) for a in (entry or {}).get("artifacts", []))
     kinds = [re.sub(r"_\d+\.\w+$", "", name) for name in artifact_names]  # "recompile_reasons_28.json" -> "recompile_reasons"
     restarts = 0
-    failure_ids: list[str] = []
+    failures: list[tuple[str, str]] = []
     for row in _ROW.finditer(failures_html):
         kind = html.unescape(_TAG.sub("", row.group("type"))).strip()
         if kind == "RestartAnalysis":
@@ -190,12 +230,37 @@ def _counts(directory: dict, failures_html: str) -> dict:
         else:
             cid = html.unescape(_TAG.sub("", row.group("cid"))).strip()
             m = _KEY.match(cid)
-            failure_ids.append(m.group("cid") if m else cid)
+            failures.append((m.group("cid") if m else cid, kind))
     return {
         "compile_ids": compile_ids,
+        "compile_ids_folded": {cid.partition("_")[0] for cid in compile_ids},
         "graph_breaks": kinds.count("dynamo_graph_break_reason"),
         "recompiles": kinds.count("recompile_reasons"),
-        "failures": len(failure_ids),
+        "failures": len(failures),
         "restarts": restarts,
-        "failure_ids": failure_ids,
+        "failure_ids": [cid for cid, _ in failures],
+        "failure_types": sorted(failures),
     }
+
+
+def assert_report_agrees(report, truth: dict) -> None:
+    """A report's counts equal tlparse's, with the two differences by design:
+
+    * compile ids: tlparse keys a restarted attempt on its own (``2/0_1``); a report
+      folds attempts into the compile, whose ``attempt`` is the last one made;
+    * failures: tlparse lists every compile whose metrics carry a ``fail_type``; a
+      report calls a frame Dynamo gave up on and ran eagerly (after a graph break in
+      a loop) ``skipped``, not failed: such compiles make up the difference.
+    """
+    assert {str(c.compile_id) for c in report.compiles} == truth["compile_ids_folded"]
+    attempts = {str(c.compile_id): c.attempt for c in report.compiles}
+    for key in truth["compile_ids"]:
+        cid, _, attempt = key.partition("_")
+        assert attempts[cid] >= int(attempt or 0), key
+    assert report.graph_break_count == truth["graph_breaks"]
+    assert len(report.recompiles) == truth["recompiles"]
+    skipped = {str(c.compile_id) for c in report.compiles if c.status == "skipped" and c.fail_type}
+    failed = {str(f.compile_id) for f in report.failures}
+    assert not skipped & failed
+    assert sorted(failed | skipped) == sorted(truth["failure_ids"])
+    assert len(report.failures) + len(skipped) == truth["failures"]

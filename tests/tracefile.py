@@ -1,41 +1,20 @@
-"""Test helper: split a TORCH_TRACE log file into ``(metadata, payload)`` records.
+"""Test helper: the ``(metadata, payload)`` records of the recorded H100 logs.
 
-Reading whole trace files is a product feature of a later issue; this is the
-small splitter the tests need to feed ``build_report`` from real GPU logs.
+Read with ipycompile's own reader (:func:`ipycompile.capture.tracefile.iter_records`),
+strictly: a line of these logs that it could not read fails the tests using them.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-import re
 from pathlib import Path
 
+from ipycompile.capture.tracefile import iter_records
+
 DATA = Path(__file__).parent / "data"
-_LINE = re.compile(r"^[VIWE]\d{4} [\d:.]+ +\d+ \S+\] (\{.*\})\s*$")
 
 
 def read_records(path: "str | Path") -> list[tuple[dict, "str | None"]]:
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    records: list[tuple[dict, "str | None"]] = []
-    meta = None
-    payload: list[str] = []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("\t"):
-                payload.append(line[1:])
-                continue
-            m = _LINE.match(line)
-            if not m:
-                continue
-            if meta is not None:
-                records.append((meta, "\n".join(payload) if payload else None))
-            meta, payload = json.loads(m.group(1)), []
-    if meta is not None:
-        records.append((meta, "\n".join(payload) if payload else None))
-    return records
+    return [(rec.metadata, rec.payload) for rec in iter_records(path, strict=True)]
 
 
 def gpu_records(workload: str) -> list[tuple[dict, "str | None"]]:

@@ -75,7 +75,7 @@ Handler = Callable[[_State, TraceRecord], None]
 # -- handlers, one per event family ------------------------------------------
 def _on_string(st: _State, rec: TraceRecord) -> None:
     body = rec.body
-    if isinstance(body, list) and len(body) == 2:
+    if isinstance(body, (list, tuple)) and len(body) == 2:  # a tuple when captured live, a list from a file
         st.strings[int(body[1])] = str(body[0])
 
 
@@ -191,10 +191,19 @@ def _on_bwd_metrics(st: _State, rec: TraceRecord) -> None:
         c.metrics["bwd_fail_reason"] = m.get("fail_reason")
 
 
+#: What compile_time reads of a chromium event (the rest, e.g. autotuning statistics in args, is dropped:
+#: a long log holds tens of thousands of these events until the report is finished).
+_CHROMIUM_KEYS = ("name", "ph", "ts", "dur", "pid", "tid")
+
+
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
     ev = rec.payload_json()
     if isinstance(ev, dict):
-        st.chromium.append(ev)
+        slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+        args = ev.get("args")
+        if isinstance(args, dict) and "compile_id" in args:
+            slim["args"] = {"compile_id": args["compile_id"]}
+        st.chromium.append(slim)
 
 
 def _on_graph_break(st: _State, rec: TraceRecord) -> None:

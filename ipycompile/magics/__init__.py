@@ -1,7 +1,8 @@
 """The IPython layer: ``%load_ext ipycompile`` registers the magics, ``%unload_ext`` removes them.
 
 One module per magic family: ``compile_magic`` (``%%compile``), ``history_magic``
-(``%compile_history``, ``%compile_reset``), ``diff_magic`` (``%compile_diff``). Each
+(``%compile_history``, ``%compile_reset``), ``diff_magic`` (``%compile_diff``),
+``trace_magic`` (``%compile_trace``). Each
 parses its line, calls one library function and displays the result.
 """
 
@@ -12,8 +13,9 @@ def _magic_classes() -> list:
     from .compile_magic import CompileMagics
     from .diff_magic import DiffMagics
     from .history_magic import HistoryMagics
+    from .trace_magic import TraceMagics
 
-    return [CompileMagics, HistoryMagics, DiffMagics]
+    return [CompileMagics, HistoryMagics, DiffMagics, TraceMagics]
 
 
 def load_ipython_extension(ipython) -> None:

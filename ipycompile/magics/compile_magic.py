@@ -40,6 +40,7 @@ class CompileMagics(Magics):
               "returns the sweep's DataFrame")
     @argument("-o", dest="output", default=None, metavar="NAME", help="store the report in the namespace as NAME")
     @argument("--quiet", action="store_true", help="show nothing (the run is still recorded)")
+    @argument("--trace-dir", default=None, metavar="DIR", help="also write the captured events to a TORCH_TRACE log in DIR")
     @line_cell_magic
     def compile(self, line: str, cell: Optional[str] = None) -> Any:
         """Run the cell under torch.compile and show what happened and what it cost.

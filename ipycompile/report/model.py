@@ -35,6 +35,7 @@ __all__ = [
     "EagerComparison",
     "KernelTime",
     "Profile",
+    "TraceOrigin",
     "STATUSES",
     "GRAPH_STAGES",
     "KERNEL_BACKENDS",
@@ -463,3 +464,26 @@ class Profile:
     def peak_host_bytes(self) -> Optional[int]:
         vals = [v for v in (self.peak_host_bytes_compile, self.peak_host_bytes_run) if v is not None]
         return max(vals) if vals else None
+
+
+@dataclass
+class TraceOrigin:
+    """Where a report read from a TORCH_TRACE log came from.
+
+    A report captured in this process has none (``CompileReport.origin is None``).
+    One with an origin was recorded by another process, perhaps on another
+    machine: its file names are the ones torch saw there, and a local file of
+    the same name need not hold the code torch compiled.
+    """
+
+    path: str = ""  # the log file read
+    rank: Optional[int] = None  # torch.distributed rank of the process that wrote it, when known
+    pid: Optional[int] = None  # that process's id (from torch's line prefix)
+    size_bytes: int = 0
+    lines: int = 0  # lines read
+    records: int = 0  # trace events read
+    skipped_lines: int = 0  # lines of events that could not be read (see problems)
+    problem_count: int = 0  # events that could not be read
+    problems: list[str] = field(default_factory=list)  # the first few: "line 12: the JSON envelope is cut off ..."
+    summary: bool = False  # a first, quick pass: bulky payloads (later graphs, generated code, guards) not read
+    unread: dict[str, int] = field(default_factory=dict)  # with summary: event kinds not read, with counts

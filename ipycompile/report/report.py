@@ -22,6 +22,7 @@ from .model import (
     Recompile,
     SourceSpan,
     Stats,
+    TraceOrigin,
     UnrolledLoop,
 )
 from .serialize import from_jsonable, to_jsonable
@@ -97,6 +98,7 @@ class CompileReport:
     reused_from: str = ""
     source_context: list[SourceSpan] = field(default_factory=list)  # code around breaks and failures, at capture
     schema_version: int = SCHEMA_VERSION
+    origin: Optional[TraceOrigin] = None  # set when read from a TORCH_TRACE log (ipycompile.load_trace); None: captured here
 
     # -- queries --------------------------------------------------------
     @property

@@ -32,6 +32,22 @@ def fmt_bytes(n) -> str:
     return str(n)
 
 
+def fmt_ranks(ranks) -> str:
+    """Ranks as ranges: ``[0, 1, 2, 4, 6, 7]`` -> ``"0-2, 4, 6-7"``."""
+    nums = sorted({int(r) for r in ranks})
+    if not nums:
+        return "none"
+    out, start, prev = [], nums[0], nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)
+
+
 def settings_text(p) -> str:
     """The compile settings of a profiled run, as one line: ``mode=... backend=... dynamic=...``."""
     settings = [f"mode={p.mode}", f"backend={p.backend}"]
@@ -148,9 +164,28 @@ def suggestion_lines(s, indent: str = "      ") -> list[str]:
     return out
 
 
+def origin_lines(r: "CompileReport") -> list[str]:
+    """Where a report read from a trace log came from, and what could not be read."""
+    o = r.origin
+    if o is None:
+        return []
+    rank = f" (rank {o.rank})" if o.rank is not None else ""
+    torch = f", torch {r.torch_version}" if r.torch_version else ""
+    out = [f"read from {o.path}{rank}: {_plural(o.records, 'trace event')}{torch}"]
+    if o.summary:
+        out.append(f"first-pass summary: {_plural(sum(o.unread.values()), 'bulky event')} (generated code, "
+                   "graphs after Dynamo's, guards) not read; load without summary=True for everything")
+    if o.problem_count:
+        first = f", e.g. {o.problems[0]}" if o.problems else ""
+        out.append(f"{_plural(o.problem_count, 'unreadable trace event')} skipped ({_plural(o.skipped_lines, 'line')}){first}")
+    return out
+
+
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
+    if r.compiled_nothing and r.origin is not None:
+        return "\n".join(["ipycompile report: the trace log holds no compiles"] + origin_lines(r))
     if r.compiled_nothing and r.reused_from:
         lines.append("ipycompile: reused compiled code: nothing was compiled in this run.")
         lines.append(f"The diagnosis below is of the compiled code that ran, from {r.reused_from}, which compiled it; "
@@ -168,12 +203,13 @@ def render_summary(report: "CompileReport") -> str:
     generated = sum(1 for k in r.kernels if k.backend != "extern")
     extern = len(r.kernels) - generated
     graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
+    first_pass = r.origin is not None and r.origin.summary
     head = [
         _plural(len(r.compiles), "compile"),
         _plural(graphs, "graph"),
         _plural(r.graph_break_count, "graph break"),
         _plural(len(r.recompiles), "recompile"),
-        f"{_plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
+        "kernels not read" if first_pass else f"{_plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
         _plural(len(r.failures), "failure"),
     ]
     eager = r.ran_without_compiling
@@ -181,6 +217,7 @@ def render_summary(report: "CompileReport") -> str:
         head.append(f"ran without compiling: {_plural(len(eager), 'frame')}")
     lines.append("ipycompile report: " + ", ".join(head))
     lines += [f"** {line} **" for line in limit_lines(r)]
+    lines += origin_lines(r)
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
         when = f" in {r.reused_from}" if r.reused_from else ""

@@ -132,6 +132,7 @@ def execute(
     sources: Optional[dict[str, str]] = None,
     execution_count: Optional[int] = None,
     record: bool = True,
+    trace_dir: Optional[str] = None,
 ) -> CellRun:
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
 
@@ -145,6 +146,9 @@ def execute(
     (C++ kernels are visible to the profiler only so), unless ``options`` say
     otherwise.
 
+    ``trace_dir``: also write the captured events to a TORCH_TRACE log in that
+    directory (see :func:`ipycompile.capture`); the report's notes name the file.
+
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
@@ -156,12 +160,14 @@ def execute(
         options = kernel_profile_options(options, backend)
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
+    if trace_dir is not None:
+        check_trace_dir(trace_dir)
     namespace = {} if namespace is None else namespace
     filename = filename or f"<ipycompile-cell-{next(_counter)}>"
 
     profile = new_profile(settings, observe=observe, label=label, fresh=fresh)
     if observe:
-        return _observe(source, namespace, filename, header, profile, sources, execution_count, record)
+        return _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir)
 
     cf_key = (source, header, id(namespace), settings.key())
     reused = cf_key in _compiled and not fresh
@@ -175,7 +181,8 @@ def execute(
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf))
     run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
-                  profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
+                  profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
+                  trace_dir=trace_dir)
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
@@ -253,6 +260,7 @@ def measure(
     compare_eager: bool = False,
     profile_kernels: bool = False,
     reused_kernels: Sequence[Kernel] = (),
+    trace_dir: Optional[str] = None,
 ) -> CellRun:
     """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
 
@@ -278,7 +286,7 @@ def measure(
     error: Optional[BaseException] = None
     events = None  # the kernel profile's events
     fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
-    cap = capture()
+    cap = capture(trace_dir)
     compiled = target.compiled
     # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
     with fresh_ctx:
@@ -329,6 +337,7 @@ def measure(
         )
     report.profile = profile
     profile.caches = _cache_summary(report, False, fresh)
+    _note_trace(cap, profile)
     return CellRun(value, report, error, compiled)
 
 
@@ -409,7 +418,7 @@ def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup
     return eager
 
 
-def _observe(source, namespace, filename, header, profile, sources, execution_count, record) -> CellRun:
+def _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir=None) -> CellRun:
     """Run the cell as ordinary code and capture whatever torch.compile does inside it."""
     from .cell import register_source
 
@@ -423,7 +432,7 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     body = compile(tree, filename, "exec")
     tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
     value = error = None
-    cap = capture()
+    cap = capture(trace_dir)
     if profile.fresh:  # recompile from scratch whatever the cell calls
         import torch
 
@@ -448,9 +457,27 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     report.profile = profile
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, False, profile.fresh)
+    _note_trace(cap, profile)
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error)
+
+
+def check_trace_dir(trace_dir: str) -> None:
+    """A ``ValueError`` naming the directory when a trace log cannot be written there (nothing runs)."""
+    import os
+
+    try:
+        os.makedirs(trace_dir, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--trace-dir {trace_dir!r}: cannot create it ({exc.strerror or exc})") from None
+    if not os.access(trace_dir, os.W_OK):
+        raise ValueError(f"--trace-dir {trace_dir!r}: not writable")
+
+
+def _note_trace(cap, profile: Profile) -> None:
+    if cap.trace_path:
+        profile.notes.append(f"trace log written to {cap.trace_path} (tlparse reads it; so does ipycompile.load_trace)")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,361 @@
+"""``load_trace``: a TORCH_TRACE log, or a directory of rank logs, into reports.
+
+A distributed job run with ``TORCH_TRACE=DIR`` leaves one log per rank in
+``DIR`` (``dedicated_log_torch_trace_rank_<r>_<random>.log``), often beside
+other files. :func:`load_trace` on a directory finds the rank logs (and says
+what else it ignored), reads every rank's first-pass summary in parallel
+worker processes, and returns a :class:`RankReports` mapping: ``reports[r]``
+is rank ``r``'s full report, read when first asked for.
+
+Memory stays bounded by the largest single log, not by the job: each worker
+reads one log at a time, keeping only the summary pass's events (no generated
+code, no later graphs), and sends back a slim summary (a few KB: compiles,
+graph-break sites, recompile reasons, cache results, failures, compile times);
+only the two most recently asked-for full reports are kept.
+
+Workers are fresh ``python -m ipycompile.capture._rankworker`` processes fed
+through pipes (not ``multiprocessing``): nothing of the calling process is
+forked or re-imported, so this works the same from a notebook, a script
+without a ``__main__`` guard, or a process that has torch's threads running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Callable, Iterator, Optional
+
+from ..report import CompileReport, CompileTime
+from ..report.summary import fmt_ranks as rank_ranges
+from .tracefile import Progress, TraceFileError, read_trace, sniff_trace
+
+__all__ = ["load_trace", "RankReports", "find_rank_logs"]
+
+#: A rank in a log's file name: torch's ``..._rank_3_x.log``, or ``rank3.log``, ``rank-3.log.gz``.
+_RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank[_-]?(\d+)(?=[_.-]|$)", re.I)
+_LOG_NAME = re.compile(r"\.(log|txt|trace)(\.gz)?$|\.gz$", re.I)
+#: Below this many bytes in all, a directory is read in this process (starting workers costs more).
+PARALLEL_MIN_BYTES = 8 << 20
+#: Full reports kept by a RankReports (the most recently asked for).
+FULL_REPORTS_KEPT = 2
+
+
+def find_rank_logs(directory: str) -> tuple[dict[int, str], list[tuple[str, str]]]:
+    """``({rank: path}, [(name, why ignored), ...])`` for the files of ``directory``.
+
+    A rank log is a TORCH_TRACE log (its first lines are trace events) whose
+    name carries a rank (``rank_3``, ``rank3``, ``rank-3``), or, when the name
+    has none, whose events do. Of two logs of one rank, the newer is taken.
+    """
+    found: dict[int, list[tuple[float, str]]] = {}
+    ignored: list[tuple[str, str]] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        raise TraceFileError(f"{directory}: cannot be listed ({exc.strerror or exc})") from None
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            ignored.append((name, "a folder (not searched)"))
+            continue
+        if not os.path.isfile(path):
+            ignored.append((name, "not a regular file"))
+            continue
+        m = _RANK_IN_NAME.search(name)
+        is_trace, rank_inside = sniff_trace(path)
+        if not is_trace:
+            why = "named like a rank log, but not a TORCH_TRACE log" if m else "not a TORCH_TRACE log"
+            if os.path.getsize(path) == 0:
+                why = "empty"
+            ignored.append((name, why))
+            continue
+        rank = int(m.group(1)) if m else rank_inside
+        if rank is None:
+            ignored.append((name, "a trace log with no rank (in its name or its first events); read it with load_trace(file)"))
+            continue
+        found.setdefault(rank, []).append((os.path.getmtime(path), path))
+    files: dict[int, str] = {}
+    for rank, candidates in sorted(found.items()):
+        candidates.sort()
+        files[rank] = candidates[-1][1]
+        for _, older in candidates[:-1]:
+            ignored.append((os.path.basename(older), f"an older log of rank {rank} (a restarted job?); the newest is read"))
+    return files, ignored
+
+
+def slim(report: CompileReport) -> CompileReport:
+    """The report with what a comparison of ranks never reads dropped (graph code, guard trees,
+    kernel sources, the compile-time timeline, raw artifacts, every other metric): a few KB."""
+    for g in report.graphs:
+        g.code = ""
+    for gs in report.guards:
+        gs.tree = ""
+    for k in report.kernels:
+        k.source = ""
+    for n in report.control_flow:
+        _slim_node(n)
+    for b in report.graph_breaks:
+        b.detail = ""
+    for f in report.failures:
+        f.traceback = ""
+    for c in report.compiles:
+        c.metrics = {}
+    report.artifacts = []
+    report.compile_time = CompileTime(report.compile_time.total_s, report.compile_time.phases, report.compile_time.by_compile)
+    return report
+
+
+def _slim_node(node) -> None:
+    for s in node.subgraphs:
+        s.code = ""
+    for child in node.children:
+        _slim_node(child)
+
+
+class RankReports(Mapping):
+    """The rank logs of one TORCH_TRACE directory, as ``{rank: CompileReport}``.
+
+    ``reports[r]`` is rank ``r``'s full report, read from its log when first
+    asked for (the two most recent are kept). ``summaries[r]`` is its slim
+    first-pass summary, read for every rank when the directory was loaded:
+    what :func:`ipycompile.analysis.ranks.rank_divergence` compares.
+    ``files[r]`` is the log read for rank ``r``; ``ignored`` lists the other
+    files of the directory, each with why it was not read.
+    """
+
+    def __init__(self, path: str, files: dict[int, str], ignored: list[tuple[str, str]],
+                 summaries: dict[int, CompileReport], strict: bool = False,
+                 finish: Optional[Callable[[CompileReport], CompileReport]] = None) -> None:
+        self.path = path
+        self.finish = finish  # applied to each full report as it is read (the doctor, from the run layer)
+        self.files = dict(sorted(files.items()))
+        self.ignored = list(ignored)
+        self.summaries = dict(sorted(summaries.items()))
+        self.strict = strict
+        self._full: "OrderedDict[int, CompileReport]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, rank: int) -> CompileReport:
+        if rank not in self.files:
+            raise KeyError(f"rank {rank!r}: no log of that rank in {self.path} (ranks: {rank_ranges(self.files)})")
+        with self._lock:
+            if rank in self._full:
+                self._full.move_to_end(rank)
+                return self._full[rank]
+        report = read_trace(self.files[rank], strict=self.strict)
+        if self.finish is not None:
+            report = self.finish(report)
+        with self._lock:
+            self._full[rank] = report
+            while len(self._full) > FULL_REPORTS_KEPT:
+                self._full.popitem(last=False)
+        return report
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @property
+    def problems(self) -> dict[int, list[str]]:
+        """Unreadable lines, by rank (from the summary pass)."""
+        return {r: s.origin.problems for r, s in self.summaries.items() if s.origin is not None and s.origin.problems}
+
+    def __str__(self) -> str:
+        lines = [f"{len(self)} rank logs in {self.path} (ranks {rank_ranges(self.files)})"]
+        for rank, probs in self.problems.items():
+            n = self.summaries[rank].origin.problem_count
+            lines.append(f"  rank {rank}: {n} unreadable event(s) skipped, e.g. {probs[0]}")
+        if self.ignored:
+            lines.append(f"ignored {len(self.ignored)} other file(s):")
+            lines += [f"  {name}: {why}" for name, why in self.ignored[:10]]
+            if len(self.ignored) > 10:
+                lines.append(f"  ... and {len(self.ignored) - 10} more")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        ign = f", {len(self.ignored)} other files ignored" if self.ignored else ""
+        return f"<RankReports {len(self)} ranks ({rank_ranges(self.files)}) from {self.path}{ign}>"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(repr(self) if cycle else str(self))
+
+
+def load_trace(
+    path: "str | os.PathLike[str]",
+    *,
+    rank: Optional[int] = None,
+    strict: bool = False,
+    summary: bool = False,
+    workers: Optional[int] = None,
+    progress: Optional[Progress] = None,
+    finish: Optional[Callable[[CompileReport], CompileReport]] = None,
+) -> "CompileReport | RankReports":
+    """Read TORCH_TRACE logs: a file (plain or gzip) gives its :class:`CompileReport`;
+    a directory of rank logs gives a :class:`RankReports` (rank -> report), or,
+    with ``rank``, that rank's report.
+
+    A line that is cut off or corrupted is skipped and counted
+    (``report.origin.problems``); ``strict=True`` raises :class:`TraceFileError`
+    instead, as ``tlparse --strict`` fails. ``summary=True`` reads a file in a
+    quick first pass (bulky payloads left unread: no kernels, no graphs after
+    Dynamo's). ``workers``: processes reading a directory's rank logs (default:
+    one per CPU, none for a small directory). ``progress(bytes_read, total)``
+    is called as the reading goes.
+
+    ``finish`` is applied to every full report returned (``ipycompile.load_trace``
+    passes the doctor); the slim ``summaries`` of a directory are left as read.
+
+    Raises :class:`TraceFileError` (a ``ValueError``) with the reason when the
+    path is missing, is not a trace log, or is a directory with no rank logs.
+    """
+    done = finish or (lambda r: r)
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        raise TraceFileError(f"{name}: no such file or directory")
+    if not os.path.isdir(name):
+        report = read_trace(name, strict=strict, summary=summary, progress=progress)
+        got = report.origin.rank if report.origin is not None else None
+        if rank is not None and got is not None and got != rank:
+            raise TraceFileError(f"{name} is the log of rank {got}, not rank {rank}; "
+                                 "rank= picks a log from a directory of rank logs")
+        return done(report)
+    files, ignored = find_rank_logs(name)
+    if not files:
+        raise TraceFileError(_no_rank_logs(name, ignored))
+    if rank is not None:
+        if rank not in files:
+            raise TraceFileError(f"{name} holds no log of rank {rank} (ranks: {rank_ranges(files)})")
+        return done(read_trace(files[rank], strict=strict, summary=summary, progress=progress))
+    summaries = read_summaries(files, strict=strict, workers=workers, progress=progress)
+    return RankReports(name, files, ignored, summaries, strict=strict, finish=finish)
+
+
+def _no_rank_logs(name: str, ignored: list[tuple[str, str]]) -> str:
+    unranked = [n for n, why in ignored if why.startswith("a trace log with no rank")]
+    msg = f"{name} holds no rank logs (TORCH_TRACE logs of a distributed job, e.g. dedicated_log_torch_trace_rank_0_*.log)"
+    if len(unranked) == 1:
+        return msg + f"; it holds one trace log without a rank: read that file, load_trace({os.path.join(name, unranked[0])!r})"
+    if unranked:
+        return msg + f"; it holds {len(unranked)} trace logs without a rank: read each file on its own"
+    if not ignored:
+        return msg + "; it is empty"
+    return msg + "; its files: " + ", ".join(f"{n} ({why})" for n, why in ignored[:5]) + (" ..." if len(ignored) > 5 else "")
+
+
+# -- reading many logs in worker processes -------------------------------------------
+def _read_one(path: str, strict: bool) -> CompileReport:
+    return slim(read_trace(path, strict=strict, summary=True))
+
+
+def read_summaries(
+    files: dict[int, str],
+    *,
+    strict: bool = False,
+    workers: Optional[int] = None,
+    progress: Optional[Progress] = None,
+) -> dict[int, CompileReport]:
+    """The slim first-pass summary of each rank's log, read by ``workers`` processes
+    (default: one per CPU; in this process when the logs are small or ``workers=1``)."""
+    sizes = {r: _size(p) for r, p in files.items()}
+    total = sum(sizes.values())
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if workers is None and total < PARALLEL_MIN_BYTES:
+        n = 1
+    n = max(1, min(n, len(files)))
+    out: dict[int, CompileReport] = {}
+    done = 0
+    if n == 1:
+        for r, p in files.items():
+            out[r] = _read_one(p, strict)
+            done += sizes[r]
+            if progress is not None:
+                progress(done, total)
+        return out
+    # largest logs first, each to the least loaded worker: the job ends when the last worker does
+    shares: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for r in sorted(files, key=lambda r: -sizes[r]):
+        i = loads.index(min(loads))
+        shares[i].append((r, files[r]))
+        loads[i] += sizes[r]
+    procs: list[subprocess.Popen] = []
+    try:
+        for share in shares:
+            if share:
+                procs.append(_start_worker(share, strict))
+    except OSError:  # no Python to start (an embedded interpreter): read them here
+        for p in procs:
+            p.kill()
+            p.wait()
+        return read_summaries(files, strict=strict, workers=1, progress=progress)
+    errors: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    def collect(proc: subprocess.Popen) -> None:
+        nonlocal done
+        for line in proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:  # not a worker's line (something else printed): its ranks are read again below
+                continue
+            with lock:
+                r = int(msg["rank"])
+                done += sizes[r]
+                if "error" in msg:
+                    errors.append((r, msg["error"]))
+                else:
+                    out[r] = CompileReport.from_dict(msg["report"])
+                if progress is not None:
+                    progress(done, total)
+
+    threads = [threading.Thread(target=collect, args=(p,), daemon=True) for p in procs]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            if p.stdout:
+                p.stdout.close()
+    if errors:
+        raise TraceFileError(errors[0][1])
+    for r in files:
+        if r not in out:  # a worker died (killed, out of memory): read what it left here
+            out[r] = _read_one(files[r], strict)
+    return {r: out[r] for r in sorted(out)}
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _start_worker(share: list[tuple[int, str]], strict: bool) -> subprocess.Popen:
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ipycompile.capture._rankworker", "--strict" if strict else "--lenient"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+        encoding="utf-8",
+    )
+    proc.stdin.write(json.dumps([[r, p] for r, p in share]))
+    proc.stdin.close()
+    return proc

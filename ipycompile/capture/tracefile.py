@@ -1,0 +1,485 @@
+"""TORCH_TRACE log files: read them into reports, write captures in their format.
+
+The format is torch's (``torch._logging._internal.TorchLogsFormatter`` with
+``trace=True``): one event per line, a glog prefix, then a JSON envelope::
+
+    V1123 07:01:40.464000 420 torch/_dynamo/utils.py:2126] {"chromium_event": {}, ..., "has_payload": "790a..."}
+    \t{
+    \t"name": "dynamo",
+    \t...
+
+An envelope with ``has_payload`` (the payload's md5) is followed by its
+payload, one tab-indented line per payload line. ``str`` events intern the
+filenames of stacks (``{"str": [filename, id]}``).
+
+:func:`iter_records` reads a log in one streaming pass (plain or gzip, one
+event in memory at a time) into the :class:`TraceRecord` objects that
+:func:`build_report` consumes; :func:`read_trace` builds the report. A line
+that is cut off or corrupted is reported (line number, what was wrong) in
+``report.origin``, skipped and counted; ``strict=True`` makes it an error,
+as ``tlparse --strict`` does. :func:`write_trace` writes records back in
+torch's format, so that tlparse (or a PyTorch developer) can read them.
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import time
+import zlib
+from typing import Any, Callable, IO, Iterable, Iterator, Optional
+
+from ..report import CompileReport, TraceOrigin
+from .builder import build_report
+from .records import CONTEXT_KEYS, TraceRecord
+
+__all__ = [
+    "TraceFileError",
+    "iter_records",
+    "read_trace",
+    "write_trace",
+    "format_record",
+    "sniff_trace",
+    "SUMMARY_PAYLOADS",
+]
+
+#: torch's line prefix: level, MMDD HH:MM:SS.micros, process id, path:line]
+_PREFIX = re.compile(rb"[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +(\d+) (.*?):(\d+)\] ")
+#: How many problems a report lists (all are counted).
+MAX_PROBLEMS = 20
+#: Lines read before a file with no readable event is refused as not a trace log.
+_SNIFF_LINES = 200
+#: A log's first bytes must hold one of torch's line prefixes.
+_HEAD_BYTES = 1 << 20
+_PROGRESS_STEP = 1 << 22  # report progress every 4 MiB read
+
+#: Payloads a summary pass reads: small ones the summary needs (Dynamo's graph for graph counts and
+#: control flow, graph breaks, recompile reasons, errors, compile-time events, cache bypass reasons).
+SUMMARY_PAYLOADS = frozenset(
+    {
+        "dynamo_output_graph",
+        "chromium_event",
+        "artifact:dynamo_graph_break_reason",
+        "artifact:recompile_reasons",
+        "artifact:dynamo_error",
+        "artifact:fx_graph_cache_bypass",
+        "artifact:aotautograd_cache_bypass",
+        "artifact:torch_version",
+        "artifact:ipycompile_sources",
+    }
+)
+#: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
+SOURCES_ARTIFACT = "ipycompile_sources"
+#: The artifact a capture's log carries for the source kept around breaks and failures
+#: (``CompileReport.source_context``: a list of ``{filename, first_line, lines, module}``),
+#: so that a log read elsewhere is diagnosed as the live report was.
+CONTEXT_ARTIFACT = "ipycompile_source_context"
+#: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
+_SUMMARY_WITHOUT_PAYLOAD = frozenset(
+    f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
+)
+
+Progress = Callable[[int, int], None]  # (bytes read, total bytes)
+
+
+class TraceFileError(ValueError):
+    """An input that cannot be read as a TORCH_TRACE log (the message says why),
+    or, with ``strict=True``, a line that cannot be read."""
+
+
+# -- reading -----------------------------------------------------------------------
+class _Reader:
+    """State of one pass over one log: counts, problems, the rank it belongs to."""
+
+    def __init__(self, name: str, strict: bool, summary: bool) -> None:
+        self.name = name
+        self.strict = strict
+        self.summary = summary
+        self.origin = TraceOrigin(path=name, summary=summary)
+        self.torch_version = ""
+        self.sources: dict[str, str] = {}
+        self.source_context: list[dict] = []
+
+    def problem(self, lineno: int, what: str, lines: int = 1) -> None:
+        if self.strict:
+            raise TraceFileError(f"{self.name}, line {lineno}: {what}")
+        o = self.origin
+        o.problem_count += 1
+        o.skipped_lines += lines
+        if len(o.problems) < MAX_PROBLEMS:
+            o.problems.append(f"line {lineno}: {what}")
+
+
+def _event_key(metadata: dict[str, Any]) -> str:
+    """What handlers are looked up by (as :attr:`TraceRecord.key`), without building the record."""
+    kind = next((k for k in metadata if k not in CONTEXT_KEYS), "")
+    if kind == "artifact":
+        body = metadata.get("artifact")
+        return "artifact:" + (str(body.get("name", "")) if isinstance(body, dict) else "")
+    return kind or ("stack" if "stack" in metadata else "")
+
+
+def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
+    """``(stream of the log's bytes, the file underneath)``: gzip is recognised by its magic bytes."""
+    raw = open(path, "rb")
+    try:
+        if raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+        raw.seek(0)
+        return raw, raw
+    except BaseException:
+        raw.close()
+        raise
+
+
+def iter_records(
+    path: "str | os.PathLike[str]",
+    *,
+    strict: bool = False,
+    summary: bool = False,
+    progress: Optional[Progress] = None,
+    origin: Optional[list] = None,
+) -> Iterator[TraceRecord]:
+    """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
+
+    A line that cannot be read (no glog prefix, a JSON envelope cut off or
+    corrupted, a payload that does not match its md5, an event of another
+    rank than the log's) is skipped with its payload and counted; with
+    ``strict=True`` it raises :class:`TraceFileError` instead. A file whose
+    first lines hold no event at all is refused (it is not a trace log).
+
+    ``summary=True`` reads only the payloads in :data:`SUMMARY_PAYLOADS`
+    (the rest are stepped over unread: no bytes of them are kept or decoded),
+    for a quick first report. ``progress(bytes_read, total_bytes)`` is called
+    every few MiB. ``origin``, a list, receives the :class:`TraceOrigin`
+    (filled in as the pass goes; complete when the iterator is exhausted).
+    """
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise TraceFileError(f"{name} is a directory; pass a log file, or use load_trace() for a directory of rank logs")
+    if not os.path.exists(name):
+        raise TraceFileError(f"{name}: no such file")
+    reader = _Reader(name, strict, summary)
+    reader.origin.size_bytes = os.path.getsize(name)
+    if origin is not None:
+        origin.append(reader)
+    try:
+        stream, raw = _open_binary(name)
+    except OSError as exc:
+        raise TraceFileError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    with raw, stream:
+        try:
+            head: Optional[bytes] = stream.read(_HEAD_BYTES)
+        except (OSError, EOFError, zlib.error):
+            head = None  # a broken gzip stream: reported, with what it held, by the pass itself
+        stream.seek(0)
+        if head and not _PREFIX.search(head):  # refuse at once, before reading a large file through
+            raise TraceFileError(_not_a_trace(name, None))
+        yield from _records(stream, raw, reader, progress)
+
+
+def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress]) -> Iterator[TraceRecord]:
+    o = rd.origin
+    total = o.size_bytes
+    summary = rd.summary
+    lineno = 0
+    next_progress = _PROGRESS_STEP
+    read_bytes = 0
+    # the event being read: its line, metadata, key, payload lines (None: payload not kept), md5, line count
+    cur_line = 0
+    cur_meta: Optional[dict] = None
+    cur_key = ""
+    cur_payload: Optional[list] = None
+    cur_md5: Optional[str] = None
+    cur_lines = 0
+    cur_skip = False  # the current envelope was bad: step over its payload lines
+    rank: Optional[int] = None
+    seen_event = False
+    ended_cleanly = True
+
+    def finish() -> Optional[TraceRecord]:
+        nonlocal rank
+        meta = cur_meta
+        payload: Optional[str] = None
+        if cur_payload is not None:
+            data = b"\n".join(cur_payload)
+            if cur_md5 is not None and hashlib.md5(data, usedforsecurity=False).hexdigest() != cur_md5:
+                # a log whose line ends were turned into CRLF on the way (a copy through Windows)
+                crlf = b"\n".join(line[:-1] if line.endswith(b"\r") else line for line in cur_payload)
+                if crlf != data and hashlib.md5(crlf, usedforsecurity=False).hexdigest() == cur_md5:
+                    data = crlf
+                else:
+                    cut = " (the file ends inside it: truncated)" if not ended_cleanly else ""
+                    rd.problem(cur_line, f"the payload of this {cur_key or 'event'} event does not match its md5{cut}", cur_lines)
+                    return None
+            try:
+                payload = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                rd.problem(cur_line, f"the payload of this {cur_key} event is not UTF-8 text ({exc.reason})", cur_lines)
+                return None
+        elif cur_md5 is not None and cur_key not in _SUMMARY_WITHOUT_PAYLOAD:
+            # a summary pass stepping over a bulky payload: the event is counted, not read
+            o.unread[cur_key] = o.unread.get(cur_key, 0) + 1
+            return None
+        r = meta.get("rank")
+        if r is not None:
+            if rank is None:
+                rank = r if isinstance(r, int) else None
+                o.rank = rank if o.rank is None else o.rank
+            elif r != rank:
+                rd.problem(cur_line, f"an event of rank {r} in a log of rank {rank} (one log holds one rank's events)", cur_lines)
+                return None
+        if cur_key == "artifact:torch_version":  # written once per file by torch: a property of the file
+            data = _json_or_none(payload)
+            if isinstance(data, dict) and data.get("pytorch_version"):
+                rd.torch_version = str(data["pytorch_version"])
+            return None
+        if cur_key == "artifact:" + SOURCES_ARTIFACT:  # written by ipycompile.capture: notebook cell names
+            data = _json_or_none(payload)
+            if isinstance(data, dict):
+                rd.sources.update({str(k): str(v) for k, v in data.items()})
+            return None
+        if cur_key == "artifact:" + CONTEXT_ARTIFACT:  # written by ipycompile.capture: the source it kept
+            data = _json_or_none(payload)
+            if isinstance(data, list):
+                rd.source_context.extend(d for d in data if isinstance(d, dict))
+            return None
+        try:
+            rec = TraceRecord.from_raw(meta, payload)
+        except Exception as exc:  # e.g. an interned string that is not [text, id]
+            rd.problem(cur_line, f"unreadable {cur_key} event ({exc})", cur_lines)
+            return None
+        o.records += 1
+        return rec
+
+    try:
+        for line in stream:
+            lineno += 1
+            read_bytes += len(line)
+            if line[:1] == b"\t":
+                if cur_payload is not None:
+                    cur_lines += 1
+                    if line[-1:] == b"\n":
+                        cur_payload.append(line[1:-1])
+                    else:
+                        ended_cleanly = False
+                        cur_payload.append(line[1:])
+                elif cur_meta is not None:
+                    cur_lines += 1
+                elif cur_skip:  # the payload of an event that could not be read
+                    o.skipped_lines += 1
+                else:
+                    rd.problem(lineno, "a payload line (tab-indented) with no event before it")
+                    cur_skip = True
+                continue
+            if len(line) <= 2 and not line.strip():  # torch writes no blank lines; some log collectors add them
+                continue
+            if cur_meta is not None:
+                rec = finish()
+                if rec is not None:
+                    yield rec
+                cur_meta = None
+            if read_bytes >= next_progress and progress is not None:
+                next_progress = read_bytes + _PROGRESS_STEP
+                progress(raw.tell() if raw is not stream else read_bytes, total)
+            if line[-1:] != b"\n":
+                ended_cleanly = False
+            cur_skip = True
+            cur_line, cur_lines, cur_payload, cur_md5 = lineno, 1, None, None
+            m = _PREFIX.match(line)
+            if m is None:
+                if not seen_event and lineno >= _SNIFF_LINES:
+                    raise TraceFileError(_not_a_trace(o.path, lineno))
+                rd.problem(lineno, "no glog prefix (not a line torch's trace writer makes)" + _cut(line))
+                continue
+            try:
+                meta = json.loads(line[m.end():])
+            except ValueError as exc:
+                if not seen_event and lineno >= _SNIFF_LINES:
+                    raise TraceFileError(_not_a_trace(o.path, lineno))
+                what = "cut off (the file ends mid-line)" if line[-1:] != b"\n" else "corrupted"
+                rd.problem(lineno, f"the JSON envelope is {what}: {getattr(exc, 'msg', exc)}")
+                continue
+            if not isinstance(meta, dict):
+                rd.problem(lineno, f"the JSON envelope is a {type(meta).__name__}, not an object")
+                continue
+            seen_event = True
+            if o.pid is None:
+                o.pid = int(m.group(1))
+            cur_skip = False
+            cur_meta = meta
+            cur_key = _event_key(meta)
+            md5 = meta.get("has_payload")
+            if md5 is not None:
+                cur_md5 = str(md5)
+                if not summary or cur_key in SUMMARY_PAYLOADS:
+                    cur_payload = []
+        if cur_meta is not None:
+            rec = finish()
+            if rec is not None:
+                yield rec
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        if cur_meta is not None:
+            rd.problem(cur_line, f"the gzip stream breaks off inside this event ({exc})", cur_lines)
+        else:
+            rd.problem(lineno + 1, f"the gzip stream breaks off here ({exc})")
+    o.lines = lineno
+    if not seen_event and lineno:
+        raise TraceFileError(_not_a_trace(o.path, lineno))
+    if progress is not None:
+        progress(total, total)
+
+
+def _cut(line: bytes, n: int = 60) -> str:
+    text = line[:n].decode("utf-8", "replace").rstrip("\n")
+    return f": {text!r}" + ("..." if len(line) > n else "")
+
+
+def _not_a_trace(path: str, lines: Optional[int]) -> str:
+    first = f"its first {lines} lines" if lines is not None else "its first MiB"
+    return (
+        f"{path} is not a TORCH_TRACE log: none of {first} holds a trace event "
+        "(torch writes 'V1123 07:01:40.464000 420 torch/...py:123] {...json...}'; "
+        "make the log with TORCH_TRACE=DIR, or ipycompile.capture(trace_dir=DIR))"
+    )
+
+
+def _json_or_none(text: Optional[str]) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def read_trace(
+    path: "str | os.PathLike[str]",
+    *,
+    strict: bool = False,
+    summary: bool = False,
+    progress: Optional[Progress] = None,
+) -> CompileReport:
+    """The :class:`CompileReport` of one TORCH_TRACE log (plain or gzip), in one streaming pass.
+
+    ``report.origin`` says where it came from and lists the lines that could
+    not be read. ``summary=True`` is a quick first pass that leaves bulky
+    payloads unread: compiles, graph breaks, recompiles, failures, caches and
+    compile time are all there; kernels, guard trees and graphs after
+    Dynamo's are not (``origin.unread`` counts what was left).
+    """
+    holder: list = []
+    report = build_report(iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder))
+    reader: _Reader = holder[0]
+    report.origin = reader.origin
+    report.torch_version = reader.torch_version
+    report.sources.update(reader.sources)
+    report.source_context = _spans(reader.source_context)
+    return report
+
+
+def _spans(items: list[dict]) -> list:
+    from ..report.model import SourceSpan
+
+    out = []
+    for d in items:
+        try:
+            out.append(SourceSpan(str(d["filename"]), int(d["first_line"]), [str(x) for x in d.get("lines", [])],
+                                  str(d.get("module", ""))))
+        except (KeyError, TypeError, ValueError):
+            continue  # a span this reader cannot use: the report just lacks that source
+    return out
+
+
+# -- writing -----------------------------------------------------------------------
+def _payload_md5(payload: str) -> str:
+    return hashlib.md5(payload.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def format_record(
+    metadata: dict[str, Any],
+    payload: Optional[str] = None,
+    *,
+    prefix: str = "",
+) -> str:
+    """One event as torch writes it: ``prefix`` (a glog prefix ending in ``]``), the JSON
+    envelope, then the payload's lines, each after a newline and a tab. No final newline.
+
+    A payload is given an md5 (``has_payload``) when its metadata has none."""
+    if payload is not None and not isinstance(payload, str):
+        payload = json.dumps(payload, indent=0)
+    if payload is not None and "has_payload" not in metadata:
+        metadata = {**metadata, "has_payload": _payload_md5(payload)}
+    text = f"{prefix or default_prefix()} {json.dumps(metadata, default=repr)}"
+    if payload is not None:
+        text += "".join(f"\n\t{line}" for line in payload.split("\n"))
+    return text
+
+
+def glog_prefix(created: float, pid: int, pathname: str, lineno: int, level: str = "V") -> str:
+    """torch's prefix for an event logged at ``created`` (seconds since the epoch, local time)."""
+    msecs = (created - int(created)) * 1000  # as logging.LogRecord.msecs, and torch's formatter after it
+    return f"{level}{time.strftime('%m%d %H:%M:%S', time.localtime(created))}.{int(msecs * 1000):06d} {pid} {pathname}:{lineno}]"
+
+
+def default_prefix() -> str:
+    return glog_prefix(time.time(), os.getpid(), "ipycompile/capture/tracefile.py", 0)
+
+
+def write_trace(
+    records: Iterable["tuple[dict[str, Any], Optional[str]] | tuple[dict[str, Any], Optional[str], str]"],
+    out: "str | os.PathLike[str] | IO[str]",
+) -> int:
+    """Write ``(metadata, payload[, prefix])`` records to ``out`` (a path or a text stream)
+    in torch's TORCH_TRACE format; returns the number written. ``.gz`` paths are gzipped."""
+    if isinstance(out, (str, os.PathLike)):
+        name = os.fspath(out)
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(name, "wt", encoding="utf-8", newline="\n") as f:
+            return write_trace(records, f)
+    n = 0
+    for rec in records:
+        meta, payload = rec[0], rec[1]
+        prefix = rec[2] if len(rec) > 2 else ""
+        out.write(format_record(meta, payload, prefix=prefix))
+        out.write("\n")
+        n += 1
+    return n
+
+
+def trace_file_name(rank: Optional[int] = None) -> tuple[str, str]:
+    """``(prefix, suffix)`` of the file names torch gives TORCH_TRACE logs
+    (``dedicated_log_torch_trace_rank_3_<random>.log``), for ``tempfile.mkstemp``."""
+    return f"dedicated_log_torch_trace_{'' if rank is None else f'rank_{rank}_'}", ".log"
+
+
+def sniff_trace(path: str, lines: int = 50) -> tuple[bool, Optional[int]]:
+    """``(is a TORCH_TRACE log, the rank its first events name)`` from the first ``lines`` lines."""
+    found, rank = False, None
+    try:
+        stream, raw = _open_binary(path)
+    except OSError:
+        return False, None
+    with raw, stream:
+        try:
+            for i, line in enumerate(stream):
+                if i >= lines:
+                    break
+                m = _PREFIX.match(line)
+                if m is None:
+                    continue
+                try:
+                    meta = json.loads(line[m.end():])
+                except ValueError:
+                    continue
+                if isinstance(meta, dict):
+                    found = True
+                    if isinstance(meta.get("rank"), int):
+                        return True, meta["rank"]
+        except (OSError, EOFError, zlib.error):
+            pass
+    return found, rank

@@ -1,0 +1,34 @@
+"""``%compile_trace PATH [--rank R]``: a TORCH_TRACE log (or a job's rank logs) in the notebook."""
+
+from __future__ import annotations
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..run.traces import open_trace
+
+
+@magics_class
+class TraceMagics(Magics):
+    @magic_arguments()
+    @argument("path", help="a TORCH_TRACE log (plain or gzip), or a directory of rank logs")
+    @argument("--rank", type=int, default=None, help="with a directory: show this rank's report")
+    @argument("--strict", action="store_true", help="fail on the first unreadable line (as tlparse --strict)")
+    @argument("-o", dest="output", default=None, metavar="NAME",
+              help="store the report (for a directory: the RankReports, rank -> report) as NAME")
+    @line_magic
+    def compile_trace(self, line: str) -> None:
+        """Show a TORCH_TRACE log with the usual views; for a directory of rank logs, how the ranks differ."""
+        args = parse_argstring(self.compile_trace, line)
+        try:
+            loaded, shown = open_trace(args.path, rank=args.rank, strict=args.strict)
+        except ValueError as exc:  # TraceFileError: the path and the reason
+            raise UsageError(str(exc)) from None
+        if args.output:
+            self.shell.user_ns[args.output] = loaded
+        from IPython.display import display
+
+        from ..widgets import report_view
+
+        display(report_view(shown) if shown is loaded else shown)

@@ -1,0 +1,186 @@
+"""Writing captures as TORCH_TRACE logs, and the notebook side: ``%%compile --trace-dir``, ``%compile_trace``.
+
+Real compiles are captured with ``ipycompile.capture(trace_dir=...)``; the log
+written must read back as the same report, and tlparse must read it (in its
+``--strict`` mode, which fails on any line it cannot parse) with the same
+counts. The magics run in a real IPython shell.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+import ipycompile
+import scenarios
+from tlparse_truth import assert_report_agrees, read_tlparse_output, run_tlparse, tlparse_counts
+from trace_jobs import dist_logs
+
+
+def comparable(report) -> dict:
+    d = json.loads(report.to_json())
+    d.pop("origin")
+    return d
+
+
+def _recompiles():
+    fn = torch.compile(scenarios.scaled, backend="eager", dynamic=False)
+    fn(torch.randn(8), 2)
+    fn(torch.randn(16), 2)
+
+
+def _failure():
+    try:
+        torch.compile(scenarios.fullgraph_break, backend="eager", fullgraph=True)(torch.randn(3))
+    except Exception:
+        pass
+
+
+def _training():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    torch.compile(model, backend="aot_eager")(torch.randn(3, 4)).sum().backward()
+
+
+CASES = {
+    "graph break": lambda: torch.compile(scenarios.data_dependent_if, backend="eager")(torch.randn(8)),
+    "break in a loop": lambda: torch.compile(scenarios.loop_calling_break, backend="eager")(torch.randn(8)),
+    "recompiles": _recompiles,
+    "failure": _failure,
+    "control flow": lambda: torch.compile(scenarios.control_flow, backend="eager", fullgraph=True)(torch.randn(5, 4)),
+    "aot training": _training,
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_written_capture_reads_back_as_the_same_report_and_tlparse_agrees(case, tmp_path):
+    torch._dynamo.reset()
+    with ipycompile.capture(trace_dir=tmp_path / "logs") as cap:
+        CASES[case]()
+    path = Path(cap.trace_path)
+    assert path.parent == tmp_path / "logs" and path.name.startswith("dedicated_log_torch_trace_") and path.suffix == ".log"
+    live = cap.report
+    assert live.compiles and live.origin is None
+    back = ipycompile.load_trace(path)
+    assert comparable(back) == comparable(live)
+    assert back.origin.path == str(path) and not back.origin.problems and back.torch_version == torch.__version__
+
+    out = tmp_path / "tl"
+    run_tlparse(path, out, "--strict")  # fails on any line tlparse cannot read
+    assert_report_agrees(back, read_tlparse_output(out))
+
+
+def test_file_names_interned_before_the_capture_are_written_too(tmp_path):
+    torch._dynamo.reset()
+    fn = torch.compile(scenarios.scaled, backend="eager", dynamic=False)
+    fn(torch.randn(8), 2)  # torch interns this file's name now, outside the capture
+    with ipycompile.capture(trace_dir=tmp_path) as cap:
+        fn(torch.randn(16), 2)  # a recompile whose stack names the same file
+    back = ipycompile.load_trace(cap.trace_path)
+    (c,) = back.compiles
+    assert c.stack and all(not f.filename.startswith("<string") for f in c.stack)
+    assert c.stack[-1].filename == scenarios.FILE and c.stack[-1].function == "scaled"
+
+
+def test_a_capture_of_nothing_writes_a_log_of_nothing(tmp_path):
+    with ipycompile.capture(trace_dir=tmp_path) as cap:
+        pass
+    back = ipycompile.load_trace(cap.trace_path)
+    assert back.compiled_nothing and back.torch_version == torch.__version__
+    assert tlparse_counts(cap.trace_path)["compile_ids"] == set()
+
+
+def test_a_trace_dir_that_cannot_be_written_fails_before_anything_runs(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    ran = []
+    with pytest.raises(ValueError, match="cannot write a trace log there"):
+        with ipycompile.capture(trace_dir=blocker / "logs"):
+            ran.append(True)
+    assert not ran
+    with pytest.raises(ValueError, match="--trace-dir"):
+        ipycompile.run_cell("ran = True", {}, backend="eager", trace_dir=str(blocker / "logs"))
+
+
+def test_run_cell_writes_its_capture_and_names_the_log(tmp_path):
+    run = ipycompile.run_cell("y = x * 2\nif y.sum() > 0:\n    y = y + 1\ny", {"x": torch.ones(3)}, backend="eager",
+                              runs=1, trace_dir=str(tmp_path), record=False)
+    (log,) = tmp_path.glob("dedicated_log_torch_trace_*.log")
+    assert any(str(log) in note for note in run.report.profile.notes)
+    back = ipycompile.load_trace(log)
+    assert back.graph_break_count == run.report.graph_break_count == 1
+    assert [c.compile_id for c in back.compiles] == [c.compile_id for c in run.report.compiles]
+
+
+# -- the magics, in a real IPython shell ------------------------------------------------
+@pytest.fixture(scope="module")
+def ip():
+    start_ipython()
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "ipycompile")
+    shell.run_cell("import torch")
+    yield shell
+    shell.run_line_magic("unload_ext", "ipycompile")
+
+
+def run(ip, cell: str):
+    with capture_output() as out:
+        res = ip.run_cell(cell, store_history=True)
+    return res, out
+
+
+def test_compile_magic_writes_a_trace_that_compile_trace_shows(ip, tmp_path):
+    logs = tmp_path / "logs"
+    res, out = run(ip, f"%%compile --backend eager --runs 1 --trace-dir {logs}\nq = torch.ones(4)\nif q.sum() > 0:\n    q = q * 2")
+    assert res.error_in_exec is None, res.error_in_exec
+    (log,) = logs.glob("dedicated_log_torch_trace_*.log")
+    assert f"trace log written to {log}" in out.outputs[0].data["text/plain"]
+    live = ipycompile.history()["report"].iloc[-1]
+
+    res, out = run(ip, f"%compile_trace {log} -o from_file")
+    assert res.error_in_exec is None, res.error_in_exec
+    (shown,) = out.outputs
+    text = shown.data["text/plain"]
+    assert f"read from {log}" in text and "1 graph break" in text and "text/html" in shown.data
+    loaded = ip.user_ns["from_file"]
+    assert loaded.origin.path == str(log)
+    assert [c.compile_id for c in loaded.compiles] == [c.compile_id for c in live.compiles]
+    assert loaded.graph_breaks[0].frame.lineno == live.graph_breaks[0].frame.lineno == 3
+    gb = loaded.graph_breaks[0]  # the log names the notebook cell, as the live report does
+    assert loaded.where(gb.frame.filename, gb.frame.lineno) == live.where(gb.frame.filename, gb.frame.lineno) == f"In [{res.execution_count - 1}], line 3"
+    assert comparable(loaded) == {**comparable(live), "profile": None}  # the same report, but for the run's measurements
+
+
+def test_compile_trace_on_a_rank_directory_shows_how_the_ranks_differ(ip):
+    d = dist_logs(2)
+    res, out = run(ip, f"%compile_trace {d} -o job")
+    assert res.error_in_exec is None, res.error_in_exec
+    (shown,) = out.outputs
+    assert shown.data["text/plain"].startswith("2 ranks (0-1) diverge")
+    assert isinstance(ip.user_ns["job"], ipycompile.RankReports) and list(ip.user_ns["job"]) == [0, 1]
+
+    res, out = run(ip, f"%compile_trace {d} --rank 1 -o rank1")
+    assert res.error_in_exec is None
+    assert "(rank 1)" in out.outputs[0].data["text/plain"]
+    assert ip.user_ns["rank1"].origin.rank == 1 and ip.user_ns["rank1"].recompiles
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("/no/such/trace.log", "no such file or directory"),
+        ("{here}", "is not a TORCH_TRACE log"),
+        ("{dist} --rank 9", "holds no log of rank 9"),
+        ("", "the following arguments are required: path"),
+    ],
+)
+def test_compile_trace_bad_input_is_a_usage_error(ip, line, expected):
+    line = line.format(here=__file__, dist=dist_logs(2) if "{dist}" in line else "")
+    res, out = run(ip, f"%compile_trace {line}")
+    text = out.stdout + out.stderr
+    assert "UsageError" in text and expected in text, text

@@ -1,0 +1,280 @@
+"""Reading TORCH_TRACE logs: plain and gzip, bad lines, strict mode, the first-pass summary, rank directories.
+
+The logs are real (the recorded H100 logs in ``tests/data/gpu-h100/``); the
+damaged ones are those logs cut or corrupted the way a killed job or a bad
+copy leaves them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import ipycompile
+from ipycompile import CompileReport, TraceFileError, load_trace
+from ipycompile.capture.tracedir import RankReports, find_rank_logs, read_summaries
+from ipycompile.capture.tracefile import SUMMARY_PAYLOADS, iter_records, read_trace, write_trace
+
+DATA = Path(__file__).parent / "data" / "gpu-h100"
+WORKLOADS = ("quickstart", "max_autotune", "reduce_overhead")
+
+
+def plain_copy(workload: str, dest: Path) -> Path:
+    path = dest / f"{workload}.log"
+    path.write_bytes(gzip.decompress((DATA / f"{workload}.log.gz").read_bytes()))
+    return path
+
+
+def lines_of(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def comparable(report: CompileReport) -> dict:
+    d = json.loads(report.to_json())
+    d.pop("origin")
+    return d
+
+
+# -- one file ----------------------------------------------------------------------
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_gzip_and_plain_give_the_same_report_with_its_origin(workload, tmp_path):
+    plain = plain_copy(workload, tmp_path)
+    a, b = load_trace(DATA / f"{workload}.log.gz"), load_trace(plain)
+    assert comparable(a) == comparable(b)
+    o = b.origin
+    assert o.path == str(plain) and o.size_bytes == plain.stat().st_size
+    assert o.lines == len(lines_of(plain)) and o.records == a.stats.records > 0
+    assert o.problem_count == o.skipped_lines == 0 and not o.problems and not o.summary
+    assert o.pid is not None and o.rank is None  # a single-process job
+    assert a.compiles and a.origin.records == b.origin.records
+    assert CompileReport.from_json(a.to_json()) == a  # the origin round-trips with the report
+
+
+def test_a_report_captured_here_has_no_origin():
+    assert CompileReport().origin is None
+
+
+def test_iter_records_streams_one_event_at_a_time():
+    it = iter_records(DATA / "quickstart.log.gz")
+    first = next(it)
+    assert first.kind == "chromium_event" and first.compile_id == ipycompile.CompileId(0, 0)
+    assert sum(1 for _ in it) + 1 == load_trace(DATA / "quickstart.log.gz").stats.records
+
+
+def test_a_log_cut_inside_a_payload_keeps_every_complete_event(tmp_path):
+    full = plain_copy("quickstart", tmp_path)
+    data = full.read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(data[: len(data) * 2 // 3])  # a killed job: the file ends mid-line
+    whole, part = load_trace(full), load_trace(cut)
+    o = part.origin
+    assert o.problem_count == 1 and len(o.problems) == 1
+    last_event = max(i for i, line in enumerate(lines_of(cut), 1) if not line.startswith(b"\t"))
+    assert o.problems[0].startswith(f"line {last_event}: ")
+    assert "truncated" in o.problems[0] or "cut off" in o.problems[0]
+    assert o.records == part.stats.records  # every event read reached the report
+    assert 0 < part.stats.records < whole.stats.records
+    assert {str(c.compile_id) for c in part.compiles} <= {str(c.compile_id) for c in whole.compiles}
+    assert "1 unreadable trace event skipped" in part.summary()
+
+
+def test_corrupted_lines_are_reported_with_their_line_number_and_skipped(tmp_path):
+    lines = lines_of(plain_copy("reduce_overhead", tmp_path))
+    envelopes = [i for i, line in enumerate(lines) if not line.startswith(b"\t")]
+    bad_json, bad_prefix, bad_payload = envelopes[10], envelopes[20], envelopes[30]
+    lines[bad_json] = lines[bad_json][:-20] + b"\n"  # the JSON envelope cut short
+    lines[bad_prefix] = b"garbage that is no trace line\n"
+    payload_line = bad_payload + 1
+    assert lines[payload_line].startswith(b"\t")
+    lines[payload_line] = b"\t" + b"X" + lines[payload_line][2:]  # one payload byte flipped: md5 fails
+    lines.insert(envelopes[40], b"\n")  # a blank line, as some log collectors add: not a problem
+    bad = tmp_path / "bad.log"
+    bad.write_bytes(b"".join(lines))
+
+    report = load_trace(bad)
+    o = report.origin
+    assert o.problem_count == 3
+    assert o.problems[0].startswith(f"line {bad_json + 1}: the JSON envelope is corrupted")
+    assert o.problems[1].startswith(f"line {bad_prefix + 1}: no glog prefix")
+    assert o.problems[2].startswith(f"line {bad_payload + 1}: the payload of this")
+    assert "md5" in o.problems[2]
+    clean = load_trace(DATA / "reduce_overhead.log.gz")
+    assert report.stats.records == clean.stats.records - 3
+    assert o.skipped_lines > 3  # the skipped events' payload lines too
+
+    with pytest.raises(TraceFileError, match=rf"bad\.log, line {bad_json + 1}: the JSON envelope is corrupted"):
+        load_trace(bad, strict=True)
+
+
+def test_a_log_whose_line_ends_became_crlf_reads_the_same(tmp_path):
+    crlf = tmp_path / "crlf.log"
+    crlf.write_bytes(plain_copy("max_autotune", tmp_path).read_bytes().replace(b"\n", b"\r\n"))
+    r = load_trace(crlf)
+    assert not r.origin.problems and comparable(r) == comparable(load_trace(DATA / "max_autotune.log.gz"))
+
+
+def test_an_event_of_another_rank_is_skipped_as_tlparse_does(tmp_path):
+    records = [(r.metadata, r.payload) for r in iter_records(DATA / "max_autotune.log.gz")]
+    ranked = [({**m, "rank": 0} if "str" not in m else m, p) for m, p in records]
+    stray = len(ranked) // 2
+    ranked[stray] = ({**ranked[stray][0], "rank": 5}, ranked[stray][1])
+    path = tmp_path / "dedicated_log_torch_trace_rank_0_x.log"
+    write_trace(ranked, path)
+    r = load_trace(path)
+    assert r.origin.rank == 0 and r.origin.problem_count == 1
+    assert "an event of rank 5 in a log of rank 0" in r.origin.problems[0]
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"just some text\n" * 300, "is not a TORCH_TRACE log"),
+        (b"\x00\x01binary\xff" * 1000, "is not a TORCH_TRACE log"),
+    ],
+)
+def test_a_file_that_is_no_trace_log_is_refused_with_the_reason(tmp_path, content, why):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(TraceFileError, match=why):
+        load_trace(path)
+
+
+def test_missing_paths_and_broken_gzip_say_what_is_wrong(tmp_path):
+    with pytest.raises(TraceFileError, match="no such file or directory"):
+        load_trace(tmp_path / "nope.log")
+    data = (DATA / "max_autotune.log.gz").read_bytes()
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    r = load_trace(cut)  # what the gzip stream held up to the break is read
+    assert r.compiles and r.origin.problem_count == 1 and "gzip stream" in r.origin.problems[0]
+    with pytest.raises(TraceFileError, match="gzip stream"):
+        load_trace(cut, strict=True)
+
+
+def test_an_empty_log_is_an_empty_report(tmp_path):
+    path = tmp_path / "empty.log"
+    path.write_bytes(b"")
+    r = load_trace(path)
+    assert r.compiled_nothing and r.origin.lines == 0
+    assert "holds no compiles" in r.summary()
+
+
+# -- the first-pass summary ----------------------------------------------------------
+def _facts(rc):
+    """A recompile as torch recorded it, without the doctor's reading of it."""
+    import dataclasses
+
+    return dataclasses.replace(rc, explanation="", suggestion=None, changes=[])
+
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_the_summary_pass_has_the_counts_of_the_full_report_without_the_bulk(workload):
+    full = load_trace(DATA / f"{workload}.log.gz")
+    quick = load_trace(DATA / f"{workload}.log.gz", summary=True)
+    assert quick.origin.summary and quick.origin.unread
+    assert not set(quick.origin.unread) & SUMMARY_PAYLOADS
+    assert [c.compile_id for c in quick.compiles] == [c.compile_id for c in full.compiles]
+    assert [c.status for c in quick.compiles] == [c.status for c in full.compiles]
+    assert [c.cache for c in quick.compiles] == [c.cache for c in full.compiles]
+    assert quick.graph_break_count == full.graph_break_count and quick.graph_breaks == full.graph_breaks
+    # the facts are the same; the doctor's words may differ (the first pass reads no guard trees)
+    assert [_facts(rc) for rc in quick.recompiles] == [_facts(rc) for rc in full.recompiles]
+    assert quick.failures == full.failures
+    assert quick.compile_time == full.compile_time
+    assert not quick.kernels and full.kernels
+    assert {g.stage for g in quick.graphs} == {"dynamo"} < {g.stage for g in full.graphs}
+    assert "kernels not read" in quick.summary() and "first-pass summary" in quick.summary()
+
+
+# -- directories of rank logs ----------------------------------------------------------
+def make_rank_dir(dest: Path, ranks=(0, 1, 2)) -> Path:
+    """Rank logs made from the recorded training log (rank set in every event), plus other files."""
+    records = [(r.metadata, r.payload) for r in iter_records(DATA / "quickstart.log.gz")]
+    dest.mkdir()
+    for rank in ranks:
+        recs = [({**m, "rank": rank} if "str" not in m else m, p) for m, p in records]
+        if rank == 2:  # rank 2 never recompiles
+            recs = [(m, p) for m, p in recs if m.get("frame_compile_id", 0) == 0]
+        write_trace(recs, dest / f"dedicated_log_torch_trace_rank_{rank}_abc{rank}.log")
+    return dest
+
+
+def test_a_directory_gives_its_rank_logs_and_says_what_it_ignored(tmp_path):
+    d = make_rank_dir(tmp_path / "job")
+    (d / "stdout.txt").write_text("training...\n")
+    (d / "notes").mkdir()
+    older = d / "dedicated_log_torch_trace_rank_1_old.log"
+    shutil.copy(d / "dedicated_log_torch_trace_rank_1_abc1.log", older)
+    os.utime(older, (1, 1))  # an older log of rank 1, as a restarted job leaves
+    unranked = d / "dedicated_log_torch_trace_launcher.log.gz"
+    unranked.write_bytes((DATA / "max_autotune.log.gz").read_bytes())
+
+    reports = load_trace(d)
+    assert isinstance(reports, RankReports) and list(reports) == [0, 1, 2]
+    assert reports.files[1].endswith("rank_1_abc1.log")
+    why = dict(reports.ignored)
+    assert why["stdout.txt"] == "not a TORCH_TRACE log"
+    assert why["notes"] == "a folder (not searched)"
+    assert "an older log of rank 1" in why[older.name]
+    assert "no rank" in why[unranked.name]
+    text = str(reports)
+    assert "3 rank logs" in text and "ranks 0-2" in text and "stdout.txt: not a TORCH_TRACE log" in text
+
+    full = reports[2]  # read when asked for, complete
+    assert full.kernels and full.origin.rank == 2 and not full.origin.summary
+    assert reports[2] is full  # kept
+    summary = reports.summaries[2]
+    assert summary.origin.summary and not summary.kernels and not summary.recompiles
+    assert {str(c.compile_id) for c in summary.compiles} == {str(c.compile_id) for c in full.compiles}
+    assert all(g.code == "" for g in summary.graphs)  # slim: no graph code kept for each rank
+
+    assert comparable(load_trace(d, rank=1)) == comparable(reports[1])
+    with pytest.raises(TraceFileError, match=r"no log of rank 7 \(ranks: 0-2\)"):
+        load_trace(d, rank=7)
+    with pytest.raises(KeyError, match="rank 7"):
+        reports[7]
+    with pytest.raises(TraceFileError, match="log of rank 0, not rank 1"):
+        load_trace(reports.files[0], rank=1)
+
+
+def test_the_rank_logs_are_read_alike_in_worker_processes_and_here(tmp_path):
+    d = make_rank_dir(tmp_path / "job", ranks=(0, 1, 2, 3))
+    files, _ = find_rank_logs(str(d))
+    seen = []
+    parallel = read_summaries(files, workers=2, progress=lambda done, total: seen.append((done, total)))
+    serial = read_summaries(files, workers=1)
+    assert list(parallel) == list(serial) == [0, 1, 2, 3]
+    for r in files:
+        assert comparable(parallel[r]) == comparable(serial[r])
+    total = sum(os.path.getsize(p) for p in files.values())
+    assert len(seen) == 4 and seen[-1] == (total, total)
+
+
+def test_a_directory_without_rank_logs_is_refused_with_what_it_holds(tmp_path):
+    d = tmp_path / "single"
+    d.mkdir()
+    shutil.copy(DATA / "max_autotune.log.gz", d / "dedicated_log_torch_trace_x1.log.gz")
+    with pytest.raises(TraceFileError, match=r"holds no rank logs.*read that file, load_trace\("):
+        load_trace(d)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TraceFileError, match="it is empty"):
+        load_trace(empty)
+    (empty / "readme.md").write_text("hello\n")
+    with pytest.raises(TraceFileError, match=r"readme\.md \(not a TORCH_TRACE log\)"):
+        load_trace(empty)
+
+
+def test_shared_recorded_logs_read_as_their_gzipped_copies():
+    shared = Path(__file__).resolve().parents[2] / "shared" / "traces" / "gpu-h100"
+    if not shared.is_dir():
+        pytest.skip(f"{shared} is not on this machine")
+    for workload in WORKLOADS:
+        (log,) = (shared / workload).glob("dedicated_log_torch_trace_*.log")
+        assert comparable(load_trace(log)) == comparable(load_trace(DATA / f"{workload}.log.gz"))

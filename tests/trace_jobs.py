@@ -1,0 +1,195 @@
+"""Real TORCH_TRACE logs for the trace-file tests, made by real runs.
+
+Each log comes from a fresh Python process started with ``TORCH_TRACE=DIR`` in
+its environment (torch reads it at import), as a user's job would run:
+
+* one process per feature (:data:`FEATURES`): graph breaks (one forcing a
+  restart), recompiles, the recompile limit, failures, FX-graph and AOTAutograd
+  cache hits (Inductor), control flow;
+* a ``torch.distributed`` job (gloo backend, ``world`` CPU processes writing to
+  one directory): every rank runs the same steps (an ``all_reduce`` inside a
+  compiled function, a ``dist.barrier()`` that breaks the graph), and rank 1
+  compiles differently on purpose (a graph break on rank 1 only, a recompile
+  from a shape only rank 1 uses).
+
+The tests call :func:`feature_logs` and :func:`dist_logs`; both run once per
+test process and share their logs. Run as a script, this file is the job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+FEATURES = ("breaks", "recompiles", "recompile_limit", "failures", "cache", "control_flow")
+
+_WORK = None
+
+
+def _work() -> Path:
+    global _WORK
+    if _WORK is None:
+        _WORK = Path(tempfile.mkdtemp(prefix="ipycompile-trace-jobs-"))
+        atexit.register(shutil.rmtree, _WORK, True)
+    return _WORK
+
+
+def _env(trace_dir: Path, **extra: str) -> dict:
+    env = dict(os.environ)
+    env["TORCH_TRACE"] = str(trace_dir)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.pop("TORCH_LOGS", None)
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no pool of compile workers on a 2-core machine
+    env.update(extra)
+    return env
+
+
+def _wait(procs: list[tuple[str, subprocess.Popen]], timeout: float = 300) -> None:
+    failed = []
+    for name, p in procs:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            failed.append(f"{name}: timed out\n{out[-3000:]}")
+            continue
+        if p.returncode != 0:
+            failed.append(f"{name}: exit {p.returncode}\n{out[-3000:]}")
+    if failed:
+        raise RuntimeError("trace job failed:\n" + "\n".join(failed))
+
+
+@functools.cache
+def feature_logs() -> dict[str, Path]:
+    """``{feature: its TORCH_TRACE log}``, two processes at a time."""
+    out: dict[str, Path] = {}
+    names = list(FEATURES)
+    while names:
+        batch, names = names[:2], names[2:]
+        procs = []
+        for name in batch:
+            d = _work() / "features" / name
+            d.mkdir(parents=True)
+            extra = {"TORCHINDUCTOR_CACHE_DIR": str(d.parent / f"{name}-inductor-cache")}
+            procs.append((name, subprocess.Popen([sys.executable, __file__, "feature", name], env=_env(d, **extra),
+                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+        _wait(procs)
+        for name in batch:
+            (log,) = (_work() / "features" / name).glob("dedicated_log_torch_trace_*.log")
+            out[name] = log
+    return out
+
+
+@functools.cache
+def dist_logs(world: int) -> Path:
+    """A directory with the TORCH_TRACE logs of a ``world``-process gloo job (plus a stray file)."""
+    d = _work() / f"dist{world}"
+    d.mkdir(parents=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+    procs = [
+        (f"rank {r}", subprocess.Popen([sys.executable, __file__, "dist", str(r), str(world)], env=_env(d, **extra),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for r in range(world)
+    ]
+    _wait(procs)
+    (d / "launcher.out").write_text("torchrun-free launch: one process per rank\n")
+    return d
+
+
+# -- the jobs --------------------------------------------------------------------
+def _feature(name: str) -> None:
+    import torch
+
+    import scenarios
+
+    if name == "breaks":
+        for key in ("ddif", "helper", "print", "loop"):  # "helper" breaks inside an inlined call: a restart
+            torch.compile(scenarios.BREAKERS[key], backend="eager")(torch.randn(8))
+    elif name == "recompiles":
+        scenarios.run_recompiles()
+    elif name == "recompile_limit":
+        scenarios.run_recompile_limit()
+    elif name == "failures":
+        scenarios.run_fullgraph_failure()
+
+        def broken_backend(gm, example_inputs):
+            raise RuntimeError("this backend always fails")
+
+        try:
+            torch.compile(lambda x: x.sin() + 1, backend=broken_backend)(torch.randn(4))
+        except Exception:
+            pass
+    elif name == "cache":
+        def tiny(x):
+            return x @ x  # an extern matmul only: no C++ kernel to build, still cached
+
+        def same_again(x):  # another frame with the same graph: Inductor's caches have it
+            return x @ x
+
+        torch.compile(tiny)(torch.randn(4, 4))
+        torch.compile(same_again)(torch.randn(4, 4))
+    elif name == "control_flow":
+        scenarios.run_control_flow()
+    else:
+        raise SystemExit(f"unknown feature {name!r}")
+
+
+def _dist(rank: int, world: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", rank=rank, world_size=world)  # before any compile: the log is named by rank
+
+    def step(x):
+        y = torch.relu(x) * 2
+        dist.all_reduce(y)
+        return y.sum()
+
+    def synced(x):
+        y = x + 1
+        dist.barrier()  # <- barrier
+        return y * 2
+
+    def odd_rank_breaks(x):
+        y = x.cos()
+        if dist.get_rank() == 1:
+            torch._dynamo.graph_break()  # <- rank-1-break
+        return y + 1
+
+    def local(x):
+        return (x * x).sum()
+
+    cs = torch.compile(step, backend="aot_eager")
+    cb = torch.compile(synced, backend="aot_eager")
+    co = torch.compile(odd_rank_breaks, backend="aot_eager")
+    cl = torch.compile(local, backend="aot_eager", dynamic=False)
+    for _ in range(2):
+        cs(torch.ones(8))
+    cb(torch.ones(4))
+    co(torch.ones(4))
+    cl(torch.ones(8))
+    cl(torch.ones(12 if rank == 1 else 8))  # a recompile on rank 1 only
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "feature":
+        _feature(sys.argv[2])
+    elif sys.argv[1] == "dist":
+        _dist(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        raise SystemExit(f"usage: {sys.argv[0]} feature NAME | dist RANK WORLD")
