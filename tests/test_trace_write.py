@@ -163,6 +163,13 @@ def test_compile_trace_on_a_rank_directory_shows_how_the_ranks_differ(ip):
     (shown,) = out.outputs
     assert shown.data["text/plain"].startswith("2 ranks (0-1) diverge")
     assert isinstance(ip.user_ns["job"], ipycompile.RankReports) and list(ip.user_ns["job"]) == [0, 1]
+    # the HTML view: chips and tabs of the same facts (rank 1 breaks and recompiles on purpose)
+    page = shown.data["text/html"]
+    assert 'class="ipyc"' in page and "2 behaviours" in page and 'data-tab="graph_breaks"' in page
+    div = ipycompile.analysis.ranks.rank_divergence(ip.user_ns["job"])
+    for g in div.graph_breaks:  # each differing site, with its count on each rank
+        row = "".join(f'<td class="n">{g.counts.get(r, 0)}</td>' for r in div.ranks)
+        assert row in page, (g, page[-3000:])
 
     res, out = run(ip, f"%compile_trace {d} --rank 1 -o rank1")
     assert res.error_in_exec is None

@@ -30,5 +30,6 @@ class TraceMagics(Magics):
         from IPython.display import display
 
         from ..widgets import report_view
+        from ..widgets.ranks_view import RanksView
 
-        display(report_view(shown) if shown is loaded else shown)
+        display(report_view(shown) if shown is loaded else RanksView(shown))
