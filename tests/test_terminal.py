@@ -59,7 +59,7 @@ def test_compile_magic_in_the_terminal_app(tmp_path):
     assert "1 graph break" in out
     assert "In [3], line 3" in out and "if y.sum() > 0:" in out, out
     assert "hint:" in out
-    assert re.search(r"run median .*\(IQR .*, 2 runs after \d+ warm-up\)", out), out
+    assert re.search(r"run time .* per call \(IQR .*, 2 calls in 2 blocks of 1 after \d+ warm-up\)", out), out
     assert "settings: mode=default backend=eager" in out
     # the final expression is Out[3], after the report
     assert out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
+from .hooks import TorchHooks
 from .sources import notebook_sources
 
 TRACE_LOGGER = "torch.__trace"
@@ -46,6 +47,7 @@ class Capture:
         self.finish = finish
         self.records: list[tuple[dict[str, Any], Optional[str]]] = []
         self._handler = _RecordHandler(self.records)
+        self._hooks = TorchHooks(self.records)  # CUDA-graph logs, recordings, autotune choices
         self._saved: Optional[tuple] = None
         self._report: Optional[CompileReport] = None
         self._lock = threading.Lock()
@@ -67,6 +69,7 @@ class Capture:
         self.records.clear()
         self._report = None
         self.active = True
+        self._hooks.attach()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -76,6 +79,7 @@ class Capture:
         """Stop listening and restore the logger (idempotent)."""
         if not self.active:
             return
+        self._hooks.detach()
         logger = logging.getLogger(TRACE_LOGGER)
         level, handlers, propagate, disabled = self._saved
         logger.handlers[:] = handlers
