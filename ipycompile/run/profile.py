@@ -317,6 +317,7 @@ class BlockTiming:
     times_s: list[float]
     block_calls: int
     dropped_blocks: int = 0
+    probe_calls: int = 0  # untimed calls that sized the blocks
 
     @property
     def runs(self) -> int:
@@ -359,9 +360,9 @@ def time_blocks(
     untimed, like ``blocked_autorange``'s estimate) until one lasts
     :data:`BLOCK_MIN_S`; that many calls make a block; then blocks until about
     ``target_s`` is spent, between ``min_blocks`` and ``max_blocks`` blocks (a call
-    slower than ``5 * target_s`` gets a single block). With ``runs``: one probe
-    call, then that many timed calls in all, in at least ``min(runs, min_blocks)``
-    blocks.
+    slower than ``5 * target_s`` gets a single block). With ``runs``: that many
+    timed calls in all, in at least ``min(runs, min_blocks)`` blocks (one probe call
+    sizes them when ``runs > min_blocks``; otherwise each block is one call).
 
     ``activity``: a :class:`CompileActivity` that is open around this call; a
     block during which torch compiled or recorded a CUDA graph is dropped and
@@ -372,8 +373,10 @@ def time_blocks(
     _check_number("target_s", target_s, positive=True)
     _check_int("min_blocks", min_blocks, 1)
     _check_int("max_blocks", max_blocks, min_blocks)
-    probe_s = _timed_call(fn)
-    per_block = 1
+    if runs is not None and runs <= min_blocks:
+        probe_s, probes, per_block = 0.0, 0, 1
+    else:
+        probe_s, probes, per_block = _timed_call(fn), 1, 1
     if runs is None:
         while probe_s * per_block < BLOCK_MIN_S and per_block < 10**6:
             n = max(per_block + 1, min(per_block * 10, math.ceil(1.2 * BLOCK_MIN_S / max(probe_s, 1e-9))))
@@ -383,11 +386,14 @@ def time_blocks(
                 fn()
             synchronize()
             probe_s, per_block = (time.perf_counter() - t0) / n, n
+            probes += n
         blocks = 1 if probe_s > 5 * target_s else max(
             min_blocks, min(max_blocks, round(target_s / max(probe_s * per_block, 1e-9))))
-    else:
+    elif probes:
         per_block = 1 if probe_s >= BLOCK_MIN_S else max(1, math.ceil(BLOCK_MIN_S / max(probe_s, 1e-7)))
         per_block = max(1, min(per_block, runs // min(runs, min_blocks)))
+        blocks = max(1, runs // per_block)
+    else:
         blocks = max(1, runs // per_block)
     times: list[float] = []
     dropped = 0
@@ -403,7 +409,7 @@ def time_blocks(
             dropped += 1
             continue
         times.append(elapsed / per_block)
-    return BlockTiming(times, per_block, dropped)
+    return BlockTiming(times, per_block, dropped, probes)
 
 
 # --------------------------------------------------------------------------- device time

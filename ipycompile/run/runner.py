@@ -335,10 +335,12 @@ def measure(
                 profile.host_memory_method = mem.host_method
                 device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
                 n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+                last = activity.count
                 for _ in range(n_warm):
+                    last = activity.count
                     compiled()
                 profile.warmup = n_warm
-                if n_warm and activity.available:  # calls that still compile or record a CUDA graph are warm-up too
+                if n_warm and activity.count != last:  # the last warm-up call compiled or recorded: warm up more
                     for _ in range(10):
                         seen = activity.count
                         compiled()
@@ -510,7 +512,7 @@ def _fill_timing(profile: Profile, blocks, auto: bool) -> None:
     profile.runs = blocks.runs
     profile.run_block_calls = blocks.block_calls
     profile.run_dropped_blocks = blocks.dropped_blocks
-    profile.warmup += 1  # the probe call that sized the blocks
+    profile.warmup += blocks.probe_calls  # the probe calls that sized the blocks
     profile.auto_runs = auto
     profile.timing_method = (f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
                              "each block between two device synchronisations")
