@@ -517,3 +517,4 @@ class MemoryTimeline:
     top_at_peak: list[MemoryAllocation] = field(default_factory=list)  # largest first
     time_unit: str = "us"  # "us" | "event"
     truncated: bool = False  # the allocator's history hit its entry limit
+    allocator_peak_bytes: Optional[int] = None  # torch.cuda.max_memory_allocated() over the same call: a check on peak_bytes

@@ -63,6 +63,7 @@ class MemoryRecorder:
 
         torch.cuda.synchronize()
         self._baseline = int(torch.cuda.memory_allocated())
+        torch.cuda.reset_peak_memory_stats()  # the allocator's own peak counter: a check on the replay
         record = torch.cuda.memory._record_memory_history
         try:
             record(enabled="all", context="all", stacks="python", max_entries=MAX_ENTRIES, clear_history=True)
@@ -76,6 +77,7 @@ class MemoryRecorder:
 
         try:
             torch.cuda.synchronize()
+            peak = int(torch.cuda.max_memory_allocated())
             snapshot = torch.cuda.memory._snapshot()
         except Exception as e:  # never lose the run to the recorder
             self.error = f"{type(e).__name__}: {e}"
@@ -88,6 +90,7 @@ class MemoryRecorder:
             trace = traces[device] if device < len(traces) else []
             self.timeline = timeline_from_trace(trace, label=self.label, baseline_bytes=self._baseline,
                                                 truncated=len(trace) >= MAX_ENTRIES)
+            self.timeline.allocator_peak_bytes = peak
 
 
 def _frames(entry: dict) -> list[UserFrame]:
@@ -208,7 +211,7 @@ def resolve_user_lines(timelines: Iterable[MemoryTimeline], node_lines: dict[str
         for a in tl.top_at_peak:
             if a.frame.filename and a.frame.lineno is not None and not a.source_nodes:
                 continue
-            for node in a.source_nodes:
+            for node in reversed(a.source_nodes):  # the last node in topological order makes the buffer
                 frame = node_lines.get(node)
                 if frame is not None:
                     a.frame = frame

@@ -214,9 +214,11 @@ def fig_memory_timeline(r: "CompileReport"):
         where = ""
         if top is not None and top.frame.filename:
             where = f"\nlargest live: {fmt_bytes(top.size_bytes)} from {r.where(top.frame.filename, top.frame.lineno)}"
-        ax.annotate(f"peak {fmt_bytes(tl.peak_bytes)}{where}", (px, py), textcoords="offset points", xytext=(6, -4),
-                    fontsize=8, va="top", color="#8b1e1e")
-        ax.set_ylim(0, max(ys + [1e-6]) * 1.25)
+        right = bool(xs) and px > (xs[0] + xs[-1]) / 2  # keep the label inside the axes
+        ax.annotate(f"peak {fmt_bytes(tl.peak_bytes)}{where}", (px, py), textcoords="offset points",
+                    xytext=(-8 if right else 8, 2), fontsize=8, va="bottom", ha="right" if right else "left",
+                    color="#8b1e1e")
+        ax.set_ylim(0, max(ys + [1e-6]) * 1.45)
         ax.set_xlabel("ms since the call started" if tl.time_unit == "us" else "allocator event", fontsize=8)
         ax.set_ylabel("allocated MiB", fontsize=8)
         ax.set_title(f"{tl.label}: CUDA memory allocated (before it: {fmt_bytes(tl.baseline_bytes)}, dotted)"
