@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -74,8 +75,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "run"
 
 
-def _save(rows, prefix: str, out: Path) -> list[dict]:
-    """Write the reports of history rows (sweeps: first and last point per label)."""
+def _save(rows, prefix: str, out: Path, done: Optional[set] = None) -> list[dict]:
+    """Write the reports of history rows (sweeps: first and last point per label); rows whose
+    run number is in ``done`` were written before and are skipped (and ``done`` is updated)."""
+    done = set() if done is None else done
     keep = []
     by_sweep: dict[tuple, list] = {}
     for row in rows:
@@ -89,6 +92,9 @@ def _save(rows, prefix: str, out: Path) -> list[dict]:
     keep.sort(key=lambda r: r["run"])
     saved = []
     for row in keep:
+        if row["run"] in done:
+            continue
+        done.add(row["run"])
         r = row["report"]
         p = r.profile
         name = f"{prefix}-{int(row['run']):02d}-{_slug(p.label or p.mode)}"
@@ -186,12 +192,22 @@ def main(argv=None) -> int:
         path = ROOT / "tutorials" / NOTEBOOKS[key]
         ipycompile.reset(history=True)
         t0 = time.perf_counter()
-        ok = run_cells.run(path)
+        done: set = set()
+        entry = index["runs"][path.stem] = {"ok": None, "wall_s": None, "reports": []}
+
+        def keep_reports(cell: int) -> None:  # after every cell: a stopped run keeps what finished
+            hist = ipycompile.history()
+            if not hist.empty:
+                entry["reports"] += _save(hist.to_dict("records"), path.stem, out, done)
+            entry["cells_run"] = cell
+            index_path.write_text(json.dumps(index, indent=1, default=str))
+
+        ok = run_cells.run(path, after_cell=keep_reports)
         wall = time.perf_counter() - t0
-        hist = ipycompile.history()
-        saved = _save(hist.to_dict("records"), path.stem, out) if not hist.empty else []
-        index["runs"][path.stem] = {"ok": ok, "wall_s": round(wall, 1), "reports": saved}
+        keep_reports(entry.get("cells_run", 0))
+        entry.update(ok=ok, wall_s=round(wall, 1))
         index_path.write_text(json.dumps(index, indent=1, default=str))
+        saved = entry["reports"]
         print(f"gpu_report: {path.name}: {'ok' if ok else 'FAILED'} in {wall:.0f} s, {len(saved)} reports", flush=True)
     if not args.no_training_step:
         ipycompile.reset(history=True)
