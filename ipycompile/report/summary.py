@@ -99,9 +99,14 @@ def _gpu_lines(r: "CompileReport") -> list[str]:
     """max-autotune's winners and the CUDA-graph status, one line each."""
     out = []
     for a in getattr(r, "autotuning", []):
-        vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
         t = f" {a.winner_ms * 1e3:.1f} us" if a.winner_ms else ""
-        out.append(f"autotune {a.op}({a.shape}): {a.winner}{t}{vs} of {a.num_choices} choices "
+        if a.winner_kind == "extern":
+            other = f"; best Triton {a.best_triton} {a.best_triton_ms * 1e3:.1f} us" if a.best_triton_ms else ""
+            won = f"the extern {a.winner} won,{t}{other}"
+        else:
+            vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
+            won = f"{a.winner}{t}{vs}"
+        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices "
                    f"({fmt_seconds((a.precompile_s or 0) + (a.benchmark_s or 0))})")
     for c in getattr(r, "cudagraphs", []):
         why = f": {c.reason}" if c.reason else ""

@@ -398,6 +398,8 @@ def profile_tab(r: "CompileReport") -> list[Block]:
                  f"benchmarking {a.num_choices or '?'} choices" for a in r.autotuning]
         out.append(Text(f"Autotuning phase ({fmt_seconds(ct.phase('Autotuning'))}): " + "; ".join(parts)
                         + " (the Kernels tab has the choices)"))
+    if r.cudagraphs:
+        out.extend(cudagraph_blocks(r))
     if p is None:
         if not out:
             return [Text("No compile-time events and no profile (run the cell with %%compile for one).", "note")]
@@ -410,8 +412,6 @@ def profile_tab(r: "CompileReport") -> list[Block]:
     if p.memory_timelines:
         out.append(Figure("CUDA memory over the call (--memory-timeline)", lambda: fig_memory_timeline(r)))
         out.extend(_memory_tables(r))
-    if r.cudagraphs:
-        out.extend(cudagraph_blocks(r))
     out.append(Table(["field", "value"], _profile_rows(p), title="Profile"))
     return out
 
@@ -426,8 +426,12 @@ def _memory_tables(r: "CompileReport") -> list[Block]:
             details.append([Code("allocation stack (innermost first)",
                                  "\n".join(f"{f.filename}:{f.lineno} in {f.function}: {f.source_line}" for f in a.stack),
                                  "text")] if a.stack else [])
+        check = ""
+        if tl.allocator_peak_bytes is not None:
+            check = ("; the allocator's own peak counter agrees" if tl.allocator_peak_bytes == tl.peak_bytes
+                     else f"; the allocator's own peak counter says {fmt_bytes(tl.allocator_peak_bytes)}")
         title = (f"{tl.label}: largest of the {tl.live_at_peak} blocks live at the peak ({fmt_bytes(tl.peak_bytes)}; "
-                 f"{tl.allocations} allocations in the call)")
+                 f"{tl.allocations} allocations in the call{check})")
         out.append(Table(["size", "user line", "allocated in", "FX nodes"], rows, details=details, title=title))
     return out
 
