@@ -288,3 +288,18 @@ def test_kernel_profile_option_only_for_cpu_tensors(cpu_cell):
     assert kernel_profile_options({}, "inductor", devices={"cuda", "cpu"}) == {"cpp.enable_kernel_profile": True}
     assert kernel_profile_options(None, "inductor", devices=set()) == {"cpp.enable_kernel_profile": True}
     assert cell_devices("model(x) + y", {"model": torch.nn.Linear(2, 2), "x": torch.ones(1), "y": 1}) == {"cpu"}
+
+
+# -- 3b. max-autotune on torch 2.13's CPU: C++ GEMM templates, with frozen weights ------------
+@pytest.mark.slow
+def test_cpu_max_autotune_with_freezing_reports_its_choices():
+    lin = torch.nn.Linear(64, 64).eval()
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        run = ipycompile.run_cell("lin(x).relu()", {"lin": lin, "x": torch.randn(32, 64)},
+                                  mode="max-autotune-no-cudagraphs", fresh=True, runs=2, record=False)
+    ops = run.report.autotuning
+    assert ops, "torch emitted no autotuning span"
+    a = ops[0]
+    assert a.num_choices >= 2 and a.winner and a.winner_ms > 0 and a.benchmark_s is not None
+    assert {c.kind for c in a.choices} >= {"extern"} and len(a.choices) == a.num_choices
+    assert "autotune " in str(run.report)
