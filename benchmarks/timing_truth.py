@@ -17,7 +17,10 @@ milliseconds): a tiny elementwise function, an fp16 MLP (1024-4096-1024, batch
 512), a 4096^2 bf16 matmul, a transformer block, a large bf16 MLP, and a
 training step with a graph break (``loss.item()``) on a ResNet-18 (timm, random
 weights; a small conv net where timm is missing) -- in the default mode, and
-some in reduce-overhead and max-autotune (CUDA only). CPU sizes are small.
+some in reduce-overhead and max-autotune (CUDA only). CPU sizes are small, and the
+fp16 and bf16 workloads run in float32 there (the names stay). On a shared CPU,
+``--threads 1`` keeps OpenMP barriers from stalling on descheduled threads
+(``blocked_autorange`` is given the same thread count).
 
     python benchmarks/timing_truth.py [--quick] [--only NAME[,NAME]] [--out PATH]
 
