@@ -141,7 +141,8 @@ def test_kernels_table_without_kernel_times_is_as_before(run, tmp_path):
     r = CompileReport.from_dict(run.report.to_dict())
     r.profile.kernel_times = []
     t = kernels_table(r)
-    assert t.columns == ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage"]
+    assert t.columns == ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage",
+                         "user line"]
     assert [row[0] for row in t.rows] == [k.name for k in r.kernels]
     with pytest.warns(UserWarning, match="contains your model's code"):
         path = run.report.to_html(str(tmp_path / "report.html"))

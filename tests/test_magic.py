@@ -174,11 +174,12 @@ def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):
 
         return run_
 
-    with pytest.warns(RuntimeWarning, match="outputs differ.*Greatest absolute difference: 1.0"):
+    with pytest.warns(RuntimeWarning, match="outputs differ.*RMSE vs float64 compiled 1, eager 0; ABOVE"):
         res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
     assert res.error_in_exec is None
     e = last_report().profile.eager
     assert e.outputs_match is False and e.max_abs_diff == pytest.approx(1.0)
+    assert e.check_method == "fp64 reference" and e.compiled_error == pytest.approx(1.0) and e.eager_error == 0
     assert any("outputs differ" in n for n in last_report().profile.notes)
 
 

@@ -61,7 +61,7 @@ def test_compile_magic_in_the_terminal_app(tmp_path):
     # the doctor's fix, written against the cell (torch's hints are in its explanation and the HTML view)
     assert "fix (high): Replace the branch at In [3], line 3 with torch.where" in out, out
     assert "| y = torch.where(y.sum() > 0, y * 3, y)" in out, out
-    assert re.search(r"run median .*\(IQR .*, 2 runs after \d+ warm-up\)", out), out
+    assert re.search(r"run time .* per call \(IQR .*, 2 calls in 2 blocks of 1 after \d+ warm-up\)", out), out
     assert "settings: mode=default backend=eager" in out
     # the final expression is Out[3], after the report
     assert out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")

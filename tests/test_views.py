@@ -415,7 +415,7 @@ def test_profile_figures_build_for_a_profiled_run():
     assert "eager" in " ".join(t.get_text() for t in runs.get_legend().get_texts())
     t = next(b for b in blocks if isinstance(b, Table))
     fields = dict(t.rows)
-    assert {"run median", "runs", "speedup vs eager", "break-even", "settings", "torch"} <= set(fields)
+    assert {"run time (median)", "latency (median)", "timing method", "runs", "speedup vs eager", "break-even", "settings", "torch"} <= set(fields)
     assert fields["runs"].startswith("5 after")
 
 

@@ -183,7 +183,7 @@ def test_profile_tab_draws_figures_as_png(profiled):
     content = w.select("profile")
     images = [x for x in walk(content) if isinstance(x, W.Image)]
     assert images and all(i.value[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
-    assert "run median" in html_of(content)
+    assert "run time (median)" in html_of(content)
 
 
 def test_every_tab_builds_for_a_failed_compile():

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 
-def run(path: Path) -> bool:
+def run(path: Path, after_cell=None) -> bool:
+    """Run the notebook's code cells; ``after_cell(index)`` (optional) is called after each cell."""
     from IPython.core.interactiveshell import InteractiveShell
 
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -38,6 +39,8 @@ def run(path: Path) -> bool:
             result = shell.run_cell(source, store_history=True)
             first = source.strip().splitlines()[0][:70] if source.strip() else ""
             print(f"[{path.name} cell {i}/{len(cells)} {time.perf_counter() - t0:6.1f} s] {first}", flush=True)
+            if after_cell is not None:
+                after_cell(i)
             if not result.success:
                 err = result.error_in_exec or result.error_before_exec
                 print(f"run_cells: {path} cell {i} raised {type(err).__name__}: {err}", file=sys.stderr)

@@ -25,9 +25,13 @@ from ..report import (
     Recompile,
     UserFrame,
 )
+from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
+from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
+from .parse.cudagraphs import cudagraphs_from_events
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
+from .parse.provenance import attach_user_lines, kernel_stack_traces
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons
 from .phases import compile_time
 from .records import TraceRecord, compile_id_from_text
@@ -49,6 +53,9 @@ class _State:
     broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
     gave_up: set[CompileId] = field(default_factory=set)  # compiles whose break made torch run the frame eagerly
     kernel_info: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # (compile id, kernel) -> info
+    cudagraph_events: list[tuple] = field(default_factory=list)  # (compile id, body) from capture.hooks
+    autotune_feedback: list[tuple] = field(default_factory=list)  # (compile id, body, payload) from capture.hooks
+    provenance: dict = field(default_factory=dict)  # compile id -> kernel name -> user frames
 
     def compile(self, cid: Optional[CompileId]) -> Optional[Compile]:
         if cid is None:
@@ -191,14 +198,19 @@ def _on_bwd_metrics(st: _State, rec: TraceRecord) -> None:
         c.metrics["bwd_fail_reason"] = m.get("fail_reason")
 
 
-#: What compile_time reads of a chromium event (the rest, e.g. autotuning statistics in args, is dropped:
-#: a long log holds tens of thousands of these events until the report is finished).
+#: What compile_time reads of a chromium event (the rest is dropped: a long log holds tens of
+#: thousands of these events until the report is finished), except for max-autotune's own
+#: spans, whose args (the choices, the winner) parse/autotune.py reads whole.
 _CHROMIUM_KEYS = ("name", "ph", "ts", "dur", "pid", "tid")
+_AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 
 
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
     ev = rec.payload_json()
     if isinstance(ev, dict):
+        if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
+            st.chromium.append(ev)
+            return
         slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
         args = ev.get("args")
         if isinstance(args, dict) and "compile_id" in args:
@@ -271,6 +283,23 @@ def _on_symbol(st: _State, rec: TraceRecord) -> None:
         c.symbols.setdefault(str(source), str(val))
 
 
+def _on_cudagraph(st: _State, rec: TraceRecord) -> None:
+    if isinstance(rec.body, dict):
+        st.cudagraph_events.append((rec.compile_id, rec.body))
+
+
+def _on_autotune(st: _State, rec: TraceRecord) -> None:
+    if isinstance(rec.body, dict):
+        st.autotune_feedback.append((rec.compile_id, rec.body, rec.payload))
+
+
+def _on_kernel_stack_traces(st: _State, rec: TraceRecord) -> None:
+    st.report.artifacts.append(RawArtifact(rec.key, rec.compile_id, rec.metadata, rec.payload))
+    traces = kernel_stack_traces(rec.payload_json())
+    if traces:
+        st.provenance.setdefault(rec.compile_id, {}).update(traces)
+
+
 def _on_dynamo_error(st: _State, rec: TraceRecord) -> None:
     if rec.compile_id is not None:
         st.errors[rec.compile_id] = rec.payload or ""
@@ -291,6 +320,9 @@ HANDLERS: dict[str, Handler] = {
     "artifact:dynamo_error": _on_dynamo_error,
     "create_symbol": _on_symbol,
     "artifact:triton_kernel_info": _on_kernel_info,
+    "artifact:inductor_provenance_tracking_kernel_stack_traces": _on_kernel_stack_traces,
+    CUDAGRAPH_EVENT: _on_cudagraph,
+    AUTOTUNE_EVENT: _on_autotune,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
 
@@ -324,7 +356,6 @@ IGNORED = frozenset(
 KEPT_RAW = frozenset(
     {
         "artifact:inductor_provenance_tracking_node_mappings",
-        "artifact:inductor_provenance_tracking_kernel_stack_traces",
         "artifact:dynamo_side_effects",
     }
 )
@@ -367,6 +398,12 @@ def _finish(st: _State) -> CompileReport:
             k.info = info
     r.graph_breaks = list(st.breaks.values())
     r.compile_time = compile_time(st.chromium, r.compiles)
+    attach_user_lines(r.kernels, r.graphs, st.provenance)
+    r.autotuning = merge_feedback(autotune_from_events(st.chromium), st.autotune_feedback)
+    link_kernels(r.autotuning, r.kernels)
+    skip_reasons = {c.compile_id: str(c.metrics["cudagraph_skip_reason"]) for c in r.compiles
+                    if c.metrics.get("cudagraph_skip_reason")}
+    r.cudagraphs = cudagraphs_from_events(st.cudagraph_events, skip_reasons)
     return r
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
+from .hooks import TorchHooks
 from .sources import notebook_sources, source_context
 from .tracefile import CONTEXT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
@@ -43,6 +44,19 @@ class _RecordHandler(logging.Handler):
         pass
 
 
+class _HookSink:
+    """Where the hooks' events go (:mod:`.hooks`): the capture's records, with a glog
+    prefix's worth of where-and-when beside each when a log is written, as torch's own."""
+
+    def __init__(self, records: list, where: Optional[list]) -> None:
+        self.records, self.where = records, where
+
+    def append(self, record: tuple) -> None:
+        self.records.append(record)
+        if self.where is not None:
+            self.where.append((time.time(), os.getpid(), __file__, 0, "INFO"))
+
+
 class Capture:
     """Context manager returned by :func:`capture`.
 
@@ -60,6 +74,7 @@ class Capture:
         self.trace_path: Optional[str] = None  # the TORCH_TRACE log written on exit (with trace_dir)
         self._where: Optional[list] = [] if self.trace_dir is not None else None
         self._handler = _RecordHandler(self.records, self._where)
+        self._hooks = TorchHooks(_HookSink(self.records, self._where))  # CUDA-graph logs, recordings, autotune choices
         self._earlier_strings: Optional[list] = None
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
@@ -93,6 +108,7 @@ class Capture:
         self._report = None
         self._raw = None
         self.active = True
+        self._hooks.attach()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -102,6 +118,7 @@ class Capture:
         """Stop listening and restore the logger (idempotent)."""
         if not self.active:
             return
+        self._hooks.detach()
         logger = logging.getLogger(TRACE_LOGGER)
         level, handlers, propagate, disabled = self._saved
         logger.handlers[:] = handlers

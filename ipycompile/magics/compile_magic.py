@@ -34,6 +34,8 @@ class CompileMagics(Magics):
     @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
     @argument("--profile-kernels", action="store_true", help="profile a few calls after the timed runs: time per kernel")
+    @argument("--memory-timeline", action="store_true",
+              help="CUDA: record the allocator's history of the compiling call and one steady-state call")
     @argument("--label", default="", help="a tag for this run in the history")
     @argument("--sweep", action="append", default=[], metavar="NAME=v1,v2,...",
               help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "

@@ -36,6 +36,11 @@ __all__ = [
     "KernelTime",
     "Profile",
     "TraceOrigin",
+    "AutotuneChoice",
+    "Autotune",
+    "CudaGraphs",
+    "MemoryAllocation",
+    "MemoryTimeline",
     "STATUSES",
     "GRAPH_STAGES",
     "KERNEL_BACKENDS",
@@ -282,6 +287,9 @@ class Kernel:
     source_nodes: list[str] = field(default_factory=list)  # the FX nodes it comes from
     graph_stage: str = ""  # "forward", "backward", "inference" when known
     info: dict[str, Any] = field(default_factory=dict)  # e.g. Triton compile time and chosen config
+    # the user's source lines it computes (its FX nodes' recorded stack; see capture/parse/provenance.py)
+    user_lines: list[UserFrame] = field(default_factory=list)
+    user_lines_from: str = ""  # "provenance" | "nodes" | "ops" (approximate: matched by ATen op) | ""
 
 
 @dataclass
@@ -388,6 +396,15 @@ class EagerComparison:
     outputs_match: Optional[bool] = None
     max_abs_diff: Optional[float] = None
     message: str = ""
+    # how the outputs were judged (run/accuracy.py): "equal" | "close" | "fp64 reference" |
+    # "dtype tolerances" | "structure"; the fp64 method's RMSEs against float64
+    check_method: str = ""
+    compiled_error: Optional[float] = None
+    eager_error: Optional[float] = None
+    allowed_error: Optional[float] = None
+    check_details: list[str] = field(default_factory=list)  # one line per floating tensor
+    device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
+    latency_median_s: Optional[float] = None
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
@@ -417,7 +434,8 @@ class KernelTime:
 class Profile:
     """What one run cost: the compile call, the steady state, memory, caches, settings."""
 
-    compile_s: Optional[float] = None  # wall time of the first call (compile + one run), synchronised
+    compile_s: Optional[float] = None  # the first call (compile + one run), net of the capture's trace logging
+    compile_wall_s: Optional[float] = None  # its wall time, synchronised (compile_s + trace_logging_s)
     run_times_s: list[float] = field(default_factory=list)  # each timed steady-state call
     run_median_s: Optional[float] = None
     run_iqr_s: Optional[float] = None
@@ -454,6 +472,16 @@ class Profile:
     kernel_times: list[KernelTime] = field(default_factory=list)  # with profile_kernels, longest first
     kernel_times_device: str = ""  # what kernel_times measure: "cuda" (device time) or "cpu" (CPU time)
     kernel_times_calls: int = 0  # steady-state calls run under the profiler
+    # run_* above are run time: calls back to back between two synchronisations, median over blocks
+    run_block_calls: int = 0  # calls per timed block
+    run_dropped_blocks: int = 0  # blocks re-run because torch compiled or recorded a CUDA graph in them
+    timing_method: str = ""  # how run time, device time and latency were measured, in words
+    latency_times_s: list[float] = field(default_factory=list)  # single calls from a synchronised start
+    latency_median_s: Optional[float] = None
+    device_times_s: list[float] = field(default_factory=list)  # CUDA events per call (do_bench's method)
+    device_median_s: Optional[float] = None
+    recorded_in_timing: dict[str, int] = field(default_factory=dict)  # compiles / CUDA-graph recordings seen while timing
+    memory_timelines: list["MemoryTimeline"] = field(default_factory=list)  # with --memory-timeline
 
     @property
     def peak_device_bytes(self) -> Optional[int]:
@@ -487,3 +515,89 @@ class TraceOrigin:
     problems: list[str] = field(default_factory=list)  # the first few: "line 12: the JSON envelope is cut off ..."
     summary: bool = False  # a first, quick pass: bulky payloads (later graphs, generated code, guards) not read
     unread: dict[str, int] = field(default_factory=dict)  # with summary: event kinds not read, with counts
+
+
+@dataclass
+class AutotuneChoice:
+    """One candidate max-autotune benchmarked for an op."""
+
+    name: str  # torch's choice name: "triton_mm_11", "mm" (the extern kernel), ...
+    kind: str = ""  # "triton" | "extern" | other choice types torch names
+    time_ms: Optional[float] = None  # benchmarked time (inf: failed)
+    description: str = ""  # its configuration (block sizes, stages, warps)
+
+
+@dataclass
+class Autotune:
+    """One op max-autotune chose a kernel for (``mm``, ``addmm``, ``convolution``, ...)."""
+
+    op: str
+    compile_id: Optional[CompileId] = None
+    shape: str = ""  # the inputs, as torch writes them: "512x4096, 512x1024, 1024x4096"
+    dtypes: str = ""
+    num_choices: Optional[int] = None
+    num_triton_choices: Optional[int] = None
+    winner: str = ""
+    winner_kind: str = ""
+    winner_desc: str = ""
+    winner_ms: Optional[float] = None
+    extern_ms: Optional[float] = None  # the library (cuBLAS) choice, when torch benchmarked one
+    runner_up: str = ""
+    runner_up_ms: Optional[float] = None
+    best_triton: str = ""  # when the winner is not Triton: the best Triton choice
+    best_triton_ms: Optional[float] = None
+    precompile_s: Optional[float] = None  # compiling the candidates
+    benchmark_s: Optional[float] = None  # benchmarking them
+    failed: list[str] = field(default_factory=list)  # candidates that failed, with torch's reason
+    choices: list[AutotuneChoice] = field(default_factory=list)  # every candidate, fastest first (live runs)
+    kernel: str = ""  # the report kernel it became, when that is unambiguous
+    source: str = ""  # "trace" (chromium events) and/or "feedback" (torch's autotune feedback hook)
+
+
+@dataclass
+class CudaGraphs:
+    """What CUDA graphs did for one compile (reduce-overhead, max-autotune)."""
+
+    compile_id: Optional[CompileId] = None
+    status: str = ""  # "recorded" | "skipped" | "not recorded" (enabled, but no call recorded)
+    reason: str = ""  # torch's words when skipped, first line
+    culprit: str = ""  # the input or op torch names, or the user line it points at
+    culprit_frame: UserFrame = field(default_factory=UserFrame)  # the user's line torch's message points at
+    detail: str = ""  # torch's whole message
+    recordings: int = 0  # CUDA graphs recorded (one per function and input shape)
+    rerecordings: int = 0  # recordings beyond the first of each function (new shapes, failed checks)
+    functions: dict[str, int] = field(default_factory=dict)  # recordings per function (torch's names)
+    rerecord_reasons: list[str] = field(default_factory=list)
+    recording_s: float = 0.0  # time spent recording
+    notes: list[str] = field(default_factory=list)  # torch's other warnings about this compile's CUDA graphs
+
+
+@dataclass
+class MemoryAllocation:
+    """A block live at the peak of a memory timeline."""
+
+    size_bytes: int
+    frame: UserFrame = field(default_factory=UserFrame)  # the user's line that made it
+    where: str = ""  # the innermost frame: generated code's line, or a library function
+    source_nodes: list[str] = field(default_factory=list)  # FX nodes of generated code that uses it
+    stack: list[UserFrame] = field(default_factory=list)  # innermost first (trimmed)
+    from_nodes: bool = False  # frame found through source_nodes (the report's graphs)
+
+
+@dataclass
+class MemoryTimeline:
+    """Allocated CUDA memory over one call, from the caching allocator's own history."""
+
+    label: str  # "compiling call" | "steady-state call"
+    times_us: list[float] = field(default_factory=list)  # from the first event (event index when torch gives no time)
+    allocated_bytes: list[int] = field(default_factory=list)
+    baseline_bytes: int = 0  # allocated before the call
+    peak_bytes: int = 0
+    peak_time_us: float = 0.0
+    end_bytes: int = 0
+    allocations: int = 0
+    live_at_peak: int = 0
+    top_at_peak: list[MemoryAllocation] = field(default_factory=list)  # largest first
+    time_unit: str = "us"  # "us" | "event"
+    truncated: bool = False  # the allocator's history hit its entry limit
+    allocator_peak_bytes: Optional[int] = None  # torch.cuda.max_memory_allocated() over the same call: a check on peak_bytes

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .model import (
+    Autotune,
     Compile,
     CompileId,
     CompileTime,
     ControlFlowNode,
+    CudaGraphs,
     Failure,
     Graph,
     GraphBreak,
@@ -88,6 +90,8 @@ class CompileReport:
     compile_time: CompileTime = field(default_factory=CompileTime)
     failures: list[Failure] = field(default_factory=list)
     unrolled_loops: list[UnrolledLoop] = field(default_factory=list)  # from the doctor
+    autotuning: list[Autotune] = field(default_factory=list)  # max-autotune's choices, per op
+    cudagraphs: list[CudaGraphs] = field(default_factory=list)  # CUDA graphs per compile
     artifacts: list[RawArtifact] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
     torch_version: str = ""

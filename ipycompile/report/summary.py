@@ -68,12 +68,19 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         return []
     out = []
     if p.compile_s is not None:
-        out.append(f"first call (compile) {fmt_seconds(p.compile_s)}")
+        wall = getattr(p, "compile_wall_s", None)
+        net = f" net of {fmt_seconds(p.trace_logging_s)} capture logging (wall {fmt_seconds(wall)})" \
+            if wall is not None and p.trace_logging_s else ""
+        out.append(f"first call (compile) {fmt_seconds(p.compile_s)}{net}")
     if p.run_median_s is not None:
         auto = ", auto" if p.auto_runs else ""
+        blocks = getattr(p, "run_block_calls", 0)
+        how = f"{p.runs} calls in {len(p.run_times_s)} blocks of {blocks}" if blocks else f"{p.runs} runs"
+        beside = [f"{name} {fmt_seconds(v)}" for name, v in (("device time", getattr(p, "device_median_s", None)),
+                                                             ("latency", getattr(p, "latency_median_s", None))) if v]
         out.append(
-            f"run median {fmt_seconds(p.run_median_s)} (IQR {fmt_seconds(p.run_iqr_s)}, "
-            f"{p.runs} runs after {p.warmup} warm-up{auto})"
+            f"run time {fmt_seconds(p.run_median_s)} per call (IQR {fmt_seconds(p.run_iqr_s)}, "
+            f"{how} after {p.warmup} warm-up{auto})" + (" | " + " | ".join(beside) if beside else "")
         )
     mem = []
     if p.peak_device_bytes is not None:
@@ -86,7 +93,8 @@ def _profile_lines(r: "CompileReport") -> list[str]:
     if e is not None:
         sp = f"{e.speedup:.2f}x" if e.speedup is not None else "-"
         be = f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
-        match = "outputs match" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
+        method = f" ({e.check_method})" if getattr(e, "check_method", "") else ""
+        match = f"outputs match{method}" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
@@ -181,6 +189,31 @@ def origin_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def _gpu_lines(r: "CompileReport") -> list[str]:
+    """max-autotune's winners and the CUDA-graph status, one line each."""
+    out = []
+    for a in getattr(r, "autotuning", []):
+        t = f" {a.winner_ms * 1e3:.1f} us" if a.winner_ms else ""
+        if a.winner_kind == "extern":
+            other = f"; best Triton {a.best_triton} {a.best_triton_ms * 1e3:.1f} us" if a.best_triton_ms else ""
+            won = f"the extern {a.winner} won,{t}{other}"
+        else:
+            vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
+            won = f"{a.winner}{t}{vs}"
+        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices "
+                   f"({fmt_seconds((a.precompile_s or 0) + (a.benchmark_s or 0))})")
+    for c in getattr(r, "cudagraphs", []):
+        why = f": {c.reason}" if c.reason else ""
+        where = ""
+        if c.culprit_frame.filename:
+            where = f" at {r.where(c.culprit_frame.filename, c.culprit_frame.lineno)}"
+        elif c.culprit:
+            where = f" ({c.culprit})"
+        rec = f", {c.recordings} recorded" + (f" ({c.rerecordings} re-recorded)" if c.rerecordings else "") if c.recordings else ""
+        out.append(f"CUDA graphs [{c.compile_id}]: {c.status}{why}{where}{rec}")
+    return out
+
+
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
@@ -223,6 +256,7 @@ def render_summary(report: "CompileReport") -> str:
         when = f" in {r.reused_from}" if r.reused_from else ""
         lines.append(f"compile time{when} {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
     lines += _profile_lines(r)
+    lines += _gpu_lines(r)
 
     if r.failures:
         lines.append("")

@@ -39,6 +39,7 @@ __all__ = [
     "CALL_MARKER",
     "KERNEL_PROFILE_OPTION",
     "kernel_profile_options",
+    "cell_devices",
     "ProfiledEvent",
     "profile_calls",
     "events_from_profiler",
@@ -53,12 +54,57 @@ CALL_MARKER = "ipycompile: profiled call"
 KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
 
 
-def kernel_profile_options(options: Optional[dict], backend: Any) -> Optional[dict]:
+def kernel_profile_options(options: Optional[dict], backend: Any, devices: Optional[set[str]] = None) -> Optional[dict]:
     """Inductor options for ``--profile-kernels``: :data:`KERNEL_PROFILE_OPTION` turned on (C++
-    kernels are visible to the profiler only so) unless the user set it; other backends as given."""
+    kernels are visible to the profiler only so) unless the user set it; other backends as given.
+
+    ``devices``: the device types of the tensors the code uses (:func:`cell_devices`). The
+    option is for C++ kernels: it is left out when every such tensor is on CUDA (Inductor
+    generates Triton kernels there); ``None`` (not known) or a CPU tensor keeps it."""
     if (backend or "inductor") != "inductor" or KERNEL_PROFILE_OPTION in (options or {}):
         return options
+    if devices and devices <= {"cuda"}:
+        return options
     return {**(options or {}), KERNEL_PROFILE_OPTION: True}
+
+
+def cell_devices(source: str, namespace: dict) -> set[str]:
+    """Device types (``"cpu"``, ``"cuda"``) of the tensors a cell's code reads from ``namespace``:
+    tensors, the parameters and buffers of modules, and tensors in lists, tuples and dicts.
+    A name the code reads that holds none of these adds nothing; empty when none is found."""
+    import ast
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return set()
+    try:
+        names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+
+    def visit(value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.Tensor):
+            out.add(value.device.type)
+        elif isinstance(value, torch.nn.Module):
+            for t in value.parameters():
+                out.add(t.device.type)
+                break
+            for t in value.buffers():
+                out.add(t.device.type)
+                break
+        elif depth < 2 and isinstance(value, (list, tuple)):
+            for v in value[:64]:
+                visit(v, depth + 1)
+        elif depth < 2 and isinstance(value, dict):
+            for v in list(value.values())[:64]:
+                visit(v, depth + 1)
+
+    for name in names:
+        if name in namespace:
+            visit(namespace[name])
+    return out
 
 _REGION = re.compile(r"^Torch-Compiled Region: (?P<cid>\S+)$")  # Dynamo's record-function around a compiled frame
 _GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's record-function around one compiled graph

@@ -1,10 +1,19 @@
 """Honest measurement primitives: device-synchronised timing, peak memory, output checks.
 
 Everything here measures what actually happened on the device, not what the
-host thought it launched: every timed call is bracketed by a device
-synchronisation (or timed with CUDA events), peak memory counters are reset at
-the start of the measured block, and compiled outputs are checked against eager
-ones with ``torch.testing.assert_close`` semantics.
+host thought it launched. Three different times, named (see :func:`time_blocks`,
+:func:`time_device`, :func:`time_calls`):
+
+- **run time**: calls back to back between two device synchronisations, per call,
+  the median over blocks (``torch.utils.benchmark.Timer.blocked_autorange``'s
+  method): what a loop of calls costs, host overhead the device cannot hide included;
+- **device time**: CUDA events around each call, the L2 cache flushed and the
+  queue kept ahead of the device before each (``triton.testing.do_bench``'s method);
+- **latency**: one call from a synchronised start to a synchronised end.
+
+Peak memory counters are reset at the start of the measured block, and compiled
+outputs are checked against eager ones with ``torch.testing.assert_close``
+semantics (:mod:`ipycompile.run.accuracy` checks with precision in mind).
 
 ``import ipycompile.profile`` does not import torch. Functions that only need
 to know whether an accelerator is *in use* look at ``sys.modules`` first: if
@@ -24,13 +33,17 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 __all__ = [
     "synchronize",
     "device_name",
     "Timing",
     "time_calls",
+    "BlockTiming",
+    "time_blocks",
+    "time_device",
+    "CompileActivity",
     "PeakMemory",
     "compare_outputs",
     "break_even_calls",
@@ -285,6 +298,231 @@ def _time_with_cuda_events(fn: Callable[[], Any], runs: int) -> list[float]:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1000.0)
     return times
+
+
+
+# --------------------------------------------------------------------------- run time (blocks)
+
+
+@dataclasses.dataclass
+class BlockTiming:
+    """Run time: blocks of ``block_calls`` calls made back to back between two synchronisations.
+
+    ``times_s`` holds one figure per block: the block's wall time divided by its
+    calls (what one call costs in a loop). ``dropped_blocks`` counts blocks thrown
+    away and re-run because torch compiled or recorded a CUDA graph during them
+    (see :class:`CompileActivity`).
+    """
+
+    times_s: list[float]
+    block_calls: int
+    dropped_blocks: int = 0
+    probe_calls: int = 0  # untimed calls that sized the blocks
+
+    @property
+    def runs(self) -> int:
+        return len(self.times_s) * self.block_calls
+
+    @property
+    def blocks(self) -> int:
+        return len(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def iqr_s(self) -> float:
+        if len(self.times_s) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.times_s, n=4, method="inclusive")
+        return q3 - q1
+
+
+#: a block lasts at least this long, so one synchronisation (and the idle device at
+#: its start) costs under ~0.5 % of it
+BLOCK_MIN_S = 0.01
+
+
+def time_blocks(
+    fn: Callable[[], Any],
+    *,
+    runs: Optional[int] = None,
+    target_s: float = 1.0,
+    min_blocks: int = 5,
+    max_blocks: int = 100,
+    activity: Optional["CompileActivity"] = None,
+    max_dropped: int = 5,
+) -> BlockTiming:
+    """Run time of ``fn``: blocks of calls back to back, each block between two synchronisations.
+
+    Auto (``runs=None``): probe blocks of 1, 10, 100, ... calls (synchronised and
+    untimed, like ``blocked_autorange``'s estimate) until one lasts
+    :data:`BLOCK_MIN_S`; that many calls make a block; then blocks until about
+    ``target_s`` is spent, between ``min_blocks`` and ``max_blocks`` blocks (a call
+    slower than ``5 * target_s`` gets a single block). With ``runs``: that many
+    timed calls in all, in at least ``min(runs, min_blocks)`` blocks (one probe call
+    sizes them when ``runs > min_blocks``; otherwise each block is one call).
+
+    ``activity``: a :class:`CompileActivity` that is open around this call; a
+    block during which torch compiled or recorded a CUDA graph is dropped and
+    re-run (at most ``max_dropped`` times; later ones are kept, and counted).
+    """
+    if runs is not None:
+        _check_int("runs", runs, 1)
+    _check_number("target_s", target_s, positive=True)
+    _check_int("min_blocks", min_blocks, 1)
+    _check_int("max_blocks", max_blocks, min_blocks)
+    if runs is not None and runs <= min_blocks:
+        probe_s, probes, per_block = 0.0, 0, 1
+    else:
+        probe_s, probes, per_block = _timed_call(fn), 1, 1
+    if runs is None:
+        while probe_s * per_block < BLOCK_MIN_S and per_block < 10**6:
+            n = max(per_block + 1, min(per_block * 10, math.ceil(1.2 * BLOCK_MIN_S / max(probe_s, 1e-9))))
+            synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            synchronize()
+            probe_s, per_block = (time.perf_counter() - t0) / n, n
+            probes += n
+        blocks = 1 if probe_s > 5 * target_s else max(
+            min_blocks, min(max_blocks, round(target_s / max(probe_s * per_block, 1e-9))))
+    elif probes:
+        per_block = 1 if probe_s >= BLOCK_MIN_S else max(1, math.ceil(BLOCK_MIN_S / max(probe_s, 1e-7)))
+        per_block = max(1, min(per_block, runs // min(runs, min_blocks)))
+        blocks = max(1, runs // per_block)
+    else:
+        blocks = max(1, runs // per_block)
+    times: list[float] = []
+    dropped = 0
+    while len(times) < blocks:
+        seen = activity.count if activity is not None else 0
+        synchronize()
+        t0 = time.perf_counter()
+        for _ in range(per_block):
+            fn()
+        synchronize()
+        elapsed = time.perf_counter() - t0
+        if activity is not None and activity.count != seen and dropped < max_dropped:
+            dropped += 1
+            continue
+        times.append(elapsed / per_block)
+    return BlockTiming(times, per_block, dropped, probes)
+
+
+# --------------------------------------------------------------------------- device time
+
+
+#: bytes zeroed before each call of :func:`time_device`: flushes the L2 cache (50 MB
+#: on an H100) and keeps the device busy while the host queues the call
+FLUSH_BYTES = 256 * 2**20
+
+
+def time_device(fn: Callable[[], Any], *, target_s: float = 0.1, warmup_s: float = 0.025,
+                estimate_s: Optional[float] = None, max_calls: int = 1000) -> list[float]:
+    """Device time of ``fn`` on CUDA, per call, in seconds (``triton.testing.do_bench``'s method).
+
+    Before each call a 256 MiB buffer is zeroed (the L2 cache is flushed, and the
+    device is busy while the host queues the call, so the host's launch time is
+    hidden wherever the call queues its work faster than the zeroing runs); CUDA
+    events on the current stream are recorded around each call; one
+    synchronisation at the end. Calls for about ``warmup_s`` untimed, then for
+    about ``target_s`` (at least 5 calls, or 1 for a call slower than ``target_s``;
+    at most ``max_calls``). ``estimate_s`` (a known time per call) skips the five
+    calls that estimate it. What a call spends waiting
+    for the host beyond that (a synchronisation inside it, a host-bound call)
+    is in the figure too, as in do_bench.
+
+    Raises ValueError when CUDA is not available.
+    """
+    _check_number("target_s", target_s, positive=True)
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("time_device: CUDA is not available (device time is measured with CUDA events)")
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    if estimate_s is None:
+        fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            flush.zero_()
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        estimate_s = start.elapsed_time(end) / 5 / 1000.0
+    estimate_s = max(estimate_s, 1e-7)
+    for _ in range(int(warmup_s / estimate_s)):
+        fn()
+    n = max(5 if estimate_s < target_s else 1, min(max_calls, int(target_s / estimate_s)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    del flush
+    return [s.elapsed_time(e) / 1000.0 for s, e in zip(starts, ends)]
+
+
+# --------------------------------------------------------------------------- compile activity
+
+
+class CompileActivity:
+    """Counts what torch compiles or records while the block is open: Dynamo compiles,
+    lazy backward compiles and CUDA-graph recordings, through Dynamo's own compile
+    callbacks (``torch._dynamo.callback_handler``; a registered callback, nothing
+    patched). ``count`` is the number of such events so far; ``by_trigger`` counts
+    them by torch's trigger name (``"DYNAMO"``, ``"CUDAGRAPH_RECORDING"``, ...) and
+    ``seconds`` their time. Cheap: nothing runs unless torch compiles or records.
+    Where torch has no callback handler, ``available`` is False and nothing is counted.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.by_trigger: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        self.available = False
+        self._handler: Any = None
+        self._t0: Optional[float] = None
+
+    def _start(self, args: Any) -> None:
+        self._t0 = time.perf_counter()
+
+    def _end(self, args: Any) -> None:
+        trigger = getattr(getattr(args, "callback_trigger", None), "name", "UNKNOWN")
+        self.count += 1
+        self.by_trigger[trigger] = self.by_trigger.get(trigger, 0) + 1
+        if self._t0 is not None:
+            self.seconds[trigger] = self.seconds.get(trigger, 0.0) + time.perf_counter() - self._t0
+        self._t0 = None
+
+    def __enter__(self) -> "CompileActivity":
+        try:
+            from torch._dynamo import callback_handler
+        except ImportError:
+            return self
+        if hasattr(callback_handler, "register_start_callback") and hasattr(callback_handler, "remove_end_callback"):
+            callback_handler.register_start_callback(self._start)
+            callback_handler.register_end_callback(self._end)
+            self._handler = callback_handler
+            self.available = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._handler is not None:
+            for remove, cb in ((self._handler.remove_start_callback, self._start),
+                               (self._handler.remove_end_callback, self._end)):
+                try:
+                    remove(cb)
+                except ValueError:
+                    pass
+            self._handler = None
 
 
 # --------------------------------------------------------------------------- memory

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import statistics
 import time
 import warnings
 from dataclasses import dataclass
@@ -30,8 +31,11 @@ from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
 from .cell import CellFunction, make_cell_function, placeholders
-from .kernel_times import KERNEL_PROFILE_OPTION, attribute, kernel_profile_options, profile_calls, profiled_call_count
-from .profile import PeakMemory, break_even_calls, compare_outputs, device_name, speedup, synchronize, time_calls
+from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
+from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kernel_profile_options, profile_calls,
+                           profiled_call_count)
+from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, speedup, synchronize, time_blocks,
+                      time_calls, time_device)
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
 
@@ -49,6 +53,7 @@ class CellRun:
     report: CompileReport
     error: Optional[BaseException] = None
     fn: Optional[Callable] = None  # the compiled cell function (None with observe)
+    records: Optional[list] = None  # the capture's raw (metadata, payload) records, torch's and ipycompile's hooks'
 
 
 def _one_time_startup(settings: CompileSettings) -> Optional[float]:
@@ -126,6 +131,7 @@ def execute(
     compare_eager: bool = False,
     observe: bool = False,
     profile_kernels: bool = False,
+    memory_timeline: bool = False,
     label: str = "",
     filename: Optional[str] = None,
     header: Optional[str] = None,
@@ -143,8 +149,12 @@ def execute(
     ``profile_kernels``: after the timed runs, profile a few more calls and
     charge their time to the report's kernels (``Profile.kernel_times``); with
     the inductor backend this compiles with ``cpp.enable_kernel_profile=True``
-    (C++ kernels are visible to the profiler only so), unless ``options`` say
-    otherwise.
+    (C++ kernels are visible to the profiler only so) when the cell may generate
+    C++ kernels (a tensor or module it uses is on the CPU, or none is on CUDA),
+    unless ``options`` say otherwise.
+
+    ``memory_timeline``: record the CUDA allocator's history for the compiling call
+    and one steady-state call (``Profile.memory_timelines``); needs CUDA.
 
     ``trace_dir``: also write the captured events to a TORCH_TRACE log in that
     directory (see :func:`ipycompile.capture`); the report's notes name the file.
@@ -156,8 +166,13 @@ def execute(
 
     if profile_kernels and observe:
         raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
+    if memory_timeline and observe:
+        raise ValueError("--memory-timeline: not with --observe (the cell runs once, as ordinary code)")
+    if memory_timeline and not torch.cuda.is_available():
+        raise ValueError("--memory-timeline: needs CUDA (it records the CUDA caching allocator's history); "
+                         "CUDA is not available here")
     if profile_kernels:
-        options = kernel_profile_options(options, backend)
+        options = kernel_profile_options(options, backend, devices=cell_devices(source, namespace or {}))
     settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
     check_counts(runs, warmup)
     if trace_dir is not None:
@@ -179,10 +194,15 @@ def execute(
         _compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
 
-    target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf))
+    def reference() -> Any:  # the cell again, eagerly, its inputs upcast to float64 (the output check's reference)
+        ns64 = upcast_namespace(namespace, referenced_names(cf.fn.__code__))
+        cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(_counter)}>", header=header)
+        return _snapshot(cf64, cf64.fn())
+
+    target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
     run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
                   profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
-                  trace_dir=trace_dir)
+                  trace_dir=trace_dir, memory_timeline=memory_timeline)
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
@@ -193,7 +213,7 @@ def execute(
     row = _history.record(report, execution_count=execution_count) if record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, report, where)
-    return CellRun(run.value, report, run.error, compiled)
+    return CellRun(run.value, report, run.error, compiled, run.records)
 
 
 @dataclass
@@ -204,6 +224,7 @@ class Target:
     eager: Callable[[], Any]
     snapshot: Callable[[Any], Any]  # the value to compare with eager (a cell: its value, else its names)
     scope: Callable[[], Any] = contextlib.nullcontext  # a context around the first call
+    reference: Optional[Callable[[], Any]] = None  # the eager snapshot with float64 inputs (raises when not possible)
 
 
 def new_profile(settings: CompileSettings, **fields: Any) -> Profile:
@@ -261,6 +282,7 @@ def measure(
     profile_kernels: bool = False,
     reused_kernels: Sequence[Kernel] = (),
     trace_dir: Optional[str] = None,
+    memory_timeline: bool = False,
 ) -> CellRun:
     """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
 
@@ -269,6 +291,16 @@ def measure(
     ``profile_kernels``: after the timed runs, a few calls under the profiler,
     their time charged to the report's kernels (``Profile.kernel_times``), or, when
     nothing was compiled, to ``reused_kernels`` (those of the compiled code reused).
+    ``memory_timeline``: the CUDA allocator's history of the compiling call and of
+    one steady-state call (``Profile.memory_timelines``).
+
+    Times (see :mod:`ipycompile.run.profile`): ``compile_s`` is the first call's
+    wall time net of the trace logging torch tallied for the capture
+    (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time (blocks
+    of calls back to back); ``latency_median_s`` single synchronised calls;
+    ``device_median_s`` CUDA events per call. Warm-up goes on while calls still
+    compile or record CUDA graphs (up to 10 more calls), and a timed block in
+    which torch compiled or recorded is dropped and re-run.
     """
     import torch
 
@@ -288,19 +320,26 @@ def measure(
     fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
     cap = capture(trace_dir)
     compiled = target.compiled
+    activity = CompileActivity()
+    recorders = []
     # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
-    with fresh_ctx:
+    with fresh_ctx, activity:
         try:
             with cap:
-                with PeakMemory() as mem, target.scope():
+                recorder = _memory_recorder("compiling call") if memory_timeline else contextlib.nullcontext()
+                with PeakMemory() as mem, target.scope(), recorder:
                     logged = _trace_logging_s()
                     synchronize()
                     t0 = time.perf_counter()
                     value = compiled()
                     synchronize()
-                    profile.compile_s = time.perf_counter() - t0
+                    wall = time.perf_counter() - t0
                     if logged is not None:
-                        profile.trace_logging_s = _trace_logging_s() - logged
+                        profile.trace_logging_s = max(0.0, _trace_logging_s() - logged)
+                profile.compile_wall_s = wall
+                profile.compile_s = wall - (profile.trace_logging_s or 0.0)
+                if memory_timeline:
+                    recorders.append(recorder)
                 graphs = _uses_cudagraphs(settings)
                 if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
                     value = _copy_tensors(value)
@@ -308,19 +347,45 @@ def measure(
                 expected = _copy_tensors(snap) if compare_eager and graphs else snap
                 profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
                 profile.host_memory_method = mem.host_method
+                device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
                 n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+                last = activity.count
                 for _ in range(n_warm):
+                    last = activity.count
                     compiled()
                 profile.warmup = n_warm
+                if n_warm and activity.count != last:  # the last warm-up call compiled or recorded: warm up more
+                    for _ in range(10):
+                        seen = activity.count
+                        compiled()
+                        synchronize()
+                        profile.warmup += 1
+                        if activity.count == seen:
+                            break
             # the capture is closed: timed runs carry none of its cost
+            before = dict(activity.by_trigger)
             with PeakMemory() as mem:
-                timing = time_calls(compiled, runs=runs, warmup=0)
+                blocks = time_blocks(compiled, runs=runs, activity=activity)
             profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
-            _fill_timing(profile, timing)
+            device_work = device_work or _has_cuda_tensor(snap)
+            _fill_timing(profile, blocks, auto=runs is None)
+            _extra_timings(profile, compiled, runs, device_work and torch.cuda.is_available())
+            after = activity.by_trigger
+            profile.recorded_in_timing = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+            if profile.recorded_in_timing:
+                what = ", ".join(f"{n} {k.lower().replace('_', ' ')}" for k, n in profile.recorded_in_timing.items())
+                profile.notes.append(f"torch compiled or recorded during the timed runs ({what}): "
+                                     f"{profile.run_dropped_blocks} block(s) with it were dropped and re-run")
+            if memory_timeline:
+                with _memory_recorder("steady-state call") as rec:
+                    compiled()
+                recorders.append(rec)
+                profile.notes.append("--memory-timeline: the compiling call ran with the CUDA allocator's history "
+                                     "recording (Python stacks of every allocation): compile_s includes that cost")
             if profile_kernels:
                 events = _profile_kernels(compiled, profile)
             if compare_eager:
-                profile.eager = _compare_eager(target, expected, profile, runs, warmup)
+                profile.eager = _compare_eager(target, expected, profile, runs, warmup, device_work)
         except (Exception, KeyboardInterrupt) as exc:
             error = exc
             profile.error = f"{type(exc).__name__}: {exc}"
@@ -335,10 +400,89 @@ def measure(
             f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
             "profiler record-function, in the timed runs too"
         )
+    _finish_memory(profile, recorders, report)
+    _note_cudagraphs(report, settings, profile)
     report.profile = profile
     profile.caches = _cache_summary(report, False, fresh)
     _note_trace(cap, profile)
-    return CellRun(value, report, error, compiled)
+    return CellRun(value, report, error, compiled, cap.records)
+
+
+def _memory_recorder(label: str):
+    from .memory_timeline import MemoryRecorder
+
+    return MemoryRecorder(label)
+
+
+def _finish_memory(profile: Profile, recorders: list, report: CompileReport) -> None:
+    """The recorded timelines, their generated-code allocations named by the user's lines."""
+    if not recorders:
+        return
+    from ..capture.parse.provenance import graph_node_lines
+    from .memory_timeline import resolve_user_lines
+
+    node_lines = {}
+    for maps in graph_node_lines(report.graphs).values():
+        for m in maps:
+            for node, (frame, _) in m.items():
+                node_lines.setdefault(node, frame)
+    for rec in recorders:
+        if rec.timeline is not None:
+            profile.memory_timelines.append(rec.timeline)
+        elif rec.error:
+            profile.notes.append(f"--memory-timeline: the {rec.label} could not be recorded ({rec.error})")
+    resolve_user_lines(profile.memory_timelines, node_lines)
+
+
+def _note_cudagraphs(report: CompileReport, settings: CompileSettings, profile: Profile) -> None:
+    """With CUDA graphs on, a compile that generated GPU kernels but neither recorded nor was skipped says so."""
+    try:
+        on = _uses_cudagraphs(settings)
+    except Exception:
+        on = False
+    if not on:
+        return
+    from ..report import CudaGraphs
+
+    seen = {c.compile_id for c in report.cudagraphs}
+    gpu = []
+    for k in report.kernels:
+        if k.backend == "triton" and k.compile_id is not None and k.compile_id not in seen and k.compile_id not in gpu:
+            gpu.append(k.compile_id)
+    for cid in gpu:
+        report.cudagraphs.append(CudaGraphs(compile_id=cid, status="not recorded"))
+
+
+def _has_cuda_tensor(tree: Any) -> bool:
+    import torch
+
+    if isinstance(tree, torch.Tensor):
+        return tree.is_cuda
+    if isinstance(tree, (list, tuple)):
+        return any(_has_cuda_tensor(t) for t in tree)
+    if isinstance(tree, dict):
+        return any(_has_cuda_tensor(t) for t in tree.values())
+    return False
+
+
+def _extra_timings(profile: Any, fn: Callable[[], Any], runs: Optional[int], cuda: bool) -> None:
+    """Latency (single synchronised calls) and, on CUDA, device time, beside the run time
+    already in ``profile``; skipped for ``runs=1`` (one call is all that was asked for)."""
+    median = profile.run_median_s or 0.0
+    if runs == 1:
+        profile.timing_method += "; latency and device time not measured (--runs 1)"
+        return
+    n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else max(1, min(3, int(1.0 / max(median, 1e-9))))
+    latency = time_calls(fn, runs=n, warmup=0, use_cuda_events=False)
+    profile.latency_times_s = list(latency.times_s)
+    profile.latency_median_s = latency.median_s
+    if cuda:
+        times = time_device(fn, target_s=0.1, estimate_s=median if median > 0.02 else None)
+        profile.device_times_s = times
+        profile.device_median_s = statistics.median(times)
+        profile.timing_method += (f"; device time: CUDA events around each of {len(times)} calls, L2 flushed "
+                                  "before each (do_bench's method)")
+    profile.timing_method += f"; latency: {n} single calls, each between two synchronisations"
 
 
 def _profile_kernels(fn: Callable[[], Any], profile: Profile) -> Optional[list]:
@@ -376,45 +520,70 @@ def _trace_logging_s() -> Optional[float]:
     return float(sum(tally.values())) if isinstance(tally, dict) else None
 
 
-def _fill_timing(profile: Profile, timing) -> None:
-    profile.run_times_s = list(timing.times_s)
-    profile.run_median_s = timing.median_s
-    profile.run_iqr_s = timing.iqr_s
-    profile.run_min_s, profile.run_max_s = timing.min_s, timing.max_s
-    profile.runs = len(timing.times_s)
-    profile.warmup += timing.warmup
-    profile.auto_runs = timing.auto
+def _fill_timing(profile: Profile, blocks, auto: bool) -> None:
+    profile.run_times_s = list(blocks.times_s)
+    profile.run_median_s = blocks.median_s
+    profile.run_iqr_s = blocks.iqr_s
+    profile.run_min_s, profile.run_max_s = min(blocks.times_s), max(blocks.times_s)
+    profile.runs = blocks.runs
+    profile.run_block_calls = blocks.block_calls
+    profile.run_dropped_blocks = blocks.dropped_blocks
+    profile.warmup += blocks.probe_calls  # the probe calls that sized the blocks
+    profile.auto_runs = auto
+    profile.timing_method = (f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
+                             "each block between two device synchronisations")
 
 
-def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup) -> EagerComparison:
+def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup, device_work: bool = False) -> EagerComparison:
+    import torch
+
     eager_value = target.eager()
-    match, diff, message = compare_outputs(expected, target.snapshot(eager_value))
+    eager_snap = target.snapshot(eager_value)
+    check = check_outputs(expected, eager_snap)
+    if check.method == "dtype tolerances" and target.reference is not None:  # not even close: judge against float64
+        fp64, why = fp64_reference(target.reference)
+        check = check_outputs(expected, eager_snap, fp64, fp64_note=why)
+    elif check.method == "dtype tolerances":
+        check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
     n_warm = warmup if warmup is not None else 1
     for _ in range(n_warm):
         target.eager()
     with PeakMemory() as mem:
-        timing = time_calls(target.eager, runs=profile.runs or runs, warmup=0)
+        blocks = time_blocks(target.eager, runs=runs)
     eager = EagerComparison(
-        run_times_s=list(timing.times_s),
-        run_median_s=timing.median_s,
+        run_times_s=list(blocks.times_s),
+        run_median_s=blocks.median_s,
         peak_device_bytes=mem.device_bytes,
         peak_host_bytes=mem.host_bytes,
-        outputs_match=match,
-        max_abs_diff=diff,
-        message=message,
+        outputs_match=check.match,
+        max_abs_diff=check.max_abs_diff,
+        message=check.message,
+        check_method=check.method,
+        compiled_error=check.compiled_error,
+        eager_error=check.eager_error,
+        allowed_error=check.allowed_error,
+        check_details=check.leaves,
     )
-    if profile.run_median_s and timing.median_s:
-        eager.speedup = speedup(timing.median_s, profile.run_median_s)
+    if runs != 1:
+        median = blocks.median_s
+        n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
+        eager.latency_median_s = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
+        if device_work and torch.cuda.is_available():
+            eager.device_median_s = statistics.median(
+                time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
+    if profile.run_median_s and blocks.median_s:
+        eager.speedup = speedup(blocks.median_s, profile.run_median_s)
         if profile.compile_s is not None:
-            eager.break_even_calls = break_even_calls(profile.compile_s, profile.run_median_s, timing.median_s)
+            eager.break_even_calls = break_even_calls(max(profile.compile_s, profile.run_median_s),
+                                                      profile.run_median_s, blocks.median_s)
     on_device = bool(mem.device_bytes) and bool(profile.peak_device_bytes_run)  # 0: nothing ran on the device
     compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
     eager_peak = mem.device_bytes if on_device else mem.host_bytes
     if compiled_peak and eager_peak:
         eager.memory_ratio = compiled_peak / eager_peak
-    if not match:
-        profile.notes.append(f"compiled and eager outputs differ: {message}")
-        warnings.warn(f"ipycompile: compiled and eager outputs differ: {message}", RuntimeWarning, stacklevel=2)
+    if not check.match:
+        profile.notes.append(f"compiled and eager outputs differ: {check.message}")
+        warnings.warn(f"ipycompile: compiled and eager outputs differ: {check.message}", RuntimeWarning, stacklevel=2)
     return eager
 
 

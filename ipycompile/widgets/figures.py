@@ -17,7 +17,7 @@ from ..report.summary import fmt_bytes, fmt_seconds
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["fig_phases", "fig_runs", "fig_memory"]
+__all__ = ["fig_phases", "fig_runs", "fig_memory", "fig_memory_timeline"]
 
 _PHASE_COLORS = {
     "Dynamo tracing": "#4c78a8",
@@ -162,7 +162,8 @@ def fig_runs(r: "CompileReport"):
         ax.axvline(p.run_median_s * 1e3, color="#1f3f66", linestyle="--", linewidth=1)
     ax.set_xlabel("ms per call", fontsize=8)
     ax.set_ylabel("calls", fontsize=8)
-    ax.set_title(f"run time, {len(comp)} timed calls" + (f" (eager: {len(eager)})" if eager else ""), fontsize=10)
+    what = f"{len(comp)} blocks of {p.run_block_calls} calls" if p.run_block_calls else f"{len(comp)} timed calls"
+    ax.set_title(f"run time per call, {what}" + (f" (eager: {len(eager)} blocks)" if eager else ""), fontsize=10)
     ax.legend(fontsize=8)
     ax.tick_params(labelsize=8)
     return fig
@@ -192,5 +193,35 @@ def fig_memory(r: "CompileReport"):
             ax.text(v, y, " " + fmt_bytes(raw), va="center", fontsize=8)
         ax.set_title(f"peak {name} memory: compiled (first call, steady state)" + (" vs eager" if e is not None else ""), fontsize=10)
         ax.set_xlabel("MiB", fontsize=8)
+        ax.tick_params(labelsize=8)
+    return fig
+
+
+def fig_memory_timeline(r: "CompileReport"):
+    """Allocated CUDA memory over each recorded call (--memory-timeline), the peak annotated."""
+    timelines = r.profile.memory_timelines
+    fig, axes = _stack_axes(7.5, 0.8, 0.3, [2.0] * len(timelines))
+    for ax, tl in zip(axes, timelines):
+        scale = 1e3 if tl.time_unit == "us" else 1.0
+        xs = [t / scale for t in tl.times_us]
+        ys = [b / 2**20 for b in tl.allocated_bytes]
+        ax.step(xs, ys, where="post", color="#4c78a8", linewidth=1)
+        ax.fill_between(xs, ys, step="post", alpha=0.25, color="#4c78a8")
+        ax.axhline(tl.baseline_bytes / 2**20, color="#bab0ac", linestyle=":", linewidth=1)
+        px, py = tl.peak_time_us / scale, tl.peak_bytes / 2**20
+        ax.plot([px], [py], marker="v", color="#e45756")
+        top = tl.top_at_peak[0] if tl.top_at_peak else None
+        where = ""
+        if top is not None and top.frame.filename:
+            where = f"\nlargest live: {fmt_bytes(top.size_bytes)} from {r.where(top.frame.filename, top.frame.lineno)}"
+        right = bool(xs) and px > (xs[0] + xs[-1]) / 2  # keep the label inside the axes
+        ax.annotate(f"peak {fmt_bytes(tl.peak_bytes)}{where}", (px, py), textcoords="offset points",
+                    xytext=(-8 if right else 8, 2), fontsize=8, va="bottom", ha="right" if right else "left",
+                    color="#8b1e1e")
+        ax.set_ylim(0, max(ys + [1e-6]) * 1.45)
+        ax.set_xlabel("ms since the call started" if tl.time_unit == "us" else "allocator event", fontsize=8)
+        ax.set_ylabel("allocated MiB", fontsize=8)
+        ax.set_title(f"{tl.label}: CUDA memory allocated (before it: {fmt_bytes(tl.baseline_bytes)}, dotted)"
+                     + (" [history truncated]" if tl.truncated else ""), fontsize=10)
         ax.tick_params(labelsize=8)
     return fig

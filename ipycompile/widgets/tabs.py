@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
 from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, reached_from, settings_text, stop_frame
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
-from .figures import fig_memory, fig_phases, fig_runs
+from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_runs
 from .source import internal_frame, source_excerpt
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -311,7 +311,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         us = k.info.get("compile_time_us")
         ms = round(us / 1e3, 2) if isinstance(us, (int, float)) else ""
         rows.append([k.name, k.backend, k.kind, ", ".join(k.aten_ops), k.launches, ms,
-                     str(k.compile_id or ""), k.graph_stage])
+                     str(k.compile_id or ""), k.graph_stage, _user_line(r, k)])
         d: list[Block] = []
         t = timed.pop((k.name, str(k.compile_id or ""), k.graph_stage), None)
         if times:
@@ -322,6 +322,12 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         info = {key: v for key, v in k.info.items() if key != "compile_time_us"}
         if info:
             d.append(Text("; ".join(f"{key}: {v}" for key, v in info.items())))
+        if k.user_lines:
+            how = {"provenance": "torch's kernel provenance", "nodes": "its FX nodes' recorded stack",
+                   "ops": "approximate: lines of its graph that run its ATen ops"}.get(k.user_lines_from, "")
+            d.append(Text(f"user source ({how}):", "heading"))
+            for f in k.user_lines:
+                d.append(Text(f"{r.where(f.filename, f.lineno)}: {f.source_line.strip()}"))
         if k.source_nodes:
             d.append(Text("from FX nodes: " + ", ".join(k.source_nodes)))
         if k.source:
@@ -330,7 +336,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
             d.append(Text("An extern call: Inductor launches a library kernel, no generated source." if k.backend == "extern"
                           else "No source captured.", "note"))
         details.append(d)
-    columns = ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage"]
+    columns = ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage", "user line"]
     counts = Counter((k.backend, k.kind) for k in r.kernels)
     by = ", ".join(f"{n} {b} {kd}" if b != kd else f"{n} {b}" for (b, kd), n in sorted(counts.items()))
     out: list[Block] = [Text(f"{plural(len(r.kernels), 'kernel')}: {by}" if r.kernels
@@ -341,7 +347,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         columns[4:4] = [f"{what} time (us/call)", "share %"]
         for t in times:  # time no kernel row holds: the other time, kernels this report lacks
             if (t.kernel, str(t.compile_id or ""), t.graph_stage) in timed or not t.kernel:
-                rows.append([t.name, "", "", "", *_time_cells(t), t.calls or "", "", str(t.compile_id or ""), t.graph_stage])
+                rows.append([t.name, "", "", "", *_time_cells(t), t.calls or "", "", str(t.compile_id or ""), t.graph_stage, ""])
                 details.append([Text(_untimed_note(t, what), "note")])
         order = sorted(range(len(rows)), key=lambda i: -(rows[i][4] or 0))
         rows, details = [rows[i] for i in order], [details[i] for i in order]
@@ -350,7 +356,60 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
                         f"runs: {fmt_seconds(total)} per call in all ("
                         + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
     out.append(Table(columns, rows, sortable=True, details=details))
+    if r.autotuning:
+        out.extend(autotune_blocks(r))
     return out
+
+
+def _user_line(r: "CompileReport", k) -> str:
+    """The first user line a kernel computes, as ``In [4], line 7: attn = q @ k...`` (and how many more)."""
+    if not k.user_lines:
+        return ""
+    f = k.user_lines[0]
+    more = f" (+{len(k.user_lines) - 1})" if len(k.user_lines) > 1 else ""
+    approx = "~ " if k.user_lines_from == "ops" else ""
+    return f"{approx}{r.where(f.filename, f.lineno)}: {f.source_line.strip()[:60]}{more}"
+
+
+def _ms(v) -> str:
+    return "" if v is None else ("failed" if v == float("inf") else f"{v * 1e3:.1f}")
+
+
+def autotune_blocks(r: "CompileReport") -> list[Block]:
+    """max-autotune, per op: the candidates, the winner and its configuration, against the
+    extern (cuBLAS) choice and the runner-up, and the time spent precompiling and benchmarking."""
+    rows, details = [], []
+    for a in r.autotuning:
+        vs = ""
+        if a.extern_ms and a.winner_ms:
+            vs = f"{a.extern_ms / a.winner_ms:.2f}x" if a.winner_kind != "extern" else "(extern won)"
+        rows.append([a.op, a.shape, a.dtypes.replace("torch.", ""), a.num_choices if a.num_choices is not None else "",
+                     f"{a.winner} ({a.winner_kind})" if a.winner_kind else a.winner, _ms(a.winner_ms),
+                     _ms(a.extern_ms), vs, a.runner_up, _ms(a.runner_up_ms),
+                     round(a.precompile_s, 2) if a.precompile_s is not None else "",
+                     round(a.benchmark_s, 2) if a.benchmark_s is not None else "", a.kernel, str(a.compile_id or "")])
+        d: list[Block] = []
+        if a.winner_desc:
+            d.append(Text(f"winner's configuration: {a.winner_desc}"))
+        if a.best_triton and a.winner_kind != "triton":
+            d.append(Text(f"best Triton choice: {a.best_triton} ({_ms(a.best_triton_ms)} us)"))
+        if a.choices:
+            d.append(Table(["choice", "kind", "us", "vs winner", "configuration"],
+                           [[c.name, c.kind, _ms(c.time_ms),
+                             f"{a.winner_ms / c.time_ms:.0%}" if a.winner_ms and c.time_ms and c.time_ms != float("inf") else "",
+                             c.description] for c in a.choices], title="every candidate, fastest first"))
+        elif "feedback" not in a.source:
+            d.append(Text("Only torch's summary of this op was captured (the trace's autotune_choices_stats): "
+                          "every candidate's time comes from a live run.", "note"))
+        for f in a.failed[:5]:
+            d.append(Text(f"failed: {f}", "note"))
+        details.append(d)
+    total = sum((a.precompile_s or 0) + (a.benchmark_s or 0) for a in r.autotuning)
+    head = Text(f"max-autotune: {plural(len(r.autotuning), 'op')} autotuned, {fmt_seconds(total)} precompiling and "
+                "benchmarking candidates (in the compile time's Autotuning phase)", "heading")
+    cols = ["op", "input shapes", "dtypes", "choices", "winner", "winner us", "extern us", "vs extern",
+            "runner-up", "runner-up us", "precompile s", "benchmark s", "kernel", "compile"]
+    return [head, Table(cols, rows, sortable=True, details=details)]
 
 
 def _time_cells(t) -> list[Any]:
@@ -421,6 +480,13 @@ def profile_tab(r: "CompileReport") -> list[Block]:
     p = r.profile
     if ct.events or ct.phases:
         out.append(Figure("Compile time by phase", lambda: fig_phases(r)))
+    if r.autotuning:
+        parts = [f"{a.op} {a.shape}: {fmt_seconds(a.precompile_s or 0)} precompiling + {fmt_seconds(a.benchmark_s or 0)} "
+                 f"benchmarking {a.num_choices or '?'} choices" for a in r.autotuning]
+        out.append(Text(f"Autotuning phase ({fmt_seconds(ct.phase('Autotuning'))}): " + "; ".join(parts)
+                        + " (the Kernels tab has the choices)"))
+    if r.cudagraphs:
+        out.extend(cudagraph_blocks(r))
     if p is None:
         if not out:
             return [Text("No compile-time events and no profile (run the cell with %%compile for one).", "note")]
@@ -430,8 +496,56 @@ def profile_tab(r: "CompileReport") -> list[Block]:
         out.append(Figure("Run-time distribution", lambda: fig_runs(r)))
     if p.peak_device_bytes is not None or p.peak_host_bytes is not None:
         out.append(Figure("Peak memory", lambda: fig_memory(r)))
+    if p.memory_timelines:
+        out.append(Figure("CUDA memory over the call (--memory-timeline)", lambda: fig_memory_timeline(r)))
+        out.extend(_memory_tables(r))
     out.append(Table(["field", "value"], _profile_rows(p), title="Profile"))
     return out
+
+
+def _memory_tables(r: "CompileReport") -> list[Block]:
+    out: list[Block] = []
+    for tl in r.profile.memory_timelines:
+        rows, details = [], []
+        for a in tl.top_at_peak:
+            line = f"{r.where(a.frame.filename, a.frame.lineno)}: {a.frame.source_line.strip()}" if a.frame.filename else ""
+            rows.append([fmt_bytes(a.size_bytes), line, a.where, ", ".join(a.source_nodes)])
+            details.append([Code("allocation stack (innermost first)",
+                                 "\n".join(f"{f.filename}:{f.lineno} in {f.function}: {f.source_line}" for f in a.stack),
+                                 "text")] if a.stack else [])
+        check = ""
+        if tl.allocator_peak_bytes is not None:
+            check = ("; the allocator's own peak counter agrees" if tl.allocator_peak_bytes == tl.peak_bytes
+                     else f"; the allocator's own peak counter says {fmt_bytes(tl.allocator_peak_bytes)}")
+        title = (f"{tl.label}: largest of the {tl.live_at_peak} blocks live at the peak ({fmt_bytes(tl.peak_bytes)}; "
+                 f"{tl.allocations} allocations in the call{check})")
+        out.append(Table(["size", "user line", "allocated in", "FX nodes"], rows, details=details, title=title))
+    return out
+
+
+def cudagraph_blocks(r: "CompileReport") -> list[Block]:
+    """CUDA graphs per compile: recorded or skipped, torch's reason, the recordings."""
+    rows, details = [], []
+    for c in r.cudagraphs:
+        culprit = c.culprit
+        if c.culprit_frame.filename:
+            culprit = f"{r.where(c.culprit_frame.filename, c.culprit_frame.lineno)}: {c.culprit_frame.source_line.strip()}"
+        rows.append([str(c.compile_id or ""), c.status, c.reason, culprit, c.recordings, c.rerecordings,
+                     fmt_seconds(c.recording_s) if c.recording_s else ""])
+        d: list[Block] = []
+        if c.detail:
+            d.append(Code("torch's message", c.detail, "text"))
+        if c.functions:
+            d.append(Text("recordings per function: " + ", ".join(f"{k}: {v}" for k, v in c.functions.items())))
+        for why in c.rerecord_reasons:
+            d.append(Text(f"re-recorded: {why}", "note"))
+        for n in c.notes:
+            d.append(Text(n, "note"))
+        details.append(d)
+    skipped = sum(1 for c in r.cudagraphs if "skipped" in c.status)
+    head = Text(f"CUDA graphs: {plural(len(r.cudagraphs), 'compile')}, {skipped} skipped", "warn" if skipped else "heading")
+    return [head, Table(["compile", "status", "reason (torch's words)", "input / op / line", "recordings",
+                         "re-recordings", "recording time"], rows, details=details)]
 
 
 def _profile_rows(p) -> list[list[Any]]:
@@ -441,11 +555,16 @@ def _profile_rows(p) -> list[list[Any]]:
         if value is not None and value != "" and value != [] and value != {}:
             rows.append([name, value])
 
-    row("first call (compile + run)", fmt_seconds(p.compile_s) if p.compile_s is not None else None)
-    row("run median", fmt_seconds(p.run_median_s) if p.run_median_s is not None else None)
-    row("run IQR", fmt_seconds(p.run_iqr_s) if p.run_iqr_s is not None else None)
-    row("run min / max", f"{fmt_seconds(p.run_min_s)} / {fmt_seconds(p.run_max_s)}" if p.run_min_s is not None else None)
+    row("first call (compile + run), net of the capture", fmt_seconds(p.compile_s) if p.compile_s is not None else None)
+    row("first call, wall time", fmt_seconds(p.compile_wall_s) if p.compile_wall_s is not None else None)
+    row("run time (median)", fmt_seconds(p.run_median_s) if p.run_median_s is not None else None)
+    row("run time IQR", fmt_seconds(p.run_iqr_s) if p.run_iqr_s is not None else None)
+    row("run time min / max", f"{fmt_seconds(p.run_min_s)} / {fmt_seconds(p.run_max_s)}" if p.run_min_s is not None else None)
+    row("device time (median)", fmt_seconds(p.device_median_s) if p.device_median_s is not None else None)
+    row("latency (median)", fmt_seconds(p.latency_median_s) if p.latency_median_s is not None else None)
+    row("timing method", p.timing_method)
     row("runs", f"{p.runs} after {p.warmup} warm-up" + (" (auto)" if p.auto_runs else ""))
+    row("blocks dropped (torch compiled or recorded in them)", p.run_dropped_blocks or None)
     row("peak device memory, compile", fmt_bytes(p.peak_device_bytes_compile) if p.peak_device_bytes_compile is not None else None)
     row("peak device memory, steady state", fmt_bytes(p.peak_device_bytes_run) if p.peak_device_bytes_run is not None else None)
     row("peak host memory, compile", fmt_bytes(p.peak_host_bytes_compile) if p.peak_host_bytes_compile is not None else None)
@@ -453,7 +572,9 @@ def _profile_rows(p) -> list[list[Any]]:
     row("host memory method", p.host_memory_method)
     e = p.eager
     if e is not None:
-        row("eager run median", fmt_seconds(e.run_median_s) if e.run_median_s is not None else None)
+        row("eager run time (median)", fmt_seconds(e.run_median_s) if e.run_median_s is not None else None)
+        row("eager device time (median)", fmt_seconds(e.device_median_s) if e.device_median_s is not None else None)
+        row("eager latency (median)", fmt_seconds(e.latency_median_s) if e.latency_median_s is not None else None)
         row("speedup vs eager", f"{e.speedup:.2f}x" if e.speedup is not None else None)
         row("break-even", f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)")
         row("memory vs eager", f"{e.memory_ratio:.2f}x" if e.memory_ratio is not None else None)
@@ -462,6 +583,12 @@ def _profile_rows(p) -> list[list[Any]]:
         if e.outputs_match is not None:
             row("outputs", "match eager" if e.outputs_match else f"DIFFER from eager ({e.message})")
         row("max abs diff", f"{e.max_abs_diff:.3g}" if e.max_abs_diff is not None else None)
+        row("output check method", e.check_method)
+        if e.compiled_error is not None:
+            row("RMSE vs float64", f"compiled {e.compiled_error:.3g}, eager {e.eager_error:.3g} "
+                                   f"(allowed {e.allowed_error:.3g})")
+        for line in e.check_details[:8]:
+            row("output check", line)
     if p.kernel_times:
         what = "device" if p.kernel_times_device == "cuda" else "CPU"
         row("kernel profile", f"{plural(p.kernel_times_calls, 'call')} under torch.profiler after the timed runs: "
@@ -469,7 +596,7 @@ def _profile_rows(p) -> list[list[Any]]:
     row("caches", ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     row("reused compiled code", "yes" if p.reused_compiled_code else None)
     row("one-time start-up (not in first call)", fmt_seconds(p.one_time_s) if p.one_time_s is not None else None)
-    row("trace logging in first call", fmt_seconds(p.trace_logging_s) if p.trace_logging_s is not None else None)
+    row("trace logging in first call (the capture's cost, torch's tally)", fmt_seconds(p.trace_logging_s) if p.trace_logging_s is not None else None)
     row("report build", fmt_seconds(p.report_build_s) if p.report_build_s is not None else None)
     row("settings", settings_text(p))
     row("torch", p.torch_version)

@@ -1,0 +1,218 @@
+"""Torch's other voices, heard while a capture is open: CUDA graphs and autotuning.
+
+Some of what torch does is not in its structured trace (torch 2.11 and 2.13):
+
+- **CUDA graphs**: why a graph was skipped is written only to the ``cudagraphs``
+  artifact loggers (``torch._inductor.cudagraph_utils`` and ``.cudagraph_trees``:
+  "skipping cudagraphs due to mutated inputs (1 instances). Found from: ...",
+  the same function that bumps ``counters["inductor"]["cudagraph_skips"]``);
+  the recordings are announced to Dynamo's compile callbacks
+  (``CallbackTrigger.CUDAGRAPH_RECORDING``, with the compile id) and, at DEBUG
+  level, on the ``cudagraph_trees`` logger ("Recording function=..., mode=...",
+  "Re-recording function=..., reason=...").
+- **max-autotune**: the trace's chromium events carry a summary per op
+  (``autotune_choices_stats``: the winner, the best Triton choice); every
+  candidate's benchmarked time goes to torch's autotune feedback hook
+  (``torch._inductor.select_algorithm.add_feedback_saver``).
+
+:class:`TorchHooks` registers a handler on those loggers, Dynamo callbacks and a
+feedback saver while the capture is open, and appends what they say to the
+capture's records as events of its own kinds (``ipycompile_cudagraph``,
+``ipycompile_autotune``), keyed by compile id like torch's events; the builder
+reads them like any other (:mod:`ipycompile.capture.parse.cudagraphs`,
+:mod:`ipycompile.capture.parse.autotune`). Nothing is patched: every hook is one
+torch offers, and each is removed, and each logger's level, propagation and
+handlers put back, on exit. Warnings the loggers would have printed are still
+printed (the handler passes them on to the handlers they went to before);
+the DEBUG records that now reach the handler go nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Optional
+
+#: the kinds of the events this module adds to a capture's records
+CUDAGRAPH_EVENT = "ipycompile_cudagraph"
+AUTOTUNE_EVENT = "ipycompile_autotune"
+CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
+
+
+def _current_compile_id() -> Optional[str]:
+    """The compile id torch is compiling, else the one the CUDA-graph tree manager runs."""
+    try:
+        import torch
+
+        cid = torch._guards.CompileContext.current_compile_id()
+        if cid is not None:
+            return str(cid)
+        if torch.cuda.is_initialized():
+            from torch._inductor import cudagraph_trees
+
+            manager = cudagraph_trees.get_manager(torch.cuda.current_device(), create_if_none_exists=False)
+            if manager is not None and getattr(manager, "compile_id", None) is not None:
+                return str(manager.compile_id)
+    except Exception:  # torch without these internals: the event keeps no compile id
+        pass
+    return None
+
+
+def _metadata(kind: str, body: dict[str, Any], compile_id: Optional[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {kind: body}
+    if compile_id:
+        from .records import compile_id_from_text
+
+        cid = compile_id_from_text(compile_id)
+        if cid is not None:
+            meta["frame_id"], meta["frame_compile_id"] = cid.frame_id, cid.frame_compile_id
+            if cid.compiled_autograd_id is not None:
+                meta["compiled_autograd_id"] = cid.compiled_autograd_id
+    return meta
+
+
+class _CudagraphLogHandler(logging.Handler):
+    def __init__(self, hooks: "TorchHooks") -> None:
+        super().__init__(level=logging.DEBUG)
+        self.hooks = hooks
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return
+        self.hooks.add(CUDAGRAPH_EVENT, {"event": "log", "level": record.levelname, "message": message},
+                       _current_compile_id())
+        saved = self.hooks.saved_levels.get(record.name)
+        if saved is not None and record.levelno >= saved:  # what torch would have printed anyway
+            parent = logging.getLogger(record.name).parent
+            if parent is not None:
+                parent.handle(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
+class TorchHooks:
+    """The hooks of one capture; ``attach()`` / ``detach()`` (idempotent)."""
+
+    def __init__(self, sink: list) -> None:
+        self.sink = sink
+        self.saved_levels: dict[str, int] = {}  # logger -> the effective level before
+        self._saved: dict[str, tuple] = {}
+        self._handler = _CudagraphLogHandler(self)
+        self._callbacks: Any = None
+        self._feedback_cache: Any = None
+        self._recording: dict[str, float] = {}
+        self.attached = False
+
+    def add(self, kind: str, body: dict[str, Any], compile_id: Optional[str], payload: Optional[str] = None) -> None:
+        self.sink.append((_metadata(kind, body, compile_id), payload))
+
+    # -- Dynamo's compile callbacks: CUDA-graph recordings ------------------------
+    def _start(self, args: Any) -> None:
+        if self._feedback_cache is None:
+            self._attach_feedback()
+        if getattr(getattr(args, "callback_trigger", None), "name", "") == "CUDAGRAPH_RECORDING":
+            self._recording[str(args.compile_id)] = time.perf_counter()
+
+    def _end(self, args: Any) -> None:
+        if getattr(getattr(args, "callback_trigger", None), "name", "") != "CUDAGRAPH_RECORDING":
+            return
+        cid = str(args.compile_id)
+        t0 = self._recording.pop(cid, None)
+        seconds = time.perf_counter() - t0 if t0 is not None else None
+        self.add(CUDAGRAPH_EVENT, {"event": "recorded", "seconds": seconds}, cid)
+
+    # -- the autotune feedback hook -----------------------------------------------
+    def _feedback(self, timings: Any, name: Any, input_nodes: Any, choices: Any, *rest: Any) -> None:
+        try:
+            precompile = rest[1] if len(rest) > 1 and isinstance(rest[1], dict) else {}
+            rows = []
+            for choice, ms in dict(timings).items():
+                kind = type(choice).__name__
+                kind = "triton" if "Triton" in kind else "extern" if "Extern" in kind else kind
+                t = float(ms) if isinstance(ms, (int, float)) else None
+                rows.append({
+                    "name": str(getattr(choice, "name", choice)),
+                    "kind": kind,
+                    "time_ms": t if t is None or math.isfinite(t) else None,
+                    "failed": t is not None and not math.isfinite(t),
+                    "description": str(getattr(choice, "description", "") or ""),
+                    "precompile_s": precompile.get(choice),
+                })
+            shapes = []
+            for node in input_nodes or ():
+                try:
+                    shapes.append("x".join(str(s) for s in node.get_size()))
+                except Exception:
+                    shapes.append("?")
+            import json
+
+            self.add(AUTOTUNE_EVENT, {"op": str(name), "shape": ", ".join(shapes)}, _current_compile_id(),
+                     json.dumps(rows, default=str))
+        except Exception:  # the hook must never break a compile
+            pass
+
+    def attach(self) -> None:
+        if self.attached:
+            return
+        self.attached = True
+        for name in CUDAGRAPH_LOGGERS:
+            logger = logging.getLogger(name)
+            self._saved[name] = (logger.level, logger.propagate, list(logger.handlers))
+            self.saved_levels[name] = logger.getEffectiveLevel()
+            logger.addHandler(self._handler)
+            logger.propagate = False  # the handler passes on what would have been printed
+            logger.setLevel(logging.DEBUG)
+        try:
+            from torch._dynamo import callback_handler
+
+            callback_handler.register_start_callback(self._start)
+            callback_handler.register_end_callback(self._end)
+            self._callbacks = callback_handler
+        except Exception:
+            self._callbacks = None
+        self._attach_feedback()
+
+    def _attach_feedback(self) -> None:
+        """Register the feedback saver once Inductor's autotuner is loaded (importing it here
+        would cost a cell that never uses Inductor a second or more); Dynamo's compile-start
+        callback tries again, so a compile that loads it late is heard from its first op on."""
+        import sys
+
+        select_algorithm = sys.modules.get("torch._inductor.select_algorithm")
+        if select_algorithm is None or not self.attached:
+            return
+        try:
+            cache = select_algorithm.get_algorithm_selector_cache()
+            if hasattr(cache, "feedback_saver_fns") and self._feedback not in cache.feedback_saver_fns:
+                cache.add_feedback_saver(self._feedback)
+                self._feedback_cache = cache
+        except Exception:
+            self._feedback_cache = None
+
+    def detach(self) -> None:
+        if not self.attached:
+            return
+        self.attached = False
+        for name, (level, propagate, handlers) in self._saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+        self._saved.clear()
+        if self._callbacks is not None:
+            for remove, cb in ((self._callbacks.remove_start_callback, self._start),
+                               (self._callbacks.remove_end_callback, self._end)):
+                try:
+                    remove(cb)
+                except ValueError:  # torch._dynamo.reset() cleared the callbacks
+                    pass
+            self._callbacks = None
+        if self._feedback_cache is not None:
+            fns = self._feedback_cache.feedback_saver_fns
+            while self._feedback in fns:
+                fns.remove(self._feedback)
+            self._feedback_cache = None
