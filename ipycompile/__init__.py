@@ -46,7 +46,7 @@ def load_ipython_extension(ipython) -> None:
 
 
 def unload_ipython_extension(ipython) -> None:
-    """``%unload_ext ipycompile``: remove the magics and the display hook."""
+    """``%unload_ext ipycompile``: remove the magics (reports keep their HTML display: it is not the extension's)."""
     from .magics import unload_ipython_extension as _unload
 
     _unload(ipython)
