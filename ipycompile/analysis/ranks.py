@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..report import CompileReport, GraphBreak
-from ..report.summary import fmt_ranks
+from ..report.summary import fmt_ranks, plural
 
 __all__ = ["rank_divergence", "RankDivergence", "Presence", "CountDifference", "RankGroup", "CompileTimes", "is_collective_break"]
 
@@ -376,16 +376,16 @@ def _largest_spread(keyed: dict[int, list[tuple[tuple, Any]]]) -> tuple[str, dic
 def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileReport) -> str:
     cids, breaks, rcs, fails, cache = fp
     n_breaks = sum(n for _, n in breaks)
-    base = (f"{_plural(len(cids), 'compile')}, {_plural(n_breaks, 'graph break')}, "
-            f"{_plural(len(rcs), 'recompile')}, {_plural(len(fails), 'failure')}")
+    base = (f"{plural(len(cids), 'compile')}, {plural(n_breaks, 'graph break')}, "
+            f"{plural(len(rcs), 'recompile')}, {plural(len(fails), 'failure')}")
     if is_typical:
         return base
     diff = []
     extra, missing = sorted(cids - typical[0]), sorted(typical[0] - cids)
     if extra:
-        diff.append(f"{_plural(len(extra), 'compile')} the others do not make")
+        diff.append(f"{plural(len(extra), 'compile')} the others do not make")
     if missing:
-        diff.append(f"{_plural(len(missing), 'compile')} fewer")
+        diff.append(f"{plural(len(missing), 'compile')} fewer")
     if breaks != typical[1]:
         diff.append("other graph breaks")
     if rcs != typical[2]:
@@ -395,10 +395,6 @@ def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileRep
     if cache != typical[4]:
         diff.append("other cache results")
     return base + (" (" + "; ".join(diff) + ")" if diff else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _keyed_compiles(rep: CompileReport) -> list[tuple[tuple, Any]]:

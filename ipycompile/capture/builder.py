@@ -8,7 +8,6 @@ kept as raw artifacts and counted in ``report.stats.unknown``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional

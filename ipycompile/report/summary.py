@@ -8,7 +8,8 @@ if TYPE_CHECKING:
     from .report import CompileReport
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``1 graph``, ``2 graphs``."""
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
@@ -179,13 +180,13 @@ def origin_lines(r: "CompileReport") -> list[str]:
         return []
     rank = f" (rank {o.rank})" if o.rank is not None else ""
     torch = f", torch {r.torch_version}" if r.torch_version else ""
-    out = [f"read from {o.path}{rank}: {_plural(o.records, 'trace event')}{torch}"]
+    out = [f"read from {o.path}{rank}: {plural(o.records, 'trace event')}{torch}"]
     if o.summary:
-        out.append(f"first-pass summary: {_plural(sum(o.unread.values()), 'bulky event')} (generated code, "
+        out.append(f"first-pass summary: {plural(sum(o.unread.values()), 'bulky event')} (generated code, "
                    "graphs after Dynamo's, guards) not read; load without summary=True for everything")
     if o.problem_count:
         first = f", e.g. {o.problems[0]}" if o.problems else ""
-        out.append(f"{_plural(o.problem_count, 'unreadable trace event')} skipped ({_plural(o.skipped_lines, 'line')}){first}")
+        out.append(f"{plural(o.problem_count, 'unreadable trace event')} skipped ({plural(o.skipped_lines, 'line')}){first}")
     return out
 
 
@@ -238,16 +239,16 @@ def render_summary(report: "CompileReport") -> str:
     graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
     first_pass = r.origin is not None and r.origin.summary
     head = [
-        _plural(len(r.compiles), "compile"),
-        _plural(graphs, "graph"),
-        _plural(r.graph_break_count, "graph break"),
-        _plural(len(r.recompiles), "recompile"),
-        "kernels not read" if first_pass else f"{_plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
-        _plural(len(r.failures), "failure"),
+        plural(len(r.compiles), "compile"),
+        plural(graphs, "graph"),
+        plural(r.graph_break_count, "graph break"),
+        plural(len(r.recompiles), "recompile"),
+        "kernels not read" if first_pass else f"{plural(len(r.kernels), 'kernel')} ({generated} generated, {extern} extern)",
+        plural(len(r.failures), "failure"),
     ]
     eager = r.ran_without_compiling
     if eager:
-        head.append(f"ran without compiling: {_plural(len(eager), 'frame')}")
+        head.append(f"ran without compiling: {plural(len(eager), 'frame')}")
     lines.append("ipycompile report: " + ", ".join(head))
     lines += [f"** {line} **" for line in limit_lines(r)]
     lines += origin_lines(r)
@@ -318,11 +319,11 @@ def render_summary(report: "CompileReport") -> str:
         lines.append("Control flow: " + ", ".join(ops) + (f" (nested: {', '.join(nested)})" if nested else ""))
         for n in r.control_flow:
             if n.inlined_ops is not None:
-                lines.append(f"  {n.op} at {r.where(n.filename, n.lineno)}: inlined by torch: {_plural(n.inlined_ops, 'plain op')}")
+                lines.append(f"  {n.op} at {r.where(n.filename, n.lineno)}: inlined by torch: {plural(n.inlined_ops, 'plain op')}")
     if r.stats.unknown or r.stats.parse_errors:
         lines.append("")
         if r.stats.unknown:
-            lines.append(f"({_plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts)")
+            lines.append(f"({plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts)")
         if r.stats.parse_errors:
-            lines.append(f"({_plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; see report.stats.errors)")
+            lines.append(f"({plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; see report.stats.errors)")
     return "\n".join(lines)

@@ -15,10 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["comparison_view_model", "comparison_html", "ComparisonView"]
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 def header(c: "Comparison") -> list[Chip]:
     from ..analysis.compare import fmt
 

@@ -11,7 +11,8 @@ from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
-from ..report.summary import fmt_bytes, fmt_seconds, limit_lines, loop_headline, reached_from, settings_text, stop_frame
+from ..report.summary import (fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
+                              stop_frame)
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_runs
 from .source import internal_frame, source_excerpt
@@ -34,10 +35,6 @@ def excerpt_blocks(r: "CompileReport", frame, title: str = "") -> list[Block]:
     if ex.note:
         out.append(Text(ex.note, "note"))
     return out
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 # -- Summary --------------------------------------------------------------------

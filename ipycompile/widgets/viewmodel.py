@@ -16,7 +16,8 @@ from ..report.summary import fmt_bytes, fmt_seconds, limit_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
 from .source import SOURCE_CONTEXT
-from .tabs import gb_url, plural
+from ..report.summary import plural
+from .tabs import gb_url
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
