@@ -85,6 +85,16 @@ class WithBreaks(nn.Module):
 
 CELL = "out = model(x)\nout.sum()"
 
+#: torch's own timings of the compile's phases (``dynamo_timed``), seconds summed per phase;
+#: ``torch._dynamo.reset()`` clears them, so after a fresh compile they are that compile's
+PHASES: dict[str, list[dict]] = {"plain": [], "ipycompile": []}
+
+
+def _phases() -> dict[str, float]:
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return {k: float(sum(v)) for k, v in compilation_time_metrics.items()}
+
 
 def plain(model, x, runs: int, warmup: int):
     ns = {"model": model, "x": x}
@@ -98,6 +108,7 @@ def plain(model, x, runs: int, warmup: int):
             fn()
             synchronize()
             compile_s = time.perf_counter() - t0
+        PHASES["plain"].append(_phases())
         for _ in range(warmup):
             fn()
     return compile_s, None, fn
@@ -122,10 +133,18 @@ def with_ipycompile(model, x, runs: int, warmup: int):
     ns = {"model": model, "x": x}
     run = ipycompile.run_cell(CELL, ns, fresh=True, runs=runs, warmup=warmup, record=False)
     p = run.report.profile
+    PHASES["ipycompile"].append(_phases())
     LOGGING.setdefault("share", []).append((p.trace_logging_s or 0.0) / p.compile_wall_s)
     LOGGING.setdefault("build_s", []).append(p.report_build_s)
     LOGGING.setdefault("wall_s", []).append(p.compile_wall_s)
     return p.compile_s, p.run_median_s, run.fn
+
+
+def _phase_diffs(plain_: list[dict], ipy: list[dict]) -> dict[str, float]:
+    """Median over pairs of ipycompile's minus plain's time in each phase torch timed, largest first."""
+    keys = {k for d in plain_ + ipy for k in d}
+    diffs = {k: statistics.median(i.get(k, 0.0) - p.get(k, 0.0) for p, i in zip(plain_, ipy)) for k in keys}
+    return dict(sorted(diffs.items(), key=lambda kv: -abs(kv[1])))
 
 
 def steady_state(fns: dict, runs: int, rounds: int = 20) -> dict[str, list[float]]:
@@ -162,6 +181,8 @@ def main(argv=None) -> int:
             plain(model, x, args.runs, args.warmup)  # the uncounted first pair
             with_ipycompile(model, x, args.runs, args.warmup)
             LOGGING.clear()
+            PHASES["plain"].clear()
+            PHASES["ipycompile"].clear()
             pairs = []
             fns = {}
             reported = []
@@ -200,6 +221,10 @@ def main(argv=None) -> int:
                 "ipycompile_run_median_s": ir,
                 "run_overhead": ir / pr - 1,
                 "compile_spread": (max(plain_c) - min(plain_c)) / statistics.median(plain_c),
+                # where a difference lies: torch's own phase timings, paired (ipycompile - plain, seconds)
+                "phase_paired_diffs_s": _phase_diffs(PHASES["plain"], PHASES["ipycompile"]),
+                "plain_phases_s": list(PHASES["plain"]),
+                "ipycompile_phases_s": list(PHASES["ipycompile"]),
                 "run_spread": (q[2] - q[0]) / pr,
             }
             results.append(row)
@@ -230,6 +255,9 @@ def main(argv=None) -> int:
     print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
     print("steady-state 95% intervals (bootstrap): " + ", ".join(
         f"{r['workload']} [{r['run_overhead_ci95'][0]:+.2%}, {r['run_overhead_ci95'][1]:+.2%}]" for r in results))
+    print("largest paired phase differences (ipycompile - plain, torch's dynamo_timed phases, ms): " + "; ".join(
+        f"{r['workload']}: " + ", ".join(f"{k} {v * 1e3:+.1f}" for k, v in list(r["phase_paired_diffs_s"].items())[:3])
+        for r in results))
     print("noise of plain alone: compile (max-min)/median, run IQR/median: "
           + ", ".join(f"{r['workload']} {r['compile_spread']:.1%} / {r['run_spread']:.1%}" for r in results))
 

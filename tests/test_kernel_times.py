@@ -251,6 +251,7 @@ def test_magic_profile_kernels(run):
 
 
 # -- a real GPU run -------------------------------------------------------------------
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_triton_and_extern_kernels_get_device_time():
     ns = namespace("cuda")

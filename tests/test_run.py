@@ -79,6 +79,7 @@ def test_observe_with_fresh_recompiles_what_the_cell_calls():
     assert fresh.compiles and fresh.profile.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need CUDA")
 def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
     lin = torch.nn.Linear(64, 64).cuda()
