@@ -25,12 +25,19 @@ version, every sample) to ``benchmarks/results/overhead-<device>.json``. Targets
 net compile time within +-2 % of plain (median of paired differences),
 steady-state overhead <= 0.5 %.
 
+Each workload's median paired difference comes with a 95 % bootstrap interval, and all
+workloads' pairs are pooled too (a bias of the capture would show in every workload).
+``--summarize JSON`` prints the table of a saved run (another machine's, say) and adds
+the intervals to it.
+
     python benchmarks/overhead.py [--reps 5] [--runs 200] [--quick] [--only NAME,...]
+    python benchmarks/overhead.py --summarize benchmarks/results/overhead-<device>.json
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import re
@@ -38,6 +45,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 from torch import nn
@@ -96,8 +104,18 @@ def _phases() -> dict[str, float]:
     return {k: float(sum(v)) for k, v in compilation_time_metrics.items()}
 
 
+#: ``--gc-collect``: collect the garbage of earlier runs before each timed compile, on both sides
+COLLECT = {"on": False}
+
+
+def _collect() -> None:
+    if COLLECT["on"]:
+        gc.collect()
+
+
 def plain(model, x, runs: int, warmup: int):
     ns = {"model": model, "x": x}
+    _collect()
     cf = make_cell_function(CELL, ns, filename="<overhead-plain>")
     torch._dynamo.reset()
     with fresh_cache():
@@ -131,6 +149,7 @@ def ratio_ci(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tu
 
 def with_ipycompile(model, x, runs: int, warmup: int):
     ns = {"model": model, "x": x}
+    _collect()
     run = ipycompile.run_cell(CELL, ns, fresh=True, runs=runs, warmup=warmup, record=False)
     p = run.report.profile
     PHASES["ipycompile"].append(_phases())
@@ -157,6 +176,76 @@ def steady_state(fns: dict, runs: int, rounds: int = 20) -> dict[str, list[float
     return times
 
 
+def _write(args, dev: str, results: list, run_env: Optional[dict] = None) -> Path:
+    """Write the JSON; ``run_env`` (torch, python, threads) defaults to this process's."""
+    env = run_env or {"torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads()}
+    for r in results:
+        r["compile_overhead_ci95"] = median_ci(r["paired_net_diffs"])
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
+    out = Path(args.out) if args.out else HERE / "results" / f"overhead-{slug}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "benchmark": "overhead", "device": dev, **env, "reps": args.reps, "runs": args.runs, "warmup": args.warmup, "gc_collect": getattr(args, "gc_collect", False),
+        "targets": {"compile_overhead_abs": 0.02, "run_overhead": 0.005},
+        "pooled": pooled(results) if results else None, "results": results,
+    }, indent=1))
+    return out
+
+
+def median_ci(xs: list[float], n: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """95% bootstrap interval of the median of ``xs`` (paired differences)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = np.asarray(xs)
+    lo, hi = np.percentile(np.median(rng.choice(x, (n, x.size)), axis=1), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def pooled(results: list[dict]) -> dict:
+    """Every workload's paired net differences together: is there a bias common to all?"""
+    diffs = [d for r in results for d in r["paired_net_diffs"]]
+    return {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": median_ci(diffs)}
+
+
+def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs: int) -> None:
+    """Print the table (and fill in the intervals) from the results' samples."""
+    for r in results:
+        r.setdefault("compile_overhead_ci95", median_ci(r["paired_net_diffs"]))
+    print(f"\n%%compile vs plain torch.compile on {dev}, torch {torch_version}")
+    print(f"(compile: median over {reps} pairs with fresh caches of ipycompile/plain - 1; run: {runs} calls each, alternating blocks)\n")
+    head = (
+        f"{'workload':<18} {'plain compile':>13} {'net':>10} {'paired net':>10} {'95% interval':>17} {'paired wall':>11} {'logging':>8} "
+        f"{'report':>8} {'plain run':>11} {'%%compile':>11} {'A/B':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(
+            f"{r['workload']:<18} {statistics.median(r['plain_compile_s']):>12.3f}s {statistics.median(r['ipycompile_compile_s']):>9.3f}s "
+            f"{r['compile_overhead']:>+10.1%} [{r['compile_overhead_ci95'][0]:+6.1%}, {r['compile_overhead_ci95'][1]:+6.1%}] {r['compile_wall_overhead']:>+11.1%} {r['trace_logging_share']:>8.2%} "
+            f"{r['report_build_s'] * 1e3:>6.1f}ms {r['plain_run_median_s'] * 1e6:>9.1f}us "
+            f"{r['ipycompile_run_median_s'] * 1e6:>9.1f}us {r['run_overhead']:>+7.2%}"
+        )
+    missed = [r["workload"] for r in results if abs(r["compile_overhead"]) > 0.02]
+    worst_r = max(r["run_overhead"] for r in results)
+    print("\npaired net: median over pairs of (ipycompile compile_s, net of torch's logging tally) / plain - 1;")
+    print("paired wall: the same with the wall time; logging: torch's tally as a share of the wall time; report: building it after")
+    print(f"net compile time within +-2 % of plain: {len(results) - len(missed)}/{len(results)} workloads"
+          + (f" (missed: {', '.join(missed)})" if missed else ""))
+    print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
+    print("steady-state 95% intervals (bootstrap): " + ", ".join(
+        f"{r['workload']} [{r['run_overhead_ci95'][0]:+.2%}, {r['run_overhead_ci95'][1]:+.2%}]" for r in results))
+    print("largest paired phase differences (ipycompile - plain, torch's dynamo_timed phases, ms): " + "; ".join(
+        f"{r['workload']}: " + ", ".join(f"{k} {v * 1e3:+.1f}" for k, v in list(r["phase_paired_diffs_s"].items())[:3])
+        for r in results))
+    print("noise of plain alone: compile (max-min)/median, run IQR/median: "
+          + ", ".join(f"{r['workload']} {r['compile_spread']:.1%} / {r['run_spread']:.1%}" for r in results))
+    pool = pooled(results)
+    print(f"all workloads' pairs together ({pool['pairs']}): median paired net difference {pool['compile_overhead']:+.1%}, "
+          f"95% interval [{pool['compile_overhead_ci95'][0]:+.1%}, {pool['compile_overhead_ci95'][1]:+.1%}]")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5, help="paired repetitions per workload (default 5)")
@@ -166,9 +255,22 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/overhead-<device>.json)")
+    ap.add_argument("--gc-collect", action="store_true",
+                    help="gc.collect() before each timed compile on both sides (garbage of earlier runs not charged to the next)")
+    ap.add_argument("--summarize", metavar="JSON", default=None,
+                    help="measure nothing: print the table of a saved run (and add its intervals to the file)")
     args = ap.parse_args(argv)
+    if args.summarize:
+        path = Path(args.summarize)
+        saved = json.loads(path.read_text())
+        args.reps, args.runs, args.warmup, args.out = saved["reps"], saved["runs"], saved["warmup"], str(path)
+        args.gc_collect = saved.get("gc_collect", False)
+        summarize(saved["results"], saved["device"], saved["torch"], saved["reps"], saved["runs"])
+        _write(args, saved["device"], saved["results"], {k: saved[k] for k in ("torch", "python", "threads")})
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
+    COLLECT["on"] = args.gc_collect
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with torch.no_grad():
@@ -228,59 +330,11 @@ def main(argv=None) -> int:
                 "run_spread": (q[2] - q[0]) / pr,
             }
             results.append(row)
+            _write(args, device_name(), results)  # after every workload: a run stopped by a time limit keeps what it measured
             print(json.dumps({k: v for k, v in row.items() if not isinstance(v, list)}, default=str), flush=True)
 
-    dev = device_name()
-    print(f"\n%%compile vs plain torch.compile on {dev}, torch {torch.__version__}")
-    print(f"(compile: median over {args.reps} pairs with fresh caches of ipycompile/plain - 1; run: {args.runs} calls each, alternating blocks)\n")
-    head = (
-        f"{'workload':<18} {'plain compile':>13} {'net':>10} {'paired net':>10} {'paired wall':>11} {'logging':>8} "
-        f"{'report':>8} {'plain run':>11} {'%%compile':>11} {'A/B':>7}"
-    )
-    print(head)
-    print("-" * len(head))
-    for r in results:
-        print(
-            f"{r['workload']:<18} {statistics.median(r['plain_compile_s']):>12.3f}s {statistics.median(r['ipycompile_compile_s']):>9.3f}s "
-            f"{r['compile_overhead']:>+10.1%} {r['compile_wall_overhead']:>+11.1%} {r['trace_logging_share']:>8.2%} "
-            f"{r['report_build_s'] * 1e3:>6.1f}ms {r['plain_run_median_s'] * 1e6:>9.1f}us "
-            f"{r['ipycompile_run_median_s'] * 1e6:>9.1f}us {r['run_overhead']:>+7.2%}"
-        )
-    missed = [r["workload"] for r in results if abs(r["compile_overhead"]) > 0.02]
-    worst_r = max(r["run_overhead"] for r in results)
-    print("\npaired net: median over pairs of (ipycompile compile_s, net of torch's logging tally) / plain - 1;")
-    print("paired wall: the same with the wall time; logging: torch's tally as a share of the wall time; report: building it after")
-    print(f"net compile time within +-2 % of plain: {len(results) - len(missed)}/{len(results)} workloads"
-          + (f" (missed: {', '.join(missed)})" if missed else ""))
-    print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
-    print("steady-state 95% intervals (bootstrap): " + ", ".join(
-        f"{r['workload']} [{r['run_overhead_ci95'][0]:+.2%}, {r['run_overhead_ci95'][1]:+.2%}]" for r in results))
-    print("largest paired phase differences (ipycompile - plain, torch's dynamo_timed phases, ms): " + "; ".join(
-        f"{r['workload']}: " + ", ".join(f"{k} {v * 1e3:+.1f}" for k, v in list(r["phase_paired_diffs_s"].items())[:3])
-        for r in results))
-    print("noise of plain alone: compile (max-min)/median, run IQR/median: "
-          + ", ".join(f"{r['workload']} {r['compile_spread']:.1%} / {r['run_spread']:.1%}" for r in results))
-
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
-    out = Path(args.out) if args.out else HERE / "results" / f"overhead-{slug}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "overhead",
-                "device": dev,
-                "torch": torch.__version__,
-                "python": platform.python_version(),
-                "threads": torch.get_num_threads(),
-                "reps": args.reps,
-                "runs": args.runs,
-                "warmup": args.warmup,
-                "targets": {"compile_overhead_abs": 0.02, "run_overhead": 0.005},
-                "results": results,
-            },
-            indent=1,
-        )
-    )
+    summarize(results, device_name(), torch.__version__, args.reps, args.runs)
+    out = _write(args, device_name(), results)
     print(f"wrote {out}")
     return 0
 

@@ -201,7 +201,8 @@ def _gpu_lines(r: "CompileReport") -> list[str]:
         else:
             vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
             won = f"{a.winner}{t}{vs}"
-        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices "
+        failed = f", {len(a.failed)} failed" if a.failed else ""
+        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices{failed} "
                    f"({fmt_seconds((a.precompile_s or 0) + (a.benchmark_s or 0))})")
     for c in getattr(r, "cudagraphs", []):
         why = f": {c.reason}" if c.reason else ""

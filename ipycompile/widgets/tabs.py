@@ -390,6 +390,9 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
             d.append(Text(f"winner's configuration: {a.winner_desc}"))
         if a.best_triton and a.winner_kind != "triton":
             d.append(Text(f"best Triton choice: {a.best_triton} ({_ms(a.best_triton_ms)} us)"))
+        if a.failed:
+            d.append(Text(f"{len(a.failed)} of the {a.num_choices or '?'} choices failed (torch's words): "
+                          + "; ".join(a.failed), "note"))
         if a.choices:
             d.append(Table(["choice", "kind", "us", "vs winner", "configuration"],
                            [[c.name, c.kind, _ms(c.time_ms),
