@@ -104,18 +104,10 @@ def _phases() -> dict[str, float]:
     return {k: float(sum(v)) for k, v in compilation_time_metrics.items()}
 
 
-#: ``--gc-collect``: collect the garbage of earlier runs before each timed compile, on both sides
-COLLECT = {"on": False}
-
-
-def _collect() -> None:
-    if COLLECT["on"]:
-        gc.collect()
-
-
-def plain(model, x, runs: int, warmup: int):
+def plain(model, x, runs: int, warmup: int, collect: bool = False):
     ns = {"model": model, "x": x}
-    _collect()
+    if collect:  # --gc-collect: the garbage of earlier runs is not charged to this compile
+        gc.collect()
     cf = make_cell_function(CELL, ns, filename="<overhead-plain>")
     torch._dynamo.reset()
     with fresh_cache():
@@ -147,9 +139,10 @@ def ratio_ci(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tu
     return float(lo), float(hi)
 
 
-def with_ipycompile(model, x, runs: int, warmup: int):
+def with_ipycompile(model, x, runs: int, warmup: int, collect: bool = False):
     ns = {"model": model, "x": x}
-    _collect()
+    if collect:
+        gc.collect()
     run = ipycompile.run_cell(CELL, ns, fresh=True, runs=runs, warmup=warmup, record=False)
     p = run.report.profile
     PHASES["ipycompile"].append(_phases())
@@ -179,13 +172,11 @@ def steady_state(fns: dict, runs: int, rounds: int = 20) -> dict[str, list[float
 def _write(args, dev: str, results: list, run_env: Optional[dict] = None) -> Path:
     """Write the JSON; ``run_env`` (torch, python, threads) defaults to this process's."""
     env = run_env or {"torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads()}
-    for r in results:
-        r["compile_overhead_ci95"] = median_ci(r["paired_net_diffs"])
     slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
     out = Path(args.out) if args.out else HERE / "results" / f"overhead-{slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "benchmark": "overhead", "device": dev, **env, "reps": args.reps, "runs": args.runs, "warmup": args.warmup, "gc_collect": getattr(args, "gc_collect", False),
+        "benchmark": "overhead", "device": dev, **env, "reps": args.reps, "runs": args.runs, "warmup": args.warmup, "gc_collect": args.gc_collect,
         "targets": {"compile_overhead_abs": 0.02, "run_overhead": 0.005},
         "pooled": pooled(results) if results else None, "results": results,
     }, indent=1))
@@ -209,9 +200,7 @@ def pooled(results: list[dict]) -> dict:
 
 
 def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs: int) -> None:
-    """Print the table (and fill in the intervals) from the results' samples."""
-    for r in results:
-        r.setdefault("compile_overhead_ci95", median_ci(r["paired_net_diffs"]))
+    """Print the table of the results (rows with their ``compile_overhead_ci95``)."""
     print(f"\n%%compile vs plain torch.compile on {dev}, torch {torch_version}")
     print(f"(compile: median over {reps} pairs with fresh caches of ipycompile/plain - 1; run: {runs} calls each, alternating blocks)\n")
     head = (
@@ -265,12 +254,13 @@ def main(argv=None) -> int:
         saved = json.loads(path.read_text())
         args.reps, args.runs, args.warmup, args.out = saved["reps"], saved["runs"], saved["warmup"], str(path)
         args.gc_collect = saved.get("gc_collect", False)
+        for r in saved["results"]:  # a run saved before the intervals were kept
+            r.setdefault("compile_overhead_ci95", median_ci(r["paired_net_diffs"]))
         summarize(saved["results"], saved["device"], saved["torch"], saved["reps"], saved["runs"])
         _write(args, saved["device"], saved["results"], {k: saved[k] for k in ("torch", "python", "threads")})
         return 0
     if args.threads:
         torch.set_num_threads(args.threads)
-    COLLECT["on"] = args.gc_collect
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with torch.no_grad():
@@ -280,8 +270,8 @@ def main(argv=None) -> int:
         for name, model, x in workloads(device, args.quick):
             if args.only and name not in args.only.split(","):
                 continue
-            plain(model, x, args.runs, args.warmup)  # the uncounted first pair
-            with_ipycompile(model, x, args.runs, args.warmup)
+            plain(model, x, args.runs, args.warmup, args.gc_collect)  # the uncounted first pair
+            with_ipycompile(model, x, args.runs, args.warmup, args.gc_collect)
             LOGGING.clear()
             PHASES["plain"].clear()
             PHASES["ipycompile"].clear()
@@ -293,7 +283,7 @@ def main(argv=None) -> int:
                 got = {}
                 for which in order:
                     f = plain if which == "plain" else with_ipycompile
-                    compile_s, reported_run_s, fns[which] = f(model, x, args.runs, args.warmup)
+                    compile_s, reported_run_s, fns[which] = f(model, x, args.runs, args.warmup, args.gc_collect)
                     got[which] = compile_s
                     if which == "ipycompile":
                         reported.append(reported_run_s)
@@ -312,6 +302,7 @@ def main(argv=None) -> int:
                 "paired_net_diffs": net_diffs,
                 "paired_wall_diffs": wall_diffs,
                 "compile_overhead": statistics.median(net_diffs),
+                "compile_overhead_ci95": median_ci(net_diffs),
                 "compile_wall_overhead": statistics.median(wall_diffs),
                 "plain_run_times_s": times["plain"],
                 "ipycompile_run_times_s": times["ipycompile"],

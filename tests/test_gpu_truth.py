@@ -148,12 +148,11 @@ def test_autotune_ops_from_the_max_autotune_trace():
 
     blocks = kernels_tab(r)
     assert any("max-autotune: 2 ops autotuned" in getattr(b, "text", "") for b in blocks)
-    n_failed = len(first.failed)
-    assert (f"autotune addmm(512x4096, 512x1024, 1024x4096): triton_mm_11 16.0 us, of 21 choices, {n_failed} failed"
-            in str(r))
+    assert len(first.failed) == 1  # one Triton config asked for more shared memory than the H100 has
+    assert "autotune addmm(512x4096, 512x1024, 1024x4096): triton_mm_11 16.0 us, of 21 choices, 1 failed" in str(r)
     from ipycompile.widgets.tabs import autotune_blocks
 
-    assert f"{n_failed} of the 21 choices failed (torch's words): " + first.failed[0] in str(autotune_blocks(r))
+    assert "1 of the 21 choices failed (torch's words): " + first.failed[0] in str(autotune_blocks(r))
     assert CompileReport.from_dict(r.to_dict()) == r
 
 
