@@ -1,16 +1,18 @@
 """What does %%compile cost on top of plain torch.compile, and is its compile time unbiased?
 
-For each workload, in one process and interleaved (plain, ipycompile, ipycompile,
-plain, ...), with fresh Inductor caches and a Dynamo reset before every compile:
+For each workload, in one process and interleaved (the arms in an order that rotates
+and reverses from one repetition to the next), with fresh Inductor caches and a Dynamo
+reset before every compile:
 
 * compile: the first call (compile + one run, synchronised) of the same cell
   function, compiled plainly vs through ``ipycompile.run_cell`` (capture attached,
   peak-memory probes, profile). ipycompile reports ``compile_s`` net of the trace
   logging torch tallies for the capture (``structured_logging_overhead``), and keeps
-  the wall time (``compile_wall_s``). Each repetition is a pair (one plain, one
-  ipycompile compile, in alternating order); the figure of merit is the median over
-  pairs of ``ipycompile compile_s / plain - 1``: target within +-2 % (the net figure
-  is unbiased). The wall time's paired difference is reported beside it;
+  the wall time (``compile_wall_s``). Each repetition pairs one plain and one
+  ipycompile compile; the figure of merit is the median over pairs of
+  ``ipycompile compile_s / plain - 1``: target within +-2 % (the net figure is
+  unbiased). The wall time's paired difference is reported beside it, and torch's
+  own phase timings (``dynamo_timed``) of both, paired, say where a difference lies;
 * steady state: the two compiled callables timed in alternating blocks of
   calls (so drift in clocks and load hits both alike), after ``run_cell`` has
   finished: anything it left attached would show here. ``run_cell``'s own
@@ -25,20 +27,31 @@ version, every sample) to ``benchmarks/results/overhead-<device>.json``. Targets
 net compile time within +-2 % of plain (median of paired differences),
 steady-state overhead <= 0.5 %.
 
-Each workload's median paired difference comes with a 95 % bootstrap interval, and all
+Each workload's median paired difference comes with a 95 % distribution-free interval, and all
 workloads' pairs are pooled too (a bias of the capture would show in every workload).
-``--summarize JSON`` prints the table of a saved run (another machine's, say) and adds
-the intervals to it.
 
-    python benchmarks/overhead.py [--reps 5] [--runs 200] [--quick] [--only NAME,...]
+An A/A control measures what the design can resolve: each repetition compiles plainly
+a second time (``control``, the very same compile as ``plain``), in an order that
+rotates through the three arms, and ``control / plain - 1`` is summarised like the
+real difference. A workload's net difference is "within" +-2 % when its whole 95 %
+interval is, "outside" when the whole interval lies beyond, and otherwise "not
+resolved" (the A/A control shows how far identical compiles move on that machine).
+``--summarize JSON`` prints the table of a saved run (another machine's, say) and adds
+the intervals to it; ``--pool JSON JSON ...`` pools the pairs of several saved runs of
+one machine, per workload and in all (more pairs, a narrower interval).
+
+    python benchmarks/overhead.py [--reps 6] [--runs 200] [--quick] [--only NAME,...] [--no-control] [--gc-off]
     python benchmarks/overhead.py --summarize benchmarks/results/overhead-<device>.json
+    python benchmarks/overhead.py --pool RUN1.json RUN2.json ...
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import math
 import platform
 import re
 import statistics
@@ -95,7 +108,19 @@ CELL = "out = model(x)\nout.sum()"
 
 #: torch's own timings of the compile's phases (``dynamo_timed``), seconds summed per phase;
 #: ``torch._dynamo.reset()`` clears them, so after a fresh compile they are that compile's
-PHASES: dict[str, list[dict]] = {"plain": [], "ipycompile": []}
+PHASES: dict[str, list[dict]] = {"plain": [], "control": [], "ipycompile": []}
+
+#: the arms of a repetition; ``control`` is ``plain`` again (the A/A control)
+ARMS = ("plain", "control", "ipycompile")
+
+
+def arm_order(rep: int, arms: tuple[str, ...] = ARMS) -> tuple[str, ...]:
+    """The order of the arms in repetition ``rep``: rotations, each also reversed, so
+    that over ``2 * len(arms)`` repetitions each arm runs in each place equally often
+    and after each other arm equally often."""
+    k = (rep // 2) % len(arms)
+    order = arms[k:] + arms[:k]
+    return order if rep % 2 == 0 else order[::-1]
 
 
 def _phases() -> dict[str, float]:
@@ -104,7 +129,7 @@ def _phases() -> dict[str, float]:
     return {k: float(sum(v)) for k, v in compilation_time_metrics.items()}
 
 
-def plain(model, x, runs: int, warmup: int, collect: bool = False):
+def plain(model, x, runs: int, warmup: int, collect: bool = False, arm: str = "plain"):
     ns = {"model": model, "x": x}
     if collect:  # --gc-collect: the garbage of earlier runs is not charged to this compile
         gc.collect()
@@ -118,7 +143,7 @@ def plain(model, x, runs: int, warmup: int, collect: bool = False):
             fn()
             synchronize()
             compile_s = time.perf_counter() - t0
-        PHASES["plain"].append(_phases())
+        PHASES[arm].append(_phases())
         for _ in range(warmup):
             fn()
     return compile_s, None, fn
@@ -128,7 +153,7 @@ LOGGING: dict[str, list[float]] = {}
 
 
 def ratio_ci(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% bootstrap interval of median(b) / median(a) - 1."""
+    """95 % interval of median(b) / median(a) - 1."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -137,6 +162,23 @@ def ratio_ci(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tu
     rb = np.median(rng.choice(b_, (n, b_.size)), axis=1)
     lo, hi = np.percentile(rb / ra - 1, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+@contextlib.contextmanager
+def gc_off(off: bool):
+    """``--gc-off``: a full collection, then the cyclic garbage collector off for the
+    whole arm (both arms alike), so that no collection lands in a compile window; a
+    full collection of a process holding torch costs tens to hundreds of ms and falls
+    wherever the allocation counts say."""
+    if not off:
+        yield
+        return
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def with_ipycompile(model, x, runs: int, warmup: int, collect: bool = False):
@@ -176,27 +218,59 @@ def _write(args, dev: str, results: list, run_env: Optional[dict] = None) -> Pat
     out = Path(args.out) if args.out else HERE / "results" / f"overhead-{slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "benchmark": "overhead", "device": dev, **env, "reps": args.reps, "runs": args.runs, "warmup": args.warmup, "gc_collect": args.gc_collect,
+        "benchmark": "overhead", "device": dev, **env, "reps": args.reps, "runs": args.runs, "warmup": args.warmup, "gc_collect": args.gc_collect, "gc_off": args.gc_off,
+        "control": not args.no_control,
         "targets": {"compile_overhead_abs": 0.02, "run_overhead": 0.005},
         "pooled": pooled(results) if results else None, "results": results,
     }, indent=1))
     return out
 
 
-def median_ci(xs: list[float], n: int = 4000, seed: int = 0) -> tuple[float, float]:
-    """95% bootstrap interval of the median of ``xs`` (paired differences)."""
-    import numpy as np
+def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median of ``xs`` (paired differences): the
+    order statistics ``[x_(k), x_(n+1-k)]`` with the largest ``k`` whose coverage,
+    ``1 - 2 P(Binomial(n, 1/2) < k)``, is at least ``level``. Unlike a bootstrap of the
+    median, it does not understate the uncertainty of a few pairs; with fewer than 6
+    no interval reaches 95 % and ``(min, max)`` is returned (see :func:`verdict`)."""
+    x = sorted(xs)
+    n = len(x)
+    below = 0.0  # P(B < k) for the next k to try
+    k = 0
+    while k + 1 <= n - k:
+        below_next = below + math.comb(n, k) / 2 ** n  # P(B < k + 1)
+        if 1 - 2 * below_next < level:
+            break
+        k, below = k + 1, below_next
+    k = max(k, 1)
+    return float(x[k - 1]), float(x[n - k])
 
-    rng = np.random.default_rng(seed)
-    x = np.asarray(xs)
-    lo, hi = np.percentile(np.median(rng.choice(x, (n, x.size)), axis=1), [2.5, 97.5])
-    return float(lo), float(hi)
+
+#: the fewest pairs whose median interval reaches 95 % coverage (1 - 2 / 2**6 = 96.9 %)
+MIN_PAIRS = 6
 
 
 def pooled(results: list[dict]) -> dict:
     """Every workload's paired net differences together: is there a bias common to all?"""
     diffs = [d for r in results for d in r["paired_net_diffs"]]
-    return {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": median_ci(diffs)}
+    out = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": median_ci(diffs)}
+    control = [d for r in results for d in r.get("control_paired_diffs", [])]
+    if control:
+        out.update(control_overhead=statistics.median(control), control_ci95=median_ci(control),
+                   verdict=verdict(median_ci(diffs), len(diffs)))
+    return out
+
+
+def verdict(ci: tuple[float, float], n: int, target: float = 0.02) -> str:
+    """Whether a 95 % interval over ``n`` pairs settles the +-``target`` question:
+    "within", "outside" or "not resolved" (always so with fewer than :data:`MIN_PAIRS`)."""
+    lo, hi = ci
+    if n < MIN_PAIRS:
+        return "not resolved"
+    if -target <= lo and hi <= target:
+        return "within"
+    if lo > target or hi < -target:
+        return "outside"
+    return "not resolved"
 
 
 def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs: int) -> None:
@@ -204,7 +278,7 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
     print(f"\n%%compile vs plain torch.compile on {dev}, torch {torch_version}")
     print(f"(compile: median over {reps} pairs with fresh caches of ipycompile/plain - 1; run: {runs} calls each, alternating blocks)\n")
     head = (
-        f"{'workload':<18} {'plain compile':>13} {'net':>10} {'paired net':>10} {'95% interval':>17} {'paired wall':>11} {'logging':>8} "
+        f"{'workload':<18} {'plain compile':>13} {'net':>10} {'paired net':>10} {'95% interval':>17} {'A/A control':>27} {'paired wall':>11} {'logging':>8} "
         f"{'report':>8} {'plain run':>11} {'%%compile':>11} {'A/B':>7}"
     )
     print(head)
@@ -212,16 +286,20 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
     for r in results:
         print(
             f"{r['workload']:<18} {statistics.median(r['plain_compile_s']):>12.3f}s {statistics.median(r['ipycompile_compile_s']):>9.3f}s "
-            f"{r['compile_overhead']:>+10.1%} [{r['compile_overhead_ci95'][0]:+6.1%}, {r['compile_overhead_ci95'][1]:+6.1%}] {r['compile_wall_overhead']:>+11.1%} {r['trace_logging_share']:>8.2%} "
+            f"{r['compile_overhead']:>+10.1%} [{r['compile_overhead_ci95'][0]:+6.1%}, {r['compile_overhead_ci95'][1]:+6.1%}] {_control(r):>27} {r['compile_wall_overhead']:>+11.1%} {r['trace_logging_share']:>8.2%} "
             f"{r['report_build_s'] * 1e3:>6.1f}ms {r['plain_run_median_s'] * 1e6:>9.1f}us "
             f"{r['ipycompile_run_median_s'] * 1e6:>9.1f}us {r['run_overhead']:>+7.2%}"
         )
     missed = [r["workload"] for r in results if abs(r["compile_overhead"]) > 0.02]
+    verdicts = {r["workload"]: verdict(r["compile_overhead_ci95"], len(r["paired_net_diffs"])) for r in results}
     worst_r = max(r["run_overhead"] for r in results)
     print("\npaired net: median over pairs of (ipycompile compile_s, net of torch's logging tally) / plain - 1;")
     print("paired wall: the same with the wall time; logging: torch's tally as a share of the wall time; report: building it after")
-    print(f"net compile time within +-2 % of plain: {len(results) - len(missed)}/{len(results)} workloads"
+    print("A/A control: a second plain compile against the first, summarised alike (what identical compiles differ by here)")
+    print(f"median net difference within +-2 % of plain: {len(results) - len(missed)}/{len(results)} workloads"
           + (f" (missed: {', '.join(missed)})" if missed else ""))
+    print("by the 95% interval (within +-2 % / outside / not resolved): "
+          + ", ".join(f"{w} {v}" for w, v in verdicts.items()))
     print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
     print("steady-state 95% intervals (bootstrap): " + ", ".join(
         f"{r['workload']} [{r['run_overhead_ci95'][0]:+.2%}, {r['run_overhead_ci95'][1]:+.2%}]" for r in results))
@@ -232,30 +310,86 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
           + ", ".join(f"{r['workload']} {r['compile_spread']:.1%} / {r['run_spread']:.1%}" for r in results))
     pool = pooled(results)
     print(f"all workloads' pairs together ({pool['pairs']}): median paired net difference {pool['compile_overhead']:+.1%}, "
-          f"95% interval [{pool['compile_overhead_ci95'][0]:+.1%}, {pool['compile_overhead_ci95'][1]:+.1%}]")
+          f"95% interval [{pool['compile_overhead_ci95'][0]:+.1%}, {pool['compile_overhead_ci95'][1]:+.1%}]: "
+          f"{verdict(pool['compile_overhead_ci95'], pool['pairs'])}"
+          + (f"; A/A control {pool['control_overhead']:+.1%} [{pool['control_ci95'][0]:+.1%}, {pool['control_ci95'][1]:+.1%}]"
+             if "control_overhead" in pool else ""))
+
+
+def pool_runs(paths: list[str]) -> dict:
+    """The paired differences of several saved runs (of one machine), per workload and in all,
+    with their medians, intervals and verdicts; printed as a table."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    devices = {r["device"] for r in runs}
+    if len(devices) != 1:
+        raise SystemExit(f"--pool: the runs are of different machines ({', '.join(sorted(devices))}); pool one machine's runs")
+    ab: dict[str, list[float]] = {}
+    aa: dict[str, list[float]] = {}
+    for run in runs:
+        for r in run["results"]:
+            ab.setdefault(r["workload"], []).extend(r["paired_net_diffs"])
+            aa.setdefault(r["workload"], []).extend(r.get("control_paired_diffs", []))
+    ab["all"] = [d for w in list(ab) for d in ab[w]]
+    aa["all"] = [d for w in list(aa) for d in aa[w]]
+    out = {"device": devices.pop(), "runs": [str(p) for p in paths], "workloads": {}}
+    print(f"\npooled over {len(runs)} runs on {out['device']}: median paired net difference, 95 % interval, verdict; A/A control")
+    for w, diffs in ab.items():
+        ci = median_ci(diffs)
+        row = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": ci,
+               "verdict": verdict(ci, len(diffs))}
+        line = f"{w:<18} {len(diffs):>4} pairs {row['compile_overhead']:>+7.1%} [{ci[0]:+6.1%}, {ci[1]:+6.1%}] {row['verdict']:<13}"
+        if aa.get(w):
+            cci = median_ci(aa[w])
+            row.update(control_pairs=len(aa[w]), control_overhead=statistics.median(aa[w]), control_ci95=cci)
+            line += f" A/A {len(aa[w]):>3} pairs {row['control_overhead']:+.1%} [{cci[0]:+.1%}, {cci[1]:+.1%}]"
+        out["workloads"][w] = row
+        print(line)
+    return out
+
+
+def _control(r: dict) -> str:
+    if "control_overhead" not in r:
+        return "-"
+    lo, hi = r["control_ci95"]
+    return f"{r['control_overhead']:+.1%} [{lo:+6.1%}, {hi:+6.1%}]"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=5, help="paired repetitions per workload (default 5)")
+    ap.add_argument("--reps", type=int, default=6, help="repetitions per workload (default 6: each arm in each place twice)")
+    ap.add_argument("--no-control", action="store_true", help="leave out the A/A control arm (a second plain compile)")
     ap.add_argument("--runs", type=int, default=200, help="timed steady-state calls per measurement (default 200)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="one workload, for a smoke test")
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/overhead-<device>.json)")
+    ap.add_argument("--gc-off", action="store_true",
+                    help="gc.collect(), then the garbage collector off for each arm (compile and runs), both sides alike")
     ap.add_argument("--gc-collect", action="store_true",
                     help="gc.collect() before each timed compile on both sides (garbage of earlier runs not charged to the next)")
     ap.add_argument("--summarize", metavar="JSON", default=None,
                     help="measure nothing: print the table of a saved run (and add its intervals to the file)")
+    ap.add_argument("--pool", metavar="JSON", nargs="+", default=None,
+                    help="measure nothing: pool the pairs of several saved runs of one machine")
     args = ap.parse_args(argv)
+    if args.pool:
+        pooled_runs = pool_runs(args.pool)
+        if args.out:
+            Path(args.out).write_text(json.dumps(pooled_runs, indent=1))
+        return 0
     if args.summarize:
         path = Path(args.summarize)
         saved = json.loads(path.read_text())
         args.reps, args.runs, args.warmup, args.out = saved["reps"], saved["runs"], saved["warmup"], str(path)
         args.gc_collect = saved.get("gc_collect", False)
-        for r in saved["results"]:  # a run saved before the intervals were kept
-            r.setdefault("compile_overhead_ci95", median_ci(r["paired_net_diffs"]))
+        args.gc_off = saved.get("gc_off", False)
+        args.no_control = not saved.get("control", False)
+        for r in saved["results"]:  # the intervals (and verdicts) by this version's method
+            r["compile_overhead_ci95"] = median_ci(r["paired_net_diffs"])
+            r["verdict"] = verdict(r["compile_overhead_ci95"], len(r["paired_net_diffs"]))
+            if r.get("control_paired_diffs"):
+                r["control_ci95"] = median_ci(r["control_paired_diffs"])
         summarize(saved["results"], saved["device"], saved["torch"], saved["reps"], saved["runs"])
         _write(args, saved["device"], saved["results"], {k: saved[k] for k in ("torch", "python", "threads")})
         return 0
@@ -270,30 +404,39 @@ def main(argv=None) -> int:
         for name, model, x in workloads(device, args.quick):
             if args.only and name not in args.only.split(","):
                 continue
-            plain(model, x, args.runs, args.warmup, args.gc_collect)  # the uncounted first pair
-            with_ipycompile(model, x, args.runs, args.warmup, args.gc_collect)
+            with gc_off(args.gc_off):  # the uncounted first pair
+                plain(model, x, args.runs, args.warmup, args.gc_collect)
+            with gc_off(args.gc_off):
+                with_ipycompile(model, x, args.runs, args.warmup, args.gc_collect)
             LOGGING.clear()
-            PHASES["plain"].clear()
-            PHASES["ipycompile"].clear()
+            for phases in PHASES.values():
+                phases.clear()
+            arms = ("plain", "ipycompile") if args.no_control else ARMS
             pairs = []
+            control = []
             fns = {}
             reported = []
             for rep in range(args.reps):
-                order = ("plain", "ipycompile") if rep % 2 == 0 else ("ipycompile", "plain")
                 got = {}
-                for which in order:
-                    f = plain if which == "plain" else with_ipycompile
-                    compile_s, reported_run_s, fns[which] = f(model, x, args.runs, args.warmup, args.gc_collect)
+                for which in arm_order(rep, arms):
+                    with gc_off(args.gc_off):
+                        if which == "ipycompile":
+                            compile_s, reported_run_s, fns[which] = with_ipycompile(model, x, args.runs, args.warmup, args.gc_collect)
+                            reported.append(reported_run_s)
+                        else:
+                            compile_s, _, fns[which] = plain(model, x, args.runs, args.warmup, args.gc_collect, arm=which)
                     got[which] = compile_s
-                    if which == "ipycompile":
-                        reported.append(reported_run_s)
                 pairs.append((got["plain"], got["ipycompile"], LOGGING["wall_s"][-1]))
+                if "control" in got:
+                    control.append(got["control"])
+            fns.pop("control", None)
             times = steady_state(fns, args.runs)
             net_diffs = [i / p - 1 for p, i, _ in pairs]
             wall_diffs = [w / p - 1 for p, _, w in pairs]
             pr, ir = statistics.median(times["plain"]), statistics.median(times["ipycompile"])
             q = statistics.quantiles(times["plain"], n=4)
             plain_c = [p for p, _, _ in pairs]
+            control_diffs = [c / p - 1 for c, p in zip(control, plain_c)]
             row = {
                 "workload": name,
                 "plain_compile_s": plain_c,
@@ -303,7 +446,11 @@ def main(argv=None) -> int:
                 "paired_wall_diffs": wall_diffs,
                 "compile_overhead": statistics.median(net_diffs),
                 "compile_overhead_ci95": median_ci(net_diffs),
+                "verdict": verdict(median_ci(net_diffs), len(net_diffs)),
                 "compile_wall_overhead": statistics.median(wall_diffs),
+                **({"control_compile_s": control, "control_paired_diffs": control_diffs,
+                    "control_overhead": statistics.median(control_diffs), "control_ci95": median_ci(control_diffs),
+                    "control_phases_s": list(PHASES["control"])} if control else {}),
                 "plain_run_times_s": times["plain"],
                 "ipycompile_run_times_s": times["ipycompile"],
                 "ipycompile_reported_run_median_s": reported,
