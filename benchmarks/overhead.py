@@ -153,7 +153,7 @@ LOGGING: dict[str, list[float]] = {}
 
 
 def ratio_ci(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95 % interval of median(b) / median(a) - 1."""
+    """95 % bootstrap interval of median(b) / median(a) - 1 (many samples each: the steady state)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -249,15 +249,21 @@ def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float]:
 MIN_PAIRS = 6
 
 
+def judged(diffs: list[float], control: list[float] = ()) -> dict:
+    """The summary of paired net differences (median, 95 % interval, verdict) and, when
+    given, of the A/A control's: the fields of a row, of the pooled pairs and of ``--pool``."""
+    ci = median_ci(diffs)
+    out = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": ci,
+           "verdict": verdict(ci, len(diffs))}
+    if control:
+        out.update(control_pairs=len(control), control_overhead=statistics.median(control), control_ci95=median_ci(control))
+    return out
+
+
 def pooled(results: list[dict]) -> dict:
     """Every workload's paired net differences together: is there a bias common to all?"""
-    diffs = [d for r in results for d in r["paired_net_diffs"]]
-    out = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": median_ci(diffs)}
-    control = [d for r in results for d in r.get("control_paired_diffs", [])]
-    if control:
-        out.update(control_overhead=statistics.median(control), control_ci95=median_ci(control),
-                   verdict=verdict(median_ci(diffs), len(diffs)))
-    return out
+    return judged([d for r in results for d in r["paired_net_diffs"]],
+                  [d for r in results for d in r.get("control_paired_diffs", [])])
 
 
 def verdict(ci: tuple[float, float], n: int, target: float = 0.02) -> str:
@@ -291,7 +297,6 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
             f"{r['ipycompile_run_median_s'] * 1e6:>9.1f}us {r['run_overhead']:>+7.2%}"
         )
     missed = [r["workload"] for r in results if abs(r["compile_overhead"]) > 0.02]
-    verdicts = {r["workload"]: verdict(r["compile_overhead_ci95"], len(r["paired_net_diffs"])) for r in results}
     worst_r = max(r["run_overhead"] for r in results)
     print("\npaired net: median over pairs of (ipycompile compile_s, net of torch's logging tally) / plain - 1;")
     print("paired wall: the same with the wall time; logging: torch's tally as a share of the wall time; report: building it after")
@@ -299,7 +304,7 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
     print(f"median net difference within +-2 % of plain: {len(results) - len(missed)}/{len(results)} workloads"
           + (f" (missed: {', '.join(missed)})" if missed else ""))
     print("by the 95% interval (within +-2 % / outside / not resolved): "
-          + ", ".join(f"{w} {v}" for w, v in verdicts.items()))
+          + ", ".join(f"{r['workload']} {r['verdict']}" for r in results))
     print(f"worst steady-state overhead {worst_r:+.2%} (target <= 0.5%): {'met' if worst_r <= 0.005 else 'NOT met'}")
     print("steady-state 95% intervals (bootstrap): " + ", ".join(
         f"{r['workload']} [{r['run_overhead_ci95'][0]:+.2%}, {r['run_overhead_ci95'][1]:+.2%}]" for r in results))
@@ -311,7 +316,7 @@ def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs
     pool = pooled(results)
     print(f"all workloads' pairs together ({pool['pairs']}): median paired net difference {pool['compile_overhead']:+.1%}, "
           f"95% interval [{pool['compile_overhead_ci95'][0]:+.1%}, {pool['compile_overhead_ci95'][1]:+.1%}]: "
-          f"{verdict(pool['compile_overhead_ci95'], pool['pairs'])}"
+          f"{pool['verdict']}"
           + (f"; A/A control {pool['control_overhead']:+.1%} [{pool['control_ci95'][0]:+.1%}, {pool['control_ci95'][1]:+.1%}]"
              if "control_overhead" in pool else ""))
 
@@ -334,15 +339,12 @@ def pool_runs(paths: list[str]) -> dict:
     out = {"device": devices.pop(), "runs": [str(p) for p in paths], "workloads": {}}
     print(f"\npooled over {len(runs)} runs on {out['device']}: median paired net difference, 95 % interval, verdict; A/A control")
     for w, diffs in ab.items():
-        ci = median_ci(diffs)
-        row = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": ci,
-               "verdict": verdict(ci, len(diffs))}
+        row = out["workloads"][w] = judged(diffs, aa.get(w, []))
+        ci = row["compile_overhead_ci95"]
         line = f"{w:<18} {len(diffs):>4} pairs {row['compile_overhead']:>+7.1%} [{ci[0]:+6.1%}, {ci[1]:+6.1%}] {row['verdict']:<13}"
-        if aa.get(w):
-            cci = median_ci(aa[w])
-            row.update(control_pairs=len(aa[w]), control_overhead=statistics.median(aa[w]), control_ci95=cci)
-            line += f" A/A {len(aa[w]):>3} pairs {row['control_overhead']:+.1%} [{cci[0]:+.1%}, {cci[1]:+.1%}]"
-        out["workloads"][w] = row
+        if "control_ci95" in row:
+            cci = row["control_ci95"]
+            line += f" A/A {row['control_pairs']:>3} pairs {row['control_overhead']:+.1%} [{cci[0]:+.1%}, {cci[1]:+.1%}]"
         print(line)
     return out
 
@@ -386,10 +388,7 @@ def main(argv=None) -> int:
         args.gc_off = saved.get("gc_off", False)
         args.no_control = not saved.get("control", False)
         for r in saved["results"]:  # the intervals (and verdicts) by this version's method
-            r["compile_overhead_ci95"] = median_ci(r["paired_net_diffs"])
-            r["verdict"] = verdict(r["compile_overhead_ci95"], len(r["paired_net_diffs"]))
-            if r.get("control_paired_diffs"):
-                r["control_ci95"] = median_ci(r["control_paired_diffs"])
+            r.update(judged(r["paired_net_diffs"], r.get("control_paired_diffs", [])))
         summarize(saved["results"], saved["device"], saved["torch"], saved["reps"], saved["runs"])
         _write(args, saved["device"], saved["results"], {k: saved[k] for k in ("torch", "python", "threads")})
         return 0
@@ -444,12 +443,9 @@ def main(argv=None) -> int:
                 "ipycompile_compile_wall_s": [w for _, _, w in pairs],
                 "paired_net_diffs": net_diffs,
                 "paired_wall_diffs": wall_diffs,
-                "compile_overhead": statistics.median(net_diffs),
-                "compile_overhead_ci95": median_ci(net_diffs),
-                "verdict": verdict(median_ci(net_diffs), len(net_diffs)),
+                **judged(net_diffs, control_diffs),
                 "compile_wall_overhead": statistics.median(wall_diffs),
                 **({"control_compile_s": control, "control_paired_diffs": control_diffs,
-                    "control_overhead": statistics.median(control_diffs), "control_ci95": median_ci(control_diffs),
                     "control_phases_s": list(PHASES["control"])} if control else {}),
                 "plain_run_times_s": times["plain"],
                 "ipycompile_run_times_s": times["ipycompile"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from overhead import ARMS, MIN_PAIRS, arm_order, median_ci, verdict  # noqa: E402
+from overhead import ARMS, MIN_PAIRS, arm_order, judged, median_ci, verdict  # noqa: E402
 
 
 @pytest.mark.parametrize("n", [6, 8, 12, 24])
@@ -47,4 +47,14 @@ def test_arm_order_balances_places_and_predecessors():
     places = Counter((arm, o.index(arm)) for o in orders for arm in o)
     assert set(places.values()) == {2}  # each arm twice in each place
     follows = Counter((a, b) for o in orders for a, b in zip(o, o[1:]))
-    assert set(follows) == {(a, b) for a in ARMS for b in ARMS if a != b}  # each arm after each other one
+    assert set(follows) == {(a, b) for a in ARMS for b in ARMS if a != b}  # each arm after each other one,
+    assert set(follows.values()) == {2}  # and equally often
+
+
+def test_judged_summarises_pairs_and_control_alike():
+    diffs = [0.001 * i for i in range(-10, 11)]  # 21 pairs, median 0, interval well inside +-2 %
+    row = judged(diffs, [0.05 + d for d in diffs])
+    assert row["pairs"] == 21 and row["compile_overhead"] == 0.0
+    assert row["compile_overhead_ci95"] == median_ci(diffs) and row["verdict"] == "within"
+    assert row["control_pairs"] == 21 and abs(row["control_overhead"] - 0.05) < 1e-12
+    assert "control_ci95" not in judged(diffs)  # no control arm, no control fields
