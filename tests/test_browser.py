@@ -7,8 +7,9 @@ the report widget (header chips, the Graph breaks, Kernels and Control flow
 tabs), then the same facts in the static HTML page of the same reports.
 
 Screenshots go to ``build/browser-*.png`` for a reviewer. ``make browser`` (run
-by ``make test``) installs ``/usr/bin/chromium``; Playwright's own browser
-download is never used.
+by ``make test`` when it can: see the Makefile's BROWSER_TESTS) installs
+``/usr/bin/chromium``; Playwright's own browser download is never used. Without
+Chromium these tests skip with the reason (they fail when ``make`` promised one).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import CHROMIUM, chromium, lab_server  # noqa: E402
+from browser_helpers import chromium, lab_server, require_browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -44,16 +45,6 @@ CELLS = [
     "    gb.to_html('gb.html')\n    cf.to_html('cf.html')\nprint('static pages written')",
 ]
 RUN_TIMEOUT_MS = 240_000  # a cold Inductor compile on a slow CI machine included
-
-
-def _require_tools() -> None:
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pytest.fail("playwright is not installed: `make venv` installs the test extras (pip install -e '.[test]')",
-                    pytrace=False)
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium", pytrace=False)
 
 
 def shot(target, name: str) -> Path:
@@ -83,7 +74,7 @@ def _same_python(a: str, b: str) -> bool:
 # -- fixtures: server, browser, the executed notebook ------------------------------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    _require_tools()
+    require_browser()
     base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
@@ -99,7 +90,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_tools()
+    require_browser()
     with chromium() as b:
         yield b
 
@@ -300,7 +291,7 @@ def test_static_html_of_an_h100_trace_report(browser, tmp_path):
 # -- clean-up -------------------------------------------------------------------------------
 def test_server_and_its_kernels_are_shut_down(tmp_path):
     """What the fixtures rely on: stopping the server ends it and every kernel it started."""
-    _require_tools()
+    require_browser()
     import psutil
 
     with lab_server(tmp_path, tmp_path / "lab.log") as server:
