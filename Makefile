@@ -7,9 +7,16 @@ PYTHON      ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
 # Installed first, by exact version: an open `torch` requirement on a machine
-# with no torch pulls the newest multi-GB CUDA build from the registry, while
-# `pip install torch==2.13.0` takes the local CPU wheel (machine's pip config).
+# with no torch pulls the newest build from the registry. Which build a pin gets
+# depends on where pip looks: on PyPI, torch==2.13.0 for Linux is a CUDA build of
+# several GB; PyTorch's CPU index serves the CPU-only build:
+#   make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# Another version: `make venv TORCH_PIN=torch==2.11.0`. Empty TORCH_INDEX: pip's
+# own configuration (pip.conf, PIP_INDEX_URL). `make venv` prints what it got.
 TORCH_PIN   ?= torch==2.13.0
+TORCH_INDEX ?=
+# "torch 2.13.0+cpu (CPU-only build)" / "torch 2.11.0+cu128 (CUDA 12.8 build)"
+TORCH_BUILD  = $(PY) -c 'import torch; c = torch.version.cuda; print("torch", torch.__version__, f"(CUDA {c} build)" if c else "(CPU-only build)")'
 # Rebuilt when pyproject.toml changes (or when .venv is deleted).
 STAMP       := $(VENV)/.ipycompile-installed
 BUILD       := build
@@ -42,16 +49,17 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "venv: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	@if $(PY) -c 'import torch' >/dev/null 2>&1; then \
-	  echo "venv: torch $$($(PY) -c 'import torch; print(torch.__version__)') already installed"; \
+	  echo "venv: $$($(TORCH_BUILD)) already installed"; \
 	else \
-	  echo "venv: installing $(TORCH_PIN) (CPU wheel) before the package"; \
-	  $(PY) -m pip install --quiet '$(TORCH_PIN)'; \
+	  echo "venv: installing $(TORCH_PIN) from $(or $(TORCH_INDEX),pip's configured index) before the package"; \
+	  $(PY) -m pip install --quiet $(if $(TORCH_INDEX),--index-url '$(TORCH_INDEX)') '$(TORCH_PIN)' && \
+	  echo "venv: installed $$($(TORCH_BUILD))"; \
 	fi
 	$(PY) -m pip install --quiet -e '.[test]'
 	@# A kernelspec inside the venv whose argv is the venv's python; the runner
 	@# puts $(VENV)/share/jupyter first on the search path and checks the spec.
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipycompile .venv)" >/dev/null
-	@$(PY) -c 'import sys, torch; print(f"venv: ready ({sys.executable}, torch {torch.__version__})")'
+	@echo "venv: ready ($(abspath $(PY)), $$($(TORCH_BUILD)))"
 	@touch $@
 
 # Chromium for the browser tests: installed with apt-get (as root, else through
