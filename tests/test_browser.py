@@ -288,6 +288,69 @@ def test_static_html_of_an_h100_trace_report(browser, tmp_path):
         context.close()
 
 
+# -- table text wraps between words, never inside a short one ------------------------------
+# For every header and every short cell (a name, a place, a count: td.s, td.n) shown: each
+# word's characters lie on one line, and the text fits its cell (nothing spills over).
+_BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const el of document.querySelectorAll('.ipyc th, .ipyc td.s, .ipyc td.n')) {
+    if (!el.offsetParent || el.getBoundingClientRect().width === 0) continue;  // not shown
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) broken.push(el.tagName + ' "' + m[0] + '" on ' + tops.size + ' lines');
+      }
+    }
+    if (el.scrollWidth > el.clientWidth + 1) broken.push(el.tagName + ' "' + el.innerText + '" spills over its cell');
+  }
+  return broken;
+}"""
+
+
+def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(browser, tmp_path):
+    import torch
+
+    import ipycompile
+    from ipycompile.widgets.html import save_html
+    from tracefile import gpu_records
+
+    def breaks(x):
+        y = x.sin()
+        if y.sum() > 0:  # a graph break, so the Graph breaks table has a row
+            return y.cos()
+        return y
+
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        torch.compile(breaks, backend="eager")(torch.ones(4))
+    reports = {"cpu-graph-break": cap.report}
+    reports.update({f"h100-{w}": ipycompile.build_report(gpu_records(w)) for w in ("quickstart", "max_autotune")})
+    for width in (800, 1400):  # a narrow notebook, a full page
+        context = browser.new_context(viewport={"width": width, "height": 1000})
+        try:
+            page = context.new_page()
+            for name, report in reports.items():
+                path = tmp_path / f"{name}.html"
+                save_html(report, path)
+                page.goto(path.as_uri())
+                page.wait_for_selector(".ipyc")
+                page.evaluate("() => document.querySelectorAll('.ipyc details').forEach(d => d.open = true)")
+                shown = page.evaluate("() => document.querySelectorAll('.ipyc th, .ipyc td.s, .ipyc td.n').length")
+                assert shown > 20, (name, shown)
+                assert page.evaluate(_BROKEN_WORDS) == [], (name, width)
+                if width == 1400 and name == "h100-quickstart":
+                    page.screenshot(path=str(BUILD / "browser-static-tables.png"), full_page=False)
+            # the check sees a broken word: squeeze the columns and let words break anywhere
+            page.add_style_tag(content=".ipyc col{width:1ch!important}"
+                                       ".ipyc th,.ipyc td{white-space:pre-wrap!important;overflow-wrap:anywhere!important}")
+            assert any(b.endswith("lines") for b in page.evaluate(_BROKEN_WORDS))
+        finally:
+            context.close()
+
+
 # -- clean-up -------------------------------------------------------------------------------
 def test_server_and_its_kernels_are_shut_down(tmp_path):
     """What the fixtures rely on: stopping the server ends it and every kernel it started."""
