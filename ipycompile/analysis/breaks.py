@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..report.model import Failure, GraphBreak, Suggestion, UserFrame
-from .source import Parsed, Sources, is_library
+from ..report.owners import Owner
+from .source import Parsed, Sources
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -107,6 +108,11 @@ class _Context:
     def where(self, frame: UserFrame) -> str:
         return self.report.where(frame.filename, frame.lineno)
 
+    def library(self, filename: str) -> bool:
+        """Code the user cannot edit: torch, another installed package, the standard
+        library, ipycompile, generated code (``report.owners`` decides)."""
+        return self.report.owner(filename) not in (Owner.USER, Owner.UNKNOWN)
+
     def compiled_functions(self) -> set[tuple[str, str]]:
         """The functions torch compiled as frames, (file, function); a resume function
         (``torch_dynamo_resume_in_f_at_7``) counts as ``f``."""
@@ -130,10 +136,7 @@ class _Facts:
     stop: UserFrame  # where Dynamo stopped
     user: UserFrame  # the user's own line that led there
     stack: list[UserFrame] = field(default_factory=list)  # outermost first
-
-    @property
-    def in_library(self) -> bool:
-        return is_library(self.stop.filename)
+    in_library: bool = False  # Dynamo stopped in code the user cannot edit (torch, a library, generated code)
 
 
 def _guarded(make: Callable[[], Suggestion], facts: Optional[_Facts]) -> Suggestion:
@@ -183,7 +186,7 @@ def _facts_of_break(b: GraphBreak, ctx: _Context) -> _Facts:
     if not stop.source_line:
         stop = dataclasses.replace(stop, source_line=ctx.src.line(stop.filename, stop.lineno).strip())
     return _Facts(b.gb_type or b.reason, b.gb_code, b.explanation, list(b.hints), _context_of(b.detail), b.detail or b.reason,
-                  stop, b.frame, list(b.user_stack))
+                  stop, b.frame, list(b.user_stack), ctx.library(stop.filename))
 
 
 def _facts_of_failure(f: Failure, ctx: _Context) -> _Facts:
@@ -198,7 +201,7 @@ def _facts_of_failure(f: Failure, ctx: _Context) -> _Facts:
     stop = stack[-1] if stack else f.frame
     return _Facts(kind, (_GB.search(text).group(1).upper() if _GB.search(text) else ""),
                   expl.group("text").strip() if expl else "", [m.group("text").strip() for m in _HINT.finditer(text)],
-                  _context_of(text), text, stop, f.frame, stack)
+                  _context_of(text), text, stop, f.frame, stack, ctx.library(stop.filename))
 
 
 def _is_recompile_limit(f: Failure) -> bool:
@@ -872,7 +875,7 @@ def _is_deepcopy(f: _Facts) -> bool:
 def _fix_deepcopy(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
     # torch stops inside the standard library's copy.py; the call to rewrite is the user's line
     at = f.user if f.in_library else f.stop
-    if is_library(at.filename):
+    if ctx.library(at.filename):
         return None
     p = _parsed_at(at, ctx)
     stmt = p.innermost_statement(at.lineno) if p is not None else None
@@ -957,7 +960,7 @@ def _is_context_manager(f: _Facts) -> bool:
 def _with_statement(f: _Facts, ctx: _Context) -> Optional[tuple[Parsed, ast.With, UserFrame]]:
     frames = [f.stop] + [fr for fr in reversed(f.stack) if fr is not f.stop]
     for fr in frames:
-        if is_library(fr.filename):
+        if ctx.library(fr.filename):
             continue
         p = _parsed_at(fr, ctx)
         if p is None:
@@ -1127,7 +1130,7 @@ def _is_hop_structure(f: _Facts) -> bool:
 
 def _hop_call(f: _Facts, ctx: _Context) -> Optional[tuple[Parsed, ast.Call, str, UserFrame]]:
     """The user's scan/cond/map call that failed: from the innermost user frame outwards."""
-    frames = [fr for fr in reversed(f.stack or [f.user]) if not is_library(fr.filename)] or [f.user]
+    frames = [fr for fr in reversed(f.stack or [f.user]) if not ctx.library(fr.filename)] or [f.user]
     for fr in frames:
         p = _parsed_at(fr, ctx)
         stmt = p.innermost_statement(fr.lineno) if p is not None else None
@@ -1199,7 +1202,7 @@ _MUTATION_CALLS = {"append", "extend", "add", "update", "insert", "add_", "copy_
 
 
 def _fix_hop_side_effect(f: _Facts, ctx: _Context) -> Optional[Suggestion]:
-    frames = [fr for fr in reversed(f.stack or [f.user]) if not is_library(fr.filename)]
+    frames = [fr for fr in reversed(f.stack or [f.user]) if not ctx.library(fr.filename)]
     for fr in frames:
         p = _parsed_at(fr, ctx)
         stmt = p.innermost_statement(fr.lineno) if p is not None else None

@@ -37,6 +37,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
 from ..report.model import Graph, Suggestion, UnrolledLoop
+from ..report.owners import Owner
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -55,7 +56,6 @@ _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _SUBSCRIPT = re.compile(r"^%\[.*\]$")
-_TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
 
 
 @dataclasses.dataclass
@@ -219,12 +219,13 @@ def _trivial(nodes: list[Node]) -> bool:
     return not ops or all("invoke_subgraph" in n.expr for n in ops)
 
 
-def _internal(filename: str) -> bool:
-    return not filename or bool(_TORCH_FILE.search(filename)) or "/ipycompile/" in filename.replace("\\", "/")
-
-
-def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str) -> Optional[Node]:
+def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str,
+                report: "CompileReport") -> Optional[Node]:
     """The node whose source line stands for the loop (see the module docstring)."""
+
+    def _internal(file: str) -> bool:  # torch's, ipycompile's or generated code (or no file): not where a loop is written
+        return report.owner(file) not in (Owner.USER, Owner.LIBRARY)
+
     seg = nodes[run.start:run.start + run.period]
     before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(n.file)]
     if before:
@@ -336,7 +337,7 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
     for run in runs:
         if _trivial(nodes[run.start:run.start + run.period]):
             continue
-        place = _loop_place(nodes, run, unpacks, function, filename)
+        place = _loop_place(nodes, run, unpacks, function, filename, report)
         container = _layer_container(nodes, run, inputs)
         kind = "layers" if container is not None else ("scan" if _carried(nodes, run) else "map")
         ops_in = run.period * run.repeats

@@ -51,13 +51,13 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     the same on a saved report. User files are kept whole when short, else the function
     around each line; library files a few lines around each line. Never raises."""
     from ..report.model import SourceSpan
-    from .parse.graph_breaks import is_user_file
+    from ..report.owners import Owner
 
     wanted: dict[str, set[int]] = {}
     recorded: dict[str, dict[int, str]] = {}  # the lines torch recorded, to check the file against
 
     def want(filename: str, lineno: Optional[int], line: str = "") -> None:
-        if filename and lineno is not None and not _internal(filename):
+        if filename and lineno is not None and report.owner(filename) is not Owner.IPYCOMPILE:
             wanted.setdefault(filename, set()).add(int(lineno))
             if line.strip():
                 recorded.setdefault(filename, {})[int(lineno)] = line
@@ -77,8 +77,8 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
             if not lines or not _matches(lines, recorded.get(filename, {})):
                 continue  # edited since torch compiled it (or another file): keep nothing rather than wrong code
-            module = _module_of(filename)
-            if not is_user_file(filename):
+            module = _module_of(filename, report)
+            if report.owner(filename) is not Owner.USER:
                 ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
             elif len(lines) <= WHOLE_FILE_LINES:
                 ranges = [(1, len(lines))]
@@ -94,14 +94,6 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
 def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:
     """The line numbers that exist in ``lines``, sorted."""
     return sorted(n for n in linenos if 1 <= n <= len(lines))
-
-
-def _internal(filename: str) -> bool:
-    """ipycompile's own frames (the runner that calls the cell): never the user's code."""
-    import os
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    return filename.startswith(package)
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -153,14 +145,14 @@ def _first(node) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
-def _module_of(filename: str) -> str:
+def _module_of(filename: str, report: "CompileReport") -> str:
     """The importable module that holds ``filename``: from the path for installed packages,
     from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells)."""
     import os
 
-    from ..report.report import display_path
+    from ..report.owners import display_path
 
-    rel = display_path(filename)
+    rel = display_path(filename, report.code_layout)
     if rel != os.path.basename(filename) and rel.endswith(".py"):
         parts = rel[:-3].split("/")
         if parts[-1] == "__init__":
