@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..report.model import CompileId
+from ..report.serialize import NestingError, loads  # the one bounded JSON parser, for trace JSON too
 
 #: Keys torch adds beside the event key (see ``torch._logging.trace_structured``).
 CONTEXT_KEYS = frozenset(
@@ -34,39 +35,6 @@ CONTEXT_KEYS = frozenset(
 )
 
 _CID_IN_TEXT = re.compile(r"(?:!\d+/)?\d+/\d+(?:_\d+)?")
-#: JSON in a trace nested deeper than this is refused: torch's events and payloads nest a few
-#: levels; deeper ones could only exhaust the interpreter's stack (here, or wherever the report
-#: is saved or shown).
-MAX_JSON_DEPTH = 64
-
-
-class NestingError(ValueError):
-    """JSON nested deeper than :data:`MAX_JSON_DEPTH` levels."""
-
-
-def loads(text: "str | bytes") -> Any:
-    """``json.loads`` for the JSON of a trace (an envelope, a payload): raises ``ValueError``
-    for text that is not JSON, and :class:`NestingError` (a ``ValueError``) for JSON nested
-    deeper than :data:`MAX_JSON_DEPTH` levels, never ``RecursionError``."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise NestingError(f"nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
-    if isinstance(value, (dict, list)) and _depth_over(value, MAX_JSON_DEPTH):
-        raise NestingError(f"nested too deeply (more than {MAX_JSON_DEPTH} levels)")
-    return value
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether containers nest more than ``limit`` levels in ``value`` (iteratively: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > limit:
-            return True
-        items = v.values() if isinstance(v, dict) else v
-        stack.extend((x, depth + 1) for x in items if isinstance(x, (dict, list)))
-    return False
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -27,7 +29,7 @@ from .model import (
     TraceOrigin,
     UnrolledLoop,
 )
-from .serialize import from_jsonable, to_jsonable
+from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
 
 SCHEMA_VERSION = 1
 
@@ -53,6 +55,12 @@ def register_html_writer(write) -> None:
     """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
     if write not in _html_writers:
         _html_writers.append(write)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 _INSTALLED = re.compile(r"^.*[/\\](?:site|dist)-packages[/\\]|^.*[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]")
@@ -141,29 +149,53 @@ class CompileReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CompileReport":
-        version = data.get("schema_version", SCHEMA_VERSION)
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"report schema_version {version} is newer than this ipycompile understands "
-                f"({SCHEMA_VERSION}); upgrade ipycompile to read it"
-            )
-        return from_jsonable(cls, data)
+        """The report of :meth:`to_dict`'s form, every field checked against the model:
+        :class:`~ipycompile.report.serialize.ReportFormatError` (a ``ValueError``) names
+        the first field that does not fit, and what was expected."""
+        return report_from_dict(cls, data, SCHEMA_VERSION)
 
     def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
+        try:
+            return json.dumps(self.to_dict(), **kwargs)
+        except ReportFormatError as exc:
+            raise ReportFormatError(f"{unjsonable_field(self)}: {exc}") from None
 
     @classmethod
-    def from_json(cls, text: str) -> "CompileReport":
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: "str | bytes") -> "CompileReport":
+        try:
+            data = loads(text)
+        except ValueError as exc:
+            raise ReportFormatError(f"not a report: the text is not JSON ({exc})") from None
+        return cls.from_dict(data)
 
-    def save(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_json())
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Write the report as JSON to ``path``: serialised first, then written to a temporary file
+        beside it and renamed over ``path``, so that a failure leaves an earlier file as it was."""
+        text = self.to_json()
+        path = os.fspath(path)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
     @classmethod
-    def load(cls, path: str) -> "CompileReport":
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+    def load(cls, path: "str | os.PathLike[str]") -> "CompileReport":
+        """The report saved at ``path``; ``ValueError`` naming the file (and the field) when it is not one."""
+        with open(path, "rb") as f:
+            text = f.read()
+        try:
+            return cls.from_json(text)
+        except ValueError as exc:
+            raise ReportFormatError(f"{os.fspath(path)}: {exc}") from None
 
     def where(self, filename: str, lineno: Optional[int] = None) -> str:
         """A place as the user knows it: ``In [7], line 3`` for notebook cells,
