@@ -7,7 +7,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .model import (
     Autotune,
@@ -30,6 +30,9 @@ from .model import (
     UnrolledLoop,
 )
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
+
+if TYPE_CHECKING:
+    from .summary import Hints
 
 SCHEMA_VERSION = 1
 
@@ -252,10 +255,12 @@ class CompileReport:
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
-    def summary(self) -> str:
-        from .summary import render_summary
+    def summary(self, hints: "Optional[Hints]" = None) -> str:
+        """The plain-text summary (control characters escaped); ``hints`` words its advice
+        for where it is shown (:data:`ipycompile.report.summary.CLI_HINTS` on the command line)."""
+        from .summary import Hints, render_summary
 
-        return render_summary(self)
+        return render_summary(self, hints or Hints())
 
     def __str__(self) -> str:
         return self.summary()
