@@ -112,7 +112,8 @@ def _short(value: Any, n: int = 40) -> str:
 
 
 def _got(value: Any) -> str:
-    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(
         type(value), f"a {type(value).__name__}")
     return f"{kind} ({_short(value)})" if not isinstance(value, (dict, list)) else kind
 
