@@ -277,8 +277,11 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             return None
         r = meta.get("rank")
         if r is not None:
+            if not isinstance(r, int) or isinstance(r, bool) or r < 0:
+                rd.problem(cur_line, f"the rank of this {cur_key} event is {r!r:.40}, not a whole number >= 0", cur_lines)
+                return None
             if rank is None:
-                rank = r if isinstance(r, int) else None
+                rank = r
                 o.rank = rank if o.rank is None else o.rank
             elif r != rank:
                 rd.problem(cur_line, f"an event of rank {r} in a log of rank {rank} (one log holds one rank's events)", cur_lines)
