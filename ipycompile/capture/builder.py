@@ -197,7 +197,8 @@ def _on_metrics(st: _State, rec: TraceRecord) -> None:
     for src, dst in _METRIC_FIELDS.items():
         if m.get(src) is not None:
             setattr(c, dst, st.typed(rec, src, hints[dst], m[src], getattr(c, dst)))
-    reasons = st.typed(rec, "restart_reasons", list, m.get("restart_reasons") or [], [])
+    reasons = m.get("restart_reasons") or []
+    reasons = st.typed(rec, "restart_reasons", list, list(reasons) if isinstance(reasons, (set, tuple)) else reasons, [])
     c.restart_reasons = [str(r) for r in reasons]
     c.fail_type = str(m.get("fail_type") or "")
     c.fail_reason = str(m.get("fail_reason") or "")
