@@ -125,7 +125,10 @@ def describe(tp: Any) -> str:
         return " or ".join("null" if a is type(None) else describe(a) for a in typing.get_args(tp))
     if origin is list:
         (item,) = typing.get_args(tp) or (Any,)
-        return "a list" if item is Any else f"a list of {describe(item).removeprefix('a ').removeprefix('an ')}s"
+        if item is Any:
+            return "a list"
+        plural = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(item)
+        return f"a list of {plural}" if plural else f"a list, each {describe(item)}"
     if origin is dict:
         return "an object"
     if tp is CompileId:
