@@ -364,6 +364,7 @@ def unreadable_rank_logs(d: Path) -> dict[str, str]:
     eio = d / "dedicated_log_torch_trace_rank_3_eio.log"
     os.symlink("/proc/self/mem", eio)
     made[eio.name] = "input/output error"
+    os.mkfifo(d / "dedicated_log_torch_trace_rank_5_fifo.log")
     if os.geteuid() != 0:  # permissions stop reads only when not root
         locked = d / "dedicated_log_torch_trace_rank_4_locked.log"
         shutil.copy(next(d.glob("*rank_0_*")), locked)
@@ -382,6 +383,9 @@ def test_an_unreadable_rank_log_is_named_as_unreadable_and_strict_makes_it_fatal
     for name, reason in made.items():
         assert why[name].startswith("unreadable rank log: ") and reason in why[name].lower(), why[name]
     assert sorted(reports.unreadable) == sorted(made)
+    assert why["dedicated_log_torch_trace_rank_5_fifo.log"] == "not a regular file"  # never opened: it would block
     assert "could not be read: the comparison covers ranks 0-1 only" in str(reports)
     with pytest.raises(TraceFileError, match="cannot be read"):
         load_trace(d, strict=True)
+    with pytest.raises(TraceFileError, match="is not a regular file"):
+        load_trace(d / "dedicated_log_torch_trace_rank_5_fifo.log")
