@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ipycompile import CompileId, build_report
 from ipycompile.capture import TraceRecord
 
@@ -83,3 +85,58 @@ def test_metrics_without_chromium_events_still_give_phases():
     ct = r.compile_time
     assert ct.total_s == 3.0
     assert {p.name: p.seconds for p in ct.phases} == {"Dynamo tracing": 1.0, "AOTAutograd": 0.5, "Inductor codegen": 1.5}
+
+
+def _metrics(**fields):
+    body = {"compile_id": "0/0", "co_name": "f", "co_filename": "/home/me/model.py", "co_firstlineno": 3,
+            "entire_frame_compile_time_s": 0.5, "start_time": 10.0, **fields}
+    return ({"compilation_metrics": body, "frame_id": 0, "frame_compile_id": 0}, None)
+
+
+def _renders(r) -> None:
+    from ipycompile.report.report import CompileReport
+    from ipycompile.widgets.html import render_html
+
+    assert str(r) and render_html(r)
+    assert CompileReport.from_json(r.to_json()) == r
+
+
+@pytest.mark.parametrize("field, value, attr", [
+    ("start_time", "x", "start_time"),
+    ("entire_frame_compile_time_s", "x", "entire_frame_compile_s"),
+    ("co_filename", -1, "filename"),
+    ("co_name", ["f"], "function"),
+    ("co_firstlineno", "12", "first_line"),
+    ("guard_count", True, "guard_count"),
+    ("restart_reasons", 5, "restart_reasons"),
+])
+def test_a_wrong_typed_metrics_field_is_a_counted_problem_of_its_event(field, value, attr):
+    good = _metrics()
+    other = ({**good[0], "frame_compile_id": 1, "compilation_metrics": {**good[0]["compilation_metrics"], "compile_id": "0/1"}}, None)
+    r = build_report([other, _metrics(**{field: value})])
+    assert len(r.compiles) == 2
+    c = r.compile("0/0")
+    assert getattr(c, attr) != value  # the wrong value never reaches the report
+    assert r.stats.parse_errors == {"compilation_metrics": 1}
+    assert field in r.stats.errors[0] and "expected" in r.stats.errors[0], r.stats.errors
+    assert c.guard_count is None and c.graph_op_count is None
+    if field != "entire_frame_compile_time_s":  # the rest of the event is kept
+        assert c.entire_frame_compile_s == 0.5
+    _renders(r)
+
+
+def test_wrong_typed_stack_lines_and_chromium_times_are_counted_problems():
+    r = build_report([
+        ({"str": ["/home/me/model.py", 7]}, None),
+        ({"dynamo_start": {"stack": [{"line": "twelve", "name": "forward", "filename": 7}]}, "frame_id": 0,
+          "frame_compile_id": 0}, None),
+        ({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0},
+         '{"name": "dynamo", "ph": "B", "ts": "soon", "pid": 0, "args": {"compile_id": "0/0"}}'),
+        ({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0},
+         '{"name": "dynamo", "ph": "E", "ts": 100, "dur": [1], "pid": 0, "args": {"compile_id": "0/0"}}'),
+        _metrics(),
+    ])
+    (c,) = r.compiles
+    assert c.stack[0].lineno is None and c.first_line == 3
+    assert r.stats.parse_errors == {"dynamo_start": 1, "chromium_event": 2}, r.stats.errors
+    _renders(r)

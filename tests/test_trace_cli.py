@@ -79,7 +79,10 @@ def test_unreadable_input_exits_non_zero_with_the_reason(tmp_path):
     assert p.returncode == 0 and "1 unreadable trace event skipped" in p.stdout
     p = cli("report", cut, "--strict")
     assert p.returncode == 1 and "cut.log, line " in p.stderr
-    p = cli("report", tmp_path, "--json", tmp_path / "no-such-dir" / "out.json")
+    only_notes = tmp_path / "notes"
+    only_notes.mkdir()
+    (only_notes / "notes.txt").write_text("hello\n")
+    p = cli("report", only_notes, "--json", tmp_path / "no-such-dir" / "out.json")
     assert p.returncode == 1 and "holds no rank logs" in p.stderr
     p = cli("report")
     assert p.returncode == 2 and "TRACE_OR_DIR" in p.stderr
@@ -96,3 +99,90 @@ def test_the_progress_bar_goes_to_stderr(tmp_path):
 def test_help(args, expected):
     p = cli(*args)
     assert p.returncode == 0 and expected in p.stdout
+
+
+# -- hostile and unusual input ------------------------------------------------------------
+import shutil  # noqa: E402
+
+import trace_inputs  # noqa: E402
+
+
+def test_a_torch_trace_directory_of_one_process_is_read_as_its_log(tmp_path):
+    d = trace_inputs.one_process_trace_dir()  # TORCH_TRACE=DIR python train.py, for real
+    (log,) = d.iterdir()
+    assert log.name.startswith("dedicated_log_torch_trace_") and "rank" not in log.name
+    p = cli("report", d)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("ipycompile report: 2 compiles") and "1 graph break" in p.stdout, p.stdout
+    assert "run again with --full" in p.stdout  # the command line's option, not the Python API's
+    assert "summary=True" not in p.stdout + p.stderr and "load_trace(" not in p.stdout + p.stderr
+    assert isinstance(ipycompile.load_trace(d), CompileReport)
+    # a job of one rank (rank_0 in its name): its report, as there is nothing to compare
+    one_rank = tmp_path / "one_rank"
+    one_rank.mkdir()
+    shutil.copy(log, one_rank / "dedicated_log_torch_trace_rank_0_abcd.log")
+    p = cli("report", one_rank, "--full")
+    assert p.returncode == 0 and p.stdout.startswith("ipycompile report: 2 compiles"), p.stdout + p.stderr
+    assert "first-pass summary" not in p.stdout
+
+
+def test_deeply_nested_json_is_a_counted_problem_not_a_traceback(tmp_path):
+    path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(),
+                                  trace_inputs.deep_envelope_line() + trace_inputs.deep_payload_event())
+    p = cli("report", path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "2 unreadable trace events skipped" in p.stdout and "nested too deeply" in p.stdout
+    p = cli("report", path, "--strict")
+    assert p.returncode == 1 and "nested too deeply" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"\x1f\x8b" + b"garbage" * 20])
+def test_an_empty_file_or_broken_gzip_exits_1(tmp_path, content):
+    path = tmp_path / "trace.log"
+    path.write_bytes(content)
+    p = cli("report", path)
+    assert p.returncode == 1 and "not a TORCH_TRACE log" in p.stderr and str(path) in p.stderr, p.stderr
+
+
+def test_unreadable_rank_logs_and_symlink_loops_say_so(tmp_path):
+    d = tmp_path / "job"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(trace_inputs.one_process_trace_dir().iterdir().__next__(), d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
+    os.symlink(d / "gone.log", d / "dedicated_log_torch_trace_rank_2_x.log")
+    p = cli("report", d)
+    assert p.returncode == 0, p.stderr
+    assert "unreadable rank log: a broken symlink" in p.stdout and "covers ranks 0-1 only" in p.stdout
+    p = cli("report", d, "--strict")
+    assert p.returncode == 1 and "rank_2_x.log: a rank log that cannot be read: a broken symlink" in p.stderr
+    loop = tmp_path / "loop.log"
+    os.symlink(loop, loop)
+    p = cli("report", loop)
+    assert p.returncode == 1 and "a symlink loop" in p.stderr
+
+
+def test_control_characters_in_a_trace_never_reach_the_terminal(tmp_path):
+    title, clear = "\x1b]0;TITLE\x07", "\x1b[2J"
+    recs = []
+    for meta, payload in trace_inputs.records():
+        if "str" in meta:  # the interned file names of stacks
+            meta = {**meta, "str": [meta["str"][0] + title, meta["str"][1]]}
+        if meta.get("artifact", {}).get("name") == "dynamo_graph_break_reason":
+            payload = (payload.replace("Data-dependent branching", f"Data-dependent{clear} branching")
+                       .replace("gpu_traces.py", f"gpu{title}.py"))
+        recs.append((meta, payload))
+    path = trace_inputs.write_log(tmp_path / f"evil{clear}.log", recs)
+    p = cli("report", path)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout + p.stderr
+    assert "\x1b" not in out and "\x07" not in out
+    assert "Data-dependent\\x1b[2J branching" in out and "\\x1b]0;TITLE\\x07" in out
+    # a directory listing names its files with the same escapes
+    d = tmp_path / "job"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(path, d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
+    (d / f"notes{clear}.txt").write_text("hello\n")
+    p = cli("report", d)
+    assert p.returncode == 0 and "\x1b" not in p.stdout + p.stderr and "notes\\x1b[2J.txt" in p.stdout
+    assert "\x1b" not in ipycompile.load_trace(path).summary()

@@ -191,3 +191,19 @@ def test_compile_trace_bad_input_is_a_usage_error(ip, line, expected):
     res, out = run(ip, f"%compile_trace {line}")
     text = out.stdout + out.stderr
     assert "UsageError" in text and expected in text, text
+
+
+def test_compile_trace_counts_deep_json_and_shows_a_one_process_directory(ip, tmp_path):
+    import trace_inputs
+
+    path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(), trace_inputs.deep_envelope_line())
+    res, out = run(ip, f"%compile_trace {path} -o deep")
+    assert res.error_in_exec is None, res.error_in_exec
+    assert "1 unreadable trace event skipped" in out.outputs[0].data["text/plain"]
+    assert "nested too deeply" in ip.user_ns["deep"].origin.problems[0]
+    res, out = run(ip, f"%compile_trace {trace_inputs.one_process_trace_dir()} -o one")
+    assert res.error_in_exec is None, res.error_in_exec
+    assert out.outputs[0].data["text/plain"].startswith("ipycompile report: 2 compiles")
+    assert isinstance(ip.user_ns["one"], ipycompile.CompileReport)
+    res, out = run(ip, f"%compile_trace {path} --strict")
+    assert "UsageError" in out.stdout + out.stderr and "nested too deeply" in out.stdout + out.stderr

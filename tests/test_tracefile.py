@@ -156,14 +156,6 @@ def test_missing_paths_and_broken_gzip_say_what_is_wrong(tmp_path):
         load_trace(cut, strict=True)
 
 
-def test_an_empty_log_is_an_empty_report(tmp_path):
-    path = tmp_path / "empty.log"
-    path.write_bytes(b"")
-    r = load_trace(path)
-    assert r.compiled_nothing and r.origin.lines == 0
-    assert "holds no compiles" in r.summary()
-
-
 # -- the first-pass summary ----------------------------------------------------------
 def _facts(rc):
     """A recompile as torch recorded it, without the doctor's reading of it."""
@@ -260,7 +252,12 @@ def test_a_directory_without_rank_logs_is_refused_with_what_it_holds(tmp_path):
     d = tmp_path / "single"
     d.mkdir()
     shutil.copy(DATA / "max_autotune.log.gz", d / "dedicated_log_torch_trace_x1.log.gz")
-    with pytest.raises(TraceFileError, match=r"holds no rank logs.*read that file, load_trace\("):
+    one = load_trace(d)  # one process's log (TORCH_TRACE=DIR, not distributed): that log's report
+    assert isinstance(one, CompileReport) and comparable(one) == comparable(load_trace(DATA / "max_autotune.log.gz"))
+    with pytest.raises(TraceFileError, match="one process, without a rank"):
+        load_trace(d, rank=0)
+    shutil.copy(DATA / "quickstart.log.gz", d / "dedicated_log_torch_trace_x2.log.gz")
+    with pytest.raises(TraceFileError, match=r"holds no rank logs.*2 trace logs without a rank .*read each file"):
         load_trace(d)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -278,3 +275,117 @@ def test_shared_recorded_logs_read_as_their_gzipped_copies():
     for workload in WORKLOADS:
         (log,) = (shared / workload).glob("dedicated_log_torch_trace_*.log")
         assert comparable(load_trace(log)) == comparable(load_trace(DATA / f"{workload}.log.gz"))
+
+
+# -- hostile input: a clear error or a counted skip, never a traceback ------------------
+import trace_inputs  # noqa: E402
+
+
+def test_a_deeply_nested_envelope_is_a_counted_problem_of_its_line(tmp_path):
+    path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(), trace_inputs.deep_envelope_line())
+    r = load_trace(path)
+    clean = load_trace(DATA / "quickstart.log.gz")
+    assert r.origin.problem_count == 1 and r.stats.records == clean.stats.records
+    last = len(lines_of(path))
+    assert r.origin.problems[0].startswith(f"line {last}: the JSON envelope is nested too deeply"), r.origin.problems
+    with pytest.raises(TraceFileError, match=rf"deep\.log, line {last}: the JSON envelope is nested too deeply"):
+        load_trace(path, strict=True)
+    # nested less than the interpreter's limit, but deeper than any event torch writes: refused too
+    shallow = trace_inputs.write_log(tmp_path / "deep2.log", trace_inputs.records(), trace_inputs.deep_envelope_line(500))
+    r = load_trace(shallow)
+    assert r.origin.problem_count == 1 and "nested too deeply" in r.origin.problems[0]
+    assert r.to_json() and str(r)
+
+
+@pytest.mark.parametrize("artifact", ["torch_version", "ipycompile_sources", "ipycompile_source_context"])
+def test_a_deeply_nested_payload_with_a_valid_md5_is_a_counted_problem(tmp_path, artifact):
+    path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(),
+                                  trace_inputs.deep_payload_event(artifact))
+    r = load_trace(path)  # never a RecursionError
+    assert r.origin.problem_count == 1, (r.origin.problems, r.stats.errors)
+    assert "nested too deeply" in r.origin.problems[0]
+    assert r.compiles and str(r)
+    with pytest.raises(TraceFileError, match="nested too deeply"):
+        load_trace(path, strict=True)
+
+
+@pytest.mark.parametrize("artifact", ["recompile_reasons", "triton_kernel_info", "fx_graph_cache_miss",
+                                      "inductor_provenance_tracking_kernel_stack_traces"])
+@pytest.mark.parametrize("depth", [500, 100_000])
+def test_a_deeply_nested_payload_of_an_event_is_a_counted_problem_of_the_event(tmp_path, artifact, depth):
+    path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(),
+                                  trace_inputs.deep_payload_event(artifact, depth, compile_id=(0, 0)))
+    r = load_trace(path)
+    key = f"artifact:{artifact}"
+    assert r.stats.parse_errors == {key: 1} and "nested too deeply" in r.stats.errors[0], r.stats.errors
+    assert r.compiles and str(r) and CompileReport.from_json(r.to_json()) == r
+
+
+def test_a_deeply_nested_line_in_a_rank_log_of_a_directory(tmp_path):
+    d = make_rank_dir(tmp_path / "job", ranks=(0, 1))
+    rank1 = next(d.glob("*rank_1_*"))
+    rank1.write_bytes(trace_inputs.deep_envelope_line() + rank1.read_bytes())  # the very first line
+    reports = load_trace(d, workers=1)
+    assert list(reports) == [0, 1] and reports.summaries[1].origin.problem_count == 1
+    assert "nested too deeply" in reports.summaries[1].origin.problems[0]
+    assert reports[1].origin.problem_count == 1
+    parallel = read_summaries(reports.files, workers=2)
+    assert parallel[1].origin.problems == reports.summaries[1].origin.problems
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"", r"empty\.log is empty: not a TORCH_TRACE log"),
+    (b"\x1f\x8b" + b"garbage, not a gzip stream" * 10, r"empty\.log starts as a gzip file but cannot be decompressed"),
+])
+def test_an_empty_file_or_a_broken_gzip_header_is_not_a_trace_log(tmp_path, content, why):
+    path = tmp_path / "empty.log"
+    path.write_bytes(content)
+    for strict in (False, True):
+        with pytest.raises(TraceFileError, match=why):
+            load_trace(path, strict=strict)
+
+
+def test_a_symlink_loop_says_it_is_one(tmp_path):
+    loop = tmp_path / "loop.log"
+    os.symlink(loop, loop)
+    with pytest.raises(TraceFileError, match=r"loop\.log: a symlink loop \(too many levels of symbolic links\)"):
+        load_trace(loop)
+    with pytest.raises(TraceFileError, match="no such file or directory"):
+        load_trace(tmp_path / "missing.log")
+
+
+def unreadable_rank_logs(d: Path) -> dict[str, str]:
+    """Entries named like rank logs that cannot be read, as root too: ``{name: what the reason says}``."""
+    made = {}
+    broken = d / "dedicated_log_torch_trace_rank_2_broken.log"
+    os.symlink(d / "gone.log", broken)  # a dangling symlink
+    made[broken.name] = "a broken symlink"
+    # a regular file whose read fails with an OS error (EIO), whoever reads it
+    eio = d / "dedicated_log_torch_trace_rank_3_eio.log"
+    os.symlink("/proc/self/mem", eio)
+    made[eio.name] = "input/output error"
+    os.mkfifo(d / "dedicated_log_torch_trace_rank_5_fifo.log")
+    if os.geteuid() != 0:  # permissions stop reads only when not root
+        locked = d / "dedicated_log_torch_trace_rank_4_locked.log"
+        shutil.copy(next(d.glob("*rank_0_*")), locked)
+        locked.chmod(0)
+        made[locked.name] = "permission denied"
+    return made
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc/self/mem for an unreadable file")
+def test_an_unreadable_rank_log_is_named_as_unreadable_and_strict_makes_it_fatal(tmp_path):
+    d = make_rank_dir(tmp_path / "job", ranks=(0, 1))
+    made = unreadable_rank_logs(d)
+    reports = load_trace(d, workers=1)
+    assert list(reports) == [0, 1]
+    why = dict(reports.ignored)
+    for name, reason in made.items():
+        assert why[name].startswith("unreadable rank log: ") and reason in why[name].lower(), why[name]
+    assert sorted(reports.unreadable) == sorted(made)
+    assert why["dedicated_log_torch_trace_rank_5_fifo.log"] == "not a regular file"  # never opened: it would block
+    assert "could not be read: the comparison covers ranks 0-1 only" in str(reports)
+    with pytest.raises(TraceFileError, match="cannot be read"):
+        load_trace(d, strict=True)
+    with pytest.raises(TraceFileError, match="is not a regular file"):
+        load_trace(d / "dedicated_log_torch_trace_rank_5_fifo.log")

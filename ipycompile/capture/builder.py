@@ -9,6 +9,8 @@ kept as raw artifacts and counted in ``report.stats.unknown``.
 from __future__ import annotations
 
 import re
+import sys
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
@@ -34,6 +36,7 @@ from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons
 from .phases import compile_time
+from ..report.serialize import ReportFormatError, check_value, describe
 from .records import TraceRecord, compile_id_from_text
 
 RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
@@ -57,6 +60,22 @@ class _State:
     autotune_feedback: list[tuple] = field(default_factory=list)  # (compile id, body, payload) from capture.hooks
     provenance: dict = field(default_factory=dict)  # compile id -> kernel name -> user frames
 
+    def problem(self, key: str, text: str) -> None:
+        """Count a problem of one event of kind ``key`` (the first few are listed in ``stats.errors``)."""
+        stats = self.report.stats
+        stats.parse_errors[key] = stats.parse_errors.get(key, 0) + 1
+        if len(stats.errors) < _MAX_ERRORS:
+            stats.errors.append(f"{key}: {text}")
+
+    def typed(self, rec: TraceRecord, field: str, tp: Any, value: Any, default: Any = None) -> Any:
+        """``value`` of the event's ``field`` if it has the report's type ``tp``; else ``default``,
+        and a counted problem of the event: the report only ever holds well-typed values."""
+        try:
+            return check_value(tp, value, field)
+        except ReportFormatError as exc:
+            self.problem(rec.key, f"[{rec.compile_id or '-'}] {exc}")
+            return default
+
     def compile(self, cid: Optional[CompileId]) -> Optional[Compile]:
         if cid is None:
             return None
@@ -64,7 +83,7 @@ class _State:
             self.compiles[cid] = Compile(compile_id=cid)
         return self.compiles[cid]
 
-    def frames(self, stack: Any) -> list[UserFrame]:
+    def frames(self, rec: TraceRecord, stack: Any) -> list[UserFrame]:
         """Frames of a structured stack, filenames resolved through the string table."""
         out = []
         for fr in stack if isinstance(stack, list) else []:
@@ -72,7 +91,8 @@ class _State:
                 continue
             fn = fr.get("filename")
             filename = self.strings.get(fn, f"<string {fn}>") if isinstance(fn, int) else str(fn or "")
-            out.append(UserFrame(filename, fr.get("line"), str(fr.get("name") or ""), str(fr.get("loc") or "")))
+            line = self.typed(rec, "stack line", Optional[int], fr.get("line"))
+            out.append(UserFrame(filename, line, str(fr.get("name") or ""), str(fr.get("loc") or "")))
         return out
 
 
@@ -91,7 +111,7 @@ def _on_dynamo_start(st: _State, rec: TraceRecord) -> None:
     if c is None:
         return
     c.attempt = max(c.attempt, rec.attempt)
-    stack = st.frames((rec.body or {}).get("stack"))
+    stack = st.frames(rec, (rec.body or {}).get("stack"))
     if stack and not c.stack:
         c.stack = stack
         top = stack[-1]
@@ -148,6 +168,8 @@ def _on_guards(st: _State, rec: TraceRecord) -> None:
     st.report.guards.append(GuardSet(rec.compile_id, count, text))
 
 
+#: The types of a compile's fields, for the values read from torch's events.
+_COMPILE_TYPES = typing.get_type_hints(Compile, vars(sys.modules[Compile.__module__]))
 _METRIC_FIELDS = {
     "guard_count": "guard_count",
     "graph_op_count": "graph_op_count",
@@ -169,19 +191,23 @@ def _on_metrics(st: _State, rec: TraceRecord) -> None:
     if c is None:
         return
     c.attempt = max(c.attempt, rec.attempt)
-    c.function = m.get("co_name") or c.function
-    c.filename = m.get("co_filename") or c.filename
-    c.first_line = m.get("co_firstlineno") or c.first_line
+    hints = _COMPILE_TYPES
+    for src, dst in (("co_name", "function"), ("co_filename", "filename"), ("co_firstlineno", "first_line")):
+        if m.get(src):
+            setattr(c, dst, st.typed(rec, src, hints[dst], m[src], getattr(c, dst)) or getattr(c, dst))
     for src, dst in _METRIC_FIELDS.items():
         if m.get(src) is not None:
-            setattr(c, dst, m[src])
-    c.restart_reasons = [str(r) for r in (m.get("restart_reasons") or [])]
+            setattr(c, dst, st.typed(rec, src, hints[dst], m[src], getattr(c, dst)))
+    reasons = m.get("restart_reasons") or []
+    reasons = st.typed(rec, "restart_reasons", list, list(reasons) if isinstance(reasons, (set, tuple)) else reasons, [])
+    c.restart_reasons = [str(r) for r in reasons]
     c.fail_type = str(m.get("fail_type") or "")
     c.fail_reason = str(m.get("fail_reason") or "")
     c.metrics = {k: v for k, v in m.items() if k not in _METRIC_FIELDS and v not in (None, [], {}, "")}
     c.status = compile_status(m, graph_break=cid in st.broke)
     if c.fail_type and c.status in ("failed", "recompile limit"):
-        frame = UserFrame(str(m.get("fail_user_frame_filename") or ""), m.get("fail_user_frame_lineno"), c.function)
+        line = st.typed(rec, "fail_user_frame_lineno", Optional[int], m.get("fail_user_frame_lineno"))
+        frame = UserFrame(str(m.get("fail_user_frame_filename") or ""), line, c.function)
         st.report.failures.append(Failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
 
 
@@ -205,9 +231,17 @@ _CHROMIUM_KEYS = ("name", "ph", "ts", "dur", "pid", "tid")
 _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 
 
+#: The types compile_time and the autotune parser rely on, for the chromium fields they read.
+_CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
+
+
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
     ev = rec.payload_json()
     if isinstance(ev, dict):
+        for key, tp in _CHROMIUM_TYPES.items():
+            if key in ev and not _fits(tp, ev[key]):
+                st.problem(rec.key, f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}")
+                return
         if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
             st.chromium.append(ev)
             return
@@ -216,6 +250,14 @@ def _on_chromium(st: _State, rec: TraceRecord) -> None:
         if isinstance(args, dict) and "compile_id" in args:
             slim["args"] = {"compile_id": args["compile_id"]}
         st.chromium.append(slim)
+
+
+def _fits(tp: Any, value: Any) -> bool:
+    try:
+        check_value(tp, value, "")
+        return True
+    except ReportFormatError:
+        return False
 
 
 def _on_graph_break(st: _State, rec: TraceRecord) -> None:
@@ -505,8 +547,6 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
         try:
             handler(st, rec)
         except Exception as exc:  # one bad payload must not lose the report
-            stats.parse_errors[key] = stats.parse_errors.get(key, 0) + 1
-            if len(stats.errors) < _MAX_ERRORS:
-                stats.errors.append(f"{key}: {exc!r}")
+            st.problem(key, repr(exc) if not isinstance(exc, ValueError) else f"[{rec.compile_id or '-'}] {exc}")
             st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
     return _finish(st)

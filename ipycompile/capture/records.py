@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..report.model import CompileId
+from ..report.serialize import NestingError, loads  # the one bounded JSON parser, for trace JSON too
 
 #: Keys torch adds beside the event key (see ``torch._logging.trace_structured``).
 CONTEXT_KEYS = frozenset(
@@ -62,11 +63,14 @@ class TraceRecord:
         return self.metadata.get(self.kind)
 
     def payload_json(self) -> Any:
-        """The payload parsed as JSON, or None when it is not JSON."""
+        """The payload parsed as JSON, or None when it is not JSON. JSON nested too deeply
+        raises :class:`NestingError` (the builder counts it as a problem of this event)."""
         if not self.payload:
             return None
         try:
-            return json.loads(self.payload)
+            return loads(self.payload)
+        except NestingError:
+            raise
         except ValueError:
             return None
 
@@ -83,14 +87,24 @@ class TraceRecord:
             name = str(body.get("name", "")) if isinstance(body, dict) else ""
         if payload is not None and not isinstance(payload, str):
             payload = json.dumps(payload)
-        return cls(kind, name, metadata, payload, _compile_id(metadata), int(metadata.get("attempt") or 0))
+        attempt = metadata.get("attempt")
+        return cls(kind, name, metadata, payload, _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt"))
 
 
 def _compile_id(metadata: dict[str, Any]) -> Optional[CompileId]:
     frame, compile_ = metadata.get("frame_id"), metadata.get("frame_compile_id")
     if frame is not None and compile_ is not None:
-        return CompileId(int(frame), int(compile_), metadata.get("compiled_autograd_id"))
+        ca = metadata.get("compiled_autograd_id")
+        return CompileId(_count(frame, "frame_id"), _count(compile_, "frame_compile_id"),
+                         None if ca is None else _count(ca, "compiled_autograd_id"))
     return None
+
+
+def _count(value: Any, key: str) -> int:
+    """A non-negative integer of an event's context (``frame_id``, ``attempt``, ``rank``), or ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"{key} is {value!r:.40}, not a whole number >= 0")
 
 
 def compile_id_from_text(text: Any) -> Optional[CompileId]:

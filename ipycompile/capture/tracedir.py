@@ -5,7 +5,9 @@ A distributed job run with ``TORCH_TRACE=DIR`` leaves one log per rank in
 other files. :func:`load_trace` on a directory finds the rank logs (and says
 what else it ignored), reads every rank's first-pass summary in parallel
 worker processes, and returns a :class:`RankReports` mapping: ``reports[r]``
-is rank ``r``'s full report, read when first asked for.
+is rank ``r``'s full report, read when first asked for. A job of one process
+(``TORCH_TRACE=DIR python train.py``, not distributed) leaves one log without a
+rank (``dedicated_log_torch_trace_<random>.log``): that directory reads as the log.
 
 Memory stays bounded by the largest single log, not by the job: each worker
 reads one log at a time, keeping only the summary pass's events (no generated
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import threading
@@ -33,7 +36,7 @@ from typing import Callable, Iterator, Optional
 
 from ..report import CompileReport, CompileTime
 from ..report.summary import fmt_ranks as rank_ranges
-from .tracefile import Progress, TraceFileError, read_trace, sniff_trace
+from .tracefile import Progress, TraceFileError, check_path, os_reason, read_trace, sniff_trace
 
 __all__ = ["load_trace", "RankReports", "find_rank_logs"]
 
@@ -44,14 +47,25 @@ _LOG_NAME = re.compile(r"\.(log|txt|trace)(\.gz)?$|\.gz$", re.I)
 PARALLEL_MIN_BYTES = 8 << 20
 #: Full reports kept by a RankReports (the most recently asked for).
 FULL_REPORTS_KEPT = 2
+#: Why a trace log without a rank is not one of a directory's rank logs.
+_NO_RANK = "a trace log with no rank (in its name or its first events): read it on its own"
 
 
-def find_rank_logs(directory: str) -> tuple[dict[int, str], list[tuple[str, str]]]:
+#: torch's name for TORCH_TRACE logs (``torch._logging._internal.LOG_PREFIX``).
+_TORCH_LOG_PREFIX = "dedicated_log_torch_trace_"
+#: How :attr:`RankReports.ignored` names a log that could not be read (``--strict`` makes it fatal).
+UNREADABLE = "unreadable rank log"
+
+
+def find_rank_logs(directory: str, *, strict: bool = False) -> tuple[dict[int, str], list[tuple[str, str]]]:
     """``({rank: path}, [(name, why ignored), ...])`` for the files of ``directory``.
 
     A rank log is a TORCH_TRACE log (its first lines are trace events) whose
     name carries a rank (``rank_3``, ``rank3``, ``rank-3``), or, when the name
     has none, whose events do. Of two logs of one rank, the newer is taken.
+    A file named like a trace log that cannot be read (permissions, a broken
+    symlink, an I/O error) is listed as an :data:`UNREADABLE` with the OS's
+    reason; ``strict=True`` raises :class:`TraceFileError` for it instead.
     """
     found: dict[int, list[tuple[float, str]]] = {}
     ignored: list[tuple[str, str]] = []
@@ -61,25 +75,39 @@ def find_rank_logs(directory: str) -> tuple[dict[int, str], list[tuple[str, str]
         raise TraceFileError(f"{directory}: cannot be listed ({exc.strerror or exc})") from None
     for name in names:
         path = os.path.join(directory, name)
-        if os.path.isdir(path):
-            ignored.append((name, "a folder (not searched)"))
-            continue
-        if not os.path.isfile(path):
-            ignored.append((name, "not a regular file"))
-            continue
         m = _RANK_IN_NAME.search(name)
-        is_trace, rank_inside = sniff_trace(path)
+        try:
+            st = check_path(path)
+            if stat.S_ISDIR(st.st_mode):
+                ignored.append((name, "a folder (not searched)"))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                ignored.append((name, "not a regular file"))
+                continue
+            try:
+                is_trace, rank_inside = sniff_trace(path)
+            except OSError as exc:
+                raise TraceFileError(f"{path}: cannot be read ({os_reason(exc)})") from None
+        except TraceFileError as exc:
+            if not (m or name.startswith(_TORCH_LOG_PREFIX) or _LOG_NAME.search(name)):
+                ignored.append((name, "unreadable: " + str(exc).removeprefix(path + ": ")))  # not a log
+                continue
+            reason = str(exc).removeprefix(path + ": ")
+            if strict:
+                raise TraceFileError(f"{path}: a rank log that cannot be read: {reason}") from None
+            ignored.append((name, f"{UNREADABLE}: {reason}"))
+            continue
         if not is_trace:
             why = "named like a rank log, but not a TORCH_TRACE log" if m else "not a TORCH_TRACE log"
-            if os.path.getsize(path) == 0:
+            if st.st_size == 0:
                 why = "empty"
             ignored.append((name, why))
             continue
         rank = int(m.group(1)) if m else rank_inside
         if rank is None:
-            ignored.append((name, "a trace log with no rank (in its name or its first events); read it with load_trace(file)"))
+            ignored.append((name, _NO_RANK))
             continue
-        found.setdefault(rank, []).append((os.path.getmtime(path), path))
+        found.setdefault(rank, []).append((st.st_mtime, path))
     files: dict[int, str] = {}
     for rank, candidates in sorted(found.items()):
         candidates.sort()
@@ -164,12 +192,20 @@ class RankReports(Mapping):
         return len(self.files)
 
     @property
+    def unreadable(self) -> list[str]:
+        """Files named like rank logs that could not be read (their reasons are in :attr:`ignored`)."""
+        return [name for name, why in self.ignored if why.startswith(UNREADABLE)]
+
+    @property
     def problems(self) -> dict[int, list[str]]:
         """Unreadable lines, by rank (from the summary pass)."""
         return {r: s.origin.problems for r, s in self.summaries.items() if s.origin is not None and s.origin.problems}
 
     def __str__(self) -> str:
         lines = [f"{len(self)} rank logs in {self.path} (ranks {rank_ranges(self.files)})"]
+        if self.unreadable:
+            lines.append(f"{len(self.unreadable)} rank log(s) could not be read: the comparison covers ranks "
+                         f"{rank_ranges(self.files)} only (--strict, or strict=True, makes this an error)")
         for rank, probs in self.problems.items():
             n = self.summaries[rank].origin.problem_count
             lines.append(f"  rank {rank}: {n} unreadable event(s) skipped, e.g. {probs[0]}")
@@ -200,7 +236,8 @@ def load_trace(
 ) -> "CompileReport | RankReports":
     """Read TORCH_TRACE logs: a file (plain or gzip) gives its :class:`CompileReport`;
     a directory of rank logs gives a :class:`RankReports` (rank -> report), or,
-    with ``rank``, that rank's report.
+    with ``rank``, that rank's report. A directory holding one trace log without
+    a rank (``TORCH_TRACE=DIR python train.py``: one process) gives that log's report.
 
     A line that is cut off or corrupted is skipped and counted
     (``report.origin.problems``); ``strict=True`` raises :class:`TraceFileError`
@@ -214,20 +251,26 @@ def load_trace(
     passes the doctor); the slim ``summaries`` of a directory are left as read.
 
     Raises :class:`TraceFileError` (a ``ValueError``) with the reason when the
-    path is missing, is not a trace log, or is a directory with no rank logs.
+    path is missing or unreadable, is not a trace log, or is a directory with no rank logs
+    (with ``strict=True``, also when a rank log in it cannot be read).
     """
     done = finish or (lambda r: r)
     name = os.fspath(path)
-    if not os.path.exists(name):
-        raise TraceFileError(f"{name}: no such file or directory")
-    if not os.path.isdir(name):
+    if not stat.S_ISDIR(check_path(name).st_mode):
         report = read_trace(name, strict=strict, summary=summary, progress=progress)
         got = report.origin.rank if report.origin is not None else None
         if rank is not None and got is not None and got != rank:
             raise TraceFileError(f"{name} is the log of rank {got}, not rank {rank}; "
                                  "rank= picks a log from a directory of rank logs")
         return done(report)
-    files, ignored = find_rank_logs(name)
+    files, ignored = find_rank_logs(name, strict=strict)
+    unranked = [n for n, why in ignored if why == _NO_RANK]
+    if not files and len(unranked) == 1:  # TORCH_TRACE=DIR python train.py: one process, one log
+        if rank is not None:
+            raise TraceFileError(f"{name} holds the log of one process, without a rank ({unranked[0]}); "
+                                 "leave out the rank to read it")
+        return load_trace(os.path.join(name, unranked[0]), strict=strict, summary=summary, progress=progress,
+                          finish=finish)
     if not files:
         raise TraceFileError(_no_rank_logs(name, ignored))
     if rank is not None:
@@ -239,12 +282,10 @@ def load_trace(
 
 
 def _no_rank_logs(name: str, ignored: list[tuple[str, str]]) -> str:
-    unranked = [n for n, why in ignored if why.startswith("a trace log with no rank")]
+    unranked = [n for n, why in ignored if why == _NO_RANK]
     msg = f"{name} holds no rank logs (TORCH_TRACE logs of a distributed job, e.g. dedicated_log_torch_trace_rank_0_*.log)"
-    if len(unranked) == 1:
-        return msg + f"; it holds one trace log without a rank: read that file, load_trace({os.path.join(name, unranked[0])!r})"
     if unranked:
-        return msg + f"; it holds {len(unranked)} trace logs without a rank: read each file on its own"
+        return msg + f"; it holds {len(unranked)} trace logs without a rank (one per process): read each file on its own"
     if not ignored:
         return msg + "; it is empty"
     return msg + "; its files: " + ", ".join(f"{n} ({why})" for n, why in ignored[:5]) + (" ..." if len(ignored) > 5 else "")

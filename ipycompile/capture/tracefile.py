@@ -25,10 +25,12 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import json
 import os
+import stat
 import re
 import time
 import zlib
@@ -36,7 +38,7 @@ from typing import Any, Callable, IO, Iterable, Iterator, Optional
 
 from ..report import CompileReport, TraceOrigin
 from .builder import build_report
-from .records import CONTEXT_KEYS, TraceRecord
+from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
 
 __all__ = [
     "TraceFileError",
@@ -45,6 +47,8 @@ __all__ = [
     "write_trace",
     "format_record",
     "sniff_trace",
+    "check_path",
+    "os_reason",
     "SUMMARY_PAYLOADS",
 ]
 
@@ -84,12 +88,35 @@ _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
 )
 
+#: Artifacts the reader itself reads (properties of the file), not passed on as events.
+_READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}"})
+
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 
 
 class TraceFileError(ValueError):
     """An input that cannot be read as a TORCH_TRACE log (the message says why),
     or, with ``strict=True``, a line that cannot be read."""
+
+
+def os_reason(exc: OSError) -> str:
+    """Why the OS refused a path, in words: ``permission denied``, ``a symlink loop (...)``."""
+    if exc.errno == errno.ELOOP:
+        return "a symlink loop (too many levels of symbolic links)"
+    if exc.errno == errno.ENOENT:
+        return "no such file or directory"
+    return (exc.strerror or str(exc)).lower()
+
+
+def check_path(path: str) -> os.stat_result:
+    """``os.stat(path)``, or :class:`TraceFileError` saying why the path cannot be used
+    (missing, a symlink loop, a broken symlink, no permission): the one check of an input path."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            raise TraceFileError(f"{path}: a broken symlink (it points to {os.readlink(path)!r}, which does not exist)") from None
+        raise TraceFileError(f"{path}: {os_reason(exc)}") from None
 
 
 # -- reading -----------------------------------------------------------------------
@@ -161,27 +188,48 @@ def iter_records(
     (filled in as the pass goes; complete when the iterator is exhausted).
     """
     name = os.fspath(path)
-    if os.path.isdir(name):
+    st = check_path(name)
+    if stat.S_ISDIR(st.st_mode):
         raise TraceFileError(f"{name} is a directory; pass a log file, or use load_trace() for a directory of rank logs")
-    if not os.path.exists(name):
-        raise TraceFileError(f"{name}: no such file")
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceFileError(f"{name} is not a regular file (a pipe, a socket or a device); pass a log file")
     reader = _Reader(name, strict, summary)
-    reader.origin.size_bytes = os.path.getsize(name)
+    reader.origin.size_bytes = st.st_size
     if origin is not None:
         origin.append(reader)
     try:
         stream, raw = _open_binary(name)
     except OSError as exc:
-        raise TraceFileError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+        raise TraceFileError(f"{name}: cannot be read ({os_reason(exc)})") from None
     with raw, stream:
-        try:
-            head: Optional[bytes] = stream.read(_HEAD_BYTES)
-        except (OSError, EOFError, zlib.error):
-            head = None  # a broken gzip stream: reported, with what it held, by the pass itself
-        stream.seek(0)
-        if head and not _PREFIX.search(head):  # refuse at once, before reading a large file through
+        head = _head(name, stream, stream is not raw)
+        if not _PREFIX.search(head):  # refuse at once, before reading a large file through
             raise TraceFileError(_not_a_trace(name, None))
+        stream.seek(0)
         yield from _records(stream, raw, reader, progress)
+
+
+def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
+    """The first bytes of a log (up to :data:`_HEAD_BYTES`, as far as a broken gzip stream goes),
+    or :class:`TraceFileError` when there are none: an empty file, or gzip that yields nothing."""
+    head = b""
+    try:
+        while len(head) < _HEAD_BYTES:
+            chunk = stream.read(min(1 << 16, _HEAD_BYTES - len(head)))
+            if not chunk:
+                break
+            head += chunk
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        if not head:
+            raise TraceFileError(f"{name} starts as a gzip file but cannot be decompressed ({exc}): "
+                                 "not a TORCH_TRACE log") from None
+        # a gzip stream cut later on: the pass reports where, with what it held
+    except OSError as exc:
+        raise TraceFileError(f"{name}: cannot be read ({os_reason(exc)})") from None
+    if not head:
+        raise TraceFileError(f"{name} is empty: not a TORCH_TRACE log (torch writes a log's first event "
+                             "when the first compile starts)" + (" (its gzip stream holds no data)" if gzipped else ""))
+    return head
 
 
 def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress]) -> Iterator[TraceRecord]:
@@ -229,25 +277,30 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             return None
         r = meta.get("rank")
         if r is not None:
+            if not isinstance(r, int) or isinstance(r, bool) or r < 0:
+                rd.problem(cur_line, f"the rank of this {cur_key} event is {r!r:.40}, not a whole number >= 0", cur_lines)
+                return None
             if rank is None:
-                rank = r if isinstance(r, int) else None
+                rank = r
                 o.rank = rank if o.rank is None else o.rank
             elif r != rank:
                 rd.problem(cur_line, f"an event of rank {r} in a log of rank {rank} (one log holds one rank's events)", cur_lines)
                 return None
-        if cur_key == "artifact:torch_version":  # written once per file by torch: a property of the file
-            data = _json_or_none(payload)
-            if isinstance(data, dict) and data.get("pytorch_version"):
-                rd.torch_version = str(data["pytorch_version"])
-            return None
-        if cur_key == "artifact:" + SOURCES_ARTIFACT:  # written by ipycompile.capture: notebook cell names
-            data = _json_or_none(payload)
-            if isinstance(data, dict):
-                rd.sources.update({str(k): str(v) for k, v in data.items()})
-            return None
-        if cur_key == "artifact:" + CONTEXT_ARTIFACT:  # written by ipycompile.capture: the source it kept
-            data = _json_or_none(payload)
-            if isinstance(data, list):
+        if cur_key in _READ_HERE:  # properties of the file, not events of a compile
+            try:
+                data = loads(payload) if payload else None
+            except NestingError as exc:
+                rd.problem(cur_line, f"the payload of this {cur_key} event is {exc}", cur_lines)
+                return None
+            except ValueError:
+                data = None
+            if cur_key == "artifact:torch_version":  # written once per file by torch
+                if isinstance(data, dict) and data.get("pytorch_version"):
+                    rd.torch_version = str(data["pytorch_version"])
+            elif cur_key == "artifact:" + SOURCES_ARTIFACT:  # written by ipycompile.capture: notebook cell names
+                if isinstance(data, dict):
+                    rd.sources.update({str(k): str(v) for k, v in data.items()})
+            elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
         try:
@@ -299,7 +352,10 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 rd.problem(lineno, "no glog prefix (not a line torch's trace writer makes)" + _cut(line))
                 continue
             try:
-                meta = json.loads(line[m.end():])
+                meta = loads(line[m.end():])
+            except NestingError as exc:
+                rd.problem(lineno, f"the JSON envelope is {exc}")
+                continue
             except ValueError as exc:
                 if not seen_event and lineno >= _SNIFF_LINES:
                     raise TraceFileError(_not_a_trace(o.path, lineno))
@@ -348,13 +404,6 @@ def _not_a_trace(path: str, lines: Optional[int]) -> str:
         "(torch writes 'V1123 07:01:40.464000 420 torch/...py:123] {...json...}'; "
         "make the log with TORCH_TRACE=DIR, or ipycompile.capture(trace_dir=DIR))"
     )
-
-
-def _json_or_none(text: Optional[str]) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None
 
 
 def read_trace(
@@ -458,12 +507,10 @@ def trace_file_name(rank: Optional[int] = None) -> tuple[str, str]:
 
 
 def sniff_trace(path: str, lines: int = 50) -> tuple[bool, Optional[int]]:
-    """``(is a TORCH_TRACE log, the rank its first events name)`` from the first ``lines`` lines."""
+    """``(is a TORCH_TRACE log, the rank its first events name)`` from the first ``lines`` lines.
+    Raises ``OSError`` when the file cannot be opened or read (the caller says why)."""
     found, rank = False, None
-    try:
-        stream, raw = _open_binary(path)
-    except OSError:
-        return False, None
+    stream, raw = _open_binary(path)
     with raw, stream:
         try:
             for i, line in enumerate(stream):
@@ -473,13 +520,13 @@ def sniff_trace(path: str, lines: int = 50) -> tuple[bool, Optional[int]]:
                 if m is None:
                     continue
                 try:
-                    meta = json.loads(line[m.end():])
-                except ValueError:
+                    meta = loads(line[m.end():])
+                except ValueError:  # a line the reading pass reports
                     continue
                 if isinstance(meta, dict):
                     found = True
-                    if isinstance(meta.get("rank"), int):
+                    if isinstance(meta.get("rank"), int) and not isinstance(meta["rank"], bool):
                         return True, meta["rank"]
-        except (OSError, EOFError, zlib.error):
+        except (EOFError, zlib.error):  # a broken gzip stream: a log if its first lines were events
             pass
     return found, rank

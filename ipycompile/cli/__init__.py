@@ -5,7 +5,9 @@ a one-screen text summary on stdout; ``-o`` writes the report as a standalone
 HTML page, ``--json`` as ipycompile's lossless JSON (``-`` for stdout). For a
 directory without ``--rank`` it prints how the ranks differ. A progress bar
 goes to stderr on large inputs. Exit status: 0 on success, 1 when the input
-cannot be read (the reason on stderr), 2 for bad arguments.
+cannot be read (the reason on stderr), 2 for bad arguments. Text from the
+input (messages, file names) is printed with control characters escaped: a
+trace is untrusted input, and must not drive the terminal.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ class ProgressBar:
 
 
 def _input_bytes(path: str) -> int:
+    try:
+        return _bytes_under(path)
+    except OSError:  # unreadable: the reading says why
+        return 0
+
+
+def _bytes_under(path: str) -> int:
     if os.path.isdir(path):
         total = 0
         for name in os.listdir(path):
@@ -95,21 +104,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
 
 
+def _say(text: str, file: IO[str]) -> None:
+    """Print ``text`` with control characters escaped (the report's own rule)."""
+    from ..report.summary import printable
+
+    print(printable(text), file=file)
+
+
 def _fail(message: str) -> int:
-    print(f"ipycompile report: error: {message}", file=sys.stderr)
+    _say(f"ipycompile report: error: {message}", sys.stderr)
     return 1
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from ..capture.tracefile import TraceFileError
+    from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
+    from ..report.summary import CLI_HINTS
     from ..run.traces import one_screen, open_trace
 
     path = os.path.expanduser(args.path)
     if args.workers is not None and args.workers < 1:
         return _fail(f"--workers {args.workers}: give 1 or more")
-    if not os.path.exists(path):
-        return _fail(f"{path}: no such file or directory")
+    try:
+        check_path(path)
+    except TraceFileError as exc:
+        return _fail(str(exc))
     show_bar = args.progress if args.progress is not None else (
         sys.stderr.isatty() and _input_bytes(path) >= PROGRESS_MIN_BYTES)
     bar = ProgressBar(sys.stderr, f"reading {os.path.basename(os.path.normpath(path))}") if show_bar else None
@@ -129,11 +148,9 @@ def report_command(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
-        print(one_screen(shown.summary()), file=text_out)
+        _say(one_screen(shown.summary(CLI_HINTS)), text_out)
     else:
-        print(str(loaded), file=text_out)
-        print(file=text_out)
-        print(str(shown), file=text_out)
+        _say(f"{loaded}\n\n{shown}", text_out)
     try:
         if args.json:
             data = shown.to_dict() if isinstance(shown, CompileReport) else _directory_json(loaded, shown)
@@ -143,7 +160,7 @@ def report_command(args: argparse.Namespace) -> int:
             else:
                 with open(args.json, "w", encoding="utf-8") as f:
                     json.dump(data, f)
-                print(f"wrote {args.json}", file=text_out)
+                _say(f"wrote {args.json}", text_out)
         if args.output:
             if isinstance(shown, CompileReport):
                 from ..widgets.html import save_html
@@ -151,7 +168,7 @@ def report_command(args: argparse.Namespace) -> int:
                 save_html(shown, args.output, title=f"ipycompile: {os.path.basename(path)}")
             else:
                 _save_directory_html(loaded, shown, args.output)
-            print(f"wrote {args.output} (it holds the model's code: share it as you would the code)", file=text_out)
+            _say(f"wrote {args.output} (it holds the model's code: share it as you would the code)", text_out)
     except OSError as exc:
         return _fail(f"cannot write the output: {exc.strerror or exc} ({exc.filename or ''})")
     return 0

@@ -29,7 +29,8 @@ class TraceMagics(Magics):
             self.shell.user_ns[args.output] = loaded
         from IPython.display import display
 
+        from ..report import CompileReport
         from ..widgets import report_view
         from ..widgets.ranks_view import RanksView
 
-        display(report_view(shown) if shown is loaded else RanksView(shown))
+        display(report_view(shown) if isinstance(shown, CompileReport) else RanksView(shown))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .model import (
     Autotune,
@@ -27,7 +30,10 @@ from .model import (
     UnrolledLoop,
 )
 from .owners import CodeLayout, Owner, display_path, owner
-from .serialize import from_jsonable, to_jsonable
+from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
+
+if TYPE_CHECKING:
+    from .summary import Hints
 
 SCHEMA_VERSION = 1
 
@@ -53,6 +59,12 @@ def register_html_writer(write) -> None:
     """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
     if write not in _html_writers:
         _html_writers.append(write)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @dataclass
@@ -131,29 +143,53 @@ class CompileReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CompileReport":
-        version = data.get("schema_version", SCHEMA_VERSION)
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"report schema_version {version} is newer than this ipycompile understands "
-                f"({SCHEMA_VERSION}); upgrade ipycompile to read it"
-            )
-        return from_jsonable(cls, data)
+        """The report of :meth:`to_dict`'s form, every field checked against the model:
+        :class:`~ipycompile.report.serialize.ReportFormatError` (a ``ValueError``) names
+        the first field that does not fit, and what was expected."""
+        return report_from_dict(cls, data, SCHEMA_VERSION)
 
     def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
+        try:
+            return json.dumps(self.to_dict(), **kwargs)
+        except ReportFormatError as exc:
+            raise ReportFormatError(f"{unjsonable_field(self)}: {exc}") from None
 
     @classmethod
-    def from_json(cls, text: str) -> "CompileReport":
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: "str | bytes") -> "CompileReport":
+        try:
+            data = loads(text)
+        except ValueError as exc:
+            raise ReportFormatError(f"not a report: the text is not JSON ({exc})") from None
+        return cls.from_dict(data)
 
-    def save(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_json())
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Write the report as JSON to ``path``: serialised first, then written to a temporary file
+        beside it and renamed over ``path``, so that a failure leaves an earlier file as it was."""
+        text = self.to_json()
+        path = os.fspath(path)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
     @classmethod
-    def load(cls, path: str) -> "CompileReport":
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+    def load(cls, path: "str | os.PathLike[str]") -> "CompileReport":
+        """The report saved at ``path``; ``ValueError`` naming the file (and the field) when it is not one."""
+        with open(path, "rb") as f:
+            text = f.read()
+        try:
+            return cls.from_json(text)
+        except ValueError as exc:
+            raise ReportFormatError(f"{os.fspath(path)}: {exc}") from None
 
     def where(self, filename: str, lineno: Optional[int] = None) -> str:
         """A place as the user knows it: ``In [7], line 3`` for notebook cells,
@@ -210,10 +246,12 @@ class CompileReport:
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
-    def summary(self) -> str:
-        from .summary import render_summary
+    def summary(self, hints: "Optional[Hints]" = None) -> str:
+        """The plain-text summary (control characters escaped); ``hints`` words its advice
+        for where it is shown (:data:`ipycompile.report.summary.CLI_HINTS` on the command line)."""
+        from .summary import Hints, render_summary
 
-        return render_summary(self)
+        return render_summary(self, hints or Hints())
 
     def __str__(self) -> str:
         return self.summary()

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .report import CompileReport
+
+#: Control characters (C0 but newline and tab, DEL, C1): a trace is untrusted input, and a
+#: message or file name holding ``\x1b]0;...\x07`` or ``\x1b[2J`` must not drive the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (all C0 and C1 but newline and tab) written as escapes
+    (``\x1b``): what every text output of a report, on a terminal or in a file, goes through."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class Hints(NamedTuple):
+    """How the summary tells the reader to get more, in the words of where it is shown
+    (the Python API by default; the command line passes its options)."""
+
+    read_all: str = "load without summary=True for everything"
+    errors: str = "see report.stats.errors"
+
+
+CLI_HINTS = Hints(read_all="run again with --full for everything", errors="--json writes them, in stats.errors")
 
 
 def plural(n: int, word: str) -> str:
@@ -173,7 +195,7 @@ def suggestion_lines(s, indent: str = "      ") -> list[str]:
     return out
 
 
-def origin_lines(r: "CompileReport") -> list[str]:
+def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
     """Where a report read from a trace log came from, and what could not be read."""
     o = r.origin
     if o is None:
@@ -183,7 +205,7 @@ def origin_lines(r: "CompileReport") -> list[str]:
     out = [f"read from {o.path}{rank}: {plural(o.records, 'trace event')}{torch}"]
     if o.summary:
         out.append(f"first-pass summary: {plural(sum(o.unread.values()), 'bulky event')} (generated code, "
-                   "graphs after Dynamo's, guards) not read; load without summary=True for everything")
+                   f"graphs after Dynamo's, guards) not read; {hints.read_all}")
     if o.problem_count:
         first = f", e.g. {o.problems[0]}" if o.problems else ""
         out.append(f"{plural(o.problem_count, 'unreadable trace event')} skipped ({plural(o.skipped_lines, 'line')}){first}")
@@ -216,11 +238,16 @@ def _gpu_lines(r: "CompileReport") -> list[str]:
     return out
 
 
-def render_summary(report: "CompileReport") -> str:
-    r = report
+def render_summary(report: "CompileReport", hints: Hints = Hints()) -> str:
+    """The report as plain text: counts first, then each problem where it happened; control
+    characters escaped (:func:`printable`)."""
+    return printable(_summary(report, hints))
+
+
+def _summary(r: "CompileReport", hints: Hints) -> str:
     lines: list[str] = []
     if r.compiled_nothing and r.origin is not None:
-        return "\n".join(["ipycompile report: the trace log holds no compiles"] + origin_lines(r))
+        return "\n".join(["ipycompile report: the trace log holds no compiles"] + origin_lines(r, hints))
     if r.compiled_nothing and r.reused_from:
         lines.append("ipycompile: reused compiled code: nothing was compiled in this run.")
         lines.append(f"The diagnosis below is of the compiled code that ran, from {r.reused_from}, which compiled it; "
@@ -252,7 +279,7 @@ def render_summary(report: "CompileReport") -> str:
         head.append(f"ran without compiling: {plural(len(eager), 'frame')}")
     lines.append("ipycompile report: " + ", ".join(head))
     lines += [f"** {line} **" for line in limit_lines(r)]
-    lines += origin_lines(r)
+    lines += origin_lines(r, hints)
     if r.compile_time.total_s:
         phases = ", ".join(f"{p.name} {p.seconds:.2f}s" for p in sorted(r.compile_time.phases, key=lambda p: -p.seconds)[:4])
         when = f" in {r.reused_from}" if r.reused_from else ""
@@ -326,5 +353,5 @@ def render_summary(report: "CompileReport") -> str:
         if r.stats.unknown:
             lines.append(f"({plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts)")
         if r.stats.parse_errors:
-            lines.append(f"({plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; see report.stats.errors)")
+            lines.append(f"({plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; {hints.errors})")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ fresh compiles). It sits on capture, report and analysis; the magics sit on it.
 
 from .runner import CellRun, execute, fresh_inductor_cache, measure, reset, run_cell
 from .history_log import clear_history, history, plot_history
-from .sweeps import plot_sweep, sweep
+from .sweeps import plot_sweep, sweep, sweep_params
 
 __all__ = [
     "CellRun",
@@ -23,4 +23,5 @@ __all__ = [
     "plot_history",
     "sweep",
     "plot_sweep",
+    "sweep_params",
 ]

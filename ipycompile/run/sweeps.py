@@ -17,6 +17,11 @@ parameter in a column of its own.
 * A failing point is recorded with status ``failed`` (a compile failure) or
   ``error`` (the code raised) and its reason, and the
   sweep goes on; Ctrl-C stops it, keeping the points done so far.
+* A report keeps its point's parameters (``report.profile.params``) in a form
+  JSON holds, so that it saves and loads: Python literals as themselves, torch
+  dtypes and devices as tagged strings (``"torch.float32"``,
+  ``"torch.device('cuda:0')"``) that :func:`sweep_params` turns back into
+  torch's objects, anything else as its ``repr`` (with a note saying so).
 * :class:`Progress` shows which point runs, the time elapsed and an estimate
   of what remains: an updating display in a notebook, lines on stderr elsewhere.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,6 +53,67 @@ _FIRST = ("sweep", "label", "status", "error", "compile_s", "run_median_s", "run
 
 class SweepError(ValueError):
     """A bad sweep specification: the message names the argument, the value and what is allowed."""
+
+
+_DEVICE_TAG = re.compile(r"^torch\.device\('([^']*)'\)$")
+_DTYPE_TAG = re.compile(r"^torch\.(\w+)$")
+
+
+def _literal(value: Any) -> bool:
+    """Whether JSON holds ``value`` and reads it back equal (tuples read back as lists)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_literal(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _literal(v) for k, v in value.items())
+    return False
+
+
+def stored_params(point: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``(params as a report keeps them, notes)``: each value in a form that survives JSON
+    (see the module's docstring); a note for each value kept only as its ``repr``."""
+    import torch
+
+    params: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, value in point.items():
+        if _literal(value):
+            params[name] = list(value) if isinstance(value, tuple) else value
+        elif isinstance(value, torch.dtype):
+            params[name] = str(value)  # "torch.float32"
+        elif isinstance(value, torch.device):
+            params[name] = f"torch.device({str(value)!r})"
+        else:
+            params[name] = repr(value)
+            notes.append(f"sweep parameter {name!r} is kept as its repr ({type(value).__name__} is not a value "
+                         "a saved report can hold)")
+    return params, notes
+
+
+def param_value(value: Any) -> Any:
+    """A stored sweep parameter as the run layer uses it: tagged dtypes and devices as torch's objects."""
+    import torch
+
+    if isinstance(value, str):
+        m = _DEVICE_TAG.match(value)
+        if m:
+            return torch.device(m.group(1))
+        m = _DTYPE_TAG.match(value)
+        if m and isinstance(getattr(torch, m.group(1), None), torch.dtype):
+            return getattr(torch, m.group(1))
+    return value
+
+
+def sweep_params(report: Any) -> dict[str, Any]:
+    """The sweep parameters of a report (a saved one too), with dtypes and devices as torch's objects."""
+    profile = getattr(report, "profile", None)
+    return {k: param_value(v) for k, v in (profile.params if profile is not None else {}).items()}
+
+
+def _keep_params(profile: Any, point: Mapping[str, Any]) -> None:
+    profile.params, notes = stored_params(point)
+    profile.notes.extend(notes)
 
 
 def parse_sweep(text: str) -> tuple[str, list[Any]]:
@@ -329,7 +396,8 @@ def sweep(
 
     def run_point(label: str, point: dict[str, Any], warm: bool) -> CellRun:
         fn = fns[label]
-        profile = new_profile(settings, label=label, fresh=True, params=dict(point))
+        profile = new_profile(settings, label=label, fresh=True)
+        _keep_params(profile, point)
         try:
             made = make_args(**point) if make_args is not None else point  # once: compiled and eager share them
         except Exception as exc:  # a failed point, with a report saying why
@@ -391,7 +459,7 @@ def sweep_cell(
         if warm:
             kwargs.update(runs=1, warmup=0, compare_eager=False)
         run = execute(source, namespace, fresh=True, label=lab, record=False, execution_count=execution_count, **kwargs)
-        run.report.profile.params = dict(point)
+        _keep_params(run.report.profile, point)
         return run
 
     try:

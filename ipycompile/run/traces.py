@@ -37,13 +37,17 @@ def open_trace(
     progress: Optional[Progress] = None,
 ) -> "tuple[CompileReport | RankReports, CompileReport | RankDivergence]":
     """``(what was loaded, what to show)``: a log file, or one rank of a directory, gives its
-    report twice; a directory gives its :class:`RankReports` and the ranks' divergence.
+    report twice; a directory gives its :class:`RankReports` and the ranks' divergence, or,
+    when it holds one rank's log only (nothing to compare), that rank's report.
     Raises :class:`ipycompile.TraceFileError` (a ``ValueError``) with the reason when the
     path cannot be read."""
     loaded = load_trace(os.path.expanduser(os.fspath(path)), rank=rank, strict=strict, summary=summary,
                         workers=workers, progress=progress)
     if isinstance(loaded, CompileReport):
         return loaded, loaded
+    if len(loaded) == 1:  # a job of one process
+        (only,) = loaded
+        return loaded, load_trace(loaded.files[only], strict=strict, summary=summary, progress=progress)
     return loaded, rank_divergence(loaded)
 
 

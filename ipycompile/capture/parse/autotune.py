@@ -18,11 +18,11 @@ logs the same spans there; a run without autotuning has none.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Iterable, Optional
 
 from ...report.model import Autotune, AutotuneChoice, CompileId, Kernel
+from ..records import loads
 
 __all__ = ["autotune_from_events", "merge_feedback", "link_kernels"]
 
@@ -34,7 +34,7 @@ def _json(text: Any) -> Any:
     if isinstance(text, (dict, list)):
         return text
     try:
-        return json.loads(text) if isinstance(text, str) else None
+        return loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
 

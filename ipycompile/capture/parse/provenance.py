@@ -25,11 +25,11 @@ Pure functions of text, like the other parsers.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterable, Optional
 
 from ...report.model import CompileId, Graph, Kernel, UserFrame
+from ..records import loads
 
 __all__ = ["node_lines", "stack_frames", "kernel_stack_traces", "attach_user_lines", "graph_node_lines"]
 
@@ -72,7 +72,7 @@ def kernel_stack_traces(payload: Any) -> dict[str, list[UserFrame]]:
     data = payload
     if isinstance(payload, str):
         try:
-            data = json.loads(payload)
+            data = loads(payload)
         except ValueError:
             return {}
     out: dict[str, list[UserFrame]] = {}

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from ...report.model import CompileId
+from ..records import loads
 
 __all__ = [
     "parse_recompile_reasons",
@@ -83,7 +84,7 @@ def _payload_strings(payload: str) -> list[str]:
     text = payload.strip()
     if text[:1] in ('[', '"'):
         try:
-            data = json.loads(text)
+            data = loads(text)
         except ValueError:
             return [payload]
         if isinstance(data, str):

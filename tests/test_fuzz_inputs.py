@@ -1,0 +1,166 @@
+"""Fuzzing the inputs a user can hand to ipycompile: TORCH_TRACE lines and saved report JSON.
+
+The rule for both (issue 19): a clear error (a ``ValueError`` whose message names the
+file, the line or the field) or a counted skip, never another exception; and whatever
+loads renders (the text summary, the static HTML) and saves.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipycompile import CompileReport, TraceFileError, load_trace
+from ipycompile.widgets.html import render_html
+
+DATA = Path(__file__).parent / "data" / "gpu-h100"
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+# -- JSON values, including the awkward ones ---------------------------------------------
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
+    st.sampled_from(["0/0", "[0/1]", "!1/0/0", "0/0_1", "\x1b[2J", "/home/me/model.py", "", "x"]),
+)
+json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                            st.dictionaries(st.text(max_size=10), inner, max_size=4)),
+                           max_leaves=12)
+deep = st.integers(min_value=1, max_value=3000).map(lambda n: json.loads("[" * min(n, 900) + "]" * min(n, 900))
+                                                    if n < 900 else "DEEP:%d" % n)
+
+KINDS = ["chromium_event", "compilation_metrics", "bwd_compilation_metrics", "dynamo_start", "str", "create_symbol",
+         "dynamo_output_graph", "inductor_output_code", "dynamo_cpp_guards_str", "dynamo_guards", "brand_new_event"]
+ARTIFACTS = ["dynamo_graph_break_reason", "recompile_reasons", "torch_version", "ipycompile_sources",
+             "ipycompile_source_context", "fx_graph_cache_miss", "fx_graph_cache_hit", "aotautograd_cache_bypass",
+             "triton_kernel_info", "inductor_provenance_tracking_kernel_stack_traces", "dynamo_error", "unknown_one"]
+METRIC_FIELDS = ["compile_id", "co_name", "co_filename", "co_firstlineno", "start_time", "entire_frame_compile_time_s",
+                 "backend_compile_time_s", "inductor_compile_time_s", "guard_count", "graph_op_count",
+                 "restart_reasons", "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
+                 "cudagraph_skip_reason"]
+CONTEXT = ["frame_id", "frame_compile_id", "attempt", "rank", "compiled_autograd_id", "stack"]
+PREFIX = "V1123 07:01:40.464000 420 torch/_dynamo/utils.py:2126]"
+
+
+@st.composite
+def bodies(draw, kind):
+    if kind == "compilation_metrics" or kind == "bwd_compilation_metrics":
+        fields = draw(st.lists(st.sampled_from(METRIC_FIELDS), max_size=8, unique=True))
+        return {f: draw(json_values) for f in fields}
+    if kind == "dynamo_start":
+        frame = st.fixed_dictionaries({}, optional={"line": json_values, "name": json_values, "filename": json_values})
+        return {"stack": draw(st.one_of(st.lists(frame, max_size=3), json_values))}
+    if kind == "str":
+        return draw(st.one_of(st.tuples(st.text(max_size=20), st.integers(0, 5)).map(list), json_values))
+    return draw(json_values)
+
+
+@st.composite
+def payloads(draw, name):
+    if name == "chromium_event":
+        ev = st.fixed_dictionaries({}, optional={k: json_values for k in ("name", "ph", "ts", "dur", "pid", "args")})
+        return json.dumps(draw(ev))
+    return draw(st.one_of(st.text(max_size=80), json_values.map(json.dumps),
+                          st.integers(60, 5000).map(lambda n: "[" * n + "]" * n)))
+
+
+@st.composite
+def events(draw) -> str:
+    """One event as torch writes it (or a line broken in one of the ways files are)."""
+    shape = draw(st.sampled_from(["event", "event", "event", "artifact", "garbage", "cut", "deep"]))
+    if shape == "garbage":
+        return draw(st.text(max_size=60)).replace("\n", " ")
+    if shape == "deep":
+        n = draw(st.integers(60, 50_000))
+        return f'{PREFIX} {{"chromium_event": {{}}, "x": {"[" * n + "]" * n}}}'
+    if shape == "artifact":
+        name = draw(st.sampled_from(ARTIFACTS))
+        meta = {"artifact": {"name": name, "encoding": draw(st.sampled_from(["json", "string"]))}}
+    else:
+        kind = draw(st.sampled_from(KINDS))
+        meta = {kind: draw(bodies(kind))}
+        name = kind
+    for key in draw(st.lists(st.sampled_from(CONTEXT), max_size=4, unique=True)):
+        meta[key] = draw(st.one_of(st.integers(0, 3), json_values))
+    payload = draw(st.one_of(st.none(), payloads(name)))
+    md5 = draw(st.sampled_from(["valid", "valid", "wrong", "missing"]))
+    if payload is not None and md5 != "missing":
+        meta["has_payload"] = hashlib.md5(payload.encode("utf-8", "surrogatepass")).hexdigest() if md5 == "valid" else "0" * 32
+    elif payload is None and md5 == "wrong":
+        meta["has_payload"] = "f" * 32  # an md5 with no payload after it
+    line = f"{PREFIX} {json.dumps(meta)}"
+    if payload is not None:
+        line += "".join(f"\n\t{p}" for p in payload.split("\n"))
+    if shape == "cut":
+        line = line[: draw(st.integers(0, len(line)))]
+    return line
+
+
+@FUZZ
+@given(lines=st.lists(events(), min_size=0, max_size=12), gz=st.booleans(), strict=st.booleans(),
+       summary=st.booleans())
+def test_any_trace_log_reads_as_a_report_that_renders_or_is_refused_clearly(tmp_path_factory, lines, gz, strict, summary):
+    path = tmp_path_factory.mktemp("fuzz") / ("trace.log.gz" if gz else "trace.log")
+    data = "\n".join(lines).encode("utf-8", "surrogatepass") + b"\n"
+    path.write_bytes(gzip.compress(data) if gz else data)
+    try:
+        report = load_trace(path, strict=strict, summary=summary)
+    except TraceFileError as exc:  # a ValueError naming the file
+        assert str(path) in str(exc)
+        return
+    assert str(report) and render_html(report)
+    again = CompileReport.from_json(report.to_json())
+    assert str(again) and render_html(again)
+
+
+# -- saved report JSON ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def report_dict() -> dict:
+    return load_trace(DATA / "quickstart.log.gz", summary=True).to_dict()
+
+
+def _paths(value, at=()):
+    yield at
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, at + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:3]):
+            yield from _paths(v, at + (i,))
+
+
+@FUZZ
+@given(data=st.data())
+def test_any_report_json_loads_as_a_report_that_renders_or_is_refused_clearly(report_dict, data, tmp_path_factory):
+    d = copy.deepcopy(report_dict)
+    paths = list(_paths(d))
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.sampled_from(paths))
+        if not at:
+            d = data.draw(json_values)
+            break
+        parent = d
+        try:
+            for step in at[:-1]:
+                parent = parent[step]
+            if data.draw(st.booleans()) and isinstance(parent, dict):
+                parent.pop(at[-1], None)
+            else:
+                parent[at[-1]] = data.draw(st.one_of(json_values, deep))
+        except (KeyError, IndexError, TypeError):  # an earlier change removed the way there
+            continue
+    path = tmp_path_factory.mktemp("fuzz") / "report.json"
+    path.write_text(json.dumps(d))
+    try:
+        report = CompileReport.load(path)
+    except ValueError as exc:
+        assert str(exc).startswith(f"{path}: ")
+        return
+    assert str(report) and render_html(report)
+    report.save(path)
