@@ -8,10 +8,12 @@ is hidden):
   log" section held hundreds of empty ``DEBUG torch.__trace:`` lines. Those records are
   machine data, not log text: pytest's capture handlers skip that one logger.
 - At exit, IPython (the shells the tests start) clears its user namespace before Dynamo's
-  cleanup hooks for code compiled in it run; each hook then fails to delete the global it
-  installed there (``del scope["__builtins_dict___N"]``: a KeyError printed as "Exception
-  ignored in ... ExactWeakKeyDictionary"). ``torch._dynamo.reset()`` at the end of the
-  session frees the compiled code first, so the hooks run while the namespaces are whole.
+  cleanup hooks for code compiled in it run (``torch._dynamo.utils.CleanupManager``: when
+  a compiled code object is freed, the globals Dynamo installed for it are deleted); each
+  hook then fails to delete its global (``del scope["__builtins_dict___N"]``: a KeyError
+  printed as "Exception ignored in ... ExactWeakKeyDictionary"). At the end of the
+  session, ``ipycompile.reset()`` (``torch._dynamo.reset()``) frees the compiled code,
+  and the hooks of code that is still alive are run then, while the namespaces are whole.
 """
 
 import logging
@@ -38,6 +40,24 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    torch = sys.modules.get("torch")
-    if torch is not None and "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()
+    import gc
+
+    if "torch._dynamo" not in sys.modules:
+        return
+    ipycompile = sys.modules.get("ipycompile")
+    if ipycompile is not None:
+        ipycompile.reset()  # Dynamo's reset, and the compiled cells ipycompile keeps
+    else:
+        sys.modules["torch"]._dynamo.reset()
+    gc.collect()
+    # Some compiled code outlives the reset (nothing in Python refers to it, yet it is not
+    # freed before the interpreter exits): run Dynamo's cleanup for it now, while the
+    # namespaces it installed names in are whole, and drop the hooks that would run at exit.
+    manager = sys.modules["torch._dynamo.utils"].CleanupManager.instance
+    for hooks in list(manager.values.values()):
+        for hook in hooks:
+            try:
+                hook()
+            except KeyError:  # the name is gone already (its namespace was cleared)
+                pass
+    manager.clear()

@@ -157,6 +157,28 @@ def test_a_report_saved_before_layouts_loads_and_judges_by_shape(tmp_path):
     assert str(loaded) == str(report)
 
 
+def test_a_trace_written_by_a_capture_carries_its_layout_and_torchs_own_trace_has_none(tmp_path):
+    from tracefile import gpu_records
+
+    folder = tmp_path / "ipycompile"
+    folder.mkdir()
+    path = folder / "user.py"
+    path.write_text("def f(x):\n    y = x.sin()\n    if y.sum() > 0:\n        return y.cos()\n    return y\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    torch._dynamo.reset()
+    with ipycompile.capture(trace_dir=tmp_path / "logs") as cap:
+        torch.compile(namespace["f"], backend="eager")(torch.randn(8))
+    back = ipycompile.load_trace(cap.trace_path)
+    assert back.code_layout == cap.report.code_layout and back.code_layout.recorded
+    assert back.graph_breaks[0].frame.filename == str(path) and back.owner(str(path)) is Owner.USER
+    assert back.owner(torch.__file__) is Owner.TORCH
+    # a log torch wrote alone (here, recorded on an H100 machine) has no layout: path shapes decide
+    gpu = ipycompile.build_report(gpu_records("quickstart"))
+    assert gpu.code_layout is None
+    assert gpu.owner("/usr/local/lib/python3.12/dist-packages/torch/_dynamo/eval_frame.py") is Owner.TORCH
+
+
 # -- the suite from a clone in a folder named ipycompile, under a path with a space ---------------------
 
 _LOCATION_TESTS = ["tests/test_doctor_loops.py", "tests/test_owners.py::test_this_process_layout_names_the_real_files",

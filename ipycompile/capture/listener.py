@@ -23,7 +23,7 @@ from .builder import build_report
 from .hooks import TorchHooks
 from .layout import current_layout
 from .sources import notebook_sources, source_context
-from .tracefile import CONTEXT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
+from .tracefile import CONTEXT_ARTIFACT, LAYOUT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 TRACE_LOGGER = "torch.__trace"
 
@@ -142,6 +142,9 @@ class Capture:
         opened = glog_prefix(self._opened, os.getpid(), "torch/_logging/_internal.py", 0)
         version = json.dumps({"pytorch_version": _torch_version(), "oss": True}, indent=0)
         head = [({"artifact": {"name": "torch_version", "encoding": "json"}}, version, opened)]
+        if self._raw is not None and self._raw.code_layout is not None:  # whose code a file is, read anywhere
+            layout = json.dumps(dataclasses.asdict(self._raw.code_layout), indent=0)
+            head.append(({"artifact": {"name": LAYOUT_ARTIFACT, "encoding": "json"}}, layout, opened))
         if self._sources:  # which file is which notebook cell ("In [7]"): ipycompile's own artifact
             head.append(({"artifact": {"name": SOURCES_ARTIFACT, "encoding": "json"}}, json.dumps(self._sources, indent=0), opened))
         if self._raw is not None and self._raw.source_context:  # the source kept around breaks and failures

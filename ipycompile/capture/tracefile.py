@@ -25,6 +25,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import gzip
 import hashlib
@@ -37,6 +38,7 @@ import zlib
 from typing import Any, Callable, IO, Iterable, Iterator, Optional
 
 from ..report import CompileReport, TraceOrigin
+from ..report.owners import CodeLayout
 from .builder import build_report
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
 
@@ -75,6 +77,7 @@ SUMMARY_PAYLOADS = frozenset(
         "artifact:aotautograd_cache_bypass",
         "artifact:torch_version",
         "artifact:ipycompile_sources",
+        "artifact:ipycompile_code_layout",
     }
 )
 #: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
@@ -83,13 +86,19 @@ SOURCES_ARTIFACT = "ipycompile_sources"
 #: (``CompileReport.source_context``: a list of ``{filename, first_line, lines, module}``),
 #: so that a log read elsewhere is diagnosed as the live report was.
 CONTEXT_ARTIFACT = "ipycompile_source_context"
+#: The artifact a capture's log carries for where code lived in the process that wrote it
+#: (:class:`~ipycompile.report.owners.CodeLayout`), so that the log read anywhere judges
+#: whose code a file is as the live report did; a log torch wrote alone has none (path
+#: shapes decide).
+LAYOUT_ARTIFACT = "ipycompile_code_layout"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
 )
 
 #: Artifacts the reader itself reads (properties of the file), not passed on as events.
-_READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}"})
+_READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}",
+                        f"artifact:{LAYOUT_ARTIFACT}"})
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 
@@ -131,6 +140,7 @@ class _Reader:
         self.torch_version = ""
         self.sources: dict[str, str] = {}
         self.source_context: list[dict] = []
+        self.layout = CodeLayout()  # filled in place from LAYOUT_ARTIFACT (the builder holds the same object)
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
         if self.strict:
@@ -172,6 +182,7 @@ def iter_records(
     summary: bool = False,
     progress: Optional[Progress] = None,
     origin: Optional[list] = None,
+    layout: Optional[CodeLayout] = None,
 ) -> Iterator[TraceRecord]:
     """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
 
@@ -186,6 +197,9 @@ def iter_records(
     for a quick first report. ``progress(bytes_read, total_bytes)`` is called
     every few MiB. ``origin``, a list, receives the :class:`TraceOrigin`
     (filled in as the pass goes; complete when the iterator is exhausted).
+    ``layout`` is filled in place with the code layout the log carries (written by
+    ``ipycompile.capture``), as soon as it is read: pass the same object to
+    :func:`build_report`.
     """
     name = os.fspath(path)
     st = check_path(name)
@@ -194,6 +208,8 @@ def iter_records(
     if not stat.S_ISREG(st.st_mode):
         raise TraceFileError(f"{name} is not a regular file (a pipe, a socket or a device); pass a log file")
     reader = _Reader(name, strict, summary)
+    if layout is not None:
+        reader.layout = layout
     reader.origin.size_bytes = st.st_size
     if origin is not None:
         origin.append(reader)
@@ -300,6 +316,11 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             elif cur_key == "artifact:" + SOURCES_ARTIFACT:  # written by ipycompile.capture: notebook cell names
                 if isinstance(data, dict):
                     rd.sources.update({str(k): str(v) for k, v in data.items()})
+            elif cur_key == "artifact:" + LAYOUT_ARTIFACT:  # written by ipycompile.capture, first: where code lived
+                if isinstance(data, dict):
+                    for f in dataclasses.fields(CodeLayout):
+                        value = data.get(f.name)
+                        setattr(rd.layout, f.name, [str(d) for d in value if isinstance(d, str)] if isinstance(value, list) else [])
             elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
@@ -422,8 +443,11 @@ def read_trace(
     Dynamo's are not (``origin.unread`` counts what was left).
     """
     holder: list = []
-    report = build_report(iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder))
+    layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
+    report = build_report(iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
+                                       layout=layout), layout)
     reader: _Reader = holder[0]
+    report.code_layout = layout if layout.recorded else None
     report.origin = reader.origin
     report.torch_version = reader.torch_version
     report.sources.update(reader.sources)
