@@ -82,7 +82,7 @@ CONTEXT_ARTIFACT = "ipycompile_source_context"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
-)
+) | {"optimize_ddp_split_child"}  # DDP's bucket subgraphs: counted, their code left for the full read
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 

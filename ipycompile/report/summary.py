@@ -216,6 +216,16 @@ def _gpu_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def _ddp_lines(r: "CompileReport") -> list[str]:
+    splits = r.ddp_splits
+    if not splits:
+        return []
+    where = ", ".join(f"[{cid}] into {plural(n, 'bucket subgraph')}" for cid, n in sorted(splits.items()))
+    return [f"DDP split {where}: DistributedDataParallel's optimizer cut the graph at gradient-bucket "
+            "boundaries so each bucket's all-reduce overlaps the backward; not graph breaks, nothing to fix "
+            "(torch._dynamo.config.optimize_ddp=False compiles one graph, without that overlap)"]
+
+
 def render_summary(report: "CompileReport") -> str:
     r = report
     lines: list[str] = []
@@ -259,6 +269,8 @@ def render_summary(report: "CompileReport") -> str:
         lines.append(f"compile time{when} {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
     lines += _profile_lines(r)
     lines += _gpu_lines(r)
+
+    lines += _ddp_lines(r)
 
     if r.failures:
         lines.append("")
