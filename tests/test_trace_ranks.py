@@ -183,3 +183,43 @@ def test_compiles_are_matched_by_code_not_by_id():
     reps[1].compiles[1].function = "f0"
     (p,) = rank_divergence(reps).compiles
     assert p.what == "f0, #2 of its kind [1/0]" and p.ranks == [1]
+
+
+# -- DistributedDataParallel: graph splits at bucket boundaries are not graph breaks --------------
+@pytest.fixture(scope="module")
+def ddp_dirs():
+    from trace_jobs import ddp_logs
+
+    return ddp_logs(), ddp_logs(uneven=True)
+
+
+def test_ddp_bucket_splits_are_read_and_named_as_what_they_are(ddp_dirs):
+    """A real gloo DDP job: four 1 MiB layers in 1 MiB buckets. torch logs the split graph and one
+    subgraph per bucket (``optimize_ddp_split_graph`` / ``_child``); the report counts them per
+    compile, in a full read and in the quick first pass alike, and says they are not graph breaks."""
+    even, _ = ddp_dirs
+    full = load_trace(even, rank=0)
+    quick = load_trace(even, rank=0, summary=True)
+    (cid,) = full.ddp_splits
+    assert full.compile(cid).function == "forward"
+    assert full.ddp_splits == quick.ddp_splits == {cid: 4}
+    buckets = full.graphs_for(cid, "ddp_bucket")
+    assert [g.name for g in buckets] == [g.name for g in quick.graphs_for(cid, "ddp_bucket")] == [f"submod_{i}" for i in range(4)]
+    assert all(g.op_count > 0 for g in buckets) and full.graphs_for(cid, "ddp_split")
+    text = str(full)
+    assert f"DDP split [{cid}] into 4 bucket subgraphs" in text and "not graph breaks" in text
+    # the compiled forward itself has no graph break: the splits are not counted as breaks
+    assert not [b for b in full.graph_breaks if b.compile_id == cid]
+
+
+def test_ranks_that_split_alike_and_ranks_that_do_not(ddp_dirs):
+    even, uneven = ddp_dirs
+    alike = rank_divergence(load_trace(even))
+    assert not alike.diverged and not alike.ddp_splits
+    assert "alike on every rank: [" in str(alike) and "forward into 4 bucket subgraphs" in alike.ddp_alike
+
+    # rank 1's buckets: DDP's first bucket is always 1 MiB, then 2 MiB ones: 1 + 2 + 1 layers, 3 subgraphs
+    differ = rank_divergence(load_trace(uneven))
+    assert differ.diverged and [g.ranks for g in differ.ddp_splits] == [[0], [1]]
+    assert "into 4 bucket subgraphs" in differ.ddp_splits[0].text and "into 3 bucket subgraphs" in differ.ddp_splits[1].text
+    assert "other DDP graph splits" in str(differ) and "DDP graph splits differ:" in str(differ)

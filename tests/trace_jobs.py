@@ -10,7 +10,11 @@ its environment (torch reads it at import), as a user's job would run:
   one directory): every rank runs the same steps (an ``all_reduce`` inside a
   compiled function, a ``dist.barrier()`` that breaks the graph), and rank 1
   compiles differently on purpose (a graph break on rank 1 only, a recompile
-  from a shape only rank 1 uses).
+  from a shape only rank 1 uses);
+* a ``DistributedDataParallel`` training job (gloo, two CPU processes): a model of
+  four 1 MiB layers under ``torch.compile(DDP(model))`` with 1 MiB gradient buckets,
+  so DDP's optimizer splits the compiled graph into one subgraph per bucket; with
+  ``uneven`` rank 1 uses 2 MiB buckets, so the ranks split differently.
 
 The tests call :func:`feature_logs` and :func:`dist_logs`; both run once per
 test process and share their logs. Run as a script, this file is the job.
@@ -90,15 +94,33 @@ def feature_logs() -> dict[str, Path]:
     return out
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@functools.cache
+def ddp_logs(uneven: bool = False) -> Path:
+    """A directory with the TORCH_TRACE logs of a two-process gloo DDP training job."""
+    d = _work() / ("ddp-uneven" if uneven else "ddp")
+    d.mkdir(parents=True)
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
+    procs = [
+        (f"rank {r}", subprocess.Popen([sys.executable, __file__, "ddp", str(r), "2", "uneven" if uneven else "even"],
+                                       env=_env(d, **extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for r in range(2)
+    ]
+    _wait(procs)
+    return d
+
+
 @functools.cache
 def dist_logs(world: int) -> Path:
     """A directory with the TORCH_TRACE logs of a ``world``-process gloo job (plus a stray file)."""
     d = _work() / f"dist{world}"
     d.mkdir(parents=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
     procs = [
         (f"rank {r}", subprocess.Popen([sys.executable, __file__, "dist", str(r), str(world)], env=_env(d, **extra),
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
@@ -186,10 +208,49 @@ def _dist(rank: int, world: int) -> None:
     dist.destroy_process_group()
 
 
+class DDPNet:  # the model of the DDP job, built in the job's process (torch imported there)
+    @staticmethod
+    def build():
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = torch.nn.ModuleList(torch.nn.Linear(512, 512) for _ in range(4))  # 1 MiB of weights each
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = torch.relu(layer(x))
+                return x
+
+        return Net()
+
+
+def _ddp(rank: int, world: int, uneven: bool) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    bucket_mb = 2 if uneven and rank == 1 else 1  # DDP's first bucket is 1 MiB: no bucket may be smaller
+    model = DDP(DDPNet.build(), bucket_cap_mb=bucket_mb)
+    step = torch.compile(model, backend="aot_eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(2):
+        loss = step(torch.randn(8, 512)).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    dist.destroy_process_group()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "feature":
         _feature(sys.argv[2])
     elif sys.argv[1] == "dist":
         _dist(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "ddp":
+        _ddp(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "uneven")
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} feature NAME | dist RANK WORLD")
+        raise SystemExit(f"usage: {sys.argv[0]} feature NAME | dist RANK WORLD | ddp RANK WORLD even|uneven")

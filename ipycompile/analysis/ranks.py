@@ -131,6 +131,8 @@ class RankDivergence:
     recompiles: list[RankGroup] = field(default_factory=list)  # ranks grouped by their recompiles (when they differ)
     failures: list[RankGroup] = field(default_factory=list)  # ranks grouped by their failures (when they differ)
     cache: list[RankGroup] = field(default_factory=list)  # ranks grouped by cache hit/miss sequence (when it differs)
+    ddp_splits: list[RankGroup] = field(default_factory=list)  # ranks grouped by how DDP split their graphs (when it differs)
+    ddp_alike: str = ""  # how DDP split the graphs, when every rank split them alike ("" when DDP split nothing)
     compile_time: Optional[CompileTimes] = None
     collective_breaks: list[CountDifference] = field(default_factory=list)  # graph breaks at collectives, any rank
     unreadable: dict[int, int] = field(default_factory=dict)  # rank -> events its log could not give
@@ -159,7 +161,10 @@ class RankDivergence:
         if self.graph_breaks:
             lines.append("Graph breaks that differ:")
             lines += _listing(self.graph_breaks, CountDifference.describe)
-        for title, groups in (("Recompiles", self.recompiles), ("Failures", self.failures), ("Caches", self.cache)):
+        if self.ddp_alike:
+            lines.append(f"DDP graph splits (not graph breaks), alike on every rank: {self.ddp_alike}")
+        for title, groups in (("Recompiles", self.recompiles), ("Failures", self.failures), ("Caches", self.cache),
+                              ("DDP graph splits", self.ddp_splits)):
             if groups:
                 lines.append(f"{title} differ:")
                 lines += _listing(groups, lambda g: f"{_ranks_word(g.ranks)}: {g.text}")
@@ -246,6 +251,19 @@ def _cache_text(r: CompileReport) -> tuple[Any, str]:
     return seq, "; ".join(parts)
 
 
+def _ddp_text(r: CompileReport) -> tuple[Any, str]:
+    """How DDP's optimizer split this rank's graphs, comparable across ranks (by function, not compile id)."""
+    splits = r.ddp_splits
+    if not splits:
+        return (), "no DDP splits"
+    items = []
+    for cid, n in sorted(splits.items()):
+        c = r.compile(cid)
+        items.append((c.function if c else "", n, str(cid)))
+    text = "; ".join(f"[{cid}]{' ' + fn if fn else ''} into {plural(n, 'bucket subgraph')}" for fn, n, cid in items)
+    return tuple((fn, n) for fn, n, _ in items), text
+
+
 def _compile_seconds(r: CompileReport) -> float:
     metrics = [c.entire_frame_compile_s for c in r.compiles if c.entire_frame_compile_s is not None]
     return float(sum(metrics)) if metrics else float(r.compile_time.total_s or 0.0)
@@ -323,12 +341,16 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     out.recompiles = _group({r: _recompile_text(rep) for r, rep in reps.items()})
     out.failures = _group({r: _failure_text(rep) for r, rep in reps.items()})
     out.cache = _group({r: _cache_text(rep) for r, rep in reps.items()})
+    ddp = {r: _ddp_text(rep) for r, rep in reps.items()}
+    out.ddp_splits = _group(ddp)
+    if not out.ddp_splits and any(key for key, _ in ddp.values()):
+        out.ddp_alike = next(iter(ddp.values()))[1]
 
     # one behaviour per set of (compile ids, graph-break counts, recompiles, failures, caches)
     def fingerprint(r: int, rep: CompileReport) -> tuple:
         cids = frozenset(key for key, _ in keyed[r])
         breaks = tuple(sorted((text[s], c[r]) for s, c in full.items()))
-        return (cids, breaks, _recompile_text(rep)[0], _failure_text(rep)[0], _cache_text(rep)[0])
+        return (cids, breaks, _recompile_text(rep)[0], _failure_text(rep)[0], _cache_text(rep)[0], ddp[r][0])
 
     prints = {r: fingerprint(r, rep) for r, rep in reps.items()}
     groups: dict[tuple, list[int]] = {}
@@ -374,7 +396,7 @@ def _largest_spread(keyed: dict[int, list[tuple[tuple, Any]]]) -> tuple[str, dic
 
 
 def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileReport) -> str:
-    cids, breaks, rcs, fails, cache = fp
+    cids, breaks, rcs, fails, cache, ddp = fp
     n_breaks = sum(n for _, n in breaks)
     base = (f"{plural(len(cids), 'compile')}, {plural(n_breaks, 'graph break')}, "
             f"{plural(len(rcs), 'recompile')}, {plural(len(fails), 'failure')}")
@@ -394,6 +416,8 @@ def _behaviour_text(fp: tuple, typical: tuple, is_typical: bool, rep: CompileRep
         diff.append("other failures")
     if cache != typical[4]:
         diff.append("other cache results")
+    if ddp != typical[5]:
+        diff.append("other DDP graph splits")
     return base + (" (" + "; ".join(diff) + ")" if diff else "")
 
 

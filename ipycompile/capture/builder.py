@@ -133,15 +133,22 @@ _GRAPH_STAGES = {
     "artifact:before_post_grad_graph": "before_post_grad",
     "artifact:before_joint_graph": "before_joint",
     "artifact:after_joint_graph": "after_joint",
+    # DDP's optimizer (torch/_dynamo/backends/distributed.py) splits a Dynamo graph at
+    # gradient-bucket boundaries: the split graph, then one graph per bucket's submodule.
+    "optimize_ddp_split_graph": "ddp_split",
+    "optimize_ddp_split_child": "ddp_bucket",
 }
 
 
 def _on_graph(st: _State, rec: TraceRecord) -> None:
-    if rec.compile_id is None or rec.payload is None:
+    stage = _GRAPH_STAGES[rec.key]
+    # a DDP bucket's subgraph counts even unread (a summary pass): the event says it exists
+    if rec.compile_id is None or (rec.payload is None and stage != "ddp_bucket"):
         return
     st.compile(rec.compile_id)
-    stage = _GRAPH_STAGES[rec.key]
-    st.report.graphs.append(Graph(rec.compile_id, stage, rec.payload, count_ops(rec.payload)))
+    code = rec.payload or ""
+    name = rec.body.get("name") if isinstance(rec.body, dict) else None
+    st.report.graphs.append(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")))
     if stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))

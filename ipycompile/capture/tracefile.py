@@ -94,7 +94,7 @@ LAYOUT_ARTIFACT = "ipycompile_code_layout"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
-)
+) | {"optimize_ddp_split_child"}  # DDP's bucket subgraphs: counted, their code left for the full read
 
 #: Artifacts the reader itself reads (properties of the file), not passed on as events.
 _READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}",

@@ -144,6 +144,8 @@ GRAPH_STAGES = (
     "aot_joint",
     "pre_grad",
     "post_grad",
+    "ddp_split",
+    "ddp_bucket",
 )
 
 
@@ -155,6 +157,7 @@ class Graph:
     stage: str  # one of GRAPH_STAGES (or the artifact name for other graphs)
     code: str = ""
     op_count: int = 0
+    name: str = ""  # a graph's own name where torch gives one (a DDP bucket's submodule: "submod_0")
 
 
 @dataclass

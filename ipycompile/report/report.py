@@ -125,6 +125,17 @@ class CompileReport:
         """Graph breaks hit, counting repeats at one site."""
         return sum(b.count for b in self.graph_breaks)
 
+    @property
+    def ddp_splits(self) -> dict[CompileId, int]:
+        """Compiles whose graph DDP's optimizer split at gradient-bucket boundaries, with the
+        number of bucket subgraphs each became. These are not graph breaks: Dynamo captured one
+        graph and DDP compiled it in pieces, so each bucket's all-reduce can start during backward."""
+        out: dict[CompileId, int] = {}
+        for g in self.graphs:
+            if g.stage == "ddp_bucket":
+                out[g.compile_id] = out.get(g.compile_id, 0) + 1
+        return out
+
     def compile(self, compile_id: "CompileId | str") -> Optional[Compile]:
         cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id
         return next((c for c in self.compiles if c.compile_id == cid), None)

@@ -238,6 +238,16 @@ def _gpu_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def _ddp_lines(r: "CompileReport") -> list[str]:
+    splits = r.ddp_splits
+    if not splits:
+        return []
+    where = ", ".join(f"[{cid}] into {plural(n, 'bucket subgraph')}" for cid, n in sorted(splits.items()))
+    return [f"DDP split {where}: DistributedDataParallel's optimizer cut the graph at gradient-bucket "
+            "boundaries so each bucket's all-reduce overlaps the backward; not graph breaks, nothing to fix "
+            "(torch._dynamo.config.optimize_ddp=False compiles one graph, without that overlap)"]
+
+
 def render_summary(report: "CompileReport", hints: Hints = Hints()) -> str:
     """The report as plain text: counts first, then each problem where it happened; control
     characters escaped (:func:`printable`)."""
@@ -286,6 +296,8 @@ def _summary(r: "CompileReport", hints: Hints) -> str:
         lines.append(f"compile time{when} {r.compile_time.total_s:.2f}s" + (f" ({phases})" if phases else ""))
     lines += _profile_lines(r)
     lines += _gpu_lines(r)
+
+    lines += _ddp_lines(r)
 
     if r.failures:
         lines.append("")

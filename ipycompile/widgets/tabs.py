@@ -270,14 +270,23 @@ def _stage_order(stage: str) -> tuple:
     return (GRAPH_STAGES.index(stage), "") if stage in GRAPH_STAGES else (len(GRAPH_STAGES), stage)
 
 
+_DDP_NOTE = ("DistributedDataParallel's optimizer split this compile's graph at gradient-bucket boundaries and "
+             "compiled each bucket's subgraph on its own, so each bucket's all-reduce can start during the backward: "
+             "not a graph break, nothing to fix.")
+
+
+def _stage_name(g) -> str:
+    return f"{g.stage} {g.name}" if g.name else g.stage
+
+
 def graphs_tab(r: "CompileReport") -> list[Block]:
     if not r.graphs:
         return [Text("No graphs were captured.", "note")]
     ordered = sorted(r.graphs, key=lambda g: (g.compile_id, _stage_order(g.stage)))
-    rows = [[str(g.compile_id), g.stage, g.op_count, g.code.count("\n") + 1 if g.code else 0] for g in ordered]
+    rows = [[str(g.compile_id), _stage_name(g), g.op_count, g.code.count("\n") + 1 if g.code else 0] for g in ordered]
     options: dict[str, list[Block]] = {}
     for g in ordered:
-        key = f"{g.compile_id} · {g.stage}"
+        key = f"{g.compile_id} · {_stage_name(g)}"
         n = 2
         while key in options:  # two graphs of one stage (e.g. several pre_grad passes)
             key = f"{g.compile_id} · {g.stage} ({n})"
@@ -285,8 +294,10 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
         c = r.compile(g.compile_id)
         fn = f" of {c.function}" if c and c.function else ""
         loops = [u for u in r.unrolled_loops if u.compile_id == g.compile_id] if g.stage == "dynamo" else []
+        ddp = [Text(_DDP_NOTE, "note")] if g.stage in ("ddp_split", "ddp_bucket") else []
         options[key] = [
-            Text(f"{g.stage} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
+            Text(f"{_stage_name(g)} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
+            *ddp,
             *(Text(f"{loop_headline(r, u)} (Summary tab: the fix)", "warn") for u in loops),
             Code(key, g.code, "python"),
         ]
