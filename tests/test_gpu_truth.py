@@ -40,18 +40,49 @@ def test_time_blocks_sizes_blocks_to_the_call():
     assert fixed.runs == 20 and fixed.blocks >= 5
 
 
+def test_one_slow_probe_call_cannot_shrink_the_blocks():
+    """Blocks are sized from the median of several probe blocks: a first call that stalls
+    (50 ms, a scheduler hiccup or a late compile) leaves them as long as without it."""
+    import time
+
+    def make(stall):
+        calls = [0]
+
+        def fn():
+            calls[0] += 1
+            if stall and calls[0] == 1:
+                time.sleep(0.05)
+            time.sleep(0.0002)
+        return fn
+
+    steady = time_blocks(make(False), target_s=0.3)
+    stalled = time_blocks(make(True), target_s=0.3)
+    assert steady.block_calls >= 20  # 10 ms blocks of calls of 0.2 ms (sleep oversleeps: up to ~0.5 ms)
+    assert stalled.block_calls >= steady.block_calls / 2  # one slow call used to give blocks of 1 call
+
+
+def test_blocks_follow_blocked_autorange_rule():
+    """The timer's overhead is at most 1e-4 of a block; a block at least BLOCK_MIN_S, at most
+    target / min_blocks."""
+    from ipycompile.run.profile import BLOCK_MIN_S, block_seconds
+
+    assert block_seconds(20e-6, 1.0, 5) == pytest.approx(0.2)  # a CUDA synchronisation's 20 us: 0.2 s blocks
+    assert block_seconds(40e-6, 1.0, 5) == pytest.approx(0.2)  # capped: 5 blocks still fit the second
+    assert block_seconds(0.3e-6, 1.0, 5) == BLOCK_MIN_S  # a CPU's no-op synchronisation: the floor
+
+
 def test_a_block_in_which_torch_compiles_is_dropped_and_rerun():
     count = [0]
 
     def fn():
         count[0] += 1
-        if count[0] == 6:  # one call compiles something new
+        if count[0] == 3:  # one call compiles something new
             torch.compile(lambda x: x + count[0], backend="eager")(torch.ones(2))
 
     with CompileActivity() as activity:
-        timing = time_blocks(fn, runs=10, activity=activity)
+        timing = time_blocks(fn, runs=5, activity=activity)  # 5 blocks of one call, no probes
     assert activity.available and activity.by_trigger.get("DYNAMO") == 1
-    assert timing.dropped_blocks == 1 and timing.runs == 10
+    assert timing.dropped_blocks == 1 and timing.runs == 5
 
 
 @_CPU_ONLY
@@ -307,3 +338,4 @@ def test_cpu_max_autotune_with_freezing_reports_its_choices():
     assert a.num_choices >= 2 and a.winner and a.winner_ms > 0 and a.benchmark_s is not None
     assert {c.kind for c in a.choices} >= {"extern"} and len(a.choices) == a.num_choices
     assert "autotune " in str(run.report)
+

@@ -42,6 +42,7 @@ __all__ = [
     "time_calls",
     "BlockTiming",
     "time_blocks",
+    "time_paired",
     "time_device",
     "CompileActivity",
     "PeakMemory",
@@ -208,11 +209,7 @@ def _auto_runs(probe_s: float, target_s: float, min_runs: int, max_runs: int) ->
 
 
 def _timed_call(fn: Callable[[], Any]) -> float:
-    synchronize()
-    start = time.perf_counter()
-    fn()
-    synchronize()
-    return time.perf_counter() - start
+    return _timed_block(fn, 1)
 
 
 def time_calls(
@@ -339,9 +336,64 @@ class BlockTiming:
         return q3 - q1
 
 
-#: a block lasts at least this long, so one synchronisation (and the idle device at
-#: its start) costs under ~0.5 % of it
+#: ``blocked_autorange``'s rule: the timer's own cost (a clock reading between two
+#: synchronisations) is at most this share of a block
+TIMER_OVERHEAD_SHARE = 1e-4
+#: and a block lasts at least this long (``blocked_autorange`` asks for a thousandth of its
+#: ``min_run_time``; 10 ms keeps a block long against a busy machine's scheduler ticks)
 BLOCK_MIN_S = 0.01
+#: probe blocks per size: the per-call estimate is their median, so one slow call
+#: (a scheduler hiccup, a late compile) cannot shrink the blocks
+PROBES = 5
+
+
+def timer_overhead_s(samples: int = 5) -> float:
+    """The timer's own cost: the median of ``samples`` empty timings, each a clock reading
+    between two synchronisations (``blocked_autorange``'s ``_timeit(0)``)."""
+    times = []
+    for _ in range(samples):
+        synchronize()
+        t0 = time.perf_counter()
+        synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _timed_block(fn: Callable[[], Any], calls: int) -> float:
+    synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize()
+    return time.perf_counter() - t0
+
+
+def estimate_call_s(fn: Callable[[], Any], *, block_s: float, budget_s: float) -> tuple[float, int]:
+    """Seconds per call of ``fn`` in a loop, and the calls it took to say so: :data:`PROBES`
+    probe blocks of one size, the estimate their median per call; the size grows (about
+    tenfold) until a probe block lasts a tenth of ``block_s``. Probing stops once it has
+    spent ``budget_s`` (a slow call is probed once or twice)."""
+    calls, spent, n = 0, 0.0, 1
+    while True:
+        samples = []
+        for _ in range(PROBES):
+            t = _timed_block(fn, n)
+            samples.append(t / n)
+            calls += n
+            spent += t
+            if spent > budget_s:
+                break
+        est = statistics.median(samples)
+        if est * n >= block_s / 10 or spent > budget_s or n >= 10**6:
+            return est, calls
+        n = max(n + 1, min(n * 10, math.ceil(block_s / 10 / max(est, 1e-9))))
+
+
+def block_seconds(overhead_s: float, target_s: float, min_blocks: int) -> float:
+    """How long a block should last: the timer's overhead at most :data:`TIMER_OVERHEAD_SHARE`
+    of it and at least :data:`BLOCK_MIN_S`, but no longer than ``target_s / min_blocks``
+    (so a run keeps its time)."""
+    return min(max(BLOCK_MIN_S, overhead_s / TIMER_OVERHEAD_SHARE), max(BLOCK_MIN_S, target_s / min_blocks))
 
 
 def time_blocks(
@@ -356,60 +408,97 @@ def time_blocks(
 ) -> BlockTiming:
     """Run time of ``fn``: blocks of calls back to back, each block between two synchronisations.
 
-    Auto (``runs=None``): probe blocks of 1, 10, 100, ... calls (synchronised and
-    untimed, like ``blocked_autorange``'s estimate) until one lasts
-    :data:`BLOCK_MIN_S`; that many calls make a block; then blocks until about
-    ``target_s`` is spent, between ``min_blocks`` and ``max_blocks`` blocks (a call
-    slower than ``5 * target_s`` gets a single block). With ``runs``: that many
-    timed calls in all, in at least ``min(runs, min_blocks)`` blocks (one probe call
+    Auto (``runs=None``), by ``blocked_autorange``'s rule: the timer's own cost is
+    measured (:func:`timer_overhead_s`), a block lasts long enough that it is at most
+    :data:`TIMER_OVERHEAD_SHARE` of it (at least :data:`BLOCK_MIN_S`, at most
+    ``target_s / min_blocks``: see :func:`block_seconds`), and its calls are that time over
+    the median per call of several probe blocks (:func:`estimate_call_s`); then blocks until
+    about ``target_s`` is spent, between ``min_blocks`` and ``max_blocks`` blocks (a call
+    slower than ``5 * target_s`` gets a single block). With ``runs``: that many timed calls
+    in all, in at least ``min(runs, min_blocks)`` blocks (the median of a few probe calls
     sizes them when ``runs > min_blocks``; otherwise each block is one call).
 
     ``activity``: a :class:`CompileActivity` that is open around this call; a
     block during which torch compiled or recorded a CUDA graph is dropped and
     re-run (at most ``max_dropped`` times; later ones are kept, and counted).
     """
-    if runs is not None:
-        _check_int("runs", runs, 1)
-    _check_number("target_s", target_s, positive=True)
-    _check_int("min_blocks", min_blocks, 1)
-    _check_int("max_blocks", max_blocks, min_blocks)
-    if runs is not None and runs <= min_blocks:
-        probe_s, probes, per_block = 0.0, 0, 1
-    else:
-        probe_s, probes, per_block = _timed_call(fn), 1, 1
-    if runs is None:
-        while probe_s * per_block < BLOCK_MIN_S and per_block < 10**6:
-            n = max(per_block + 1, min(per_block * 10, math.ceil(1.2 * BLOCK_MIN_S / max(probe_s, 1e-9))))
-            synchronize()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            synchronize()
-            probe_s, per_block = (time.perf_counter() - t0) / n, n
-            probes += n
-        blocks = 1 if probe_s > 5 * target_s else max(
-            min_blocks, min(max_blocks, round(target_s / max(probe_s * per_block, 1e-9))))
-    elif probes:
-        per_block = 1 if probe_s >= BLOCK_MIN_S else max(1, math.ceil(BLOCK_MIN_S / max(probe_s, 1e-7)))
-        per_block = max(1, min(per_block, runs // min(runs, min_blocks)))
-        blocks = max(1, runs // per_block)
-    else:
-        blocks = max(1, runs // per_block)
+    per_block, blocks, probes = plan_blocks(fn, runs=runs, target_s=target_s, min_blocks=min_blocks,
+                                            max_blocks=max_blocks)
     times: list[float] = []
     dropped = 0
     while len(times) < blocks:
         seen = activity.count if activity is not None else 0
-        synchronize()
-        t0 = time.perf_counter()
-        for _ in range(per_block):
-            fn()
-        synchronize()
-        elapsed = time.perf_counter() - t0
+        elapsed = _timed_block(fn, per_block)
         if activity is not None and activity.count != seen and dropped < max_dropped:
             dropped += 1
             continue
         times.append(elapsed / per_block)
     return BlockTiming(times, per_block, dropped, probes)
+
+
+def plan_blocks(fn: Callable[[], Any], *, runs: Optional[int] = None, target_s: float = 1.0, min_blocks: int = 5,
+                max_blocks: int = 100) -> tuple[int, int, int]:
+    """``(calls per block, blocks, probe calls made)`` for :func:`time_blocks` (see there)."""
+    if runs is not None:
+        _check_int("runs", runs, 1)
+    _check_number("target_s", target_s, positive=True)
+    _check_int("min_blocks", min_blocks, 1)
+    _check_int("max_blocks", max_blocks, min_blocks)
+    block_s = block_seconds(timer_overhead_s(), target_s, min_blocks)
+    if runs is None:
+        est, probes = estimate_call_s(fn, block_s=block_s, budget_s=0.2 * target_s)
+        per_block = max(1, math.ceil(block_s / max(est, 1e-9)))
+        blocks = 1 if est > 5 * target_s else max(
+            min_blocks, min(max_blocks, round(target_s / max(est * per_block, 1e-9))))
+        return per_block, blocks, probes
+    if runs <= min_blocks:
+        return 1, runs, 0
+    est, probes = estimate_call_s(fn, block_s=block_s, budget_s=0.2 * target_s)
+    per_block = max(1, min(math.ceil(block_s / max(est, 1e-9)), runs // min_blocks))
+    return per_block, max(1, runs // per_block), probes
+
+
+def time_paired(
+    a: Callable[[], Any],
+    b: Callable[[], Any],
+    *,
+    runs: Optional[int] = None,
+    target_s: float = 2.0,
+    min_pairs: int = 6,
+    max_pairs: int = 50,
+) -> tuple[BlockTiming, BlockTiming]:
+    """Run time of ``a`` and ``b`` measured interleaved: pairs of one block of each, in
+    alternating order (``a b``, ``b a``, ``a b``, ...: ABBA), so that drift of the machine's
+    clocks and load hits both sides alike. Block ``i`` of one side and block ``i`` of the
+    other form pair ``i`` (:func:`ipycompile.run.stats.paired_ratio` summarises them).
+
+    Each side's blocks are sized as :func:`time_blocks` sizes them (``blocked_autorange``'s
+    rule, from the median of probe blocks); auto (``runs=None``): pairs until about
+    ``target_s`` is spent (both sides), between ``min_pairs`` and ``max_pairs`` (one pair
+    when a pair would last over ``5 * target_s``). With ``runs``: about that many calls of
+    each side, in ``min(runs, min_pairs)`` pairs."""
+    if runs is not None:
+        _check_int("runs", runs, 1)
+    _check_number("target_s", target_s, positive=True)
+    _check_int("min_pairs", min_pairs, 1)
+    _check_int("max_pairs", max_pairs, min_pairs)
+    probes = [0, 0]
+    if runs is None:
+        block_s = block_seconds(timer_overhead_s(), target_s / 2, min_pairs)
+        est_a, probes[0] = estimate_call_s(a, block_s=block_s, budget_s=0.1 * target_s)
+        est_b, probes[1] = estimate_call_s(b, block_s=block_s, budget_s=0.1 * target_s)
+        calls = [max(1, math.ceil(block_s / max(est_a, 1e-9))), max(1, math.ceil(block_s / max(est_b, 1e-9)))]
+        pair_s = calls[0] * est_a + calls[1] * est_b
+        pairs = 1 if est_a + est_b > 5 * target_s else max(min_pairs, min(max_pairs, round(target_s / max(pair_s, 1e-9))))
+    else:
+        pairs = min(runs, min_pairs)
+        calls = [max(1, runs // pairs)] * 2
+    times: tuple[list[float], list[float]] = ([], [])
+    sides = ((0, a), (1, b))
+    for i in range(pairs):
+        for side, fn in (sides if i % 2 == 0 else sides[::-1]):
+            times[side].append(_timed_block(fn, calls[side]) / calls[side])
+    return (BlockTiming(times[0], calls[0], 0, probes[0]), BlockTiming(times[1], calls[1], 0, probes[1]))
 
 
 # --------------------------------------------------------------------------- device time
