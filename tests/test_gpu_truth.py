@@ -339,3 +339,31 @@ def test_cpu_max_autotune_with_freezing_reports_its_choices():
     assert {c.kind for c in a.choices} >= {"extern"} and len(a.choices) == a.num_choices
     assert "autotune " in str(run.report)
 
+
+# -- issue 21: busy-time verdicts (pure), paired ratios -------------------------------------
+def test_busy_verdicts_and_advice():
+    from ipycompile.run.busy import _union_us, judge
+
+    assert _union_us([(0, 10), (5, 15), (20, 25)]) == 20  # overlapping activity counted once
+    host = judge(35e-6, 80e-6, kernels=24, calls=10, cudagraphs=False, suggest=True)
+    assert host.verdict == "host-bound" and "reduce-overhead" in host.advice and "56%" in host.advice
+    assert "GPU busy 35.0 us of each 80.0 us call (44%): host-bound" in host.text
+    graphs = judge(10e-6, 40e-6, kernels=24, calls=10, cudagraphs=True, suggest=False, host_ops=["aten::copy_ 12.0 us"])
+    assert "under CUDA graphs the host still spends about 30.0 us" in graphs.advice and "aten::copy_" in graphs.advice
+    assert judge(35e-6, 80e-6, kernels=24, calls=10, cudagraphs=False, suggest=False).advice == ""  # e.g. eager
+    assert judge(95e-6, 100e-6, kernels=3, calls=10, cudagraphs=False, suggest=True).verdict == "device-bound"
+    assert judge(65e-6, 100e-6, kernels=3, calls=10, cudagraphs=False, suggest=True).verdict == "in between"
+
+
+def test_paired_ratio_interval_and_noise():
+    from ipycompile.run.stats import RATIO_NOISE, median_ci, paired_ratio, run_time_noise
+
+    quiet = paired_ratio([1.0] * 20, [2.0 + 0.01 * i for i in range(20)])
+    assert quiet.pairs == 20 and 2.0 <= quiet.ci95[0] <= quiet.median <= quiet.ci95[1] <= 2.2
+    assert not quiet.noisy and quiet.why_noisy("speedup vs eager") == ""
+    loud = paired_ratio([1.0] * 20, [0.5 + 0.2 * i for i in range(20)])
+    assert loud.noisy and loud.ci95[1] / loud.ci95[0] > RATIO_NOISE
+    assert loud.why_noisy("speedup vs eager").startswith("speedup vs eager: the pairs disagree")
+    assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)  # fewer than 6 pairs: min and max
+    assert run_time_noise([1.0, 1.01, 0.99, 1.0]) == ""
+    assert run_time_noise([1.0, 2.0, 0.5, 1.0, 3.0]).startswith("run time: the blocks disagree")

@@ -99,3 +99,16 @@ def test_changed_torch_config_is_recorded_in_the_settings():
     clean = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
     assert clean.profile.config == {} and "config:" not in str(clean)
     assert ipycompile.CompileReport.from_json(report.to_json()).profile.config == report.profile.config
+
+
+def test_history_has_a_noisy_column_and_the_speedup_interval():
+    from ipycompile.report import CompileReport, EagerComparison, Profile
+    from ipycompile.run.history_log import COLUMNS, row_of
+
+    quiet = Profile(run_median_s=1e-3, eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
+    noisy = Profile(run_median_s=1e-3, noise=["run time: the blocks disagree (IQR 40% ...)",
+                                              "speedup vs eager: the pairs disagree (...)"])
+    assert "noisy" in COLUMNS
+    row = row_of(CompileReport(profile=quiet))
+    assert row["noisy"] == "" and (row["speedup_low"], row["speedup_high"]) == (1.9, 2.1)
+    assert row_of(CompileReport(profile=noisy))["noisy"] == "run time; speedup vs eager"

@@ -33,6 +33,7 @@ __all__ = [
     "RawArtifact",
     "Stats",
     "EagerComparison",
+    "DeviceBusy",
     "KernelTime",
     "Profile",
     "TraceOrigin",
@@ -383,6 +384,27 @@ class Stats:
 
 
 @dataclass
+class DeviceBusy:
+    """How much of each call the GPU works (ipycompile.run.busy): the calls' device activity
+    from the profiler (CUPTI), against the run time."""
+
+    busy_s: float = 0.0  # device activity per call (kernels, copies, fills; overlaps counted once)
+    run_s: float = 0.0  # the run time per call it is judged against
+    share: float = 0.0  # busy_s / run_s, at most 1
+    verdict: str = ""  # "device-bound" | "host-bound" | "in between"
+    advice: str = ""  # what to try (reduce-overhead), or what remains on the host under CUDA graphs
+    kernels_per_call: float = 0.0  # device activities per call
+    calls: int = 0  # calls profiled
+    host_ops: list[str] = field(default_factory=list)  # the largest top-level host operations per call
+
+    @property
+    def text(self) -> str:
+        ms = lambda s: f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"  # noqa: E731
+        idle = f", the GPU idle {1 - self.share:.0%} of each call" if self.verdict != "device-bound" else ""
+        return f"GPU busy {ms(self.busy_s)} of each {ms(self.run_s)} call ({self.share:.0%}): {self.verdict}{idle}"
+
+
+@dataclass
 class EagerComparison:
     """The same cell run uncompiled, measured the same way."""
 
@@ -390,7 +412,10 @@ class EagerComparison:
     run_median_s: Optional[float] = None
     peak_device_bytes: Optional[int] = None
     peak_host_bytes: Optional[int] = None
-    speedup: Optional[float] = None  # eager median / compiled median
+    speedup: Optional[float] = None  # the median over pairs of eager block / compiled block (ABBA order)
+    speedup_ci95: list[float] = field(default_factory=list)  # its 95 % interval [low, high] (order statistics)
+    pairs: int = 0  # pairs of blocks (one compiled, one eager) the speedup is the median of
+    compiled_run_median_s: Optional[float] = None  # the compiled side's median in those pairs
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
     outputs_match: Optional[bool] = None
@@ -405,6 +430,7 @@ class EagerComparison:
     check_details: list[str] = field(default_factory=list)  # one line per floating tensor
     device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
     latency_median_s: Optional[float] = None
+    busy: Optional[DeviceBusy] = None  # how much of each eager call the GPU works (CUDA)
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
@@ -482,6 +508,12 @@ class Profile:
     device_median_s: Optional[float] = None
     recorded_in_timing: dict[str, int] = field(default_factory=dict)  # compiles / CUDA-graph recordings seen while timing
     memory_timelines: list["MemoryTimeline"] = field(default_factory=list)  # with --memory-timeline
+    noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why ("" list: quiet)
+    busy: Optional[DeviceBusy] = None  # how much of each call the GPU works, with a verdict (CUDA)
+
+    def noisy(self, figure: str) -> str:
+        """Why ``figure`` ("run time", "speedup vs eager", "eager run time") is noisy, or ""."""
+        return next((n for n in self.noise if n.startswith(figure + ":")), "")
 
     @property
     def peak_device_bytes(self) -> Optional[int]:

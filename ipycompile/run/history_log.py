@@ -40,6 +40,8 @@ COLUMNS = (
     "peak_host_bytes_compile",
     "peak_host_bytes_run",
     "eager_run_median_s",
+    "speedup_low",
+    "speedup_high",
     "caches",
     # the end
     "graphs",
@@ -48,6 +50,7 @@ COLUMNS = (
     "peak_host_bytes",
     "speedup",
     "break_even_calls",
+    "noisy",
     "report",
 )
 
@@ -87,6 +90,10 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "eager_run_median_s": e.run_median_s if e else None,
         "speedup": e.speedup if e else None,
         "break_even_calls": e.break_even_calls if e else None,
+        "speedup_low": e.speedup_ci95[0] if e and e.speedup_ci95 else None,
+        "speedup_high": e.speedup_ci95[1] if e and e.speedup_ci95 else None,
+        # what was noisy ("run time", "speedup vs eager", ...); "" when the run was quiet
+        "noisy": "; ".join(n.split(":", 1)[0] for n in p.noise) if p else "",
         "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
         "report": full,
     }

@@ -34,8 +34,11 @@ from .cell import CellFunction, make_cell_function, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
 from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kernel_profile_options, profile_calls,
                            profiled_call_count)
-from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, speedup, synchronize, time_blocks,
-                      time_calls, time_device)
+from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, synchronize, time_blocks,
+                      time_calls, time_device, time_paired)
+from .busy import measure_busy
+from .contention import Contention
+from .stats import paired_ratio, run_time_noise
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
 
@@ -364,12 +367,18 @@ def measure(
                             break
             # the capture is closed: timed runs carry none of its cost
             before = dict(activity.by_trigger)
-            with PeakMemory() as mem:
+            with PeakMemory() as mem, Contention() as contention:
                 blocks = time_blocks(compiled, runs=runs, activity=activity)
             profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
             device_work = device_work or _has_cuda_tensor(snap)
             _fill_timing(profile, blocks, auto=runs is None)
+            if contention.why("run time") and not profile.noisy("run time"):
+                profile.noise.append(contention.why("run time"))
             _extra_timings(profile, compiled, runs, device_work and torch.cuda.is_available())
+            if device_work and torch.cuda.is_available() and runs != 1 and profile.run_median_s:
+                graphs = _uses_cudagraphs(settings)
+                profile.busy = measure_busy(compiled, profile.run_median_s, cudagraphs=graphs,
+                                            suggest=settings.uses_inductor and not graphs)
             after = activity.by_trigger
             profile.recorded_in_timing = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
             if profile.recorded_in_timing:
@@ -531,7 +540,11 @@ def _fill_timing(profile: Profile, blocks, auto: bool) -> None:
     profile.warmup += blocks.probe_calls  # the probe calls that sized the blocks
     profile.auto_runs = auto
     profile.timing_method = (f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
-                             "each block between two device synchronisations")
+                             "each block between two device synchronisations, sized by blocked_autorange's rule "
+                             "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe blocks")
+    why = run_time_noise(blocks.times_s)
+    if why and blocks.blocks >= 3:
+        profile.noise.append(why)
 
 
 def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup, device_work: bool = False) -> EagerComparison:
@@ -546,13 +559,15 @@ def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup
     elif check.method == "dtype tolerances":
         check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
     n_warm = warmup if warmup is not None else 1
-    for _ in range(n_warm):
-        target.eager()
-    with PeakMemory() as mem:
-        blocks = time_blocks(target.eager, runs=runs)
+    with PeakMemory() as mem:  # eager's steady-state peak: its warm-up calls (at least one)
+        for _ in range(max(1, n_warm)):
+            target.eager()
+    with Contention() as contention:
+        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
+    ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
     eager = EagerComparison(
-        run_times_s=list(blocks.times_s),
-        run_median_s=blocks.median_s,
+        run_times_s=list(eager_blocks.times_s),
+        run_median_s=eager_blocks.median_s,
         peak_device_bytes=mem.device_bytes,
         peak_host_bytes=mem.host_bytes,
         outputs_match=check.match,
@@ -563,19 +578,31 @@ def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup
         eager_error=check.eager_error,
         allowed_error=check.allowed_error,
         check_details=check.leaves,
+        speedup=ratio.median,
+        speedup_ci95=list(ratio.ci95),
+        pairs=ratio.pairs,
+        compiled_run_median_s=compiled_blocks.median_s,
     )
+    profile.timing_method += (f"; vs eager: {ratio.pairs} pairs of blocks (compiled {compiled_blocks.block_calls} calls, "
+                              f"eager {eager_blocks.block_calls}) in alternating order (ABBA), the speedup the median of "
+                              "the pairs' ratios with its 95 % interval")
+    for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
+                run_time_noise(eager_blocks.times_s, "eager run time")):
+        if why:
+            profile.noise.append(why)
     if runs != 1:
-        median = blocks.median_s
+        median = eager_blocks.median_s
         n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
         eager.latency_median_s = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
         if device_work and torch.cuda.is_available():
             eager.device_median_s = statistics.median(
                 time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
-    if profile.run_median_s and blocks.median_s:
-        eager.speedup = speedup(blocks.median_s, profile.run_median_s)
-        if profile.compile_s is not None:
-            eager.break_even_calls = break_even_calls(max(profile.compile_s, profile.run_median_s),
-                                                      profile.run_median_s, blocks.median_s)
+            eager.busy = measure_busy(target.eager, median, cudagraphs=False, suggest=False)
+    if profile.compile_s is not None and compiled_blocks.median_s:
+        # the same pairs: compiled's median in them, eager's as that times the paired speedup
+        compiled_run = compiled_blocks.median_s
+        eager.break_even_calls = break_even_calls(max(profile.compile_s, compiled_run), compiled_run,
+                                                  compiled_run * ratio.median)
     on_device = bool(mem.device_bytes) and bool(profile.peak_device_bytes_run)  # 0: nothing ran on the device
     compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
     eager_peak = mem.device_bytes if on_device else mem.host_bytes
