@@ -23,7 +23,9 @@ from ipycompile.report import CompileReport, UserFrame
 from ipycompile.run.accuracy import NotUpcastable, check_outputs, upcast_namespace
 from ipycompile.run.kernel_times import cell_devices, kernel_profile_options
 from ipycompile.run.memory_timeline import resolve_user_lines, timeline_from_trace
-from ipycompile.run.profile import CompileActivity, time_blocks, time_device
+from ipycompile.run.activity import CompileActivity
+from ipycompile.run.device_time import time_device
+from ipycompile.run.timing import time_blocks
 from tracefile import DATA, gpu_records
 
 _CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
@@ -64,7 +66,7 @@ def test_one_slow_probe_call_cannot_shrink_the_blocks():
 def test_blocks_follow_blocked_autorange_rule():
     """The timer's overhead is at most 1e-4 of a block; a block at least BLOCK_MIN_S, at most
     target / min_blocks."""
-    from ipycompile.run.profile import BLOCK_MIN_S, block_seconds
+    from ipycompile.run.timing import BLOCK_MIN_S, block_seconds
 
     assert block_seconds(20e-6, 1.0, 5) == pytest.approx(0.2)  # a CUDA synchronisation's 20 us: 0.2 s blocks
     assert block_seconds(40e-6, 1.0, 5) == pytest.approx(0.2)  # capped: 5 blocks still fit the second

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.run import runner as run_module
+from ipycompile.run.session import SESSION
 from ipycompile.run.settings import SettingsError, make_settings, parse_option
 
 
@@ -43,7 +43,7 @@ def test_settings_errors_name_the_argument_value_and_what_is_allowed():
 
 
 def test_one_time_inductor_startup_is_paid_before_the_timed_compile():
-    run_module._warmed_backends.discard("inductor")
+    SESSION.warmed_backends.discard("inductor")
     run = ipycompile.run_cell("(x.sin() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
     p = run.report.profile
     assert p.one_time_s is not None and p.one_time_s > 0
@@ -87,7 +87,7 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
         run = ipycompile.run_cell("lin(x) * 2", {"lin": lin, "x": torch.randn(8, 64, device="cuda")},
                                   mode="max-autotune", options={"max_autotune_gemm": False},
                                   compare_eager=True, runs=3, record=False)
-    assert run_module._uses_cudagraphs(make_settings(mode="max-autotune"))
+    assert make_settings(mode="max-autotune").uses_cudagraphs()
     assert run.report.profile.eager.outputs_match, run.report.profile.eager.message
 
 
@@ -112,3 +112,25 @@ def test_history_has_a_noisy_column_and_the_speedup_interval():
     row = row_of(CompileReport(profile=quiet))
     assert row["noisy"] == "" and (row["speedup_low"], row["speedup_high"]) == (1.9, 2.1)
     assert row_of(CompileReport(profile=noisy))["noisy"] == "run time; speedup vs eager"
+
+
+def test_modes_mean_one_thing_in_one_place():
+    """What a mode turns on is read from torch's own mode options (settings.inductor_options):
+    CUDA graphs, and so the warm-up calls before timing."""
+    assert make_settings(mode="reduce-overhead").warmup_calls == 3
+    assert make_settings(mode="max-autotune").warmup_calls == 3
+    assert make_settings(mode="max-autotune-no-cudagraphs").warmup_calls == 1
+    assert make_settings().warmup_calls == 1
+    assert make_settings(options={"triton.cudagraphs": True}).warmup_calls == 3
+    assert make_settings(backend="eager").uses_cudagraphs() is False
+
+
+def test_session_state_has_one_public_clear():
+    ns = {"x": torch.ones(3)}
+    ipycompile.run_cell("x * 2", ns, backend="eager", runs=1, record=False)
+    assert SESSION.compiled
+    SESSION.clear()
+    assert not SESSION.compiled
+    again = ipycompile.run_cell("x * 2", ns, backend="eager", runs=1, record=False)
+    assert not again.report.profile.reused_compiled_code
+

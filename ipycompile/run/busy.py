@@ -63,7 +63,7 @@ def measure_busy(fn: Callable[[], Any], run_s: float, *, cudagraphs: bool, sugge
     from torch.profiler import ProfilerActivity, profile
 
     from .kernel_times import _is_device
-    from .profile import synchronize
+    from .devices import synchronize
 
     n = calls or busy_calls(run_s)
     synchronize()

@@ -20,7 +20,6 @@ its arguments and displays what this returns. One run is
 from __future__ import annotations
 
 import contextlib
-import itertools
 import statistics
 import time
 import warnings
@@ -30,22 +29,22 @@ from typing import Any, Callable, Optional, Sequence
 from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
+from .session import SESSION
 from .cell import CellFunction, make_cell_function, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
 from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kernel_profile_options, profile_calls,
                            profiled_call_count)
-from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, synchronize, time_blocks,
-                      time_calls, time_device, time_paired)
+from .activity import CompileActivity
+from .device_time import time_device
+from .devices import device_name, synchronize
+from .memory import PeakMemory
+from .timing import time_blocks, time_calls, time_paired
 from .busy import measure_busy
 from .contention import Contention
-from .stats import paired_ratio, run_time_noise
+from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
 
-_compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
-
-_warmed_backends: set[str] = set()
-_counter = itertools.count(1)
 
 
 @dataclass
@@ -61,7 +60,7 @@ class CellRun:
 
 def _one_time_startup(settings: CompileSettings) -> Optional[float]:
     """Pay Inductor's per-process start-up (imports, compiler checks) on a tiny function."""
-    if not settings.uses_inductor or "inductor" in _warmed_backends:
+    if not settings.uses_inductor or "inductor" in SESSION.warmed_backends:
         return None
     import torch
 
@@ -71,7 +70,7 @@ def _one_time_startup(settings: CompileSettings) -> Optional[float]:
     t0 = time.perf_counter()
     torch.compile(_tiny, backend="inductor")(torch.ones(4))
     synchronize()
-    _warmed_backends.add("inductor")
+    SESSION.warmed_backends.add("inductor")
     return time.perf_counter() - t0
 
 
@@ -94,16 +93,6 @@ def _snapshot(cf: CellFunction, value: Any) -> Any:
         return value
     ns = cf.fn.__globals__
     return {name: ns.get(name) for name in cf.assigned if name in ns}
-
-
-def _uses_cudagraphs(settings: CompileSettings) -> bool:
-    """Whether replays may overwrite the outputs: CUDA graphs, from the mode (reduce-overhead and
-    max-autotune turn them on) or from an explicit ``triton.cudagraphs`` option."""
-    import torch
-
-    if not settings.uses_inductor or not torch.cuda.is_available():
-        return False
-    return bool(settings.inductor_options().get("triton.cudagraphs"))
 
 
 def _copy_tensors(tree: Any) -> Any:
@@ -181,25 +170,25 @@ def execute(
     if trace_dir is not None:
         check_trace_dir(trace_dir)
     namespace = {} if namespace is None else namespace
-    filename = filename or f"<ipycompile-cell-{next(_counter)}>"
+    filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
     profile = new_profile(settings, observe=observe, label=label, fresh=fresh)
     if observe:
         return _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir)
 
     cf_key = (source, header, id(namespace), settings.key())
-    reused = cf_key in _compiled and not fresh
+    reused = cf_key in SESSION.compiled and not fresh
     if reused:
-        cf, compiled = _compiled[cf_key]
+        cf, compiled = SESSION.compiled[cf_key]
     else:
         cf = make_cell_function(source, namespace, filename=filename, header=header)
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
-        _compiled[cf_key] = (cf, compiled)
+        SESSION.compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
 
     def reference() -> Any:  # the cell again, eagerly, its inputs upcast to float64 (the output check's reference)
         ns64 = upcast_namespace(namespace, referenced_names(cf.fn.__code__))
-        cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(_counter)}>", header=header)
+        cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(SESSION.counter)}>", header=header)
         return _snapshot(cf64, cf64.fn())
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
@@ -297,7 +286,7 @@ def measure(
     ``memory_timeline``: the CUDA allocator's history of the compiling call and of
     one steady-state call (``Profile.memory_timelines``).
 
-    Times (see :mod:`ipycompile.run.profile`): ``compile_s`` is the first call's
+    Times (see :mod:`ipycompile.run.timing` and :mod:`ipycompile.run.device_time`): ``compile_s`` is the first call's
     wall time net of the trace logging torch tallied for the capture
     (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time (blocks
     of calls back to back); ``latency_median_s`` single synchronised calls;
@@ -343,7 +332,7 @@ def measure(
                 profile.compile_s = wall - (profile.trace_logging_s or 0.0)
                 if memory_timeline:
                     recorders.append(recorder)
-                graphs = _uses_cudagraphs(settings)
+                graphs = settings.uses_cudagraphs()
                 if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
                     value = _copy_tensors(value)
                 snap = target.snapshot(value)
@@ -351,7 +340,7 @@ def measure(
                 profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
                 profile.host_memory_method = mem.host_method
                 device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
-                n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+                n_warm = warmup if warmup is not None else settings.warmup_calls
                 last = activity.count
                 for _ in range(n_warm):
                     last = activity.count
@@ -376,7 +365,7 @@ def measure(
                 profile.noise.append(contention.why("run time"))
             _extra_timings(profile, compiled, runs, device_work and torch.cuda.is_available())
             if device_work and torch.cuda.is_available() and runs != 1 and profile.run_median_s:
-                graphs = _uses_cudagraphs(settings)
+                graphs = settings.uses_cudagraphs()
                 profile.busy = measure_busy(compiled, profile.run_median_s, cudagraphs=graphs,
                                             suggest=settings.uses_inductor and not graphs)
             after = activity.by_trigger
@@ -446,7 +435,7 @@ def _finish_memory(profile: Profile, recorders: list, report: CompileReport) -> 
 def _note_cudagraphs(report: CompileReport, settings: CompileSettings, profile: Profile) -> None:
     """With CUDA graphs on, a compile that generated GPU kernels but neither recorded nor was skipped says so."""
     try:
-        on = _uses_cudagraphs(settings)
+        on = settings.uses_cudagraphs()
     except Exception:
         on = False
     if not on:
@@ -704,7 +693,4 @@ def reset(*, history: bool = False) -> None:
     import torch
 
     torch._dynamo.reset()
-    _compiled.clear()
-    _reuse.forget()
-    if history:
-        _history.clear_history()
+    SESSION.clear(history=history)

@@ -20,6 +20,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from .timing import _check_number
+
 #: the fewest pairs whose median interval reaches 95 % coverage (1 - 2 / 2**6 = 96.9 %)
 MIN_PAIRS = 6
 
@@ -132,3 +134,38 @@ def optional_ratio(a: Sequence[float], b: Sequence[float]) -> Optional[PairedRat
         return paired_ratio(a, b)
     except ValueError:
         return None
+
+
+# -- the economics of compiling ----------------------------------------------------------
+def speedup(eager_s: float, compiled_s: float) -> float | None:
+    """``eager_s / compiled_s`` (> 1: compiled is faster); None when either time is 0.
+
+    Raises ValueError for a negative or non-finite time.
+    """
+    _check_number("eager_s", eager_s, positive=False)
+    _check_number("compiled_s", compiled_s, positive=False)
+    if eager_s == 0 or compiled_s == 0:
+        return None
+    return eager_s / compiled_s
+
+
+def break_even_calls(compile_s: float, compiled_run_s: float, eager_run_s: float) -> int | None:
+    """After how many calls compiling has paid for itself; None when the compiled function is not faster.
+
+    The first compiled call costs ``compile_s`` (compilation plus that first
+    run); each later one ``compiled_run_s``. The answer is the smallest n >= 1
+    with ``compile_s + (n - 1) * compiled_run_s <= n * eager_run_s``, i.e.
+    ``ceil((compile_s - compiled_run_s) / (eager_run_s - compiled_run_s))``.
+    Example: compile 10 s, compiled 1 ms, eager 2 ms -> 9,999 calls.
+
+    Raises ValueError for a negative or non-finite time.
+    """
+    _check_number("compile_s", compile_s, positive=False)
+    _check_number("compiled_run_s", compiled_run_s, positive=False)
+    _check_number("eager_run_s", eager_run_s, positive=False)
+    saved_per_call = eager_run_s - compiled_run_s
+    if saved_per_call <= 0:
+        return None
+    calls = (compile_s - compiled_run_s) / saved_per_call
+    # The tolerance keeps float noise (9999.000000000002) from adding a call.
+    return max(1, math.ceil(calls - 1e-9 * max(1.0, calls)))
