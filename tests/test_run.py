@@ -134,3 +134,34 @@ def test_session_state_has_one_public_clear():
     again = ipycompile.run_cell("x * 2", ns, backend="eager", runs=1, record=False)
     assert not again.report.profile.reused_compiled_code
 
+
+def test_saved_schema_1_reports_load_into_profile_records():
+    """The reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat
+    Profile): they load into the records, every flat value where it now lives, and round-trip."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from ipycompile.report import PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
+    from ipycompile.report.serialize import to_jsonable
+
+    files = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "gpu").glob("*.json.gz"))
+    assert files
+    for path in files:
+        data = json.loads(gzip.decompress(path.read_bytes()))
+        assert data.get("schema_version", 1) == 1
+        report = CompileReport.from_dict(data)
+        p = report.profile
+        assert report.schema_version == SCHEMA_VERSION == 2
+        for name, value in data["profile"].items():
+            if name in PROFILE_FIELDS_V1:
+                record, attr = PROFILE_FIELDS_V1[name]
+                assert to_jsonable(getattr(getattr(p, record), attr)) == value, (path.name, name)
+                assert to_jsonable(getattr(p, name)) == value  # the flat name still reads it
+            elif isinstance(value, dict) and name == "eager":  # fields added since keep their defaults
+                now = to_jsonable(getattr(p, name))
+                assert {k: now[k] for k in value} == value, (path.name, name)
+            else:
+                assert to_jsonable(getattr(p, name)) == value, (path.name, name)
+        assert CompileReport.from_json(report.to_json()).to_dict() == report.to_dict()
+        assert "run time" in report.summary()

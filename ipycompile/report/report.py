@@ -29,7 +29,7 @@ from .model import (
 )
 from .serialize import from_jsonable, to_jsonable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: Profile made of records (settings, first_call, steady, ...); 1: flat
 
 #: Views register here, so the report never imports a view: ``ipycompile`` (the
 #: package) registers its HTML view when it is imported, and any view may add its own.
@@ -147,6 +147,8 @@ class CompileReport:
                 f"report schema_version {version} is newer than this ipycompile understands "
                 f"({SCHEMA_VERSION}); upgrade ipycompile to read it"
             )
+        if version < 2 and isinstance(data.get("profile"), dict):  # schema 1: a flat Profile
+            data = {**data, "profile": Profile.from_v1(data["profile"]), "schema_version": SCHEMA_VERSION}
         return from_jsonable(cls, data)
 
     def to_json(self, **kwargs: Any) -> str:
