@@ -29,7 +29,9 @@ On the CPU the sizes are small (MLP batch 64, Llama 1x32 tokens, 2 images of 32x
 workload runs in float32 (the names stay) and in the default mode only (max-autotune's
 templates and CUDA graphs are GPU features; reduce-overhead on the CPU is the default mode). On a shared CPU,
 ``--threads 1`` keeps OpenMP barriers from stalling on descheduled threads
-(``blocked_autorange`` is given the same thread count).
+(``blocked_autorange`` is given the same thread count); each row records how many cores
+other processes used while it was measured (``other_processes_cores``, from /proc), so a
+row measured on a busy machine says so.
 
     python benchmarks/timing_truth.py [--quick] [--rounds 5] [--diagnose] [--only NAME[,NAME]] [--out PATH]
 
@@ -53,6 +55,7 @@ import torch.utils.benchmark
 from torch import nn
 
 import ipycompile
+from ipycompile.run.contention import Contention
 from ipycompile.run.profile import device_name, synchronize, time_blocks, time_device
 
 HERE = Path(__file__).parent
@@ -215,7 +218,8 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
         run = ipycompile.run_cell(w["cell"], ns, mode=mode, record=False)
         p = run.report.profile
         fn = run.fn
-        seen = interleaved(instruments(fn, cuda, diagnose), rounds)
+        with Contention() as contention:  # how busy the rest of the machine was meanwhile
+            seen = interleaved(instruments(fn, cuda, diagnose), rounds)
     run_ratios = _paired(seen["run_time"], seen["autorange"])
     row = {
         "workload": w["name"], "kind": w["kind"], "mode": mode, "rounds": rounds,
@@ -236,6 +240,8 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
         "cudagraphs": [f"{c.compile_id}: {c.status} {c.reason}".strip() for c in run.report.cudagraphs],
         "recorded_in_timing": p.recorded_in_timing,
         "graph_breaks": run.report.graph_break_count,
+        "other_processes_cores": contention.others_cores, "cores": contention.cores,
+        "report_noise": list(p.noise),
     }
     if cuda:
         dev_ratios = _paired(seen["device_time"], seen["do_bench"])
@@ -320,7 +326,8 @@ def main(argv=None) -> int:
             line += (f" {_us(r['device_time_s'], 9)} {_us(r['do_bench_median_s'], 9)} {r['ratio_to_do_bench']:6.3f} "
                      f"{sp['device_time']:5.0%}/{sp['do_bench']:<5.0%} {r['device_share_of_run_time']:7.2f} "
                      f"{_us(r['busy_s'], 8)} {(r['busy_share'] or 0):5.0%} {r['verdict']}")
-        print(line)
+        others = r.get("other_processes_cores")
+        print(line + (f"  others {others:.1f}/{r['cores']} cores" if others is not None else ""))
     if args.diagnose:
         print("\ndiagnostics (median of the rounds' ratios to blocked_autorange): time_blocks with the garbage collector "
               "off, blocks of blocked_autorange's size")

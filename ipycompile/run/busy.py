@@ -11,7 +11,8 @@ phase) it says how much of each call the GPU works:
 - **host-bound**: busy at most :data:`HOST_BOUND` of each call: the GPU waits for the host
   (Python, guards, kernel launches). In a mode without CUDA graphs the advice is to try
   ``mode="reduce-overhead"`` (CUDA graphs replay the call's launches as one); under CUDA
-  graphs, the host operations that remain, in torch's own names, with their time per call;
+  graphs, the host operations that remain, in torch's own names, with their shares of the
+  host's time under the profiler (which slows the host, so not as times);
 - **in between** otherwise.
 
 The profiler's own cost lands on the host, never in the device's activity, so the busy
@@ -81,9 +82,11 @@ def measure_busy(fn: Callable[[], Any], run_s: float, *, cudagraphs: bool, sugge
         if _is_device(e) or e.name.startswith(_NOT_HOST_WORK) or getattr(e, "cpu_parent", None) is not None:
             continue  # top-level host operations only (their children are inside them)
         host[e.name] = host.get(e.name, 0.0) + float(e.time_range.elapsed_us()) / n / 1e6
+    # the profiler slows the host, so its host times are shares, not the call's times
+    total = sum(host.values()) or 1.0
     top = sorted(host.items(), key=lambda kv: -kv[1])[:4]
     return judge(busy_s, run_s, kernels=len(device) / n, calls=n, cudagraphs=cudagraphs, suggest=suggest,
-                 host_ops=[f"{name} {s * 1e6:.1f} us" for name, s in top])
+                 host_ops=[f"{name} {t / total:.0%}" for name, t in top])
 
 
 def judge(busy_s: float, run_s: float, *, kernels: float, calls: int, cudagraphs: bool, suggest: bool,
@@ -98,7 +101,8 @@ def judge(busy_s: float, run_s: float, *, kernels: float, calls: int, cudagraphs
         verdict = "host-bound"
         if cudagraphs:
             advice = (f"under CUDA graphs the host still spends about {us(run_s - busy_s)} of each call outside the "
-                      "GPU's work" + (f"; its largest operations per call: {', '.join(host_ops)}" if host_ops else ""))
+                      "GPU's work" + (f"; its largest top-level operations, as shares of the host's time under the "
+                                      f"profiler: {', '.join(host_ops)}" if host_ops else ""))
         elif suggest:
             advice = (f"the GPU is idle {idle:.0%} of each call while the host launches its {kernels:.0f} kernels: try "
                       "mode='reduce-overhead' (CUDA graphs replay them as one launch)")
