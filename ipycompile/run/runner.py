@@ -32,8 +32,7 @@ from .observe import capture
 from .session import SESSION
 from .cell import CellFunction, make_cell_function, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
-from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kernel_profile_options, profile_calls,
-                           profiled_call_count)
+from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
 from .activity import CompileActivity
 from .device_time import time_device
 from .devices import device_name, synchronize
@@ -43,7 +42,8 @@ from .busy import measure_busy
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..report import CompileReport, EagerComparison, Kernel, Profile
-from .settings import CompileSettings, make_settings
+from .options import OPTION_NAMES, RunOptions
+from .settings import CompileSettings
 
 
 
@@ -112,27 +112,20 @@ def execute(
     source: str,
     namespace: Optional[dict] = None,
     *,
-    mode: Optional[str] = None,
-    backend: Any = None,
-    dynamic: Optional[bool] = None,
-    fullgraph: bool = False,
-    options: Optional[dict[str, Any]] = None,
-    runs: Optional[int] = None,
-    warmup: Optional[int] = None,
-    fresh: bool = False,
-    compare_eager: bool = False,
-    observe: bool = False,
-    profile_kernels: bool = False,
-    memory_timeline: bool = False,
-    label: str = "",
+    run_options: Optional[RunOptions] = None,
     filename: Optional[str] = None,
     header: Optional[str] = None,
     sources: Optional[dict[str, str]] = None,
     execution_count: Optional[int] = None,
-    record: bool = True,
-    trace_dir: Optional[str] = None,
+    **options: Any,
 ) -> CellRun:
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
+
+    The run's options are one :class:`~ipycompile.run.options.RunOptions`: given as
+    ``run_options``, or built here once from the keywords (``mode``, ``backend``,
+    ``dynamic``, ``fullgraph``, ``options``, ``runs``, ``warmup``, ``fresh``,
+    ``compare_eager``, ``observe``, ``profile_kernels``, ``memory_timeline``,
+    ``trace_dir``, ``label``, ``record``; see :meth:`RunOptions.build`).
 
     ``header`` is the text shown above ``source`` in an editor (the magic's
     ``%%compile ...`` line), so that line numbers match what the user sees;
@@ -156,28 +149,21 @@ def execute(
     """
     import torch
 
-    if profile_kernels and observe:
-        raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
-    if memory_timeline and observe:
-        raise ValueError("--memory-timeline: not with --observe (the cell runs once, as ordinary code)")
-    if memory_timeline and not torch.cuda.is_available():
-        raise ValueError("--memory-timeline: needs CUDA (it records the CUDA caching allocator's history); "
-                         "CUDA is not available here")
-    if profile_kernels:
-        options = kernel_profile_options(options, backend, devices=cell_devices(source, namespace or {}))
-    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-    check_counts(runs, warmup)
-    if trace_dir is not None:
-        check_trace_dir(trace_dir)
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"execute: unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}")
+    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    settings = opts.settings
     namespace = {} if namespace is None else namespace
     filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
-    profile = new_profile(settings, observe=observe, label=label, fresh=fresh)
-    if observe:
-        return _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir)
+    profile = new_profile(settings, observe=opts.observe, label=opts.label, fresh=opts.fresh)
+    if opts.observe:
+        return _observe(source, namespace, filename, header, profile, sources, execution_count, opts.record,
+                        opts.trace_dir)
 
     cf_key = (source, header, id(namespace), settings.key())
-    reused = cf_key in SESSION.compiled and not fresh
+    reused = cf_key in SESSION.compiled and not opts.fresh
     if reused:
         cf, compiled = SESSION.compiled[cf_key]
     else:
@@ -192,17 +178,15 @@ def execute(
         return _snapshot(cf64, cf64.fn())
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
-    run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
-                  profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
-                  trace_dir=trace_dir, memory_timeline=memory_timeline)
+    run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
     report = run.report
     report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
+    profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
     if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
         report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
-    row = _history.record(report, execution_count=execution_count) if record else None
+    row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, report, where)
     return CellRun(run.value, report, run.error, compiled, run.records)
@@ -262,40 +246,31 @@ def changed_config() -> dict[str, str]:
     return out
 
 
-def measure(
-    target: Target,
-    settings: CompileSettings,
-    profile: Profile,
-    *,
-    runs: Optional[int] = None,
-    warmup: Optional[int] = None,
-    fresh: bool = False,
-    compare_eager: bool = False,
-    profile_kernels: bool = False,
-    reused_kernels: Sequence[Kernel] = (),
-    trace_dir: Optional[str] = None,
-    memory_timeline: bool = False,
-) -> CellRun:
-    """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
+def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernels: Sequence[Kernel] = ()) -> CellRun:
+    """Profile one compiled call as ``opts`` says: the captured first call, warm-up, timed
+    steady state, the GPU's busy time, eager.
 
     Never raises the user's exception: it is returned in ``CellRun.error`` with
-    the partial report. ``fresh`` resets Dynamo and uses fresh Inductor caches.
-    ``profile_kernels``: after the timed runs, a few calls under the profiler,
+    the partial report. ``opts.fresh`` resets Dynamo and uses fresh Inductor caches.
+    ``opts.profile_kernels``: after the timed runs, a few calls under the profiler,
     their time charged to the report's kernels (``Profile.kernel_times``), or, when
     nothing was compiled, to ``reused_kernels`` (those of the compiled code reused).
-    ``memory_timeline``: the CUDA allocator's history of the compiling call and of
+    ``opts.memory_timeline``: the CUDA allocator's history of the compiling call and of
     one steady-state call (``Profile.memory_timelines``).
 
-    Times (see :mod:`ipycompile.run.timing` and :mod:`ipycompile.run.device_time`): ``compile_s`` is the first call's
-    wall time net of the trace logging torch tallied for the capture
-    (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time (blocks
-    of calls back to back); ``latency_median_s`` single synchronised calls;
+    Times (see :mod:`ipycompile.run.timing` and :mod:`ipycompile.run.device_time`):
+    ``compile_s`` is the first call's wall time net of the trace logging torch tallied for
+    the capture (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time
+    (blocks of calls back to back); ``latency_median_s`` single synchronised calls;
     ``device_median_s`` CUDA events per call. Warm-up goes on while calls still
     compile or record CUDA graphs (up to 10 more calls), and a timed block in
     which torch compiled or recorded is dropped and re-run.
     """
     import torch
 
+    settings, runs, warmup, fresh = opts.settings, opts.runs, opts.warmup, opts.fresh
+    compare_eager, profile_kernels = opts.compare_eager, opts.profile_kernels
+    trace_dir, memory_timeline = opts.trace_dir, opts.memory_timeline
     one_time = _one_time_startup(settings)
     if one_time is not None:
         profile.one_time_s = one_time
@@ -501,13 +476,6 @@ def _profile_kernels(fn: Callable[[], Any], profile: Profile) -> Optional[list]:
     return events
 
 
-def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
-    """``runs`` >= 1 and ``warmup`` >= 0 when given; a ``ValueError`` naming the option otherwise."""
-    for arg, value, low in (("--runs", runs, 1), ("--warmup", warmup, 0)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-            raise ValueError(f"{arg}: {value!r} is not allowed; give a whole number >= {low}")
-
-
 def _trace_logging_s() -> Optional[float]:
     """Seconds torch has spent in structured logging so far in this process (its own
     running tally; read, never changed). The difference around a call is what
@@ -646,18 +614,6 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error)
-
-
-def check_trace_dir(trace_dir: str) -> None:
-    """A ``ValueError`` naming the directory when a trace log cannot be written there (nothing runs)."""
-    import os
-
-    try:
-        os.makedirs(trace_dir, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--trace-dir {trace_dir!r}: cannot create it ({exc.strerror or exc})") from None
-    if not os.access(trace_dir, os.W_OK):
-        raise ValueError(f"--trace-dir {trace_dir!r}: not writable")
 
 
 def _note_trace(cap, profile: Profile) -> None:

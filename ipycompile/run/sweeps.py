@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import history_log as _history
-from .kernel_times import kernel_profile_options
-from .runner import CellRun, Target, check_counts, execute, measure, new_profile
-from .settings import make_settings
+from .kernel_times import cell_devices
+from .options import RunOptions
+from .runner import CellRun, Target, execute, measure, new_profile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -296,10 +296,11 @@ def sweep(
     """
     import torch
 
-    if profile_kernels:  # as %%compile --profile-kernels does
-        options = kernel_profile_options(options, backend)
-    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-    check_counts(runs, warmup)
+    opts = RunOptions.build(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options,
+                            runs=runs, warmup=warmup, fresh=True, compare_eager=compare_eager,
+                            profile_kernels=profile_kernels, record=record)  # as %%compile's options mean
+    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False, profile_kernels=False)
+    settings = opts.settings
     if callable(fns) and not isinstance(fns, Mapping):
         fns = {getattr(fns, "__name__", "fn"): fns}
     if not fns or not all(callable(f) for f in fns.values()):
@@ -332,16 +333,7 @@ def sweep(
         eager = call_of(fn, made)
         compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
         target = Target(compiled, eager, lambda value: value)
-        return measure(
-            target,
-            settings,
-            profile,
-            runs=1 if warm else runs,
-            warmup=0 if warm else warmup,
-            fresh=True,
-            compare_eager=compare_eager and not warm,
-            profile_kernels=profile_kernels and not warm,
-        )
+        return measure(target, warm_opts if warm else opts, profile)
 
     return _run_points(points, list(fns), run_point, progress=progress, record=record, warm_start=warm_start)
 
@@ -367,20 +359,21 @@ def sweep_cell(
     """
     if execute_kwargs.get("observe"):
         raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
+    cell = {k: execute_kwargs.pop(k) for k in ("filename", "header", "sources") if k in execute_kwargs}
     execute_kwargs.pop("fresh", None)
+    execute_kwargs.pop("record", None)
     points = grid(params)
-    make_settings(**{k: execute_kwargs.get(k) for k in ("mode", "backend", "dynamic", "options")},
-                  fullgraph=bool(execute_kwargs.get("fullgraph")))  # bad settings fail before anything runs
-    check_counts(execute_kwargs.get("runs"), execute_kwargs.get("warmup"))
+    # the options, built once (bad ones fail before anything runs): each point compiles afresh
+    opts = RunOptions.build(**execute_kwargs, fresh=True, label=label, record=False,
+                            devices=lambda: cell_devices(source, namespace))
+    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False)
     missing = object()
     saved = {name: namespace.get(name, missing) for name in points[0]}
 
     def run_point(lab: str, point: dict[str, Any], warm: bool) -> CellRun:
         namespace.update(point)
-        kwargs = dict(execute_kwargs)
-        if warm:
-            kwargs.update(runs=1, warmup=0, compare_eager=False)
-        run = execute(source, namespace, fresh=True, label=lab, record=False, execution_count=execution_count, **kwargs)
+        run = execute(source, namespace, run_options=warm_opts if warm else opts, execution_count=execution_count,
+                      **cell)
         run.report.profile.params = dict(point)
         return run
 
