@@ -134,14 +134,6 @@ def judged(diffs: Sequence[float], control: Sequence[float] = (), target: float 
     return out
 
 
-def optional_ratio(a: Sequence[float], b: Sequence[float]) -> Optional[PairedRatio]:
-    """:func:`paired_ratio`, or None when there is nothing to pair."""
-    try:
-        return paired_ratio(a, b)
-    except ValueError:
-        return None
-
-
 # -- the economics of compiling ----------------------------------------------------------
 def speedup(eager_s: float, compiled_s: float) -> float | None:
     """``eager_s / compiled_s`` (> 1: compiled is faster); None when either time is 0.
