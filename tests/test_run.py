@@ -165,3 +165,16 @@ def test_saved_schema_1_reports_load_into_profile_records():
                 assert to_jsonable(getattr(p, name)) == value, (path.name, name)
         assert CompileReport.from_json(report.to_json()).to_dict() == report.to_dict()
         assert "run time" in report.summary()
+
+
+def test_profile_flat_names_build_and_replace_without_touching_the_original():
+    import dataclasses
+
+    from ipycompile.report import Profile
+
+    p = Profile(label="a", run_median_s=1e-3, peak_device_bytes_compile=10)
+    assert (p.settings.label, p.steady.run_median_s, p.first_call.peak_device_bytes) == ("a", 1e-3, 10)
+    q = dataclasses.replace(p, label="b")
+    assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        Profile(nope=1)

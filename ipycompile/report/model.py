@@ -593,10 +593,20 @@ class Profile:
         """Records by name, or schema 1's flat names (``Profile(run_median_s=1e-3)``)."""
         for f in dataclasses.fields(self):
             setattr(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        unknown = [n for n in values if n not in PROFILE_FIELDS_V1 and n not in self.__dataclass_fields__]
+        if unknown:
+            raise TypeError(f"Profile: no field {unknown[0]!r}")
+        for name, value in values.items():  # records first, then flat names into them
+            if name in self.__dataclass_fields__:
+                setattr(self, name, value)
+        copied: set[str] = set()
         for name, value in values.items():
-            if name not in PROFILE_FIELDS_V1 and name not in self.__dataclass_fields__:
-                raise TypeError(f"Profile: no field {name!r}")
-            setattr(self, name, value)
+            if name in PROFILE_FIELDS_V1:
+                record = PROFILE_FIELDS_V1[name][0]
+                if record not in copied:  # a record given (dataclasses.replace) is not changed in place
+                    setattr(self, record, dataclasses.replace(getattr(self, record)))
+                    copied.add(record)
+                setattr(self, name, value)
 
     def noisy(self, figure: str) -> str:
         """Why ``figure`` ("run time", "speedup vs eager", "eager run time") is noisy, or ""."""
