@@ -609,7 +609,7 @@ class Profile:
                 setattr(self, name, value)
 
     def noisy(self, figure: str) -> str:
-        """Why ``figure`` ("run time", "speedup vs eager", "eager run time") is noisy, or ""."""
+        """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share") is noisy, or ""."""
         return next((n for n in self.noise if n.startswith(figure + ":")), "")
 
     @property

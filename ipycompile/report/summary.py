@@ -86,7 +86,8 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         )
     busy = getattr(p, "busy", None)
     if busy is not None:
-        out.append(busy.text + (f"; {busy.advice}" if busy.advice else ""))
+        noisy = " NOISY" if p.noisy("GPU busy share") else ""
+        out.append(busy.text + noisy + (f"; {busy.advice}" if busy.advice else ""))
     mem = []
     if p.peak_device_bytes is not None:
         mem.append(f"device {fmt_bytes(p.peak_device_bytes_compile)} compile / {fmt_bytes(p.peak_device_bytes_run)} steady")

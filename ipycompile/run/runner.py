@@ -343,6 +343,8 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 graphs = settings.uses_cudagraphs()
                 profile.busy = measure_busy(compiled, profile.run_median_s, cudagraphs=graphs,
                                             suggest=settings.uses_inductor and not graphs)
+                if profile.noisy("run time"):  # the share is judged against the run time
+                    profile.noise.append("GPU busy share: judged against a noisy run time, so it is uncertain too")
             after = activity.by_trigger
             profile.recorded_in_timing = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
             if profile.recorded_in_timing:
