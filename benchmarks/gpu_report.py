@@ -141,7 +141,7 @@ def training_step(shell, out: Path) -> dict:
     import torch.utils.benchmark
 
     import ipycompile
-    from ipycompile.run import runner
+    from ipycompile.run.session import SESSION
 
     shell.run_cell(TRAINING_SETUP, store_history=True)
     timeline = "--memory-timeline" if torch.cuda.is_available() else ""
@@ -153,7 +153,7 @@ def training_step(shell, out: Path) -> dict:
         return info
     rep = shell.user_ns["rep_train"]
     p = rep.profile
-    fn = next(compiled for key, (cf, compiled) in runner._compiled.items() if "last_loss = loss.item()" in key[0])
+    fn = next(compiled for key, (cf, compiled) in SESSION.compiled.items() if "last_loss = loss.item()" in key[0])
     autorange = torch.utils.benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=1.0)
     info.update(reported_run_time_s=p.run_median_s, reported_device_time_s=p.device_median_s,
                 reported_latency_s=p.latency_median_s, run_block_calls=p.run_block_calls,

@@ -51,7 +51,6 @@ import argparse
 import contextlib
 import gc
 import json
-import math
 import platform
 import re
 import statistics
@@ -67,6 +66,7 @@ from ipycompile.run import fresh_inductor_cache as fresh_cache
 import ipycompile
 from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.profile import device_name, synchronize, time_calls
+from ipycompile.run.stats import MIN_PAIRS, judged, median_ci, verdict  # noqa: F401 (the statistic's one home)
 
 HERE = Path(__file__).parent
 
@@ -226,57 +226,10 @@ def _write(args, dev: str, results: list, run_env: Optional[dict] = None) -> Pat
     return out
 
 
-def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float]:
-    """A distribution-free interval for the median of ``xs`` (paired differences): the
-    order statistics ``[x_(k), x_(n+1-k)]`` with the largest ``k`` whose coverage,
-    ``1 - 2 P(Binomial(n, 1/2) < k)``, is at least ``level``. Unlike a bootstrap of the
-    median, it does not understate the uncertainty of a few pairs; with fewer than 6
-    no interval reaches 95 % and ``(min, max)`` is returned (see :func:`verdict`)."""
-    x = sorted(xs)
-    n = len(x)
-    below = 0.0  # P(B < k) for the next k to try
-    k = 0
-    while k + 1 <= n - k:
-        below_next = below + math.comb(n, k) / 2 ** n  # P(B < k + 1)
-        if 1 - 2 * below_next < level:
-            break
-        k, below = k + 1, below_next
-    k = max(k, 1)
-    return float(x[k - 1]), float(x[n - k])
-
-
-#: the fewest pairs whose median interval reaches 95 % coverage (1 - 2 / 2**6 = 96.9 %)
-MIN_PAIRS = 6
-
-
-def judged(diffs: list[float], control: list[float] = ()) -> dict:
-    """The summary of paired net differences (median, 95 % interval, verdict) and, when
-    given, of the A/A control's: the fields of a row, of the pooled pairs and of ``--pool``."""
-    ci = median_ci(diffs)
-    out = {"pairs": len(diffs), "compile_overhead": statistics.median(diffs), "compile_overhead_ci95": ci,
-           "verdict": verdict(ci, len(diffs))}
-    if control:
-        out.update(control_pairs=len(control), control_overhead=statistics.median(control), control_ci95=median_ci(control))
-    return out
-
-
 def pooled(results: list[dict]) -> dict:
     """Every workload's paired net differences together: is there a bias common to all?"""
     return judged([d for r in results for d in r["paired_net_diffs"]],
                   [d for r in results for d in r.get("control_paired_diffs", [])])
-
-
-def verdict(ci: tuple[float, float], n: int, target: float = 0.02) -> str:
-    """Whether a 95 % interval over ``n`` pairs settles the +-``target`` question:
-    "within", "outside" or "not resolved" (always so with fewer than :data:`MIN_PAIRS`)."""
-    lo, hi = ci
-    if n < MIN_PAIRS:
-        return "not resolved"
-    if -target <= lo and hi <= target:
-        return "within"
-    if lo > target or hi < -target:
-        return "outside"
-    return "not resolved"
 
 
 def summarize(results: list[dict], dev: str, torch_version: str, reps: int, runs: int) -> None:

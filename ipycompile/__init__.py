@@ -9,10 +9,14 @@ from .capture import Capture, RankReports, TraceFileError, build_report
 from .report import CompileId, CompileReport
 from .run.observe import capture
 from .run.traces import load_trace
-from .run import CellRun, clear_history, history, plot_history, plot_sweep, reset, run_cell, sweep
+from .run import CellRun, clear_history, history, reset, run_cell, sweep
+from .run.sweeps import register_progress_view as _register_progress_view
 from .widgets import install as _install_views
+from .widgets.plots import plot_history, plot_sweep
+from .widgets.progress import notebook_progress as _notebook_progress
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
+_register_progress_view(_notebook_progress)  # sweeps show a progress bar in a notebook (the run layer draws nothing)
 
 __version__ = "0.1.0"
 __all__ = [

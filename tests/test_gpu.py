@@ -213,3 +213,41 @@ def test_magic_memory_timeline_option_on_the_gpu():
         assert statistics.median(rep.profile.device_times_s) == pytest.approx(rep.profile.device_median_s)
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")
+
+
+# -- issue 21, item 3: where each call's time goes on the GPU -----------------------------
+_LAUNCH_BOUND = "\n".join(["h = x"] + [f"h = torch.tanh(h @ w{i})" for i in range(12)] + ["h.sum()"])
+
+
+@pytest.fixture(scope="module")
+def launch_bound():
+    """A cell of many small kernels (12 tiny matmuls and their tanh): each launch costs the host
+    more than the GPU's work; in the default mode and under reduce-overhead, with eager beside."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    ns = {f"w{i}": (torch.randn(64, 64, generator=g) / 8).cuda() for i in range(12)}
+    ns["x"] = torch.randn(8, 64, generator=g).cuda()
+    return {mode: _run(_LAUNCH_BOUND, ns, mode=mode, compare_eager=True) for mode in ("default", "reduce-overhead")}
+
+
+def test_busy_time_and_verdict_for_a_launch_bound_cell(launch_bound):
+    p = launch_bound["default"].report.profile
+    b = p.busy
+    assert b is not None and 0 < b.busy_s < p.run_median_s
+    assert b.verdict == "host-bound", b.text
+    assert "reduce-overhead" in b.advice  # default mode, inductor: the suggestion
+    assert b.kernels_per_call >= 12
+    assert p.eager.busy is not None and p.eager.busy.busy_s > 0  # the eager comparison gets the same figures
+    text = str(launch_bound["default"].report)
+    assert "GPU busy" in text and "host-bound" in text and "eager: GPU busy" in text
+
+
+def test_reduce_overhead_raises_the_busy_share_and_lowers_run_time(launch_bound):
+    """The suggestion, applied: CUDA graphs replay the launches; the GPU is busier and each call faster,
+    with the same outputs as eager."""
+    before, after = launch_bound["default"].report.profile, launch_bound["reduce-overhead"].report.profile
+    assert after.busy.share > before.busy.share, (before.busy.text, after.busy.text)
+    assert after.run_median_s < before.run_median_s, (before.run_median_s, after.run_median_s)
+    assert after.eager.outputs_match and before.eager.outputs_match
+    assert "reduce-overhead" not in after.busy.advice  # under CUDA graphs: no suggestion to turn them on
+    if after.busy.verdict == "host-bound":
+        assert "under CUDA graphs the host still spends" in after.busy.advice

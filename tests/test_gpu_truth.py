@@ -23,7 +23,9 @@ from ipycompile.report import CompileReport, UserFrame
 from ipycompile.run.accuracy import NotUpcastable, check_outputs, upcast_namespace
 from ipycompile.run.kernel_times import cell_devices, kernel_profile_options
 from ipycompile.run.memory_timeline import resolve_user_lines, timeline_from_trace
-from ipycompile.run.profile import CompileActivity, time_blocks, time_device
+from ipycompile.run.activity import CompileActivity
+from ipycompile.run.device_time import time_device
+from ipycompile.run.timing import time_blocks
 from tracefile import DATA, gpu_records
 
 _CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
@@ -40,18 +42,49 @@ def test_time_blocks_sizes_blocks_to_the_call():
     assert fixed.runs == 20 and fixed.blocks >= 5
 
 
+def test_one_slow_probe_call_cannot_shrink_the_blocks():
+    """Blocks are sized from the median of several probe blocks: a first call that stalls
+    (50 ms, a scheduler hiccup or a late compile) leaves them as long as without it."""
+    import time
+
+    def make(stall):
+        calls = [0]
+
+        def fn():
+            calls[0] += 1
+            if stall and calls[0] == 1:
+                time.sleep(0.05)
+            time.sleep(0.0002)
+        return fn
+
+    steady = time_blocks(make(False), target_s=0.3)
+    stalled = time_blocks(make(True), target_s=0.3)
+    assert steady.block_calls >= 20  # 10 ms blocks of calls of 0.2 ms (sleep oversleeps: up to ~0.5 ms)
+    assert stalled.block_calls >= steady.block_calls / 2  # one slow call used to give blocks of 1 call
+
+
+def test_blocks_follow_blocked_autorange_rule():
+    """The timer's overhead is at most 1e-4 of a block; a block at least BLOCK_MIN_S, at most
+    target / min_blocks."""
+    from ipycompile.run.timing import BLOCK_MIN_S, block_seconds
+
+    assert block_seconds(20e-6, 1.0, 5) == pytest.approx(0.2)  # a CUDA synchronisation's 20 us: 0.2 s blocks
+    assert block_seconds(40e-6, 1.0, 5) == pytest.approx(0.2)  # capped: 5 blocks still fit the second
+    assert block_seconds(0.3e-6, 1.0, 5) == BLOCK_MIN_S  # a CPU's no-op synchronisation: the floor
+
+
 def test_a_block_in_which_torch_compiles_is_dropped_and_rerun():
     count = [0]
 
     def fn():
         count[0] += 1
-        if count[0] == 6:  # one call compiles something new
+        if count[0] == 3:  # one call compiles something new
             torch.compile(lambda x: x + count[0], backend="eager")(torch.ones(2))
 
     with CompileActivity() as activity:
-        timing = time_blocks(fn, runs=10, activity=activity)
+        timing = time_blocks(fn, runs=5, activity=activity)  # 5 blocks of one call, no probes
     assert activity.available and activity.by_trigger.get("DYNAMO") == 1
-    assert timing.dropped_blocks == 1 and timing.runs == 10
+    assert timing.dropped_blocks == 1 and timing.runs == 5
 
 
 @_CPU_ONLY
@@ -307,3 +340,32 @@ def test_cpu_max_autotune_with_freezing_reports_its_choices():
     assert a.num_choices >= 2 and a.winner and a.winner_ms > 0 and a.benchmark_s is not None
     assert {c.kind for c in a.choices} >= {"extern"} and len(a.choices) == a.num_choices
     assert "autotune " in str(run.report)
+
+
+# -- issue 21: busy-time verdicts (pure), paired ratios -------------------------------------
+def test_busy_verdicts_and_advice():
+    from ipycompile.run.busy import _union_us, judge
+
+    assert _union_us([(0, 10), (5, 15), (20, 25)]) == 20  # overlapping activity counted once
+    host = judge(35e-6, 80e-6, kernels=24, calls=10, cudagraphs=False, suggest=True)
+    assert host.verdict == "host-bound" and "reduce-overhead" in host.advice and "56%" in host.advice
+    assert "GPU busy 35.0 us of each 80.0 us call (44%): host-bound" in host.text
+    graphs = judge(10e-6, 40e-6, kernels=24, calls=10, cudagraphs=True, suggest=False, host_ops=["aten::copy_ 40%"])
+    assert "under CUDA graphs the host still spends about 30.0 us" in graphs.advice and "aten::copy_" in graphs.advice
+    assert judge(35e-6, 80e-6, kernels=24, calls=10, cudagraphs=False, suggest=False).advice == ""  # e.g. eager
+    assert judge(95e-6, 100e-6, kernels=3, calls=10, cudagraphs=False, suggest=True).verdict == "device-bound"
+    assert judge(65e-6, 100e-6, kernels=3, calls=10, cudagraphs=False, suggest=True).verdict == "in between"
+
+
+def test_paired_ratio_interval_and_noise():
+    from ipycompile.run.stats import RATIO_NOISE, median_ci, paired_ratio, run_time_noise
+
+    quiet = paired_ratio([1.0] * 20, [2.0 + 0.01 * i for i in range(20)])
+    assert quiet.pairs == 20 and 2.0 <= quiet.ci95[0] <= quiet.median <= quiet.ci95[1] <= 2.2
+    assert not quiet.noisy and quiet.why_noisy("speedup vs eager") == ""
+    loud = paired_ratio([1.0] * 20, [0.5 + 0.2 * i for i in range(20)])
+    assert loud.noisy and loud.ci95[1] / loud.ci95[0] > RATIO_NOISE
+    assert loud.why_noisy("speedup vs eager").startswith("speedup vs eager: the pairs disagree")
+    assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)  # fewer than 6 pairs: min and max
+    assert run_time_noise([1.0, 1.01, 0.99, 1.0]) == ""
+    assert run_time_noise([1.0, 2.0, 0.5, 1.0, 3.0]).startswith("run time: the blocks disagree")

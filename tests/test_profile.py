@@ -1,4 +1,5 @@
-"""Behaviour of the measurement primitives in ``ipycompile.run.profile``, on real functions.
+"""Behaviour of the measurement primitives (``ipycompile.run.timing``, ``memory``, ``outputs``,
+``stats``; gathered in ``ipycompile.run.profile``), on real functions.
 
 These are not timing-precision tests: bounds are generous so that a loaded
 2-core CI machine passes; they check that the right calls are made and timed.
@@ -15,18 +16,11 @@ import time
 import pytest
 import torch
 
-from ipycompile.run.profile import (
-    PeakMemory,
-    Timing,
-    _RssSampler,
-    _current_rss,
-    break_even_calls,
-    compare_outputs,
-    device_name,
-    speedup,
-    synchronize,
-    time_calls,
-)
+from ipycompile.run.devices import device_name, synchronize
+from ipycompile.run.memory import PeakMemory, _current_rss, _RssSampler
+from ipycompile.run.outputs import compare_outputs
+from ipycompile.run.stats import break_even_calls, speedup
+from ipycompile.run.timing import Timing, time_calls
 
 MiB = 2**20
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.run import runner as run_module
+from ipycompile.run.session import SESSION
 from ipycompile.run.settings import SettingsError, make_settings, parse_option
 
 
@@ -43,7 +43,7 @@ def test_settings_errors_name_the_argument_value_and_what_is_allowed():
 
 
 def test_one_time_inductor_startup_is_paid_before_the_timed_compile():
-    run_module._warmed_backends.discard("inductor")
+    SESSION.warmed_backends.discard("inductor")
     run = ipycompile.run_cell("(x.sin() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
     p = run.report.profile
     assert p.one_time_s is not None and p.one_time_s > 0
@@ -87,7 +87,7 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
         run = ipycompile.run_cell("lin(x) * 2", {"lin": lin, "x": torch.randn(8, 64, device="cuda")},
                                   mode="max-autotune", options={"max_autotune_gemm": False},
                                   compare_eager=True, runs=3, record=False)
-    assert run_module._uses_cudagraphs(make_settings(mode="max-autotune"))
+    assert make_settings(mode="max-autotune").uses_cudagraphs()
     assert run.report.profile.eager.outputs_match, run.report.profile.eager.message
 
 
@@ -99,3 +99,82 @@ def test_changed_torch_config_is_recorded_in_the_settings():
     clean = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
     assert clean.profile.config == {} and "config:" not in str(clean)
     assert ipycompile.CompileReport.from_json(report.to_json()).profile.config == report.profile.config
+
+
+def test_history_has_a_noisy_column_and_the_speedup_interval():
+    from ipycompile.report import CompileReport, EagerComparison, Profile
+    from ipycompile.run.history_log import COLUMNS, row_of
+
+    quiet = Profile(run_median_s=1e-3, eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
+    noisy = Profile(run_median_s=1e-3, noise=["run time: the blocks disagree (IQR 40% ...)",
+                                              "speedup vs eager: the pairs disagree (...)"])
+    assert "noisy" in COLUMNS
+    row = row_of(CompileReport(profile=quiet))
+    assert row["noisy"] == "" and (row["speedup_low"], row["speedup_high"]) == (1.9, 2.1)
+    assert row_of(CompileReport(profile=noisy))["noisy"] == "run time; speedup vs eager"
+
+
+def test_modes_mean_one_thing_in_one_place():
+    """What a mode turns on is read from torch's own mode options (settings.inductor_options):
+    CUDA graphs, and so the warm-up calls before timing."""
+    assert make_settings(mode="reduce-overhead").warmup_calls == 3
+    assert make_settings(mode="max-autotune").warmup_calls == 3
+    assert make_settings(mode="max-autotune-no-cudagraphs").warmup_calls == 1
+    assert make_settings().warmup_calls == 1
+    assert make_settings(options={"triton.cudagraphs": True}).warmup_calls == 3
+    assert make_settings(backend="eager").uses_cudagraphs() is False
+
+
+def test_session_state_has_one_public_clear():
+    ns = {"x": torch.ones(3)}
+    ipycompile.run_cell("x * 2", ns, backend="eager", runs=1, record=False)
+    assert SESSION.compiled
+    SESSION.clear()
+    assert not SESSION.compiled
+    again = ipycompile.run_cell("x * 2", ns, backend="eager", runs=1, record=False)
+    assert not again.report.profile.reused_compiled_code
+
+
+def test_saved_schema_1_reports_load_into_profile_records():
+    """The reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat
+    Profile): they load into the records, every flat value where it now lives, and round-trip."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from ipycompile.report import PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
+    from ipycompile.report.serialize import to_jsonable
+
+    files = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "gpu").glob("*.json.gz"))
+    assert files
+    for path in files:
+        data = json.loads(gzip.decompress(path.read_bytes()))
+        assert data.get("schema_version", 1) == 1
+        report = CompileReport.from_dict(data)
+        p = report.profile
+        assert report.schema_version == SCHEMA_VERSION == 2
+        for name, value in data["profile"].items():
+            if name in PROFILE_FIELDS_V1:
+                record, attr = PROFILE_FIELDS_V1[name]
+                assert to_jsonable(getattr(getattr(p, record), attr)) == value, (path.name, name)
+                assert to_jsonable(getattr(p, name)) == value  # the flat name still reads it
+            elif isinstance(value, dict) and name == "eager":  # fields added since keep their defaults
+                now = to_jsonable(getattr(p, name))
+                assert {k: now[k] for k in value} == value, (path.name, name)
+            else:
+                assert to_jsonable(getattr(p, name)) == value, (path.name, name)
+        assert CompileReport.from_json(report.to_json()).to_dict() == report.to_dict()
+        assert "run time" in report.summary()
+
+
+def test_profile_flat_names_build_and_replace_without_touching_the_original():
+    import dataclasses
+
+    from ipycompile.report import Profile
+
+    p = Profile(label="a", run_median_s=1e-3, peak_device_bytes_compile=10)
+    assert (p.settings.label, p.steady.run_median_s, p.first_call.peak_device_bytes) == ("a", 1e-3, 10)
+    q = dataclasses.replace(p, label="b")
+    assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        Profile(nope=1)

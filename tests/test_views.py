@@ -151,17 +151,28 @@ def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
     assert vm.chip("speedup").value == pytest.approx(p.eager.speedup)
     assert vm.chip("break_even") is not None
     assert vm.chip("host_memory").value == p.peak_host_bytes
-    assert vm.chip("speedup").warn == (p.eager.speedup < 1)
+    assert vm.chip("speedup").warn == (p.eager.speedup < 1 or bool(p.noisy("speedup vs eager")))
     # a compiled cell slower than eager warns; one that never breaks even says so
     slow = copy.deepcopy(r)
+    slow.profile.noise = []  # a quiet run (the fixture's may have been measured on a busy machine)
     slow.profile.eager = EagerComparison(run_median_s=p.run_median_s / 2, speedup=0.5, break_even_calls=None)
     vm = view_model(slow)
     assert vm.chip("speedup").warn and vm.chip("speedup").text == "0.50x vs eager"
     assert vm.chip("break_even").warn and vm.chip("break_even").text == "never breaks even"
     fast = copy.deepcopy(r)
+    fast.profile.noise = []
     fast.profile.eager = EagerComparison(run_median_s=p.run_median_s * 3, speedup=3.0, break_even_calls=40)
     vm = view_model(fast)
     assert not vm.chip("speedup").warn and vm.chip("break_even").text == "break-even after 40 calls"
+    # a noisy speedup says so, in the chips and the summary, with what was noisy
+    fast.profile.noise = ["speedup vs eager: the pairs disagree (95 % interval 1.10x to 9.00x over 12 pairs, ...)"]
+    fast.profile.eager.speedup_ci95, fast.profile.eager.pairs = [1.1, 9.0], 12
+    vm = view_model(fast)
+    assert vm.chip("speedup").warn and vm.chip("speedup").text == "3.00x vs eager (noisy)"
+    assert vm.chip("speedup").tooltip.startswith("speedup vs eager: the pairs disagree")
+    assert vm.chip("break_even").text == "break-even after 40 calls (noisy)"
+    text = fast.summary()
+    assert "3.00x [1.10x, 9.00x over 12 pairs] NOISY speedup" in text and "noisy: speedup vs eager: the pairs" in text
 
 
 # -- Graph breaks -------------------------------------------------------------------

@@ -24,7 +24,7 @@ def load_ipython_extension(ipython) -> None:
 
 
 def unload_ipython_extension(ipython) -> None:
-    from ..run import runner as run
+    from ..run.session import SESSION
 
     manager = ipython.magics_manager
     for cls in _magic_classes():
@@ -32,4 +32,4 @@ def unload_ipython_extension(ipython) -> None:
             for name in names:
                 manager.magics[kind].pop(name, None)
         manager.registry.pop(cls.__name__, None)
-    run._compiled.clear()
+    SESSION.clear()

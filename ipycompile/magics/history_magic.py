@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..run import history_log as _history
 from ..run import runner as _run
+from ..widgets.plots import plot_history
 
 
 @magics_class
@@ -28,7 +29,7 @@ class HistoryMagics(Magics):
         if df.empty:
             raise UsageError("%compile_history --plot: no runs recorded yet")
         try:
-            fig = _history.plot_history(df, args.plot, x=args.x, by=args.by)
+            fig = plot_history(df, args.plot, x=args.x, by=args.by)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return fig  # a Figure shown as PNG

@@ -7,6 +7,7 @@ Every class round-trips through ``to_dict`` / ``from_dict`` (see
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -33,8 +34,15 @@ __all__ = [
     "RawArtifact",
     "Stats",
     "EagerComparison",
+    "DeviceBusy",
     "KernelTime",
     "Profile",
+    "RunSettings",
+    "FirstCall",
+    "SteadyState",
+    "Memory",
+    "KernelTimes",
+    "PROFILE_FIELDS_V1",
     "TraceOrigin",
     "AutotuneChoice",
     "Autotune",
@@ -386,6 +394,27 @@ class Stats:
 
 
 @dataclass
+class DeviceBusy:
+    """How much of each call the GPU works (ipycompile.run.busy): the calls' device activity
+    from the profiler (CUPTI), against the run time."""
+
+    busy_s: float = 0.0  # device activity per call (kernels, copies, fills; overlaps counted once)
+    run_s: float = 0.0  # the run time per call it is judged against
+    share: float = 0.0  # busy_s / run_s, at most 1
+    verdict: str = ""  # "device-bound" | "host-bound" | "in between"
+    advice: str = ""  # what to try (reduce-overhead), or what remains on the host under CUDA graphs
+    kernels_per_call: float = 0.0  # device activities per call
+    calls: int = 0  # calls profiled
+    host_ops: list[str] = field(default_factory=list)  # the largest top-level host operations per call
+
+    @property
+    def text(self) -> str:
+        ms = lambda s: f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"  # noqa: E731
+        idle = f", the GPU idle {1 - self.share:.0%} of each call" if self.verdict != "device-bound" else ""
+        return f"GPU busy {ms(self.busy_s)} of each {ms(self.run_s)} call ({self.share:.0%}): {self.verdict}{idle}"
+
+
+@dataclass
 class EagerComparison:
     """The same cell run uncompiled, measured the same way."""
 
@@ -393,7 +422,10 @@ class EagerComparison:
     run_median_s: Optional[float] = None
     peak_device_bytes: Optional[int] = None
     peak_host_bytes: Optional[int] = None
-    speedup: Optional[float] = None  # eager median / compiled median
+    speedup: Optional[float] = None  # the median over pairs of eager block / compiled block (ABBA order)
+    speedup_ci95: list[float] = field(default_factory=list)  # its 95 % interval [low, high] (order statistics)
+    pairs: int = 0  # pairs of blocks (one compiled, one eager) the speedup is the median of
+    compiled_run_median_s: Optional[float] = None  # the compiled side's median in those pairs
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
     outputs_match: Optional[bool] = None
@@ -408,6 +440,7 @@ class EagerComparison:
     check_details: list[str] = field(default_factory=list)  # one line per floating tensor
     device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
     latency_median_s: Optional[float] = None
+    busy: Optional[DeviceBusy] = None  # how much of each eager call the GPU works (CUDA)
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
@@ -434,33 +467,9 @@ class KernelTime:
 
 
 @dataclass
-class Profile:
-    """What one run cost: the compile call, the steady state, memory, caches, settings."""
+class RunSettings:
+    """What a run was asked for, and where it ran."""
 
-    compile_s: Optional[float] = None  # the first call (compile + one run), net of the capture's trace logging
-    compile_wall_s: Optional[float] = None  # its wall time, synchronised (compile_s + trace_logging_s)
-    run_times_s: list[float] = field(default_factory=list)  # each timed steady-state call
-    run_median_s: Optional[float] = None
-    run_iqr_s: Optional[float] = None
-    run_min_s: Optional[float] = None
-    run_max_s: Optional[float] = None
-    runs: int = 0
-    warmup: int = 0
-    auto_runs: bool = False
-    peak_device_bytes_compile: Optional[int] = None
-    peak_device_bytes_run: Optional[int] = None
-    peak_host_bytes_compile: Optional[int] = None
-    peak_host_bytes_run: Optional[int] = None
-    host_memory_method: str = ""
-    caches: dict[str, str] = field(default_factory=dict)  # layer -> hit / miss / bypass / reused / fresh
-    reused_compiled_code: bool = False
-    fresh: bool = False
-    one_time_s: Optional[float] = None  # process start-up paid before the timed compile, not in compile_s
-    trace_logging_s: Optional[float] = None  # torch-measured structured-logging time in compile_s: the capture's cost
-    report_build_s: Optional[float] = None  # building this report from the trace, after the run
-    notes: list[str] = field(default_factory=list)
-    torch_version: str = ""
-    device: str = ""
     mode: str = "default"
     backend: str = ""
     dynamic: Optional[bool] = None
@@ -468,33 +477,169 @@ class Profile:
     options: dict[str, Any] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # torch config not at its default: "inductor.freezing" -> "True"
     observe: bool = False
+    fresh: bool = False
     label: str = ""
     params: dict[str, Any] = field(default_factory=dict)  # sweep parameters of this point (name -> value)
-    error: str = ""  # the user's exception, when the cell raised
-    eager: Optional[EagerComparison] = None
-    kernel_times: list[KernelTime] = field(default_factory=list)  # with profile_kernels, longest first
-    kernel_times_device: str = ""  # what kernel_times measure: "cuda" (device time) or "cpu" (CPU time)
-    kernel_times_calls: int = 0  # steady-state calls run under the profiler
-    # run_* above are run time: calls back to back between two synchronisations, median over blocks
+    torch_version: str = ""
+    device: str = ""
+
+
+@dataclass
+class FirstCall:
+    """The first call: compile and one run, synchronised."""
+
+    compile_s: Optional[float] = None  # its wall time net of the capture's trace logging
+    compile_wall_s: Optional[float] = None  # its wall time (compile_s + trace_logging_s)
+    trace_logging_s: Optional[float] = None  # torch-measured structured-logging time in it: the capture's cost
+    one_time_s: Optional[float] = None  # process start-up paid before it, not in compile_s
+    peak_device_bytes: Optional[int] = None
+    peak_host_bytes: Optional[int] = None
+
+
+@dataclass
+class SteadyState:
+    """The calls after warm-up: run time (blocks of calls back to back, the median over blocks),
+    latency (single synchronised calls), device time (CUDA events), the GPU's busy time."""
+
+    run_times_s: list[float] = field(default_factory=list)  # one per block: its time over its calls
+    run_median_s: Optional[float] = None
+    run_iqr_s: Optional[float] = None
+    run_min_s: Optional[float] = None
+    run_max_s: Optional[float] = None
+    runs: int = 0
+    warmup: int = 0
+    auto_runs: bool = False
     run_block_calls: int = 0  # calls per timed block
     run_dropped_blocks: int = 0  # blocks re-run because torch compiled or recorded a CUDA graph in them
     timing_method: str = ""  # how run time, device time and latency were measured, in words
-    latency_times_s: list[float] = field(default_factory=list)  # single calls from a synchronised start
+    latency_times_s: list[float] = field(default_factory=list)
     latency_median_s: Optional[float] = None
     device_times_s: list[float] = field(default_factory=list)  # CUDA events per call (do_bench's method)
     device_median_s: Optional[float] = None
-    recorded_in_timing: dict[str, int] = field(default_factory=dict)  # compiles / CUDA-graph recordings seen while timing
-    memory_timelines: list["MemoryTimeline"] = field(default_factory=list)  # with --memory-timeline
+    recorded_in_timing: dict[str, int] = field(default_factory=dict)  # compiles / CUDA-graph recordings while timing
+    busy: Optional[DeviceBusy] = None  # how much of each call the GPU works, with a verdict (CUDA)
+    peak_device_bytes: Optional[int] = None
+    peak_host_bytes: Optional[int] = None
+
+
+@dataclass
+class Memory:
+    """How host memory was measured, and the allocator's timelines (``--memory-timeline``)."""
+
+    host_method: str = ""  # "vmhwm" | "sampling" | "unavailable"
+    timelines: list["MemoryTimeline"] = field(default_factory=list)
+
+
+@dataclass
+class KernelTimes:
+    """``--profile-kernels``: time of the profiled steady-state calls, kernel by kernel."""
+
+    times: list[KernelTime] = field(default_factory=list)  # longest first
+    device: str = ""  # what they measure: "cuda" (device time) or "cpu" (CPU time)
+    calls: int = 0  # calls run under the profiler
+
+
+#: the flat names a Profile had up to schema 1, and where each lives now: (record, field)
+PROFILE_FIELDS_V1 = {
+    **{name: ("settings", name) for name in ("mode", "backend", "dynamic", "fullgraph", "options", "config",
+                                             "observe", "fresh", "label", "params", "torch_version", "device")},
+    **{name: ("first_call", name) for name in ("compile_s", "compile_wall_s", "trace_logging_s", "one_time_s")},
+    "peak_device_bytes_compile": ("first_call", "peak_device_bytes"),
+    "peak_host_bytes_compile": ("first_call", "peak_host_bytes"),
+    **{name: ("steady", name) for name in ("run_times_s", "run_median_s", "run_iqr_s", "run_min_s", "run_max_s", "runs",
+                                           "warmup", "auto_runs", "run_block_calls", "run_dropped_blocks",
+                                           "timing_method", "latency_times_s", "latency_median_s", "device_times_s",
+                                           "device_median_s", "recorded_in_timing", "busy")},
+    "peak_device_bytes_run": ("steady", "peak_device_bytes"),
+    "peak_host_bytes_run": ("steady", "peak_host_bytes"),
+    "host_memory_method": ("memory", "host_method"),
+    "memory_timelines": ("memory", "timelines"),
+    "kernel_times": ("kernels", "times"),
+    "kernel_times_device": ("kernels", "device"),
+    "kernel_times_calls": ("kernels", "calls"),
+}
+
+
+def _flat(name: str) -> property:
+    record, attr = PROFILE_FIELDS_V1[name]
+
+    def get(self: "Profile") -> Any:
+        return getattr(getattr(self, record), attr)
+
+    def put(self: "Profile", value: Any) -> None:
+        setattr(getattr(self, record), attr, value)
+
+    return property(get, put, doc=f"``{record}.{attr}`` (the flat name of schema 1)")
+
+
+@dataclass(init=False)
+class Profile:
+    """What one run cost, as small records, each filled by the phase that measured it: the
+    settings, the first call, the steady state with its timings, memory, the eager
+    comparison, kernel times, and notes. The flat names of schema 1 (``run_median_s``,
+    ``peak_device_bytes_compile``, ...) read and write the records (:data:`PROFILE_FIELDS_V1`)."""
+
+    settings: RunSettings = field(default_factory=RunSettings)
+    first_call: FirstCall = field(default_factory=FirstCall)
+    steady: SteadyState = field(default_factory=SteadyState)
+    memory: Memory = field(default_factory=Memory)
+    eager: Optional[EagerComparison] = None
+    kernels: KernelTimes = field(default_factory=KernelTimes)
+    caches: dict[str, str] = field(default_factory=dict)  # layer -> hit / miss / bypass / reused / fresh
+    reused_compiled_code: bool = False
+    report_build_s: Optional[float] = None  # building this report from the trace, after the run
+    notes: list[str] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why (empty: quiet)
+    error: str = ""  # the user's exception, when the cell raised
+
+    def __init__(self, **values: Any) -> None:
+        """Records by name, or schema 1's flat names (``Profile(run_median_s=1e-3)``)."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        unknown = [n for n in values if n not in PROFILE_FIELDS_V1 and n not in self.__dataclass_fields__]
+        if unknown:
+            raise TypeError(f"Profile: no field {unknown[0]!r}")
+        for name, value in values.items():  # records first, then flat names into them
+            if name in self.__dataclass_fields__:
+                setattr(self, name, value)
+        copied: set[str] = set()
+        for name, value in values.items():
+            if name in PROFILE_FIELDS_V1:
+                record = PROFILE_FIELDS_V1[name][0]
+                if record not in copied:  # a record given (dataclasses.replace) is not changed in place
+                    setattr(self, record, dataclasses.replace(getattr(self, record)))
+                    copied.add(record)
+                setattr(self, name, value)
+
+    def noisy(self, figure: str) -> str:
+        """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share") is noisy, or ""."""
+        return next((n for n in self.noise if n.startswith(figure + ":")), "")
 
     @property
     def peak_device_bytes(self) -> Optional[int]:
-        vals = [v for v in (self.peak_device_bytes_compile, self.peak_device_bytes_run) if v is not None]
+        vals = [v for v in (self.first_call.peak_device_bytes, self.steady.peak_device_bytes) if v is not None]
         return max(vals) if vals else None
 
     @property
     def peak_host_bytes(self) -> Optional[int]:
-        vals = [v for v in (self.peak_host_bytes_compile, self.peak_host_bytes_run) if v is not None]
+        vals = [v for v in (self.first_call.peak_host_bytes, self.steady.peak_host_bytes) if v is not None]
         return max(vals) if vals else None
+
+    @staticmethod
+    def from_v1(flat: dict[str, Any]) -> dict[str, Any]:
+        """A schema-1 profile's JSON (flat names) as this schema's (records)."""
+        out: dict[str, Any] = {}
+        for name, value in flat.items():
+            if name in PROFILE_FIELDS_V1:
+                record, attr = PROFILE_FIELDS_V1[name]
+                out.setdefault(record, {})[attr] = value
+            else:
+                out[name] = value
+        return out
+
+
+for _name in PROFILE_FIELDS_V1:
+    setattr(Profile, _name, _flat(_name))
 
 
 @dataclass

@@ -35,7 +35,7 @@ from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, 
 if TYPE_CHECKING:
     from .summary import Hints
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: Profile made of records (settings, first_call, steady, ...); 1: flat
 
 #: Views register here, so the report never imports a view: ``ipycompile`` (the
 #: package) registers its HTML view when it is imported, and any view may add its own.
@@ -156,7 +156,11 @@ class CompileReport:
     def from_dict(cls, data: dict[str, Any]) -> "CompileReport":
         """The report of :meth:`to_dict`'s form, every field checked against the model:
         :class:`~ipycompile.report.serialize.ReportFormatError` (a ``ValueError``) names
-        the first field that does not fit, and what was expected."""
+        the first field that does not fit, and what was expected. A schema-1 report (a flat
+        ``Profile``) is converted to this schema first."""
+        if isinstance(data, dict) and type(data.get("schema_version")) is int and data["schema_version"] < 2 \
+                and isinstance(data.get("profile"), dict):
+            data = {**data, "profile": Profile.from_v1(data["profile"]), "schema_version": SCHEMA_VERSION}
         return report_from_dict(cls, data, SCHEMA_VERSION)
 
     def to_json(self, **kwargs: Any) -> str:

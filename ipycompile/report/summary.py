@@ -101,10 +101,15 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         how = f"{p.runs} calls in {len(p.run_times_s)} blocks of {blocks}" if blocks else f"{p.runs} runs"
         beside = [f"{name} {fmt_seconds(v)}" for name, v in (("device time", getattr(p, "device_median_s", None)),
                                                              ("latency", getattr(p, "latency_median_s", None))) if v]
+        noisy = " NOISY" if p.noisy("run time") else ""
         out.append(
-            f"run time {fmt_seconds(p.run_median_s)} per call (IQR {fmt_seconds(p.run_iqr_s)}, "
+            f"run time {fmt_seconds(p.run_median_s)} per call{noisy} (IQR {fmt_seconds(p.run_iqr_s)}, "
             f"{how} after {p.warmup} warm-up{auto})" + (" | " + " | ".join(beside) if beside else "")
         )
+    busy = getattr(p, "busy", None)
+    if busy is not None:
+        noisy = " NOISY" if p.noisy("GPU busy share") else ""
+        out.append(busy.text + noisy + (f"; {busy.advice}" if busy.advice else ""))
     mem = []
     if p.peak_device_bytes is not None:
         mem.append(f"device {fmt_bytes(p.peak_device_bytes_compile)} compile / {fmt_bytes(p.peak_device_bytes_run)} steady")
@@ -115,10 +120,16 @@ def _profile_lines(r: "CompileReport") -> list[str]:
     e = p.eager
     if e is not None:
         sp = f"{e.speedup:.2f}x" if e.speedup is not None else "-"
+        if e.speedup_ci95:
+            sp += f" [{e.speedup_ci95[0]:.2f}x, {e.speedup_ci95[1]:.2f}x over {e.pairs} pairs]"
+        if p.noisy("speedup vs eager"):
+            sp += " NOISY"
         be = f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
         method = f" ({e.check_method})" if getattr(e, "check_method", "") else ""
         match = f"outputs match{method}" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
+        if getattr(e, "busy", None) is not None:
+            out.append(f"eager: {e.busy.text}")
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     if p.trace_logging_s is not None and p.compile_s:
@@ -128,6 +139,7 @@ def _profile_lines(r: "CompileReport") -> list[str]:
             f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
         )
     out.append(f"settings: {settings_text(p)} | torch {p.torch_version} on {p.device}")
+    out += [f"noisy: {n}" for n in p.noise]
     out += [f"note: {n}" for n in p.notes]
     if p.error:
         out.append(f"the cell raised {p.error}")

@@ -1,15 +1,21 @@
 """The run layer: a cell (or a function) compiled, run, measured and recorded.
 
 One idea per module: ``cell`` (a cell's source as one function), ``settings`` (the
-``torch.compile`` arguments, validated), ``profile`` (timing and memory primitives),
-``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: compile, time,
-measure, attach a profile), ``history_log`` (one row per run) and ``sweeps`` (a grid of
-fresh compiles). It sits on capture, report and analysis; the magics sit on it.
+``torch.compile`` arguments and what each mode means, validated), ``session`` (the state
+kept between runs, with ``clear()``), measurement by idea (``timing``: run time and
+latency; ``device_time``; ``busy``: the GPU's busy time per call and a verdict; ``memory``;
+``activity``: compile activity; ``outputs`` and ``accuracy``: output checks; ``stats``:
+paired comparisons and noise; ``contention``: was the machine busy; ``profile`` gathers
+their names), ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: compile,
+time, measure, attach a profile), ``history_log`` (one row per run) and ``sweeps`` (a grid
+of fresh compiles). It draws nothing: plots and the sweep's progress bar are views
+(:mod:`ipycompile.widgets.plots`, :mod:`ipycompile.widgets.progress`), handed over by
+callback. It sits on capture, report and analysis; the magics sit on it.
 """
 
 from .runner import CellRun, execute, fresh_inductor_cache, measure, reset, run_cell
-from .history_log import clear_history, history, plot_history
-from .sweeps import plot_sweep, sweep, sweep_params
+from .history_log import clear_history, history
+from .sweeps import sweep, sweep_params
 
 __all__ = [
     "CellRun",
@@ -20,8 +26,6 @@ __all__ = [
     "run_cell",
     "history",
     "clear_history",
-    "plot_history",
     "sweep",
-    "plot_sweep",
     "sweep_params",
 ]

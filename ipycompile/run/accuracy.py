@@ -19,7 +19,7 @@ with the float64 reference of ``torch._dynamo.debug_utils.cast_to_fp64``):
    with the tensor's magnitude, as accumulated rounding does.
 
 Non-floating tensors and other leaves must be equal; structure, shapes and dtypes
-must match (:func:`ipycompile.run.profile.compare_outputs` decides those).
+must match (:func:`ipycompile.run.outputs.compare_outputs` decides those).
 
 ``import ipycompile.run.accuracy`` does not import torch.
 """
@@ -136,7 +136,7 @@ def check_outputs(compiled: Any, eager: Any, fp64: Any = None, *, fp64_note: str
     """
     import torch
 
-    from .profile import _pair_leaves
+    from .outputs import _pair_leaves
 
     leaves: list[tuple[str, Any, Any]] = []
     why = _pair_leaves(torch, compiled, eager, "output", leaves)

@@ -1,4 +1,5 @@
-"""The run history: one row per profiled run, as a pandas DataFrame, and its plots."""
+"""The run history: one row per profiled run, as a pandas DataFrame (its plots are
+:mod:`ipycompile.widgets.plots`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from ..report import CompileReport
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
 
 _ROWS: list[dict[str, Any]] = []
 
@@ -40,6 +40,8 @@ COLUMNS = (
     "peak_host_bytes_compile",
     "peak_host_bytes_run",
     "eager_run_median_s",
+    "speedup_low",
+    "speedup_high",
     "caches",
     # the end
     "graphs",
@@ -48,6 +50,7 @@ COLUMNS = (
     "peak_host_bytes",
     "speedup",
     "break_even_calls",
+    "noisy",
     "report",
 )
 
@@ -87,6 +90,10 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "eager_run_median_s": e.run_median_s if e else None,
         "speedup": e.speedup if e else None,
         "break_even_calls": e.break_even_calls if e else None,
+        "speedup_low": e.speedup_ci95[0] if e and e.speedup_ci95 else None,
+        "speedup_high": e.speedup_ci95[1] if e and e.speedup_ci95 else None,
+        # what was noisy ("run time", "speedup vs eager", ...); "" when the run was quiet
+        "noisy": "; ".join(n.split(":", 1)[0] for n in p.noise) if p else "",
         "caches": ", ".join(f"{k} {v}" for k, v in p.caches.items()) if p else "",
         "report": full,
     }
@@ -170,65 +177,3 @@ def compare_runs(a: "int | str", b: "int | str"):
 
     (ra, na), (rb, nb) = find_run(a), find_run(b)
     return compare(ra, rb, names=(na, nb))
-
-
-_UNITS = {"_s": ("seconds", 1.0), "_bytes": ("MiB", 1 / 2**20)}
-
-
-def _plot_figure_class():
-    """A matplotlib Figure that shows itself as a PNG in any frontend, with no pyplot backend set up."""
-    from matplotlib.figure import Figure
-
-    class PlotFigure(Figure):
-        def _repr_png_(self) -> bytes:
-            import io
-
-            buf = io.BytesIO()
-            self.savefig(buf, format="png", dpi=100)
-            return buf.getvalue()
-
-        def __repr__(self) -> str:
-            ax = self.axes[0] if self.axes else None
-            return f"<ipycompile plot: {ax.get_ylabel()} by {ax.get_xlabel()}>" if ax else "<ipycompile plot>"
-
-    return PlotFigure
-
-
-def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
-    """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``.
-
-    Returns a matplotlib Figure, shown as a PNG when it is a cell's result.
-    """
-    Figure = _plot_figure_class()
-
-    for arg, col in (("y", y), ("x", x), ("by", by)):
-        if col is not None and col not in df.columns:
-            raise ValueError(f"{arg}: no column {col!r}; columns are {', '.join(map(str, df.columns))}")
-    x = x or "run"
-    unit, scale = next(((u, s) for suffix, (u, s) in _UNITS.items() if y.endswith(suffix)), ("", 1.0))
-    fig = Figure(figsize=(6, 3.5), layout="constrained")
-    ax = fig.subplots()
-    groups = [(None, df)] if by is None else list(df.groupby(by, sort=False))
-    for name, part in groups:
-        part = part.dropna(subset=[y]).sort_values(x)
-        ax.plot(part[x], part[y] * scale, marker="o", label=None if name is None else str(name))
-    xs = [v for v in df[x].dropna() if isinstance(v, (int, float))]
-    if len(xs) > 2 and all(v > 0 and (int(v) & (int(v) - 1)) == 0 and v == int(v) for v in xs):
-        from matplotlib.ticker import NullLocator, ScalarFormatter
-
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(set(xs)))  # the swept values, written as numbers (16, not 2^4)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_locator(NullLocator())
-    from matplotlib.ticker import MaxNLocator
-
-    if str(df[y].dtype).startswith(("int", "Int")):
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
-    if str(df[x].dtype).startswith(("int", "Int")) and ax.get_xscale() == "linear":
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # run numbers: no 1.5
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{y} ({unit})" if unit else y)
-    ax.grid(True, alpha=0.3)
-    if by is not None:
-        ax.legend(title=by)
-    return fig

@@ -137,7 +137,7 @@ def profile_calls(fn: Callable[[], Any], calls: int, *, cuda: bool) -> list[Prof
 
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from .profile import synchronize
+    from .devices import synchronize
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     synchronize()

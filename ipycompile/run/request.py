@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
+from .kernel_times import cell_devices
+from .options import OPTION_NAMES, RunOptions
 from .runner import CellRun, execute
 from .settings import parse_option
 from .sweeps import SweepError, parse_sweep, sweep_cell
@@ -31,10 +33,14 @@ def run_request(
 ) -> "CellRun | Any":
     """Run ``source`` as ``%%compile`` would: a :class:`CellRun`, or the sweep's DataFrame
     when ``sweep`` names parameters. Bad options raise ``ValueError`` (``SettingsError``,
-    ``SweepError``) before anything runs; ``kwargs`` are :func:`execute`'s."""
+    ``SweepError``) before anything runs; ``kwargs`` are :func:`execute`'s (the options among
+    them become one :class:`~ipycompile.run.options.RunOptions`)."""
     options = dict(parse_option(text) for text in option)
-    if not sweep:
-        return execute(source, namespace, fresh=fresh, options=options, **kwargs)
+    if not sweep:  # the run's options, built once
+        chosen = {k: kwargs.pop(k) for k in OPTION_NAMES if k in kwargs}
+        opts = RunOptions.build(options=options, fresh=fresh, **chosen,
+                                devices=lambda: cell_devices(source, namespace))
+        return execute(source, namespace, run_options=opts, **kwargs)
     params = dict(parse_sweep(text) for text in sweep)
     if len(params) < len(sweep):
         raise SweepError("--sweep: each NAME may be swept once; give all its values in one --sweep")

@@ -20,7 +20,6 @@ its arguments and displays what this returns. One run is
 from __future__ import annotations
 
 import contextlib
-import itertools
 import statistics
 import time
 import warnings
@@ -30,19 +29,22 @@ from typing import Any, Callable, Optional, Sequence
 from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
+from .session import SESSION
 from .cell import CellFunction, make_cell_function, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
-from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kernel_profile_options, profile_calls,
-                           profiled_call_count)
-from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, speedup, synchronize, time_blocks,
-                      time_calls, time_device)
+from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
+from .activity import CompileActivity
+from .device_time import time_device
+from .devices import device_name, synchronize
+from .memory import PeakMemory
+from .timing import time_blocks, time_calls, time_paired
+from .busy import measure_busy
+from .contention import Contention
+from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..report import CompileReport, EagerComparison, Kernel, Profile
-from .settings import CompileSettings, make_settings
+from .options import OPTION_NAMES, RunOptions
+from .settings import CompileSettings
 
-_compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
-
-_warmed_backends: set[str] = set()
-_counter = itertools.count(1)
 
 
 @dataclass
@@ -58,7 +60,7 @@ class CellRun:
 
 def _one_time_startup(settings: CompileSettings) -> Optional[float]:
     """Pay Inductor's per-process start-up (imports, compiler checks) on a tiny function."""
-    if not settings.uses_inductor or "inductor" in _warmed_backends:
+    if not settings.uses_inductor or "inductor" in SESSION.warmed_backends:
         return None
     import torch
 
@@ -68,7 +70,7 @@ def _one_time_startup(settings: CompileSettings) -> Optional[float]:
     t0 = time.perf_counter()
     torch.compile(_tiny, backend="inductor")(torch.ones(4))
     synchronize()
-    _warmed_backends.add("inductor")
+    SESSION.warmed_backends.add("inductor")
     return time.perf_counter() - t0
 
 
@@ -93,16 +95,6 @@ def _snapshot(cf: CellFunction, value: Any) -> Any:
     return {name: ns.get(name) for name in cf.assigned if name in ns}
 
 
-def _uses_cudagraphs(settings: CompileSettings) -> bool:
-    """Whether replays may overwrite the outputs: CUDA graphs, from the mode (reduce-overhead and
-    max-autotune turn them on) or from an explicit ``triton.cudagraphs`` option."""
-    import torch
-
-    if not settings.uses_inductor or not torch.cuda.is_available():
-        return False
-    return bool(settings.inductor_options().get("triton.cudagraphs"))
-
-
 def _copy_tensors(tree: Any) -> Any:
     """Tensors copied out of CUDA-graph memory, which the next replay overwrites."""
     import torch
@@ -120,27 +112,20 @@ def execute(
     source: str,
     namespace: Optional[dict] = None,
     *,
-    mode: Optional[str] = None,
-    backend: Any = None,
-    dynamic: Optional[bool] = None,
-    fullgraph: bool = False,
-    options: Optional[dict[str, Any]] = None,
-    runs: Optional[int] = None,
-    warmup: Optional[int] = None,
-    fresh: bool = False,
-    compare_eager: bool = False,
-    observe: bool = False,
-    profile_kernels: bool = False,
-    memory_timeline: bool = False,
-    label: str = "",
+    run_options: Optional[RunOptions] = None,
     filename: Optional[str] = None,
     header: Optional[str] = None,
     sources: Optional[dict[str, str]] = None,
     execution_count: Optional[int] = None,
-    record: bool = True,
-    trace_dir: Optional[str] = None,
+    **options: Any,
 ) -> CellRun:
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
+
+    The run's options are one :class:`~ipycompile.run.options.RunOptions`: given as
+    ``run_options``, or built here once from the keywords (``mode``, ``backend``,
+    ``dynamic``, ``fullgraph``, ``options``, ``runs``, ``warmup``, ``fresh``,
+    ``compare_eager``, ``observe``, ``profile_kernels``, ``memory_timeline``,
+    ``trace_dir``, ``label``, ``record``; see :meth:`RunOptions.build`).
 
     ``header`` is the text shown above ``source`` in an editor (the magic's
     ``%%compile ...`` line), so that line numbers match what the user sees;
@@ -164,53 +149,44 @@ def execute(
     """
     import torch
 
-    if profile_kernels and observe:
-        raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
-    if memory_timeline and observe:
-        raise ValueError("--memory-timeline: not with --observe (the cell runs once, as ordinary code)")
-    if memory_timeline and not torch.cuda.is_available():
-        raise ValueError("--memory-timeline: needs CUDA (it records the CUDA caching allocator's history); "
-                         "CUDA is not available here")
-    if profile_kernels:
-        options = kernel_profile_options(options, backend, devices=cell_devices(source, namespace or {}))
-    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-    check_counts(runs, warmup)
-    if trace_dir is not None:
-        check_trace_dir(trace_dir)
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"execute: unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}")
+    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    settings = opts.settings
     namespace = {} if namespace is None else namespace
-    filename = filename or f"<ipycompile-cell-{next(_counter)}>"
+    filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
-    profile = new_profile(settings, observe=observe, label=label, fresh=fresh)
-    if observe:
-        return _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir)
+    profile = new_profile(settings, observe=opts.observe, label=opts.label, fresh=opts.fresh)
+    if opts.observe:
+        return _observe(source, namespace, filename, header, profile, sources, execution_count, opts.record,
+                        opts.trace_dir)
 
     cf_key = (source, header, id(namespace), settings.key())
-    reused = cf_key in _compiled and not fresh
+    reused = cf_key in SESSION.compiled and not opts.fresh
     if reused:
-        cf, compiled = _compiled[cf_key]
+        cf, compiled = SESSION.compiled[cf_key]
     else:
         cf = make_cell_function(source, namespace, filename=filename, header=header)
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
-        _compiled[cf_key] = (cf, compiled)
+        SESSION.compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
 
     def reference() -> Any:  # the cell again, eagerly, its inputs upcast to float64 (the output check's reference)
         ns64 = upcast_namespace(namespace, referenced_names(cf.fn.__code__))
-        cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(_counter)}>", header=header)
+        cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(SESSION.counter)}>", header=header)
         return _snapshot(cf64, cf64.fn())
 
     target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
-    run = measure(target, settings, profile, runs=runs, warmup=warmup, fresh=fresh, compare_eager=compare_eager,
-                  profile_kernels=profile_kernels, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
-                  trace_dir=trace_dir, memory_timeline=memory_timeline)
+    run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
     report = run.report
     report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, reused and report.compiled_nothing, fresh)
+    profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
     if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
         report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
-    row = _history.record(report, execution_count=execution_count) if record else None
+    row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, report, where)
     return CellRun(run.value, report, run.error, compiled, run.records)
@@ -270,40 +246,31 @@ def changed_config() -> dict[str, str]:
     return out
 
 
-def measure(
-    target: Target,
-    settings: CompileSettings,
-    profile: Profile,
-    *,
-    runs: Optional[int] = None,
-    warmup: Optional[int] = None,
-    fresh: bool = False,
-    compare_eager: bool = False,
-    profile_kernels: bool = False,
-    reused_kernels: Sequence[Kernel] = (),
-    trace_dir: Optional[str] = None,
-    memory_timeline: bool = False,
-) -> CellRun:
-    """Profile one compiled call: the captured first call, warm-up, timed steady state, eager.
+def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernels: Sequence[Kernel] = ()) -> CellRun:
+    """Profile one compiled call as ``opts`` says: the captured first call, warm-up, timed
+    steady state, the GPU's busy time, eager.
 
     Never raises the user's exception: it is returned in ``CellRun.error`` with
-    the partial report. ``fresh`` resets Dynamo and uses fresh Inductor caches.
-    ``profile_kernels``: after the timed runs, a few calls under the profiler,
+    the partial report. ``opts.fresh`` resets Dynamo and uses fresh Inductor caches.
+    ``opts.profile_kernels``: after the timed runs, a few calls under the profiler,
     their time charged to the report's kernels (``Profile.kernel_times``), or, when
     nothing was compiled, to ``reused_kernels`` (those of the compiled code reused).
-    ``memory_timeline``: the CUDA allocator's history of the compiling call and of
+    ``opts.memory_timeline``: the CUDA allocator's history of the compiling call and of
     one steady-state call (``Profile.memory_timelines``).
 
-    Times (see :mod:`ipycompile.run.profile`): ``compile_s`` is the first call's
-    wall time net of the trace logging torch tallied for the capture
-    (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time (blocks
-    of calls back to back); ``latency_median_s`` single synchronised calls;
+    Times (see :mod:`ipycompile.run.timing` and :mod:`ipycompile.run.device_time`):
+    ``compile_s`` is the first call's wall time net of the trace logging torch tallied for
+    the capture (``compile_wall_s`` keeps the wall time); ``run_median_s`` is run time
+    (blocks of calls back to back); ``latency_median_s`` single synchronised calls;
     ``device_median_s`` CUDA events per call. Warm-up goes on while calls still
     compile or record CUDA graphs (up to 10 more calls), and a timed block in
     which torch compiled or recorded is dropped and re-run.
     """
     import torch
 
+    settings, runs, warmup, fresh = opts.settings, opts.runs, opts.warmup, opts.fresh
+    compare_eager, profile_kernels = opts.compare_eager, opts.profile_kernels
+    trace_dir, memory_timeline = opts.trace_dir, opts.memory_timeline
     one_time = _one_time_startup(settings)
     if one_time is not None:
         profile.one_time_s = one_time
@@ -340,7 +307,7 @@ def measure(
                 profile.compile_s = wall - (profile.trace_logging_s or 0.0)
                 if memory_timeline:
                     recorders.append(recorder)
-                graphs = _uses_cudagraphs(settings)
+                graphs = settings.uses_cudagraphs()
                 if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
                     value = _copy_tensors(value)
                 snap = target.snapshot(value)
@@ -348,7 +315,7 @@ def measure(
                 profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
                 profile.host_memory_method = mem.host_method
                 device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
-                n_warm = warmup if warmup is not None else (3 if settings.mode in ("reduce-overhead", "max-autotune") else 1)
+                n_warm = warmup if warmup is not None else settings.warmup_calls
                 last = activity.count
                 for _ in range(n_warm):
                     last = activity.count
@@ -364,12 +331,20 @@ def measure(
                             break
             # the capture is closed: timed runs carry none of its cost
             before = dict(activity.by_trigger)
-            with PeakMemory() as mem:
+            with PeakMemory() as mem, Contention() as contention:
                 blocks = time_blocks(compiled, runs=runs, activity=activity)
             profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
             device_work = device_work or _has_cuda_tensor(snap)
             _fill_timing(profile, blocks, auto=runs is None)
+            if contention.why("run time") and not profile.noisy("run time"):
+                profile.noise.append(contention.why("run time"))
             _extra_timings(profile, compiled, runs, device_work and torch.cuda.is_available())
+            if device_work and torch.cuda.is_available() and runs != 1 and profile.run_median_s:
+                graphs = settings.uses_cudagraphs()
+                profile.busy = measure_busy(compiled, profile.run_median_s, cudagraphs=graphs,
+                                            suggest=settings.uses_inductor and not graphs)
+                if profile.noisy("run time"):  # the share is judged against the run time
+                    profile.noise.append("GPU busy share: judged against a noisy run time, so it is uncertain too")
             after = activity.by_trigger
             profile.recorded_in_timing = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
             if profile.recorded_in_timing:
@@ -437,7 +412,7 @@ def _finish_memory(profile: Profile, recorders: list, report: CompileReport) -> 
 def _note_cudagraphs(report: CompileReport, settings: CompileSettings, profile: Profile) -> None:
     """With CUDA graphs on, a compile that generated GPU kernels but neither recorded nor was skipped says so."""
     try:
-        on = _uses_cudagraphs(settings)
+        on = settings.uses_cudagraphs()
     except Exception:
         on = False
     if not on:
@@ -503,13 +478,6 @@ def _profile_kernels(fn: Callable[[], Any], profile: Profile) -> Optional[list]:
     return events
 
 
-def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
-    """``runs`` >= 1 and ``warmup`` >= 0 when given; a ``ValueError`` naming the option otherwise."""
-    for arg, value, low in (("--runs", runs, 1), ("--warmup", warmup, 0)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-            raise ValueError(f"{arg}: {value!r} is not allowed; give a whole number >= {low}")
-
-
 def _trace_logging_s() -> Optional[float]:
     """Seconds torch has spent in structured logging so far in this process (its own
     running tally; read, never changed). The difference around a call is what
@@ -531,7 +499,11 @@ def _fill_timing(profile: Profile, blocks, auto: bool) -> None:
     profile.warmup += blocks.probe_calls  # the probe calls that sized the blocks
     profile.auto_runs = auto
     profile.timing_method = (f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
-                             "each block between two device synchronisations")
+                             "each block between two device synchronisations, sized by blocked_autorange's rule "
+                             "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe blocks")
+    why = run_time_noise(blocks.times_s)
+    if why and blocks.blocks >= 3:
+        profile.noise.append(why)
 
 
 def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup, device_work: bool = False) -> EagerComparison:
@@ -546,13 +518,15 @@ def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup
     elif check.method == "dtype tolerances":
         check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
     n_warm = warmup if warmup is not None else 1
-    for _ in range(n_warm):
-        target.eager()
-    with PeakMemory() as mem:
-        blocks = time_blocks(target.eager, runs=runs)
+    with PeakMemory() as mem:  # eager's steady-state peak: its warm-up calls (at least one)
+        for _ in range(max(1, n_warm)):
+            target.eager()
+    with Contention() as contention:
+        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
+    ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
     eager = EagerComparison(
-        run_times_s=list(blocks.times_s),
-        run_median_s=blocks.median_s,
+        run_times_s=list(eager_blocks.times_s),
+        run_median_s=eager_blocks.median_s,
         peak_device_bytes=mem.device_bytes,
         peak_host_bytes=mem.host_bytes,
         outputs_match=check.match,
@@ -563,19 +537,31 @@ def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup
         eager_error=check.eager_error,
         allowed_error=check.allowed_error,
         check_details=check.leaves,
+        speedup=ratio.median,
+        speedup_ci95=list(ratio.ci95),
+        pairs=ratio.pairs,
+        compiled_run_median_s=compiled_blocks.median_s,
     )
+    profile.timing_method += (f"; vs eager: {ratio.pairs} pairs of blocks (compiled {compiled_blocks.block_calls} calls, "
+                              f"eager {eager_blocks.block_calls}) in alternating order (ABBA), the speedup the median of "
+                              "the pairs' ratios with its 95 % interval")
+    for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
+                run_time_noise(eager_blocks.times_s, "eager run time")):
+        if why:
+            profile.noise.append(why)
     if runs != 1:
-        median = blocks.median_s
+        median = eager_blocks.median_s
         n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
         eager.latency_median_s = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
         if device_work and torch.cuda.is_available():
             eager.device_median_s = statistics.median(
                 time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
-    if profile.run_median_s and blocks.median_s:
-        eager.speedup = speedup(blocks.median_s, profile.run_median_s)
-        if profile.compile_s is not None:
-            eager.break_even_calls = break_even_calls(max(profile.compile_s, profile.run_median_s),
-                                                      profile.run_median_s, blocks.median_s)
+            eager.busy = measure_busy(target.eager, median, cudagraphs=False, suggest=False)
+    if profile.compile_s is not None and compiled_blocks.median_s:
+        # the same pairs: compiled's median in them, eager's as that times the paired speedup
+        compiled_run = compiled_blocks.median_s
+        eager.break_even_calls = break_even_calls(max(profile.compile_s, compiled_run), compiled_run,
+                                                  compiled_run * ratio.median)
     on_device = bool(mem.device_bytes) and bool(profile.peak_device_bytes_run)  # 0: nothing ran on the device
     compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
     eager_peak = mem.device_bytes if on_device else mem.host_bytes
@@ -632,18 +618,6 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     return CellRun(value, report, error)
 
 
-def check_trace_dir(trace_dir: str) -> None:
-    """A ``ValueError`` naming the directory when a trace log cannot be written there (nothing runs)."""
-    import os
-
-    try:
-        os.makedirs(trace_dir, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--trace-dir {trace_dir!r}: cannot create it ({exc.strerror or exc})") from None
-    if not os.access(trace_dir, os.W_OK):
-        raise ValueError(f"--trace-dir {trace_dir!r}: not writable")
-
-
 def _note_trace(cap, profile: Profile) -> None:
     if cap.trace_path:
         profile.notes.append(f"trace log written to {cap.trace_path} (tlparse reads it; so does ipycompile.load_trace)")
@@ -677,7 +651,4 @@ def reset(*, history: bool = False) -> None:
     import torch
 
     torch._dynamo.reset()
-    _compiled.clear()
-    _reuse.forget()
-    if history:
-        _history.clear_history()
+    SESSION.clear(history=history)

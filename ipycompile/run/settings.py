@@ -42,12 +42,29 @@ class CompileSettings:
     def inductor_options(self) -> dict[str, Any]:
         """The Inductor options this compile runs with: the mode's (torch's own
         ``list_mode_options``), then the explicit ``options`` over them. The one place
-        that decides what a mode turns on (CUDA graphs, autotuning)."""
+        that decides what a mode turns on (CUDA graphs, autotuning): :meth:`uses_cudagraphs`
+        and :attr:`warmup_calls` read it."""
         import torch
 
         opts = dict(torch._inductor.list_mode_options(self.mode)) if self.mode != "default" else {}
         opts.update(self.options)
         return opts
+
+    def uses_cudagraphs(self) -> bool:
+        """Whether calls replay CUDA graphs (and replays may overwrite the outputs): the mode
+        (reduce-overhead and max-autotune turn them on) or an explicit ``triton.cudagraphs``
+        option, with the inductor backend, where CUDA is available."""
+        import torch
+
+        if not self.uses_inductor or not torch.cuda.is_available():
+            return False
+        return bool(self.inductor_options().get("triton.cudagraphs"))
+
+    @property
+    def warmup_calls(self) -> int:
+        """Warm-up calls before timing when the user gives none: 3 where CUDA graphs may be on
+        (CUDA-graph trees record on a later call than the first), else 1."""
+        return 3 if self.uses_inductor and self.inductor_options().get("triton.cudagraphs") else 1
 
     def compile_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``torch.compile`` (mode folded into options when both are given)."""

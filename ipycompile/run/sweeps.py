@@ -22,8 +22,9 @@ parameter in a column of its own.
   dtypes and devices as tagged strings (``"torch.float32"``,
   ``"torch.device('cuda:0')"``) that :func:`sweep_params` turns back into
   torch's objects, anything else as its ``repr`` (with a note saying so).
-* :class:`Progress` shows which point runs, the time elapsed and an estimate
-  of what remains: an updating display in a notebook, lines on stderr elsewhere.
+* :class:`Progress` tracks which point runs, the time elapsed and an estimate
+  of what remains, and hands each change to a callback (the views' notebook progress
+  bar, registered by :func:`ipycompile.widgets.install`; lines on stderr elsewhere).
 """
 
 from __future__ import annotations
@@ -37,13 +38,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import history_log as _history
-from .kernel_times import kernel_profile_options
-from .runner import CellRun, Target, check_counts, execute, measure, new_profile
-from .settings import make_settings
+from .kernel_times import cell_devices
+from .options import RunOptions
+from .runner import CellRun, Target, execute, measure, new_profile
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
 
 _sweep_ids = itertools.count(1)
 
@@ -182,37 +182,45 @@ def _fmt_s(s: float) -> str:
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
+#: where a sweep's progress is shown: views register a factory (``total -> show(text, done,
+#: total)``; :func:`ipycompile.widgets.install` registers the notebook's progress bar); without
+#: one, lines on stderr
+_progress_views: list[Callable[[int], Callable[[str, int, int], None]]] = []
+
+
+def register_progress_view(factory: Callable[[int], Callable[[str, int, int], None]]) -> None:
+    """Show sweeps' progress with ``factory(total)`` (a callback ``show(text, done, total)``)."""
+    if factory not in _progress_views:
+        _progress_views.append(factory)
+
+
+def _stderr_lines(total: int) -> Callable[[str, int, int], None]:
+    def show(text: str, done: int, total: int) -> None:
+        print(text, file=sys.stderr, flush=True)
+    return show
+
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
 class Progress:
     """Which point of a sweep runs, time elapsed, and an estimate of what remains.
 
-    In a Jupyter kernel it is one display that updates in place (an HTML
-    ``<progress>`` bar and a line of text); elsewhere each point is a line on
-    stderr. ``enabled=False`` shows nothing.
+    It draws nothing: each change is handed to ``show(text, done, total)``, the callback
+    given (``progress=`` of :func:`sweep`), else the registered view (a notebook's progress
+    bar, :func:`register_progress_view`), else lines on stderr. ``enabled=False`` shows nothing.
     """
 
-    def __init__(self, total: int, *, enabled: bool = True, title: str = "sweep") -> None:
+    def __init__(self, total: int, *, enabled: bool = True, title: str = "sweep",
+                 show: Optional[ProgressCallback] = None) -> None:
         self.total, self.enabled, self.title = total, enabled, title
         self.started = time.perf_counter()
         self.durations: list[tuple[str, float]] = []  # (label, seconds) of the points done
         self.failed = 0
         self.text = ""
-        self._handle = None
-        self._stream = sys.stderr
+        self._show_cb: Optional[ProgressCallback] = None
         if enabled:
-            self._handle = self._display_handle()
-
-    @staticmethod
-    def _display_handle():
-        try:
-            from IPython import get_ipython
-        except ImportError:
-            return None
-        ip = get_ipython()
-        if ip is None or getattr(ip, "kernel", None) is None:
-            return None
-        from IPython.display import display
-
-        return display(_ProgressView("", 0, 1), display_id=True)
+            self._show_cb = show or (_progress_views[-1] if _progress_views else _stderr_lines)(total)
 
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.started
@@ -246,28 +254,8 @@ class Progress:
 
     def _show(self, text: str, done: int) -> None:
         self.text = text
-        if not self.enabled:
-            return
-        if self._handle is not None:
-            self._handle.update(_ProgressView(text, done, self.total))
-        else:
-            print(text, file=self._stream, flush=True)
-
-
-class _ProgressView:
-    def __init__(self, text: str, done: int, total: int) -> None:
-        self.text, self.done, self.total = text, done, total
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return (
-            f'<div class="ipycompile-progress"><progress value="{self.done}" max="{self.total}" '
-            f'style="width:16em;vertical-align:middle"></progress> <code>{html.escape(self.text)}</code></div>'
-        )
+        if self._show_cb is not None:
+            self._show_cb(text, done, self.total)
 
 
 def _run_points(
@@ -275,7 +263,7 @@ def _run_points(
     labels: list[str],
     run_point: Callable[[str, dict[str, Any], bool], CellRun],
     *,
-    progress: bool,
+    progress: "bool | ProgressCallback",
     record: bool,
     warm_start: bool,
     execution_count: Optional[int] = None,
@@ -286,7 +274,7 @@ def _run_points(
 
     sweep_id = next(_sweep_ids)
     jobs = [(point, label) for point in points for label in labels]
-    bar = Progress(len(jobs), enabled=progress, title=title)
+    bar = Progress(len(jobs), enabled=bool(progress), title=title, show=progress if callable(progress) else None)
     warm_up_s: dict[str, float] = {}
     if warm_start:
         for label in labels:
@@ -350,7 +338,7 @@ def sweep(
     compare_eager: bool = False,
     profile_kernels: bool = False,
     warm_start: bool = True,
-    progress: bool = True,
+    progress: "bool | ProgressCallback" = True,
     record: bool = True,
     **grid_params: Sequence[Any],
 ) -> "pd.DataFrame":
@@ -369,14 +357,17 @@ def sweep(
     ``failed`` for a compile failure, ``error`` when the code raised),
     ``error`` (the reason), the profile's figures and the
     ``report``. ``df.attrs`` holds the parameter names and the one-time
-    start-up paid before the first point (``warm_up_s``).
+    start-up paid before the first point (``warm_up_s``). ``progress``: True (the
+    registered view: a notebook's progress bar, else lines on stderr), False, or a
+    callback ``show(text, done, total)``.
     """
     import torch
 
-    if profile_kernels:  # as %%compile --profile-kernels does
-        options = kernel_profile_options(options, backend)
-    settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-    check_counts(runs, warmup)
+    opts = RunOptions.build(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options,
+                            runs=runs, warmup=warmup, fresh=True, compare_eager=compare_eager,
+                            profile_kernels=profile_kernels, record=record)  # as %%compile's options mean
+    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False, profile_kernels=False)
+    settings = opts.settings
     if callable(fns) and not isinstance(fns, Mapping):
         fns = {getattr(fns, "__name__", "fn"): fns}
     if not fns or not all(callable(f) for f in fns.values()):
@@ -410,16 +401,7 @@ def sweep(
         eager = call_of(fn, made)
         compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
         target = Target(compiled, eager, lambda value: value)
-        return measure(
-            target,
-            settings,
-            profile,
-            runs=1 if warm else runs,
-            warmup=0 if warm else warmup,
-            fresh=True,
-            compare_eager=compare_eager and not warm,
-            profile_kernels=profile_kernels and not warm,
-        )
+        return measure(target, warm_opts if warm else opts, profile)
 
     return _run_points(points, list(fns), run_point, progress=progress, record=record, warm_start=warm_start)
 
@@ -431,7 +413,7 @@ def sweep_cell(
     *,
     label: str = "",
     warm_start: bool = True,
-    progress: bool = True,
+    progress: "bool | ProgressCallback" = True,
     record: bool = True,
     execution_count: Optional[int] = None,
     **execute_kwargs: Any,
@@ -445,20 +427,21 @@ def sweep_cell(
     """
     if execute_kwargs.get("observe"):
         raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
+    cell = {k: execute_kwargs.pop(k) for k in ("filename", "header", "sources") if k in execute_kwargs}
     execute_kwargs.pop("fresh", None)
+    execute_kwargs.pop("record", None)
     points = grid(params)
-    make_settings(**{k: execute_kwargs.get(k) for k in ("mode", "backend", "dynamic", "options")},
-                  fullgraph=bool(execute_kwargs.get("fullgraph")))  # bad settings fail before anything runs
-    check_counts(execute_kwargs.get("runs"), execute_kwargs.get("warmup"))
+    # the options, built once (bad ones fail before anything runs): each point compiles afresh
+    opts = RunOptions.build(**execute_kwargs, fresh=True, label=label, record=False,
+                            devices=lambda: cell_devices(source, namespace))
+    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False)
     missing = object()
     saved = {name: namespace.get(name, missing) for name in points[0]}
 
     def run_point(lab: str, point: dict[str, Any], warm: bool) -> CellRun:
         namespace.update(point)
-        kwargs = dict(execute_kwargs)
-        if warm:
-            kwargs.update(runs=1, warmup=0, compare_eager=False)
-        run = execute(source, namespace, fresh=True, label=lab, record=False, execution_count=execution_count, **kwargs)
+        run = execute(source, namespace, run_options=warm_opts if warm else opts, execution_count=execution_count,
+                      **cell)
         _keep_params(run.report.profile, point)
         return run
 
@@ -473,28 +456,3 @@ def sweep_cell(
                 namespace.pop(name, None)
             else:
                 namespace[name] = value
-
-
-def plot_sweep(df: "pd.DataFrame", y: str, x: Optional[str] = None, by: Optional[str] = "label") -> "Figure":
-    """Plot column ``y`` against parameter ``x``, one line per ``by`` (default: label).
-
-    ``x`` defaults to the sweep's parameter when there is one. Seconds and
-    bytes get units; powers-of-two x values get a log2 axis. Failed points are
-    left out, and the title says how many.
-    """
-    if x is None:
-        names = df.attrs.get("params") or []
-        if len(names) != 1:
-            raise ValueError(f"x: give the parameter to plot against; the sweep's parameters are {names or 'unknown'}")
-        x = names[0]
-    if by == "label" and "label" in df.columns and (df["label"] == "").all():
-        by = None  # unlabelled: one line, no legend
-    if y in df.columns and df[y].dropna().empty:
-        hint = " (nothing ran on a CUDA device)" if "device" in y else ""
-        raise ValueError(f"y: column {y!r} has no values{hint}")
-    ok = df[df["status"] == "ok"] if "status" in df.columns else df
-    fig = _history.plot_history(ok if not ok.empty else df, y, x=x, by=by)
-    failed = len(df) - len(ok)
-    if failed:
-        fig.axes[0].set_title(f"{failed} failed point{'s' if failed > 1 else ''} not shown", fontsize=9)
-    return fig

@@ -67,18 +67,24 @@ def header(report: "CompileReport") -> list[Chip]:
         add(Chip(f"{what} {fmt_seconds(compile_s)}", False, "compile_time", compile_s))
     if p is not None:
         if p.run_median_s is not None:
-            add(Chip(f"run {fmt_seconds(p.run_median_s)} median", False, "run_time", p.run_median_s,
-                     f"{p.runs} runs, IQR {fmt_seconds(p.run_iqr_s)}"))
+            noisy = p.noisy("run time")
+            add(Chip(f"run {fmt_seconds(p.run_median_s)} median" + (" (noisy)" if noisy else ""), bool(noisy),
+                     "run_time", p.run_median_s, noisy or f"{p.runs} runs, IQR {fmt_seconds(p.run_iqr_s)}"))
         e = p.eager
         if e is not None:
+            noisy = p.noisy("speedup vs eager")
+            mark = " (noisy)" if noisy else ""
             if e.speedup is not None:
-                add(Chip(f"{e.speedup:.2f}x vs eager", e.speedup < 1, "speedup", e.speedup,
-                         f"eager median {fmt_seconds(e.run_median_s)}"))
+                ci = (f", 95 % interval {e.speedup_ci95[0]:.2f}x to {e.speedup_ci95[1]:.2f}x over {e.pairs} pairs"
+                      if e.speedup_ci95 else "")
+                add(Chip(f"{e.speedup:.2f}x vs eager{mark}", e.speedup < 1 or bool(noisy), "speedup", e.speedup,
+                         noisy or f"eager median {fmt_seconds(e.run_median_s)}{ci}"))
             if e.run_median_s is not None or e.speedup is not None:
                 if e.break_even_calls is not None:
-                    add(Chip(f"break-even after {e.break_even_calls} calls", False, "break_even", e.break_even_calls))
+                    add(Chip(f"break-even after {e.break_even_calls} calls{mark}", bool(noisy), "break_even",
+                             e.break_even_calls, noisy))
                 else:
-                    add(Chip("never breaks even", True, "break_even", None))
+                    add(Chip(f"never breaks even{mark}", True, "break_even", None, noisy))
             if e.outputs_match is False:
                 add(Chip("outputs differ from eager", True, "outputs", False, e.message))
         if p.peak_device_bytes is not None:

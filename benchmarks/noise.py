@@ -1,0 +1,143 @@
+"""How wide are the speedup's interval and the run time's spread, quiet and loaded?
+
+The quickstart's cells (tutorials/01_quickstart.ipynb: the model with a graph break, the
+fixed model, and ``run_cell``) run with ``compare_eager`` in one process, first quiet,
+then with ``--busy`` processes spinning beside them (each a ``python -c`` busy loop, killed
+after the round), ``--reps`` times each. For every run it records the paired speedup, its
+95 % interval's width (upper end over lower end), the run time's IQR over its median and
+whether ipycompile marked it noisy; the thresholds in ``ipycompile/run/stats.py``
+(``RATIO_NOISE``, ``RUN_NOISE``) were chosen from this table: above every quiet run's
+figures, under the loaded runs' figures whose speedup moved by more than 1.5x.
+
+    python benchmarks/noise.py [--reps 3] [--busy 2] [--out PATH]
+
+Prints a table and writes JSON to ``benchmarks/results/noise-<device>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import ipycompile
+from ipycompile.run.profile import device_name
+from ipycompile.run.stats import relative_iqr
+
+HERE = Path(__file__).parent
+
+
+class Block(nn.Module):
+    """The quickstart's model: a Python branch on a tensor's value (a graph break)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64), nn.LayerNorm(64))
+
+    def forward(self, x):
+        h = self.body(x)
+        if h.mean() > 0:
+            h = h * 2
+        else:
+            h = h - 1
+        return h
+
+
+class BlockNoBreak(Block):
+    def forward(self, x):
+        h = self.body(x)
+        return torch.where(h.mean() > 0, h * 2, h - 1)
+
+
+def quickstart_namespace() -> dict:
+    torch.manual_seed(0)
+    model = Block().eval()
+    fixed = BlockNoBreak().eval()
+    fixed.load_state_dict(model.state_dict())
+    return {"model": model, "fixed": fixed, "x": torch.randn(8, 64), "torch": torch}
+
+
+#: the quickstart's three timed cells: (label, source)
+CELLS = (("original", "out = model(x)"), ("fixed", "out2 = fixed(x)"), ("run_cell", "out3 = fixed(x)"))
+
+
+def run_cells(ns: dict) -> dict[str, dict]:
+    """Each cell once with ``compare_eager``: its figures."""
+    out = {}
+    with torch.no_grad():
+        for label, source in CELLS:
+            p = ipycompile.run_cell(source, ns, compare_eager=True, label=label, record=False).report.profile
+            e = p.eager
+            out[label] = {"speedup": e.speedup, "ci95": e.speedup_ci95, "pairs": e.pairs,
+                          "width": e.speedup_ci95[1] / e.speedup_ci95[0], "run_median_s": p.run_median_s,
+                          "run_spread": relative_iqr(p.run_times_s), "eager_spread": relative_iqr(e.run_times_s),
+                          "noise": list(p.noise), "noisy_speedup": bool(p.noisy("speedup vs eager"))}
+    return out
+
+
+@contextlib.contextmanager
+def busy(n: int, seconds: float = 120.0):
+    """``n`` processes spinning on a CPU each, for at most ``seconds``; killed on exit."""
+    loop = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--busy", type=int, default=2, help="busy processes beside the loaded runs (default 2)")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    ns = quickstart_namespace()
+    run_cells(ns)  # compile everything once: the rounds below reuse the compiled code
+    rows = []
+    for rep in range(args.reps):
+        for state in ("quiet", "loaded"):
+            with busy(args.busy) if state == "loaded" else contextlib.nullcontext():
+                for label, fig in run_cells(ns).items():
+                    rows.append({"rep": rep, "state": state, "cell": label, **fig})
+                    print(json.dumps(rows[-1]), flush=True)
+    quiet = {r["cell"]: [] for r in rows}
+    for r in rows:
+        if r["state"] == "quiet":
+            quiet[r["cell"]].append(r["speedup"])
+    print(f"\nquickstart cells, quiet and with {args.busy} busy processes, on {device_name()} ({os.cpu_count()} cores, "
+          f"{torch.get_num_threads()} threads), torch {torch.__version__}")
+    print(f"{'rep':>3} {'state':<7} {'cell':<9} {'speedup':>8} {'95% interval':>17} {'hi/lo':>6} {'pairs':>5} "
+          f"{'run IQR':>8} {'eager IQR':>9} {'vs quiet':>8} noisy")
+    for r in rows:
+        moved = r["speedup"] / statistics.median(quiet[r["cell"]])
+        print(f"{r['rep']:>3} {r['state']:<7} {r['cell']:<9} {r['speedup']:8.2f} [{r['ci95'][0]:6.2f}, {r['ci95'][1]:6.2f}] "
+              f"{r['width']:6.2f} {r['pairs']:5d} {r['run_spread']:8.1%} {r['eager_spread']:9.1%} {moved:8.2f} "
+              f"{'; '.join(n.split(':')[0] for n in r['noise']) or '-'}")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", device_name()).strip("-").lower()
+    out = Path(args.out) if args.out else HERE / "results" / f"noise-{slug}.json"
+    out.write_text(json.dumps({"benchmark": "noise", "device": device_name(), "torch": torch.__version__,
+                               "python": platform.python_version(), "busy": args.busy, "cores": os.cpu_count(),
+                               "threads": torch.get_num_threads(), "rows": rows}, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
