@@ -54,7 +54,7 @@ def test_save_failing_leaves_the_earlier_file_as_it_was(tmp_path):
     CompileReport().save(path)
     before = path.read_bytes()
     bad = CompileReport(profile=Profile(params={"dtype": torch.float32}))
-    with pytest.raises(ReportFormatError, match=r"report\.profile\.params\['dtype'\]: a torch\.dtype value"):
+    with pytest.raises(ReportFormatError, match=r"report\.profile\.settings\.params\['dtype'\]: a torch\.dtype value"):
         bad.save(path)
     assert path.read_bytes() == before and CompileReport.load(path) == CompileReport()
     assert os.listdir(tmp_path) == ["report.json"]  # no temporary file left behind
@@ -84,7 +84,7 @@ def good() -> dict:
     ({**good(), "compiles": [{**good()["compiles"][0], "compile_id": "zero"}]},
      r"report\.compiles\[0\]\.compile_id: expected a compile id"),
     ({**good(), "stats": None}, r"report\.stats: expected an object \(Stats\), got null"),
-    ({**good(), "profile": {"params": []}}, r"report\.profile\.params: expected an object, got a list"),
+    ({**good(), "profile": {"settings": {"params": []}}}, r"report\.profile\.settings\.params: expected an object, got a list"),
     ("{not json", r"not a report: the text is not JSON"),
     ("[" * 100_000, r"not a report: the text is not JSON \(nested too deeply"),
 ])
