@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..run.cell import CellError
+from ..run.cell import CellError, check_name
 from ..run.request import run_request, split_options
 from ..run.runner import CellRun
 from ..run.settings import MODES
@@ -62,6 +62,8 @@ class CompileMagics(Magics):
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
+            if output is not None:
+                check_name("-o", output, "-o report")
             result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
         except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
