@@ -78,11 +78,11 @@ class CompileMagics(Magics):
         if output:
             shell.user_ns[output] = result.report
         if not args["quiet"]:
-            from IPython.display import display
+            from ..widgets.live import show
 
-            from ..widgets import report_view
-
-            display(report_view(result.report))
+            # the cell's id where the frontend sends one, else its text: its earlier output's widgets close
+            info = getattr(running, "info", None)
+            show(result.report, getattr(info, "cell_id", None) or header + "\n" + cell)
         if result.error is not None:
             raise result.error
         return result.value

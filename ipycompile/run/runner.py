@@ -38,8 +38,10 @@ from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name
                       time_calls, time_device)
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
+from .compiled_cells import CompiledCells
 
-_compiled: dict[tuple, tuple[CellFunction, Callable]] = {}
+#: (source, header, id(namespace), settings) -> (CellFunction, compiled); bounded, see compiled_cells
+_compiled = CompiledCells(on_release=_reuse.forget)
 
 _warmed_backends: set[str] = set()
 _counter = itertools.count(1)
