@@ -204,3 +204,70 @@ def test_a_user_handler_added_while_a_capture_is_open_stays():
     finally:
         TRACE.removeHandler(extra)
     assert _state() == before
+
+
+def test_torch_s_other_voices_are_heard_once_and_go_to_the_thread_that_spoke():
+    """hooks.py's loggers and callbacks are process-wide: registered once while any capture
+    is open, and what they hear goes to the captures of the thread it came from."""
+    from torch._dynamo import callback_handler
+
+    from ipycompile.capture.hooks import CUDAGRAPH_EVENT
+    from ipycompile.capture.routing import ROUTER
+
+    before = _state()
+    barrier = threading.Barrier(2, timeout=60)
+    caps, registered = {}, []
+
+    def speak(tag):
+        with ipycompile.capture() as cap:
+            caps[tag] = cap
+            barrier.wait()
+            registered.append(sum(cb == ROUTER.hooks._start for cb in callback_handler.start_callbacks))
+            # what torch's cudagraph_trees module logs when it skips CUDA graphs
+            logging.getLogger(CUDAGRAPH_LOGGERS[1]).info("skipping cudagraphs due to %s", f"{tag} reasons")
+            barrier.wait()
+
+    _join(_in_thread(speak, "left"), _in_thread(speak, "right"))
+    assert registered == [1, 1]
+    assert _state() == before
+    for tag, other in (("left", "right"), ("right", "left")):
+        heard = [m[CUDAGRAPH_EVENT]["message"] for m, _ in caps[tag].records if CUDAGRAPH_EVENT in m]
+        assert heard == [f"skipping cudagraphs due to {tag} reasons"], heard
+
+
+def test_an_event_from_a_thread_without_a_capture_follows_its_compile_id():
+    """As torch's own threads (autograd's device threads compiling a backward) log under
+    the compile id of a forward a capture saw: that capture gets it, no other."""
+    from torch._guards import CompileContext, compile_context
+    from torch._logging import trace_structured
+
+    torch._dynamo.reset()
+    before = _state()
+    with ipycompile.capture() as mine:
+        _named("forward_fn")(torch.randn(2))
+        (cid,) = [c.compile_id for c in mine.report.compiles]
+        other_open, done = threading.Event(), threading.Event()
+        others = {}
+
+        def other():  # a capture of its own on another thread, open meanwhile
+            with ipycompile.capture() as cap:
+                others["cap"] = cap
+                other_open.set()
+                assert done.wait(60)
+
+        def torch_thread():  # no capture here
+            assert other_open.wait(60)
+            ctx = CompileContext(torch._guards.CompileId(frame_id=cid.frame_id, frame_compile_id=cid.frame_compile_id))
+            with compile_context(ctx):
+                trace_structured("artifact", metadata_fn=lambda: {"name": "from_torch_thread", "encoding": "string"},
+                                 payload_fn=lambda: "later")
+            done.set()
+
+        _join(_in_thread(other), _in_thread(torch_thread))
+
+    def names(cap):
+        return [m["artifact"]["name"] for m, _ in cap.records if "artifact" in m]
+
+    assert "from_torch_thread" in names(mine)
+    assert "from_torch_thread" not in names(others["cap"])
+    assert _state() == before
