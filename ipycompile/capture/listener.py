@@ -5,8 +5,8 @@ every event torch would write to a TORCH_TRACE file and hands each to the captur
 open on the thread that logged it: captures in two threads never mix, nested captures
 on one thread all see the inner block, and closing one never disturbs another. Nothing
 about what torch compiles changes; when the last capture closes (normally, on an
-exception, on KeyboardInterrupt) the logger's level, propagation and disabled flag are
-put back as they were and only ipycompile's handler leaves its handler list.
+exception, on KeyboardInterrupt) the logger's level, propagation, disabled flag and
+handlers are put back as they were (a handler someone else added meanwhile stays).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Capture:
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
         self._lock = threading.Lock()
+        self._delivering = threading.Lock()
         self.active = False
 
     def __enter__(self) -> "Capture":
@@ -92,8 +93,11 @@ class Capture:
 
     def deliver(self, metadata: dict, payload: Optional[str], where: tuple) -> None:
         """One event for this capture (called by :data:`.routing.ROUTER`)."""
-        self.records.append((metadata, payload))
-        if self._where is not None:
+        if self._where is None:
+            self.records.append((metadata, payload))
+            return
+        with self._delivering:  # two threads may deliver (its own, torch's): keep each record beside its prefix
+            self.records.append((metadata, payload))
             self._where.append(where)
 
     def _write(self) -> None:
