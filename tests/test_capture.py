@@ -30,7 +30,9 @@ def test_records_events_and_restores_logging():
     before = _state()
     fn = torch.compile(_add, backend="eager")
     with ipycompile.capture() as cap:
-        assert TRACE.handlers[0] is cap._handler
+        from ipycompile.capture.routing import ROUTER
+
+        assert TRACE.handlers[0] is ROUTER.listener
         fn(torch.randn(4))
     assert _state() == before
     kinds = cap.report.stats.by_kind

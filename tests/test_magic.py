@@ -153,6 +153,11 @@ def test_help_lists_every_option_with_defaults(ip):
         ("--runs 0", "--runs: 0 is not allowed"),
         ("--runs -2", "--runs"),
         ("--warmup -1", "--warmup"),
+        ("-o 1abc", "-o: '1abc' is not allowed"),
+        ("-o class", "-o: 'class' is not allowed"),
+        ("-o a.b", "-o: 'a.b' is not allowed"),
+        ("--sweep class=1,2", "--sweep: 'class' is not allowed"),
+        ("--sweep 2n=1,2", "--sweep: '2n' is not allowed"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_the_cell_does_not_run(ip, line, expected):
@@ -161,6 +166,31 @@ def test_bad_input_is_a_usage_error_and_the_cell_does_not_run(ip, line, expected
     text = out.stdout + out.stderr
     assert "UsageError" in text and expected in text, text
     assert "ran" not in ip.user_ns
+
+
+@pytest.mark.parametrize("line", ["-o 1abc", "-o class", "-o a.b", "--sweep class=1,2"])
+def test_a_name_the_user_cannot_use_is_one_line_naming_what_is_allowed(ip, line):
+    res, out = run(ip, f"%%compile --backend eager {line}\nran = True")
+    text = (out.stdout + out.stderr).strip()
+    (message,) = [t for t in text.splitlines() if "UsageError" in t]
+    assert "Python name" in message and "keyword" in message, message
+    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+
+
+def test_compile_history_plot_of_a_text_column_is_a_usage_error_listing_numeric_ones(ip):
+    ipycompile.clear_history()
+    run(ip, "%%compile --backend eager --runs 1 --label a --quiet\nu = torch.ones(2) + 1")
+    res, out = run(ip, "%compile_history --plot label")
+    text = (out.stdout + out.stderr).strip()
+    assert isinstance(res.error_in_exec, Exception) and type(res.error_in_exec).__name__ == "UsageError"
+    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert "--plot: 'label' is not a numeric column" in text and "run_median_s" in text and "compile_s" in text
+    numeric = text.split("numeric columns are ", 1)[1]
+    assert "label" not in numeric.split(", ") and "report" not in numeric.split(", ")
+    for bad in ("--plot compile_s --x report", "--plot compile_s --by nosuch"):
+        res, out = run(ip, f"%compile_history {bad}")
+        assert type(res.error_in_exec).__name__ == "UsageError", bad
+    ip.run_line_magic("compile_reset", "--history")
 
 
 def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):

@@ -65,7 +65,8 @@ def test_parse_sweep_reads_literals_and_bare_words():
     [
         ("chunks", "expected NAME=v1,v2"),
         ("=2,4", "expected NAME=v1,v2"),
-        ("2x=1,2", "expected NAME=v1,v2"),
+        ("2x=1,2", "'2x' is not allowed (not a Python name)"),
+        ("class=1,2", "'class' is not allowed (a Python keyword)"),
         ("n=", "expected NAME=v1,v2"),
         ("n=2,,4", "empty value"),
         ("n=2,[1", "not allowed"),

@@ -16,8 +16,10 @@ Some of what torch does is not in its structured trace (torch 2.11 and 2.13):
   (``torch._inductor.select_algorithm.add_feedback_saver``).
 
 :class:`TorchHooks` registers a handler on those loggers, Dynamo callbacks and a
-feedback saver while the capture is open, and appends what they say to the
-capture's records as events of its own kinds (``ipycompile_cudagraph``,
+feedback saver while any capture is open (once for the process:
+:mod:`.routing` attaches them when the first capture opens, detaches them when the
+last closes, and routes each event to the captures of the thread that produced it),
+and appends what they say to the records as events of its own kinds (``ipycompile_cudagraph``,
 ``ipycompile_autotune``), keyed by compile id like torch's events; the builder
 reads them like any other (:mod:`ipycompile.capture.parse.cudagraphs`,
 :mod:`ipycompile.capture.parse.autotune`). Nothing is patched: every hook is one
@@ -95,7 +97,9 @@ class _CudagraphLogHandler(logging.Handler):
 
 
 class TorchHooks:
-    """The hooks of one capture; ``attach()`` / ``detach()`` (idempotent)."""
+    """The process's hooks (:data:`.routing.ROUTER` holds the one instance);
+    ``attach()`` / ``detach()`` (idempotent); ``sink.append((metadata, payload))``
+    receives each event."""
 
     def __init__(self, sink: list) -> None:
         self.sink = sink
@@ -175,6 +179,17 @@ class TorchHooks:
         except Exception:
             self._callbacks = None
         self._attach_feedback()
+
+    def refresh(self) -> None:
+        """Register Dynamo's callbacks again where ``torch._dynamo.reset()`` cleared them
+        while the hooks were attached."""
+        if not self.attached or self._callbacks is None:
+            return
+        for registered, register, cb in (
+                (self._callbacks.start_callbacks, self._callbacks.register_start_callback, self._start),
+                (self._callbacks.end_callbacks, self._callbacks.register_end_callback, self._end)):
+            if cb not in registered:
+                register(cb)
 
     def _attach_feedback(self) -> None:
         """Register the feedback saver once Inductor's autotuner is loaded (importing it here

@@ -1,9 +1,12 @@
 """``capture()``: listen to torch's structured trace for the duration of a block.
 
-A logging handler on the ``torch.__trace`` logger receives every event torch
-would write to a TORCH_TRACE file. Nothing about what torch compiles changes;
-on exit (normally, on an exception, on KeyboardInterrupt) the logger's level,
-handlers, propagation and disabled flag are put back exactly as they were.
+One process-wide handler on the ``torch.__trace`` logger (:mod:`.routing`) receives
+every event torch would write to a TORCH_TRACE file and hands each to the captures
+open on the thread that logged it: captures in two threads never mix, nested captures
+on one thread all see the inner block, and closing one never disturbs another. Nothing
+about what torch compiles changes; when the last capture closes (normally, on an
+exception, on KeyboardInterrupt) the logger's level, propagation, disabled flag and
+handlers are put back as they were (a handler someone else added meanwhile stays).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import logging
 import os
 import tempfile
 import threading
@@ -20,42 +22,10 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
-from .hooks import TorchHooks
 from .layout import current_layout
+from .routing import ROUTER
 from .sources import notebook_sources, source_context
 from .tracefile import CONTEXT_ARTIFACT, LAYOUT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
-
-TRACE_LOGGER = "torch.__trace"
-
-
-class _RecordHandler(logging.Handler):
-    def __init__(self, sink: list, where: Optional[list] = None) -> None:
-        super().__init__(level=logging.DEBUG)
-        self._sink = sink
-        self._where = where  # with a trace_dir: (time, pid, path, line, level) of each record, for its glog prefix
-
-    def emit(self, record: logging.LogRecord) -> None:
-        metadata = getattr(record, "metadata", None)
-        if isinstance(metadata, dict):
-            self._sink.append((metadata, getattr(record, "payload", None)))
-            if self._where is not None:
-                self._where.append((record.created, record.process, record.pathname, record.lineno, record.levelname))
-
-    def handleError(self, record: logging.LogRecord) -> None:  # never print tracebacks into user output
-        pass
-
-
-class _HookSink:
-    """Where the hooks' events go (:mod:`.hooks`): the capture's records, with a glog
-    prefix's worth of where-and-when beside each when a log is written, as torch's own."""
-
-    def __init__(self, records: list, where: Optional[list]) -> None:
-        self.records, self.where = records, where
-
-    def append(self, record: tuple) -> None:
-        self.records.append(record)
-        if self.where is not None:
-            self.where.append((time.time(), os.getpid(), __file__, 0, "INFO"))
 
 
 class Capture:
@@ -73,16 +43,17 @@ class Capture:
         self.records: list[tuple[dict[str, Any], Optional[str]]] = []
         self.trace_dir = os.fspath(trace_dir) if trace_dir is not None else None
         self.trace_path: Optional[str] = None  # the TORCH_TRACE log written on exit (with trace_dir)
+        # with a trace_dir: (time, pid, path, line, level) of each record, for its glog prefix
         self._where: Optional[list] = [] if self.trace_dir is not None else None
-        self._handler = _RecordHandler(self.records, self._where)
-        self._hooks = TorchHooks(_HookSink(self.records, self._where))  # CUDA-graph logs, recordings, autotune choices
+        self.thread = threading.get_ident()  # the thread whose compiles it sees (set on entry)
+        self.compile_keys: set = set()  # the compile ids seen, so torch's own threads' events follow them
         self._earlier_strings: Optional[list] = None
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
-        self._saved: Optional[tuple] = None
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
         self._lock = threading.Lock()
+        self._delivering = threading.Lock()
         self.active = False
 
     def __enter__(self) -> "Capture":
@@ -93,23 +64,17 @@ class Capture:
         if self.trace_dir is not None:  # fail before anything runs when the log cannot be written
             self.trace_path = _new_trace_file(self.trace_dir)
             self._opened = time.time()
-        logger = logging.getLogger(TRACE_LOGGER)
-        self._saved = (logger.level, list(logger.handlers), logger.propagate, logger.disabled)
-        # First in line: torch's lazy TORCH_TRACE handler may remove itself while
-        # handling a record, which would make logging skip the handler after it.
-        logger.handlers.insert(0, self._handler)
-        if logger.level == logging.NOTSET or logger.level > logging.DEBUG:
-            logger.setLevel(logging.DEBUG)
-        logger.disabled = False
         self.records.clear()
+        self.compile_keys = set()
         if self._where is not None:
             self._where.clear()
         self._earlier_strings = None
         self._sources = None
         self._report = None
         self._raw = None
+        self.thread = threading.get_ident()
         self.active = True
-        self._hooks.attach()
+        ROUTER.open(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -119,19 +84,22 @@ class Capture:
         """Stop listening and restore the logger (idempotent)."""
         if not self.active:
             return
-        self._hooks.detach()
-        logger = logging.getLogger(TRACE_LOGGER)
-        level, handlers, propagate, disabled = self._saved
-        logger.handlers[:] = handlers
-        logger.setLevel(level)
-        logger.propagate = propagate
-        logger.disabled = disabled
+        ROUTER.close(self)
         self.active = False
         self._earlier_strings = _earlier_strings(self.records)
         self._sources = notebook_sources()
         if self.trace_path is not None:
             self._raw = self._build_raw()  # its source context goes into the log too
             self._write()
+
+    def deliver(self, metadata: dict, payload: Optional[str], where: tuple) -> None:
+        """One event for this capture (called by :data:`.routing.ROUTER`)."""
+        if self._where is None:
+            self.records.append((metadata, payload))
+            return
+        with self._delivering:  # two threads may deliver (its own, torch's): keep each record beside its prefix
+            self.records.append((metadata, payload))
+            self._where.append(where)
 
     def _write(self) -> None:
         """The records in torch's TORCH_TRACE format, as torch would have written them: the

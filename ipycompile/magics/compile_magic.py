@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..run.cell import CellError
+from ..run.cell import CellError, check_name
 from ..run.request import run_request, split_options
 from ..run.runner import CellRun
 from ..run.settings import MODES
@@ -62,6 +62,8 @@ class CompileMagics(Magics):
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
+            if output is not None:
+                check_name("-o", output, "-o report")
             result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
         except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
@@ -76,11 +78,11 @@ class CompileMagics(Magics):
         if output:
             shell.user_ns[output] = result.report
         if not args["quiet"]:
-            from IPython.display import display
+            from ..widgets.live import show
 
-            from ..widgets import report_view
-
-            display(report_view(result.report))
+            # the cell's id where the frontend sends one, else its text: its earlier output's widgets close
+            info = getattr(running, "info", None)
+            show(result.report, getattr(info, "cell_id", None) or header + "\n" + cell)
         if result.error is not None:
             raise result.error
         return result.value

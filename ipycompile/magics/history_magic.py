@@ -13,6 +13,9 @@ from ..run import runner as _run
 from ..widgets.plots import plot_history
 
 
+_OPTIONS = {"y": "--plot", "x": "--x", "by": "--by"}  # plot_history's arguments, as this magic's options
+
+
 @magics_class
 class HistoryMagics(Magics):
     @magic_arguments()
@@ -30,8 +33,9 @@ class HistoryMagics(Magics):
             raise UsageError("%compile_history --plot: no runs recorded yet")
         try:
             fig = plot_history(df, args.plot, x=args.x, by=args.by)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        except ValueError as exc:  # "y: ..." names plot_history's argument; say the option
+            arg, _, rest = str(exc).partition(": ")
+            raise UsageError(f"{_OPTIONS.get(arg, arg)}: {rest}" if rest else str(exc)) from None
         return fig  # a Figure shown as PNG
 
     @magic_arguments()

@@ -45,13 +45,14 @@ import ast
 import contextlib
 import builtins
 import io
+import keyword
 import linecache
 import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["CellError", "CellFunction", "make_cell_function", "register_source"]
+__all__ = ["CellError", "CellFunction", "check_name", "make_cell_function", "register_source"]
 
 _ONE_FUNCTION = "a %%compile cell is the body of one function"
 _NOT_ASYNC = f"{_ONE_FUNCTION}, which is not async; run async code in a plain cell"
@@ -168,6 +169,17 @@ def make_cell_function(
     namespace.setdefault("__builtins__", builtins)
     fn = types.FunctionType(fn_code, namespace, name)
     return CellFunction(fn=fn, filename=filename, source=source, has_result=has_result, assigned=assigned, name=name)
+
+
+def check_name(option: str, text: str, example: str) -> str:
+    """``text`` when the user can name it in a cell (a Python identifier, not a keyword):
+    what ``-o NAME`` stores and what ``--sweep NAME=...`` binds. Otherwise a one-line
+    ``ValueError`` naming the option, the value and what is allowed."""
+    if text.isidentifier() and not keyword.iskeyword(text):
+        return text
+    why = "a Python keyword" if keyword.iskeyword(text) else "not a Python name"
+    raise ValueError(f"{option}: {text!r} is not allowed ({why}); give a Python name (letters, digits and _, "
+                     f"not starting with a digit) that is not a keyword, e.g. {example}")
 
 
 def register_source(filename: str, text: str) -> None:

@@ -67,6 +67,11 @@ def kernels_for(key: Hashable) -> list:
     return list(origin[0].kernels) if origin is not None else []
 
 
-def forget() -> None:
-    _origins.clear()
-    _guards.clear()
+def forget(key: Optional[Hashable] = None) -> None:
+    """Forget every cell's diagnosis, or only ``key``'s (its compiled cell was let go)."""
+    if key is None:
+        _origins.clear()
+        _guards.clear()
+    else:
+        _origins.pop(key, None)
+        _guards.pop(key, None)

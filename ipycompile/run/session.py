@@ -2,7 +2,8 @@
 
 - ``compiled``: each cell's function and its ``torch.compile`` wrapper, keyed by the cell's
   code, its header, its namespace and its settings, so re-running an unchanged cell reuses
-  compiled code (:func:`ipycompile.run.runner.execute`);
+  compiled code (:func:`ipycompile.run.runner.execute`); bounded, and a cell let go is let
+  go by torch too (:mod:`ipycompile.run.compiled_cells`), so namespaces are freed;
 - ``warmed_backends``: backends whose one-time process start-up was paid (never cleared:
   the process keeps it);
 - ``counter``: numbers the cells' file names (``<ipycompile-cell-N>``);
@@ -15,12 +16,14 @@ when asked (``clear(history=True)``).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+
+from . import reuse
+from .compiled_cells import CompiledCells
 
 
 class Session:
     def __init__(self) -> None:
-        self.compiled: dict[tuple, tuple[Any, Callable]] = {}
+        self.compiled = CompiledCells(on_release=reuse.forget)
         self.warmed_backends: set[str] = set()
         self.counter = itertools.count(1)
 
@@ -28,7 +31,7 @@ class Session:
         """Forget compiled cells and what was learnt from them (not the paid start-up);
         with ``history``, the run history too. Torch's own compiled code is
         :func:`ipycompile.run.runner.reset`'s to drop."""
-        from . import history_log, reuse
+        from . import history_log
 
         self.compiled.clear()
         reuse.forget()

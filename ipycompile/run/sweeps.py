@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import history_log as _history
+from .cell import check_name
 from .kernel_times import cell_devices
 from .options import RunOptions
 from .runner import CellRun, Target, execute, measure, new_profile
@@ -120,8 +121,12 @@ def parse_sweep(text: str) -> tuple[str, list[Any]]:
     """``NAME=v1,v2,...`` with each value a Python literal (a bare word is a string)."""
     name, sep, raw = text.partition("=")
     name = name.strip()
-    if not sep or not name.isidentifier() or not raw.strip():
+    if not sep or not name or not raw.strip():
         raise SweepError(f"--sweep: {text!r} is not allowed; expected NAME=v1,v2,... e.g. --sweep chunks=2,4,8")
+    try:
+        check_name("--sweep", name, "--sweep chunks=2,4,8")
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
     values = []
     for item in _split_values(raw):
         try:

@@ -42,13 +42,23 @@ def _plot_figure_class():
 def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
     """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``.
 
-    Returns a matplotlib Figure, shown as a PNG when it is a cell's result.
+    Returns a matplotlib Figure, shown as a PNG when it is a cell's result. ``y`` must be
+    a numeric column (:func:`~ipycompile.run.history_log.numeric_columns`), ``x`` numeric
+    or text; otherwise a one-line ``ValueError`` starts with the argument's name (``y:``)
+    and lists the numeric columns.
     """
+    from ..run.history_log import numeric_columns
+
     Figure = _plot_figure_class()
 
     for arg, col in (("y", y), ("x", x), ("by", by)):
         if col is not None and col not in df.columns:
             raise ValueError(f"{arg}: no column {col!r}; columns are {', '.join(map(str, df.columns))}")
+    numeric = numeric_columns(df)
+    if y not in numeric:
+        raise ValueError(f"y: {y!r} is not a numeric column; numeric columns are {', '.join(numeric)}")
+    if x is not None and x not in numeric and not all(isinstance(v, str) for v in df[x].dropna()):
+        raise ValueError(f"x: {x!r} holds neither numbers nor text; numeric columns are {', '.join(numeric)}")
     x = x or "run"
     unit, scale = next(((u, s) for suffix, (u, s) in _UNITS.items() if y.endswith(suffix)), ("", 1.0))
     fig = Figure(figsize=(6, 3.5), layout="constrained")

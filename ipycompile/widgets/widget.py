@@ -34,7 +34,7 @@ from .html import style_block
 from .blocks import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
 from .viewmodel import view_model
 
-__all__ = ["ReportWidget", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
+__all__ = ["ReportWidget", "close_all", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
 
 #: Lines of each code block highlighted by pygments; the rest is shown escaped.
 HIGHLIGHT_LINES = 400
@@ -312,10 +312,38 @@ class ChoiceView(W.VBox):
 
 
 # -- the widget ---------------------------------------------------------------------------
+def close_all(widget: W.Widget) -> int:
+    """Close ``widget`` and every widget it holds (children, layouts, styles, the parts
+    built lazily and not shown now), so that the kernel lets go of all of them;
+    ``Widget.close`` closes one widget only. Returns how many were closed."""
+    seen: set[int] = set()
+    stack = [widget]
+    closed = 0
+    while stack:
+        w = stack.pop()
+        if id(w) in seen or not isinstance(w, W.Widget):
+            continue
+        seen.add(id(w))
+        for name in w.keys:
+            value = getattr(w, name, None)
+            stack.extend(v for v in (value if isinstance(value, (list, tuple)) else (value,)) if isinstance(v, W.Widget))
+        lazy = getattr(w, "_lazy", None)
+        if isinstance(lazy, _Lazy):
+            stack.extend(lazy.boxes)
+        stack.extend(getattr(w, "_owned", ()))
+        if w.comm is not None:
+            W.Widget.close(w)
+            closed += 1
+    return closed
+
+
 class ReportWidget(W.VBox):
     """A report as widgets: the header chips over one tab per view-model tab.
 
-    Only the first tab is built now; the others are built when first selected.
+    Only the first tab is built now; the others are built when first selected (until
+    then a tab is one empty box, sharing one layout and one "building" note).
+    :meth:`close` closes every widget of the report; closed, it displays as the static
+    HTML and text.
     """
 
     def __init__(self, report: CompileReport, **kwargs):
@@ -329,8 +357,10 @@ class ReportWidget(W.VBox):
                 w.add_class("ipyc-warn")
         self.header = W.HBox(self.chips, layout=W.Layout(flex_flow="row wrap", grid_gap="6px", margin="4px 0 6px"))
         self.header.add_class("ipyc-header")
-        self._loading = [_html('<p class="note">building this tab…</p>') for _ in vm.tabs]
-        self._boxes = [W.VBox([self._loading[i]]) for i in range(len(vm.tabs))]
+        placeholder = _html('<p class="note">building this tab…</p>')
+        unopened = W.Layout(display="flex", flex_flow="column")  # a VBox's, shared by the tabs not built yet
+        self._owned = [placeholder, unopened]  # for close_all, once no tab shows them
+        self._boxes = [W.Box([placeholder], layout=unopened) for _ in vm.tabs]
         self._built: dict[int, W.Widget] = {}
         self.tabs = W.Tab(children=self._boxes, titles=tuple(t.title for t in vm.tabs))
         self.tabs.add_class("ipyc-tabs")
@@ -371,10 +401,25 @@ class ReportWidget(W.VBox):
         self._boxes[i].children = (content,)
 
     # -- display -----------------------------------------------------------------
+    def close(self) -> None:
+        """Close every widget of the report (:func:`close_all`); displayed again, or
+        updated in place, it shows the static HTML and text."""
+        close_all(self)
+        self._repr_mimebundle_ = self._static_bundle  # Widget.close set it to None
+
+    @property
+    def closed(self) -> bool:
+        return self.comm is None
+
+    def _static_bundle(self, **kwargs) -> dict:
+        return self._add_static({})
+
     def _repr_mimebundle_(self, **kwargs):
         """The widget view, plus the report's compact static HTML and its text summary
         for frontends without widgets (and for the saved notebook)."""
-        data = super()._repr_mimebundle_(**kwargs) or {}
+        return self._add_static(super()._repr_mimebundle_(**kwargs) or {})
+
+    def _add_static(self, data: dict) -> dict:
         data["text/plain"] = self.report.summary()
         try:
             from .html import COMPACT, render_view_model

@@ -1,0 +1,67 @@
+"""The report widgets alive in a kernel, and when they close.
+
+A widget lives in the kernel until it is closed: a notebook that re-runs ``%%compile``
+cells for an afternoon would otherwise keep every report's widgets (dozens each) for
+good. :func:`show` displays a report as ``%%compile`` does and keeps its widget under
+the cell it was displayed for:
+
+- re-running a cell closes the widgets of the output it replaces (the cell is known by
+  the id the frontend gives it, else by its ``%%compile`` line and text: two cells of
+  the same text count as one, and the older then loses its widgets; nbclient, which
+  does not send cell ids, keeps stale display ids of cleared outputs, so a replaced
+  output is not updated, only closed);
+- at most :data:`MAX_LIVE` report widgets stay open in all; beyond that the oldest is
+  closed and its output updated in place to the static HTML and text that its display
+  bundle already carried, so nothing shown is lost, only the interactive tabs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Hashable
+
+#: report widgets kept open at once (the most recent)
+MAX_LIVE = 20
+
+_live: "OrderedDict[Hashable, tuple[Any, Any]]" = OrderedDict()  # cell key -> (widget, display handle)
+
+
+def show(report: Any, cell: Hashable) -> Any:
+    """Display ``report`` (:func:`ipycompile.widgets.report_view`) as the output of
+    ``cell``, closing the widgets ``cell`` displayed before and the oldest beyond
+    :data:`MAX_LIVE`. Returns what was displayed."""
+    from IPython.display import display
+
+    from . import report_view
+    from .widget import ReportWidget
+
+    view = report_view(report)
+    earlier = _live.pop(cell, None)
+    if earlier is not None:  # its output is being replaced (the frontend cleared it): close, no update
+        _retire(earlier[0], None)
+    handle = display(view, display_id=True)
+    if isinstance(view, ReportWidget):
+        _live[cell] = (view, handle)
+        while len(_live) > MAX_LIVE:
+            _retire(*_live.popitem(last=False)[1])
+    return view
+
+
+def live() -> int:
+    """How many report widgets :func:`show` keeps open now."""
+    return len(_live)
+
+
+def close_all_reports() -> None:
+    """Close every report widget :func:`show` keeps (their outputs become static HTML)."""
+    while _live:
+        _retire(*_live.popitem(last=False)[1])
+
+
+def _retire(widget: Any, handle: Any) -> None:
+    widget.close()
+    if handle is not None:
+        try:
+            handle.update(widget)  # now its static HTML and text
+        except Exception:  # no frontend to update: the widgets are closed all the same
+            pass

@@ -1,0 +1,147 @@
+"""A long session stays flat: fresh namespaces given to ``run_cell`` are let go, and a
+re-run ``%%compile`` cell closes the widgets of the output it replaces. Counts, not
+timings (the RSS figures are in ``benchmarks/leaks.py``)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+import ipycompile
+from ipycompile.run import compiled_cells
+from ipycompile.run import runner
+
+CELL = "y = t + 1\nif y.sum() > 0:\n    y = y * 2\ny.sum()"  # a graph break: Dynamo installs resume functions too
+
+
+def test_fresh_namespaces_given_to_run_cell_are_freed():
+    ipycompile.reset()
+    alive = []
+    for _ in range(20):
+        ns = {"t": torch.ones(1024)}
+        alive.append(weakref.ref(ns["t"]))
+        run = ipycompile.run_cell(CELL, ns, backend="eager", runs=1, warmup=0, record=False)
+        assert run.value == 4096.0
+        del ns, run
+    gc.collect()
+    kept = sum(r() is not None for r in alive)
+    assert kept <= compiled_cells.MAX_NAMESPACES, kept
+    assert all(r() is None for r in alive[:-compiled_cells.MAX_NAMESPACES])  # the oldest all went
+    assert runner._compiled.namespaces() <= compiled_cells.MAX_NAMESPACES
+    ipycompile.reset()
+    gc.collect()
+    assert all(r() is None for r in alive)
+
+
+def test_a_namespace_in_use_still_reuses_its_compiled_cell():
+    ipycompile.reset()
+    mine = {"t": torch.ones(8)}
+    first = ipycompile.run_cell(CELL, mine, backend="eager", runs=1, warmup=0, record=False)
+    for _ in range(3):  # other namespaces in between, fewer than the bound
+        ipycompile.run_cell(CELL, {"t": torch.ones(8)}, backend="eager", runs=1, warmup=0, record=False)
+        again = ipycompile.run_cell(CELL, mine, backend="eager", runs=1, warmup=0, record=False)
+        assert again.report.profile.reused_compiled_code and again.report.compiled_nothing
+    assert not first.report.profile.reused_compiled_code
+
+
+def test_a_namespace_let_go_while_alive_compiles_again_and_says_so():
+    ipycompile.reset()
+    mine = {"t": torch.ones(8)}
+    ipycompile.run_cell(CELL, mine, backend="eager", runs=1, warmup=0, record=False)
+    for _ in range(compiled_cells.MAX_NAMESPACES):
+        ipycompile.run_cell(CELL, {"t": torch.ones(8)}, backend="eager", runs=1, warmup=0, record=False)
+    again = ipycompile.run_cell(CELL, mine, backend="eager", runs=1, warmup=0, record=False)
+    assert not again.report.profile.reused_compiled_code and again.report.compiles
+    assert again.value == 32.0 and torch.equal(mine["y"], torch.full((8,), 4.0))
+
+
+def test_torch_alone_holds_a_namespace_until_its_code_is_reset():
+    """What keeps a namespace alive besides ipycompile: Dynamo's cache on the cell
+    function's code (guards, CleanupHooks of the names it installed). Letting go of our
+    cell without resetting torch's cache would not free it; resetting it does."""
+    ipycompile.reset()
+    ns = {"t": torch.ones(1024)}
+    ref = weakref.ref(ns["t"])
+    ipycompile.run_cell(CELL, ns, backend="eager", runs=1, warmup=0, record=False)
+    (cf, compiled), = runner._compiled.values()
+    code = cf.fn.__code__
+    del ns, cf, compiled
+    runner._compiled._cells.clear()  # ours only, torch's cache kept
+    gc.collect()
+    assert ref() is not None
+    torch._dynamo.reset_code(code)
+    gc.collect()
+    assert ref() is None
+
+
+# -- widgets of re-run %%compile cells ---------------------------------------------------
+W = pytest.importorskip("ipywidgets")
+
+
+def _widgets() -> int:
+    from ipywidgets.widgets.widget import _instances
+
+    return len(_instances)
+
+
+def test_closing_a_report_widget_closes_every_widget_it_built():
+    from ipycompile.widgets.widget import ReportWidget
+
+    run = ipycompile.run_cell(CELL, {"t": torch.ones(4)}, backend="eager", runs=1, warmup=0, record=False)
+    baseline = _widgets()
+    w = ReportWidget(run.report)
+    unopened = _widgets() - baseline
+    for tab in w.view_model.tabs:  # every tab, table row and choice built
+        w.select(tab.key)
+    assert _widgets() - baseline > unopened
+    w.close()
+    assert _widgets() == baseline and w.closed
+    bundle = w._repr_mimebundle_()  # a closed report still displays: its static HTML and text
+    assert "text/html" in bundle and "text/plain" in bundle and "application/vnd.jupyter.widget-view+json" not in bundle
+
+
+def test_a_tab_not_opened_is_one_box():
+    from ipycompile.widgets.widget import ReportWidget
+
+    run = ipycompile.run_cell(CELL, {"t": torch.ones(4)}, backend="eager", runs=1, warmup=0, record=False)
+    w = ReportWidget(run.report)
+    later = [w._boxes[i] for i in range(1, len(w.view_model.tabs))]
+    assert later and all(len(box.children) == 1 and box.children[0] is later[0].children[0] for box in later)
+    assert len({id(box.layout) for box in later}) == 1
+    w.close()
+
+
+CAP_PROBE = """import ipycompile.widgets.live as _live
+from IPython.utils.capture import capture_output
+with capture_output():
+    for _i in range(5):  # five different cells
+        get_ipython().run_cell(f"%%compile --backend eager --runs 1 --warmup 0\\nz = torch.ones(2) * {_i}")
+print("live", _live.live())
+_live.close_all_reports()
+print("after", _ipyc_measure()["widgets"], _live.live())"""
+
+
+@pytest.mark.notebook
+def test_a_re_run_cell_in_a_kernel_keeps_no_widgets_and_at_most_max_live_stay_open():
+    """20 displayed re-runs of one %%compile cell in a real kernel: the widget count and the
+    logging handlers end where they started; different cells keep at most MAX_LIVE open."""
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("nbclient")
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "leaks.py"
+    spec = importlib.util.spec_from_file_location("_ipycompile_leaks", path)
+    leaks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(leaks)
+    cell = "%%compile --backend eager --runs 1 --warmup 0\ny = torch.sin(x) * 2\ny.sum()"
+    r = leaks.kernel_session(20, warmup=2, max_live=3, cell=cell, then=CAP_PROBE)
+    before, after = r["before"], r["after"]
+    assert after["widgets"] == before["widgets"], r
+    assert after["handlers"] == before["handlers"] and after["trace_handlers"] == before["trace_handlers"], r
+    lines = r["then_output"].split("\n")
+    assert "live 3" in lines, r["then_output"]
+    live_after = [ln for ln in lines if ln.startswith("after ")][0].split()
+    assert int(live_after[2]) == 0 and int(live_after[1]) < before["widgets"], r["then_output"]
