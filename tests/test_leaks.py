@@ -13,6 +13,7 @@ import torch
 import ipycompile
 from ipycompile.run import compiled_cells
 from ipycompile.run import runner
+from ipycompile.run.session import SESSION
 
 CELL = "y = t + 1\nif y.sum() > 0:\n    y = y * 2\ny.sum()"  # a graph break: Dynamo installs resume functions too
 
@@ -30,7 +31,7 @@ def test_fresh_namespaces_given_to_run_cell_are_freed():
     kept = sum(r() is not None for r in alive)
     assert kept <= compiled_cells.MAX_NAMESPACES, kept
     assert all(r() is None for r in alive[:-compiled_cells.MAX_NAMESPACES])  # the oldest all went
-    assert runner._compiled.namespaces() <= compiled_cells.MAX_NAMESPACES
+    assert SESSION.compiled.namespaces() <= compiled_cells.MAX_NAMESPACES
     ipycompile.reset()
     gc.collect()
     assert all(r() is None for r in alive)
@@ -66,10 +67,10 @@ def test_torch_alone_holds_a_namespace_until_its_code_is_reset():
     ns = {"t": torch.ones(1024)}
     ref = weakref.ref(ns["t"])
     ipycompile.run_cell(CELL, ns, backend="eager", runs=1, warmup=0, record=False)
-    (cf, compiled), = runner._compiled.values()
+    (cf, compiled), = SESSION.compiled.values()
     code = cf.fn.__code__
     del ns, cf, compiled
-    runner._compiled._cells.clear()  # ours only, torch's cache kept
+    SESSION.compiled._cells.clear()  # ours only, torch's cache kept
     gc.collect()
     assert ref() is not None
     torch._dynamo.reset_code(code)

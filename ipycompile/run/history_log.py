@@ -177,20 +177,3 @@ def compare_runs(a: "int | str", b: "int | str"):
 
     (ra, na), (rb, nb) = find_run(a), find_run(b)
     return compare(ra, rb, names=(na, nb))
-
-
-def numeric_columns(df: "pd.DataFrame") -> list[str]:
-    """The columns that can be plotted on an axis: numbers (or missing) in every row."""
-    import numbers
-
-    import pandas as pd
-
-    names = []
-    for col in df.columns:
-        values = df[col]
-        if pd.api.types.is_numeric_dtype(values):
-            names.append(str(col))
-        elif values.dtype == object and values.notna().any() and all(
-                isinstance(v, numbers.Real) for v in values.dropna()):
-            names.append(str(col))
-    return names

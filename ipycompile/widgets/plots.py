@@ -39,16 +39,31 @@ def _plot_figure_class():
     return PlotFigure
 
 
+def numeric_columns(df: "pd.DataFrame") -> list[str]:
+    """The columns that can be plotted on an axis: numbers (or missing) in every row."""
+    import numbers
+
+    import pandas as pd
+
+    names = []
+    for col in df.columns:
+        values = df[col]
+        if pd.api.types.is_numeric_dtype(values):
+            names.append(str(col))
+        elif values.dtype == object and values.notna().any() and all(
+                isinstance(v, numbers.Real) for v in values.dropna()):
+            names.append(str(col))
+    return names
+
+
 def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Optional[str] = None) -> "Figure":
     """Plot column ``y`` against ``x`` (default: run number), one line per value of ``by``.
 
     Returns a matplotlib Figure, shown as a PNG when it is a cell's result. ``y`` must be
-    a numeric column (:func:`~ipycompile.run.history_log.numeric_columns`), ``x`` numeric
+    a numeric column (:func:`numeric_columns`), ``x`` numeric
     or text; otherwise a one-line ``ValueError`` starts with the argument's name (``y:``)
     and lists the numeric columns.
     """
-    from ..run.history_log import numeric_columns
-
     Figure = _plot_figure_class()
 
     for arg, col in (("y", y), ("x", x), ("by", by)):
