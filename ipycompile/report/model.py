@@ -38,6 +38,8 @@ __all__ = [
     "TraceOrigin",
     "AutotuneChoice",
     "Autotune",
+    "AutotuneGroup",
+    "group_autotuning",
     "CudaGraphs",
     "MemoryAllocation",
     "MemoryTimeline",
@@ -552,6 +554,62 @@ class Autotune:
     choices: list[AutotuneChoice] = field(default_factory=list)  # every candidate, fastest first (live runs)
     kernel: str = ""  # the report kernel it became, when that is unambiguous
     source: str = ""  # "trace" (chromium events) and/or "feedback" (torch's autotune feedback hook)
+    cached: bool = False  # torch took the timings from its autotune cache (an earlier site of these shapes, or disk)
+
+    @property
+    def tuning_s(self) -> float:
+        return (self.precompile_s or 0.0) + (self.benchmark_s or 0.0)
+
+    @property
+    def best_triton_time_ms(self) -> Optional[float]:
+        """The best Triton choice's time: the winner's when Triton won."""
+        return self.winner_ms if self.winner_kind == "triton" else self.best_triton_ms
+
+
+@dataclass
+class AutotuneGroup:
+    """The sites of one op with the same input shapes and dtypes (a model's repeated layers):
+    what :func:`group_autotuning` makes of :attr:`CompileReport.autotuning`."""
+
+    op: str
+    shape: str
+    dtypes: str
+    sites: list[Autotune] = field(default_factory=list)
+
+    @property
+    def first(self) -> Autotune:
+        """The site that was benchmarked (else the first): its choices stand for the group."""
+        return next((a for a in self.sites if not a.cached and a.winner), self.sites[0])
+
+    @property
+    def cached(self) -> int:
+        return sum(a.cached for a in self.sites)
+
+    @property
+    def winners(self) -> list[str]:
+        """The distinct winning choices, in order: one when every site agrees. Torch numbers the
+        candidates of each site anew (``triton_mm_11``, ``triton_mm_29``), so a choice is its
+        name less that number, and its configuration."""
+        seen: list[str] = []
+        for a in self.sites:
+            w = re.sub(r"_\d+$", "", a.winner) + (f" ({a.winner_desc})" if a.winner_desc else "")
+            if a.winner and w not in seen:
+                seen.append(w)
+        return seen
+
+    @property
+    def tuning_s(self) -> float:
+        return sum(a.tuning_s for a in self.sites)
+
+
+def group_autotuning(autotunes: list[Autotune]) -> list[AutotuneGroup]:
+    """Group autotuned sites by op, input shapes and dtypes, in order of first appearance.
+    A site whose shapes are unknown (a cached site replayed from a trace file) stays alone."""
+    groups: dict[tuple, AutotuneGroup] = {}
+    for i, a in enumerate(autotunes):
+        key = (a.op, a.shape, a.dtypes) if a.shape else (a.op, "", "", i)
+        groups.setdefault(key, AutotuneGroup(a.op, a.shape, a.dtypes)).sites.append(a)
+    return list(groups.values())
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
+
+from .model import AutotuneGroup, group_autotuning
 
 if TYPE_CHECKING:
     from .report import CompileReport
@@ -190,20 +192,45 @@ def origin_lines(r: "CompileReport") -> list[str]:
     return out
 
 
+def _us(ms: Optional[float]) -> str:
+    return f"{ms * 1e3:.1f} us"
+
+
+def autotune_group_line(g: AutotuneGroup) -> str:
+    """One line for the sites of one op and input shapes: how many, the winner and its time
+    against the extern (cuBLAS) choice and the best Triton choice, the choices tried, and
+    the time autotuning took ("cached" where torch reused timings it had)."""
+    a = g.first
+    n = len(g.sites)
+    sites = f" x{n} sites" if n > 1 else ""
+    if not a.winner:
+        return f"autotune {g.op}({g.shape or 'shapes not in the trace'}){sites}: cached (its choice is in no event of this trace)"
+    t = f" {_us(a.winner_ms)}" if a.winner_ms else ""
+    if a.winner_kind == "extern":
+        won = f"the extern {a.winner} won,{t}"
+    else:
+        vs = f" vs extern {_us(a.extern_ms)}" if a.extern_ms else ""
+        won = f"{a.winner}{t}{vs}"
+    if a.winner_kind != "triton" and a.best_triton_ms:
+        won += f"; best Triton {a.best_triton} {_us(a.best_triton_ms)}"
+    if len(g.winners) > 1:
+        won += f" ({len(g.winners)} different winners across the sites)"
+    failed = f", {len(a.failed)} failed" if a.failed else ""
+    choices = f", of {a.num_choices} choices{failed}" if a.num_choices else failed
+    if g.cached == n:
+        took = "cached"
+    elif g.cached:
+        took = f"{fmt_seconds(g.tuning_s)}; {g.cached} of {n} cached"
+    else:
+        took = fmt_seconds(g.tuning_s)
+    return f"autotune {g.op}({g.shape}){sites}: {won}{choices} ({took})"
+
+
 def _gpu_lines(r: "CompileReport") -> list[str]:
     """max-autotune's winners and the CUDA-graph status, one line each."""
     out = []
-    for a in getattr(r, "autotuning", []):
-        t = f" {a.winner_ms * 1e3:.1f} us" if a.winner_ms else ""
-        if a.winner_kind == "extern":
-            other = f"; best Triton {a.best_triton} {a.best_triton_ms * 1e3:.1f} us" if a.best_triton_ms else ""
-            won = f"the extern {a.winner} won,{t}{other}"
-        else:
-            vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
-            won = f"{a.winner}{t}{vs}"
-        failed = f", {len(a.failed)} failed" if a.failed else ""
-        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices{failed} "
-                   f"({fmt_seconds((a.precompile_s or 0) + (a.benchmark_s or 0))})")
+    for g in group_autotuning(getattr(r, "autotuning", [])):
+        out.append(autotune_group_line(g))
     for c in getattr(r, "cudagraphs", []):
         why = f": {c.reason}" if c.reason else ""
         where = ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
+from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
 from ..report.summary import (fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
                               stop_frame)
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
@@ -373,26 +373,45 @@ def _ms(v) -> str:
 
 
 def autotune_blocks(r: "CompileReport") -> list[Block]:
-    """max-autotune, per op: the candidates, the winner and its configuration, against the
-    extern (cuBLAS) choice and the runner-up, and the time spent precompiling and benchmarking."""
+    """max-autotune, one row per op and input shapes (a model's repeated layers are one row):
+    how many sites, how many of them torch took from its autotune cache, the candidates, the
+    winner and its configuration against the extern (cuBLAS) choice and the best Triton
+    choice, and the time spent precompiling and benchmarking; each site in the details."""
+    groups = group_autotuning(r.autotuning)
     rows, details = [], []
-    for a in r.autotuning:
+    for g in groups:
+        a = g.first
         vs = ""
         if a.extern_ms and a.winner_ms:
             vs = f"{a.extern_ms / a.winner_ms:.2f}x" if a.winner_kind != "extern" else "(extern won)"
-        rows.append([a.op, a.shape, a.dtypes.replace("torch.", ""), a.num_choices if a.num_choices is not None else "",
-                     f"{a.winner} ({a.winner_kind})" if a.winner_kind else a.winner, _ms(a.winner_ms),
-                     _ms(a.extern_ms), vs, a.runner_up, _ms(a.runner_up_ms),
-                     round(a.precompile_s, 2) if a.precompile_s is not None else "",
-                     round(a.benchmark_s, 2) if a.benchmark_s is not None else "", a.kernel, str(a.compile_id or "")])
+        tri = a.best_triton_time_ms
+        took = "cached" if g.cached == len(g.sites) else round(g.tuning_s, 2)
+        rows.append([a.op, g.shape, g.dtypes.replace("torch.", ""), len(g.sites), g.cached,
+                     a.num_choices if a.num_choices is not None else "",
+                     f"{a.winner} ({a.winner_kind})" if a.winner_kind else (a.winner or "cached"), _ms(a.winner_ms),
+                     _ms(a.extern_ms), vs, _ms(tri), took,
+                     ", ".join(dict.fromkeys(x.kernel for x in g.sites if x.kernel)),
+                     ", ".join(dict.fromkeys(str(x.compile_id or "") for x in g.sites))])
         d: list[Block] = []
+        if len(g.winners) > 1:
+            d.append(Text(f"The sites chose {len(g.winners)} different winners: " + "; ".join(g.winners), "warn"))
         if a.winner_desc:
             d.append(Text(f"winner's configuration: {a.winner_desc}"))
         if a.best_triton and a.winner_kind != "triton":
             d.append(Text(f"best Triton choice: {a.best_triton} ({_ms(a.best_triton_ms)} us)"))
+        if a.runner_up:
+            d.append(Text(f"runner-up: {a.runner_up} ({_ms(a.runner_up_ms)} us)"))
         if a.failed:
             d.append(Text(f"{len(a.failed)} of the {a.num_choices or '?'} choices failed (torch's words): "
                           + "; ".join(a.failed), "note"))
+        if len(g.sites) > 1 or g.cached:
+            d.append(Table(["site", "compile", "winner", "us", "precompile s", "benchmark s", "kernel"],
+                           [[i + 1, str(x.compile_id or ""), x.winner or "", _ms(x.winner_ms),
+                             round(x.precompile_s, 3) if x.precompile_s is not None else "",
+                             "cached" if x.cached else (round(x.benchmark_s, 2) if x.benchmark_s is not None else ""),
+                             x.kernel] for i, x in enumerate(g.sites)],
+                           title="the sites (cached: torch reused the timings of an earlier site of these shapes, "
+                                 "or its on-disk autotune cache, and benchmarked nothing)"))
         if a.choices:
             d.append(Table(["choice", "kind", "us", "vs winner", "configuration"],
                            [[c.name, c.kind, _ms(c.time_ms),
@@ -401,14 +420,16 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
         elif "feedback" not in a.source:
             d.append(Text("Only torch's summary of this op was captured (the trace's autotune_choices_stats): "
                           "every candidate's time comes from a live run.", "note"))
-        for f in a.failed[:5]:
-            d.append(Text(f"failed: {f}", "note"))
         details.append(d)
-    total = sum((a.precompile_s or 0) + (a.benchmark_s or 0) for a in r.autotuning)
-    head = Text(f"max-autotune: {plural(len(r.autotuning), 'op')} autotuned, {fmt_seconds(total)} precompiling and "
+    total = sum(a.tuning_s for a in r.autotuning)
+    cached = sum(a.cached for a in r.autotuning)
+    sites = f"{plural(len(r.autotuning), 'site')} in {plural(len(groups), 'group')} of op and input shapes"
+    if cached:
+        sites += f", {cached} cached"
+    head = Text(f"max-autotune: {sites}, {fmt_seconds(total)} precompiling and "
                 "benchmarking candidates (in the compile time's Autotuning phase)", "heading")
-    cols = ["op", "input shapes", "dtypes", "choices", "winner", "winner us", "extern us", "vs extern",
-            "runner-up", "runner-up us", "precompile s", "benchmark s", "kernel", "compile"]
+    cols = ["op", "input shapes", "dtypes", "sites", "cached", "choices", "winner", "winner us", "extern us",
+            "vs extern", "best Triton us", "autotune s", "kernels", "compiles"]
     return [head, Table(cols, rows, sortable=True, details=details)]
 
 
