@@ -33,7 +33,9 @@ __all__ = [
     "RawArtifact",
     "Stats",
     "EagerComparison",
+    "KernelLaunch",
     "KernelTime",
+    "RooflineShares",
     "Profile",
     "TraceOrigin",
     "AutotuneChoice",
@@ -414,6 +416,22 @@ OTHER_CPU_TIME = "other CPU time"  # the KernelTime of CPU time in no kernel (wr
 
 
 @dataclass
+class KernelLaunch:
+    """What the profiler recorded of the op that launched a kernel (``record_shapes``): its
+    name (``triton_poi_fused_0``, ``aten::mm``, ``aten::convolution``), its inputs' shapes and
+    dtypes as the profiler writes them (``[512, 1024]``, ``c10::Half``; ``[]`` and ``Scalar``
+    for a number), its concrete non-tensor inputs (``"[2, 2]"``), and how many launches had
+    exactly these. The bytes and FLOPs a launch costs are computed from it by
+    :mod:`ipycompile.analysis.kernel_costs`."""
+
+    op: str
+    shapes: list[Any] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    concrete: list[Any] = field(default_factory=list)
+    count: int = 0
+
+
+@dataclass
 class KernelTime:
     """Time the profiled steady-state calls spent in one kernel (``--profile-kernels``).
 
@@ -430,6 +448,26 @@ class KernelTime:
     per_call_s: float = 0.0  # per call of the cell: total_s / profiled calls
     calls: int = 0  # kernel launches (calls, on CPU) seen in the profiled calls
     share: float = 0.0  # of the profiled device time (CUDA) or CPU time of the calls
+    launches: list[KernelLaunch] = field(default_factory=list)  # the launching ops' inputs, distinct ones counted
+
+
+@dataclass
+class RooflineShares:
+    """Where the profiled kernel time of a call goes against the device's roofs
+    (:func:`ipycompile.analysis.roofline.roofline`): written by the run layer after
+    ``--profile-kernels``, printed by the text summary."""
+
+    device: str = ""
+    peak_known: bool = False  # the device is in the peak table (else no verdicts)
+    busy_s: float = 0.0  # the kernels' time per call (the GPU's busy time, from the profiler)
+    near_roof_s: float = 0.0  # in kernels within 70 % of the roof that bounds them
+    memory_far_s: float = 0.0  # memory-bound kernels further from their roof
+    compute_far_s: float = 0.0  # compute-bound kernels further from their roof
+    latency_s: float = 0.0  # latency-bound: too short to approach either roof
+    unknown_s: float = 0.0  # kernels with no estimate of bytes (or no peak)
+    # The host gap (the call's time in which the GPU is idle) comes from the GPU busy-time work
+    # (issue 21, item 3: branch ``timing``); None until that fills it.
+    host_gap_s: Optional[float] = None
 
 
 @dataclass
@@ -484,6 +522,7 @@ class Profile:
     device_median_s: Optional[float] = None
     recorded_in_timing: dict[str, int] = field(default_factory=dict)  # compiles / CUDA-graph recordings seen while timing
     memory_timelines: list["MemoryTimeline"] = field(default_factory=list)  # with --memory-timeline
+    roofline: Optional[RooflineShares] = None  # with --profile-kernels: the kernel time against the roofs
 
     @property
     def peak_device_bytes(self) -> Optional[int]:

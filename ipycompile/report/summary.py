@@ -65,6 +65,25 @@ def settings_text(p) -> str:
     return " ".join(settings)
 
 
+def roofline_line(s) -> str:
+    """Where the profiled kernel time of a call goes against the roofs (``Profile.roofline``), one line."""
+    if s is None or s.busy_s <= 0:
+        return ""
+    if not s.peak_known:
+        return (f"roofline: {fmt_seconds(s.busy_s)} of kernel time per call; no verdicts: the peak of "
+                f"{s.device or 'this device'} is unknown (bytes and FLOPs per kernel in the Kernels tab)")
+    pct = lambda v: f"{100 * v / s.busy_s:.0f}%"  # noqa: E731
+    parts = [f"{pct(s.near_roof_s)} within 70% of a roof", f"{pct(s.memory_far_s)} memory-bound further from it"]
+    if s.compute_far_s:
+        parts.append(f"{pct(s.compute_far_s)} compute-bound further from it")
+    parts.append(f"{pct(s.latency_s)} latency-bound (too small for either roof)")
+    if s.unknown_s:
+        parts.append(f"{pct(s.unknown_s)} not estimated")
+    gap = (f"; host gap {fmt_seconds(s.host_gap_s)} per call" if s.host_gap_s is not None
+           else "; host gap: not measured here (the GPU busy-time work)")
+    return f"roofline: of {fmt_seconds(s.busy_s)} GPU busy time per call, " + ", ".join(parts) + gap
+
+
 def _profile_lines(r: "CompileReport") -> list[str]:
     p = r.profile
     if p is None:
@@ -107,6 +126,9 @@ def _profile_lines(r: "CompileReport") -> list[str]:
             f"capture cost: {fmt_seconds(p.trace_logging_s)} of trace logging in the compile call "
             f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
         )
+    roof = roofline_line(getattr(p, "roofline", None))
+    if roof:
+        out.append(roof)
     out.append(f"settings: {settings_text(p)} | torch {p.torch_version} on {p.device}")
     out += [f"note: {n}" for n in p.notes]
     if p.error:

@@ -36,6 +36,7 @@ from .kernel_times import (KERNEL_PROFILE_OPTION, attribute, cell_devices, kerne
                            profiled_call_count)
 from .profile import (CompileActivity, PeakMemory, break_even_calls, device_name, speedup, synchronize, time_blocks,
                       time_calls, time_device)
+from ..analysis.roofline import roofline
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .settings import CompileSettings, make_settings
 
@@ -403,6 +404,9 @@ def measure(
     _finish_memory(profile, recorders, report)
     _note_cudagraphs(report, settings, profile)
     report.profile = profile
+    if profile.kernel_times:
+        roof = roofline(report)
+        profile.roofline = roof.shares if roof is not None else None
     profile.caches = _cache_summary(report, False, fresh)
     _note_trace(cap, profile)
     return CellRun(value, report, error, compiled, cap.records)
