@@ -163,8 +163,8 @@ def parse_ncu_csv(text: str) -> list[dict]:
     out = []
     for r in rows:
         try:
-            read, write = float(r["dram__bytes_read.sum"]), float(r["dram__bytes_write.sum"])
-            ns = float(r["gpu__time_duration.sum"])
+            num = lambda k: float(r[k].replace(",", ""))  # noqa: E731  (ncu writes 1,024)
+            read, write, ns = num("dram__bytes_read.sum"), num("dram__bytes_write.sum"), num("gpu__time_duration.sum")
         except (KeyError, ValueError):
             continue  # the units line
         out.append(dict(kernel=r.get("Kernel Name", ""), dram_bytes=read + write, ns=ns))

@@ -45,6 +45,10 @@ def test_triton_kernels_bytes_are_their_buffers_and_templates_count_their_produc
     pointwise = launch_cost(KernelLaunch("triton_poi_fused_add_0", shapes, dtypes, [], 1), Kernel("triton_poi_fused_add_0", "triton", "pointwise"))
     assert pointwise.bytes == (2 * 8192 * 1024 + 1024) * 2 and pointwise.flops == 0
     assert "no FLOPs counted" in pointwise.how
+    inplace = Kernel("triton_poi_fused_gelu_0", "triton", "pointwise",
+                     source="@triton.jit\ndef triton_poi_fused_gelu_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr):\n")
+    c = launch_cost(KernelLaunch(inplace.name, [[8192, 4096], [4096], []], ["c10::Half", "c10::Half", "Scalar"], [], 1), inplace)
+    assert c.bytes == (2 * 8192 * 4096 + 4096) * 2  # read and written in place
     tem = Kernel("triton_tem_fused_mm_0", "triton", "template")
     c = launch_cost(KernelLaunch(tem.name, [[8192, 1024], [1024, 4096], [8192, 4096]], ["c10::Half"] * 3, [], 1), tem)
     assert c.flops == 2 * 8192 * 1024 * 4096

@@ -187,15 +187,29 @@ def _template_flops(shapes: list[list[int]]) -> Optional[float]:
     return None
 
 
+def _in_out(kernel: Optional[Kernel]) -> list[bool]:
+    """Per argument of a Triton kernel, whether it is read and written (``in_out_ptrN``), from its ``def``."""
+    if kernel is None or not kernel.source:
+        return []
+    m = re.search(rf"def {re.escape(kernel.name)}\(([^)]*)\)", kernel.source)
+    return [a.strip().startswith("in_out_ptr") for a in m.group(1).split(",")] if m else []
+
+
 def launch_cost(launch: KernelLaunch, kernel: Optional[Kernel] = None) -> Cost:
-    """One launch's bytes and FLOPs from the launching op's recorded shapes (see the module's doc)."""
+    """One launch's bytes and FLOPs from the launching op's recorded shapes (see the module's doc).
+    A Triton kernel's ``in_out_ptr`` buffers (updated in place) are counted twice: read and written."""
     op_cost = _op_cost(launch)
     if op_cost is not None:
         return op_cost
     t = _tensors(launch)
     if not t:
         return Cost(how="no tensor shapes recorded for its launch")
-    moved = float(sum(_numel(s) * b for s, b, _ in t))
+    twice = _in_out(kernel)
+    moved = 0.0
+    for i, shape in enumerate(launch.shapes):
+        size = itemsize(launch.dtypes[i]) if i < len(launch.dtypes) else None
+        if size is not None and _is_shape(shape):
+            moved += _numel(shape) * size * (2 if i < len(twice) and twice[i] else 1)
     dtype = matmul_dtype(launch.dtypes)
     if kernel is not None and kernel.kind == "template":
         flops = _template_flops([s for s, _, _ in t])

@@ -151,7 +151,18 @@ def profile_calls(fn: Callable[[], Any], calls: int, *, cuda: bool) -> list[Prof
                     fn()
             synchronize()
         events = prof.events()
-    return events_from_profiler(events)
+    return events_from_profiler(events, _kineto_dtypes(prof))
+
+
+def _kineto_dtypes(prof: Any) -> dict:
+    """The input dtypes of each CPU op, by (id, name), from the profiler's Kineto events: torch
+    2.11's ``FunctionEvent`` has no ``input_dtypes`` (2.13's has); its ``id`` is the Kineto
+    event's ``correlation_id``."""
+    try:
+        return {(ev.correlation_id(), ev.name()): list(ev.dtypes()) for ev in prof.profiler.kineto_results.events()
+                if ev.dtypes()}
+    except Exception:  # a profiler without these: no dtypes, so no bytes
+        return {}
 
 
 def _is_device(event: Any) -> bool:
@@ -175,7 +186,7 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
 
 
-def _inputs(event: Any) -> Optional[tuple]:
+def _inputs(event: Any, dtypes_by_id: Optional[dict] = None) -> Optional[tuple]:
     """What ``record_shapes`` kept of an event's inputs, for its bytes and FLOPs: of the
     event, or of the first op around it whose cost has a formula (``aten::convolution``
     around ``aten::cudnn_convolution``). None when nothing was recorded."""
@@ -188,12 +199,12 @@ def _inputs(event: Any) -> Optional[tuple]:
     shapes = getattr(chosen, "input_shapes", None)
     if not shapes:
         return None
-    dtypes = getattr(chosen, "input_dtypes", None) or []
+    dtypes = getattr(chosen, "input_dtypes", None) or (dtypes_by_id or {}).get((getattr(chosen, "id", None), chosen.name)) or []
     concrete = getattr(chosen, "concrete_inputs", None) or []
     return (chosen.name, _plain(list(shapes)), [str(d) for d in dtypes], _plain(list(concrete)))
 
 
-def events_from_profiler(function_events: Iterable[Any]) -> list[ProfiledEvent]:
+def events_from_profiler(function_events: Iterable[Any], dtypes_by_id: Optional[dict] = None) -> list[ProfiledEvent]:
     """Plain records of ``torch.profiler`` ``FunctionEvent`` s (``prof.events()``).
 
     A device event is linked to the CPU event that launched it through that
@@ -209,7 +220,7 @@ def events_from_profiler(function_events: Iterable[Any]) -> list[ProfiledEvent]:
         if _is_device(e):
             continue
         chain = _parents(e)
-        inputs = _inputs(e)
+        inputs = _inputs(e, dtypes_by_id)
         out.append(ProfiledEvent(e.name, float(e.time_range.elapsed_us()), False, chain, inputs=inputs))
         for k in getattr(e, "kernels", None) or ():
             launched.setdefault((k.name, round(float(k.duration), 3)), []).append((i, (e.name, *chain), inputs))

@@ -268,7 +268,7 @@ def fig_roofline(roof, labels: dict, top: int = 5):
     ax.set_xlabel("arithmetic intensity (FLOPs per byte; kernels with no FLOPs at the left edge)", fontsize=8)
     ax.set_ylabel("achieved FLOP/s", fontsize=8)
     name = peak.name if peak is not None else (roof.device or "unknown device") + " (unknown peak: no roofs)"
-    ax.set_title(f"Roofline: {name}; point size = share of kernel time", fontsize=9)
+    ax.set_title(f"Roofline: {name} (point size: share of kernel time)", fontsize=8, loc="left")
     ax.tick_params(labelsize=7)
     from matplotlib.lines import Line2D
 
