@@ -141,3 +141,25 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     assert fig.build().axes[0].get_xscale() == "log"
     assert CompileReport.from_dict(r.to_dict()) == r
     assert "Roofline (--profile-kernels)" in render_html(r)
+
+
+def test_roofline_of_recorded_h100_runs():
+    """Reports --profile-kernels wrote on the H100 (torch 2.11; benchmarks/roofline_truth.py), replayed:
+    a ResNet-18 training step and a tiny bf16 Llama."""
+    import gzip
+    from pathlib import Path
+
+    from ipycompile.widgets.html import render_html
+
+    data = Path(__file__).parent / "data" / "gpu-h100"
+    for name in ("resnet", "llama"):
+        r = CompileReport.from_json(gzip.open(data / f"roofline_{name}.json.gz", "rt").read())
+        roof = roofline(r)
+        assert roof.peak.name == "H100 SXM"
+        rows = [x for x in roof.rows if x.time.kernel]
+        assert rows and all(x.bytes_per_launch for x in rows if x.time.name.startswith("triton_"))
+        assert {x.verdict for x in rows} <= {"memory-bound", "compute-bound", "latency-bound"}
+        s = roof.shares
+        parts = s.near_roof_s + s.memory_far_s + s.compute_far_s + s.latency_s + s.unknown_s
+        assert parts == pytest.approx(s.busy_s)
+        assert "roofline: of " in str(r) and "Roofline (--profile-kernels)" in render_html(r)

@@ -147,6 +147,8 @@ def _op_cost(launch: KernelLaunch) -> Optional[Cost]:
             op in ("aten::addmm", "aten::baddbmm") and len(shapes) >= 3 and _numel(shapes[0]) == out)
         written = 0 if has_out else out * size
         return Cost(read + written, 2.0 * batch * m * n * k, how, dtype)
+    if op.startswith("aten::convolution") and dtype == "float32":
+        dtype = "tfloat32"  # cuDNN runs float32 convolutions on TF32 tensor cores by default (cudnn.allow_tf32)
     if op == "aten::convolution" and len(shapes) >= 2 and len(shapes[0]) >= 3:
         x, w = shapes[0], shapes[1]
         out = _conv_out(x, w, _concrete_ints(_concrete(launch, 3)), _concrete_ints(_concrete(launch, 4)),
