@@ -273,7 +273,12 @@ def extern_op(kernel: Kernel) -> str:
     if kernel.backend != "extern" or "." not in kernel.name:
         return ""
     namespace, op = kernel.name.split(".")[:2]
-    return f"aten::{op}" if namespace == "extern_kernels" else f"{namespace}::{op}"
+    return f"aten::{_EXTERN_ALIASES.get(op, op)}" if namespace == "extern_kernels" else f"{namespace}::{op}"
+
+
+#: Inductor's extern kernels that are its own Python functions around an ATen op (max-autotune's
+#: ``bias_addmm``, torch/_inductor/kernel/mm.py, calls ``torch.addmm``): the op the profiler sees.
+_EXTERN_ALIASES = {"bias_addmm": "addmm"}
 
 
 def _outermost(graph: Optional[tuple[str, ...]]) -> bool:
