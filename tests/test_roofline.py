@@ -71,6 +71,32 @@ def test_peaks_agree_with_torchs_own_table():
         assert ours.flops_for("bfloat16") == pytest.approx(dense * 1e12, rel=0.01)
 
 
+def test_cpp_kernel_bytes_from_its_loops():
+    """Each pointer's elements from the loop nest around each access (the innermost loop of a name);
+    a loop bound that is no number (dynamic shapes) gives no estimate."""
+    from ipycompile.analysis.kernel_costs import cpp_source_cost
+
+    src = """extern "C"  void  kernel(const float* in_ptr0, const float* in_ptr1, float* out_ptr0)
+{
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(512L); x0+=static_cast<int64_t>(1L))
+    {
+        for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(256L); x1+=static_cast<int64_t>(16L))
+        {
+            auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x1 + 256L*x0), static_cast<int64_t>(16));
+            auto tmp1 = at::vec::Vectorized<float>::loadu(in_ptr1 + static_cast<int64_t>(x1), static_cast<int64_t>(16));
+        }
+    }
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(512L); x0+=static_cast<int64_t>(16L))
+    {
+        tmp3.store(out_ptr0 + static_cast<int64_t>(x0));
+    }
+}"""
+    c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=src))
+    assert c.bytes == (512 * 256 + 256 + 512) * 4 and c.dtype == "float32"
+    dynamic = src.replace("x0<static_cast<int64_t>(512L)", "x0<static_cast<int64_t>(ks0)")
+    assert cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic)) is None
+
+
 def _gpu_report(times: list[KernelTime], kernels: list[Kernel]) -> CompileReport:
     r = CompileReport(kernels=kernels)
     r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda", kernel_times_calls=1)
@@ -132,6 +158,9 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     assert mm.flops_per_launch == 2 * 64 * 128 * 256
     assert mm.bytes_per_launch == (64 * 128 + 128 * 256 + 64 * 256) * 4
     assert mm.bytes_s > 0 and mm.verdict == "" and mm.bw_pct is None
+    cpp = next(x for x in roof.rows if x.kernel is not None and x.kernel.backend == "cpp")
+    assert cpp.bytes_per_launch == 64 * 256 * 4 * 2  # relu and *2 in place on the product: read and written
+    assert cpp.flops_per_launch == 0 and "C++ source" in cpp.how
     assert r.profile.roofline is not None and not r.profile.roofline.peak_known
     assert "no verdicts: the peak of cpu" in str(r)
     blocks = kernels_tab(r)

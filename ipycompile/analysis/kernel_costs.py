@@ -6,6 +6,10 @@ Pure functions; no torch. Sources, best first, each named in :attr:`Cost.how`:
   ``benchmark_kernel`` option carries ``kernel_num_gb`` (its inputs and outputs,
   each once: Inductor's ``estimate_kernel_num_bytes``) and ``kernel_flop`` (the
   FLOP counter over its nodes) in its ``inductor_meta``; read from the kernel's source.
+- **a C++ kernel's source** (its record-function has no inputs): each pointer
+  argument's elements are the product of the ranges of the loop variables its
+  accesses use (``in_ptr0 + static_cast<int64_t>(x0 + 512L*x1)``: x0 and x1),
+  times the C type's size, twice for ``in_out_ptr`` s; static shapes only.
 - **the launching op's shapes** (the profiler's ``record_shapes``, kept in
   :class:`~ipycompile.report.KernelLaunch`): bytes are each tensor input read
   or written once, as ``torch/_inductor/analysis/profile_analysis.py`` counts
@@ -32,7 +36,7 @@ from typing import Any, Optional
 
 from ..report.model import Kernel, KernelLaunch
 
-__all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype"]
+__all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost"]
 
 #: Ops whose cost has a formula here: the profiler's launching event is walked out to one of them.
 COSTED_OPS = frozenset({
@@ -235,3 +239,57 @@ def meta_cost(kernel: Kernel) -> Optional[Cost]:
                     "torch's estimate in the kernel's inductor_meta (kernel_num_gb, kernel_flop)")
     except ValueError:
         return None
+
+
+_C_TYPES = {"float": 4, "double": 8, "at::BFloat16": 2, "at::Half": 2, "c10::BFloat16": 2, "c10::Half": 2,
+            "bfloat16": 2, "half": 2, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1, "bool": 1}
+_C_DTYPES = {"float": "float32", "double": "float64", "at::BFloat16": "bfloat16", "c10::BFloat16": "bfloat16",
+             "at::Half": "float16", "c10::Half": "float16"}
+_C_PARAM = re.compile(r"^\s*(?:const\s+)?(?P<type>[\w:]+)\s*\*\s*(?:__restrict__\s+)?(?P<name>\w+)\s*$")
+_C_LOOP = re.compile(r"for\s*\(\s*int64_t\s+(?P<var>\w+)\s*=\s*(?:static_cast<int64_t>\()?(?P<lo>-?\d+)L?\)?\s*;"
+                     r"\s*(?P=var)\s*<\s*(?:static_cast<int64_t>\()?(?P<hi>-?\d+)L?\)?\s*;")
+
+
+def cpp_source_cost(kernel: Kernel) -> Optional[Cost]:
+    """A C++ kernel's bytes from its source (see the module's doc); None when the source does not
+    allow it (no ``kernel(...)`` signature, a loop bound that is not a number: dynamic shapes)."""
+    src = kernel.source or ""
+    sig = re.search(r'extern\s+"C"[^(]*\bkernel\s*\(([^)]*)\)', src)
+    if not sig:
+        return None
+    pointers = {}
+    for param in sig.group(1).split(","):
+        m = _C_PARAM.match(param)
+        if m and m.group("type") in _C_TYPES:
+            pointers[m.group("name")] = m.group("type")
+    if not pointers:
+        return None
+    body = src[sig.end():]
+    if re.search(r"for\s*\(\s*int64_t\s+\w+\s*=[^;]*;\s*\w+\s*<\s*(?!static_cast<int64_t>\(-?\d)(?!-?\d)", body):
+        return None  # a bound that is no number
+    match, stack = {}, []  # each brace's partner, to find each loop's body
+    for i, ch in enumerate(body):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            match[stack.pop()] = i
+    loops = []  # (var, span, body start, body end)
+    for m in _C_LOOP.finditer(body):
+        open_ = body.find("{", m.end())
+        if open_ >= 0 and open_ in match:
+            loops.append((m.group("var"), int(m.group("hi")) - int(m.group("lo")), open_, match[open_]))
+    total = 0.0
+    for name, ctype in pointers.items():
+        elements = 0
+        for m in re.finditer(rf"\b{name}\s*(?:\+|\[)", body):
+            expr = body[m.end(): m.end() + 200].split(";")[0]
+            around = [(v, n) for v, n, a, b in loops if a < m.start() < b]
+            inner: dict[str, int] = {}
+            for v, n in around:  # the innermost loop of a name wins (tail loops are separate nests)
+                inner[v] = n
+            used = [n for v, n in inner.items() if re.search(rf"\b{v}\b", expr)]
+            elements = max(elements, math.prod(used) if used else 1)
+        total += elements * _C_TYPES[ctype] * (2 if name.startswith("in_out_ptr") else 1)
+    dtype = next((_C_DTYPES[t] for t in pointers.values() if t in _C_DTYPES), "")
+    return Cost(total, 0.0, "its C++ source: each pointer's elements from the loops its accesses use "
+                "(read and written in place: twice); no matmul: no FLOPs counted", dtype)
