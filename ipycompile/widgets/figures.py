@@ -254,14 +254,23 @@ def fig_roofline(roof, labels: dict, top: int = 5):
             ridge = pf / peak.dram_bytes_s
             grid = [lo * (hi / lo) ** (i / 60) for i in range(61)]
             ax.plot(grid, [min(pf, g * peak.dram_bytes_s) for g in grid], lw=1.2, color="black")
-            ax.annotate(f"{dtype} peak {pf / 1e12:.0f} TFLOP/s", (hi, pf), fontsize=7, ha="right", va="bottom")
+            ax.annotate(f"{dtype} {pf / 1e12:.0f} TFLOP/s", (ridge, pf), fontsize=6.5, ha="right", va="bottom",
+                        xytext=(-2, 2), textcoords="offset points")
             ax.axvline(ridge, lw=0.5, ls=":", color="gray")
         ax.annotate(f"HBM {peak.dram_bytes_s / 1e12:.2f} TB/s", (lo * 1.5, lo * 1.5 * peak.dram_bytes_s), fontsize=7,
-                    rotation=0, va="bottom")
+                    xytext=(0, 8), textcoords="offset points", va="bottom")
     order = sorted(range(len(rows)), key=lambda i: -rows[i].time.total_s)[:top]
-    for i in order:
+    mid = (lo * hi) ** 0.5
+    side = {True: 0, False: 0}
+    for n, i in enumerate(order):  # labels staggered downwards, to the left of points on the right half
         text = labels.get(id(rows[i])) or rows[i].time.name
-        ax.annotate(text[:40], (xs[i], ys[i]), fontsize=6.5, xytext=(4, 3), textcoords="offset points")
+        right = xs[i] > mid
+        k = side[right]
+        side[right] += 1
+        ax.annotate(f"{n + 1}. {text[:36]}", (xs[i], ys[i]), fontsize=6,
+                    xytext=(0.97, 0.62 - 0.065 * k) if right else (0.16, 0.42 - 0.065 * k),
+                    textcoords="axes fraction", ha="right" if right else "left", va="center",
+                    arrowprops=dict(arrowstyle="-", lw=0.4, color="gray"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
