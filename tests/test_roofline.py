@@ -29,6 +29,11 @@ def test_matmul_and_convolution_costs_follow_the_flop_counter():
     addmm = launch_cost(KernelLaunch("aten::addmm", [[1024], [256, 512], [512, 1024], [], []],
                                      ["c10::BFloat16"] * 3 + ["Scalar", "Scalar"], [], 1))
     assert addmm.flops == 2 * 256 * 512 * 1024 and addmm.dtype == "bfloat16"
+    # max-autotune's bias_addmm on the H100: a 1-D bias, the out= tensor last
+    bias = launch_cost(KernelLaunch("aten::addmm", [[4096], [8192, 1024], [1024, 4096], [], [], [8192, 4096]],
+                                    ["c10::Half"] * 3 + ["Scalar", "Scalar", "c10::Half"], [], 5))
+    assert bias.flops == 2 * 8192 * 1024 * 4096
+    assert bias.bytes == (4096 + 8192 * 1024 + 1024 * 4096 + 8192 * 4096) * 2
     conv = launch_cost(KernelLaunch("aten::convolution", [[32, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []],
                                     ["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
                                     ["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"], 1))

@@ -138,9 +138,9 @@ def _op_cost(launch: KernelLaunch) -> Optional[Cost]:
     size = t[0][1] if t else 0
     how = f"{op} shapes (2*M*N*K, each tensor once)"
     if op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
-        pair = [s for s in shapes if len(s) >= 2]
-        if op in ("aten::addmm", "aten::baddbmm") and len(pair) >= 3:
-            pair = pair[1:]
+        # addmm(bias, a, b): the bias (1-D, or a full matrix) comes first
+        mats = shapes[1:] if op in ("aten::addmm", "aten::baddbmm") else shapes
+        pair = [s for s in mats if len(s) >= 2]
         if len(pair) < 2 or pair[0][-1] != pair[1][-2]:
             return None
         a, b = pair[0], pair[1]
