@@ -273,7 +273,17 @@ def main() -> None:
     doc = dict(device=device, torch=torch.__version__, python=platform.python_version(), metrics=METRICS,
                ncu_command=" ".join(cmd[:-5] + ["python", "roofline_truth.py", "target", "--only", a.only]),
                targets="bytes and achieved bandwidth within 20 % of ncu for memory-bound kernels over 10 us; "
-                       "matmul/conv FLOPs within 5 % of FlopCounterMode", workloads=result)
+                       "matmul/conv FLOPs within 5 % of FlopCounterMode", workloads=result,
+               notes=[
+                   "ncu's DRAM writes miss outputs still in the 50 MB L2 when the kernel ends; DRAM reads + the "
+                   "kernel's L2 writes (lts__t_sectors_srcunit_tex_op_write x 32 B) is the traffic it causes: the "
+                   "estimate (each tensor once) is compared with both",
+                   "report GB/s uses torch.profiler's time of the steady state (inputs often still in L2 from the "
+                   "producer, clocks as they run); ncu flushes the caches before each kernel: small kernels run "
+                   "faster in the report, so its GB/s is higher (and may exceed the DRAM peak: L2 reuse)",
+                   "extern kernels (cuBLAS, cuDNN) are not matched by name here: their FLOPs are checked in the "
+                   "workload's total against FlopCounterMode",
+               ])
     out = Path(a.out) if a.out else ROOT / "benchmarks" / "results" / f"roofline_truth-{re.sub(r'[^a-z0-9]+', '-', device.lower()).strip('-')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, default=str))
