@@ -179,14 +179,14 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
 
 def test_roofline_of_recorded_h100_runs():
     """Reports --profile-kernels wrote on the H100 (torch 2.11; benchmarks/roofline_truth.py), replayed:
-    a ResNet-18 training step and a tiny bf16 Llama."""
+    a ResNet-18 training step, a tiny bf16 Llama, an fp16 MLP under max-autotune (Triton templates won)."""
     import gzip
     from pathlib import Path
 
     from ipycompile.widgets.html import render_html
 
     data = Path(__file__).parent / "data" / "gpu-h100"
-    for name in ("resnet", "llama"):
+    for name in ("resnet", "llama", "mlp"):
         r = CompileReport.from_json(gzip.open(data / f"roofline_{name}.json.gz", "rt").read())
         roof = roofline(r)
         assert roof.peak.name == "H100 SXM"
@@ -197,3 +197,6 @@ def test_roofline_of_recorded_h100_runs():
         parts = s.near_roof_s + s.memory_far_s + s.compute_far_s + s.latency_s + s.unknown_s
         assert parts == pytest.approx(s.busy_s)
         assert "roofline: of " in str(r) and "Roofline (--profile-kernels)" in render_html(r)
+        if name == "mlp":  # the two matmul templates: 2*M*N*K from their operands' shapes
+            tem = sorted(x.flops_per_launch for x in rows if x.kernel.kind == "template")
+            assert tem == [2 * 8192 * 1024 * 4096] * 2
