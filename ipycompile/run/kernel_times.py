@@ -186,16 +186,21 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
 
 
-def _inputs(event: Any, dtypes_by_id: Optional[dict] = None) -> Optional[tuple]:
-    """What ``record_shapes`` kept of an event's inputs, for its bytes and FLOPs: of the
-    event, or of the first op around it whose cost has a formula (``aten::convolution``
-    around ``aten::cudnn_convolution``). None when nothing was recorded."""
-    chosen, e = event, event
+def _costed(event: Any) -> Any:
+    """The event, or the first op around it whose cost has a formula (``aten::convolution_backward``
+    around the ``cudnn`` ops that launch its two kernels): one call of it is one launch."""
+    e = event
     while e is not None:
         if e.name in COSTED_OPS:
-            chosen = e
-            break
+            return e
         e = getattr(e, "cpu_parent", None)
+    return event
+
+
+def _inputs(event: Any, dtypes_by_id: Optional[dict] = None) -> Optional[tuple]:
+    """What ``record_shapes`` kept of an event's inputs, for its bytes and FLOPs: of the
+    event, or of :func:`_costed`'s op around it. None when nothing was recorded."""
+    chosen = _costed(event)
     shapes = getattr(chosen, "input_shapes", None)
     if not shapes:
         return None
@@ -214,6 +219,7 @@ def events_from_profiler(function_events: Iterable[Any], dtypes_by_id: Optional[
     device-side copy of a record-function) are left out.
     """
     events = list(function_events)
+    index = {id(e): i for i, e in enumerate(events)}
     launched: dict[tuple[str, float], list[tuple[int, tuple[str, ...]]]] = {}
     out: list[ProfiledEvent] = []
     for i, e in enumerate(events):
@@ -222,8 +228,9 @@ def events_from_profiler(function_events: Iterable[Any], dtypes_by_id: Optional[
         chain = _parents(e)
         inputs = _inputs(e, dtypes_by_id)
         out.append(ProfiledEvent(e.name, float(e.time_range.elapsed_us()), False, chain, inputs=inputs))
+        launch = index.get(id(_costed(e)), i)  # the kernels of one costed op are one launch
         for k in getattr(e, "kernels", None) or ():
-            launched.setdefault((k.name, round(float(k.duration), 3)), []).append((i, (e.name, *chain), inputs))
+            launched.setdefault((k.name, round(float(k.duration), 3)), []).append((launch, (e.name, *chain), inputs))
     for e in events:
         if not _is_device(e) or getattr(e, "is_user_annotation", False) or e.name == CALL_MARKER:
             continue
