@@ -180,13 +180,44 @@ def test_autotune_ops_from_the_max_autotune_trace():
     from ipycompile.widgets.tabs import kernels_tab
 
     blocks = kernels_tab(r)
-    assert any("max-autotune: 2 ops autotuned" in getattr(b, "text", "") for b in blocks)
+    assert any("max-autotune: 2 sites in 2 groups of op and input shapes" in getattr(b, "text", "") for b in blocks)
+    assert not any(a.cached for a in r.autotuning)
     assert len(first.failed) == 1  # one Triton config asked for more shared memory than the H100 has
     assert "autotune addmm(512x4096, 512x1024, 1024x4096): triton_mm_11 16.0 us, of 21 choices, 1 failed" in str(r)
     from ipycompile.widgets.tabs import autotune_blocks
 
     assert "1 of the 21 choices failed (torch's words): " + first.failed[0] in str(autotune_blocks(r))
     assert CompileReport.from_dict(r.to_dict()) == r
+
+
+def test_repeated_autotune_sites_are_grouped_and_cached_ones_said_so():
+    """A CPU max-autotune (torch 2.13, frozen weights) of three linear layers, two of one shape:
+    torch benchmarks the first of those two and takes the second's timings from its autotune
+    cache (a precompiling span with no autotuning span; the feedback hook still reports it).
+    The recorded log: tests/data/cpu_autotune_cached.log.gz (ipycompile.capture(trace_dir=...))."""
+    from ipycompile.report import group_autotuning
+    from ipycompile.widgets.tabs import autotune_blocks
+
+    r = ipycompile.load_trace(DATA / "cpu_autotune_cached.log.gz")
+    assert [a.cached for a in r.autotuning] == [False, True, False]
+    first, cached, other = r.autotuning
+    assert cached.benchmark_s is None and cached.winner_ms == first.winner_ms and cached.shape == first.shape
+    groups = group_autotuning(r.autotuning)
+    assert [(len(g.sites), g.cached) for g in groups] == [(2, 1), (1, 0)]
+    assert len(groups[0].winners) == 1  # the same choice, numbered anew at each site
+    text = str(r)
+    assert "autotune packed_linear(32x64, 1459233x1, 64x64) x2 sites: cpp_CppMicroGemmFP32Vec_0" in text
+    assert "(7.25 s; 1 of 2 cached)" in text and " 0.0 us)" not in text
+    assert sum("autotune packed_linear" in line for line in text.splitlines()) == 2
+    head, table = autotune_blocks(r)
+    assert "3 sites in 2 groups of op and input shapes, 1 cached" in head.text
+    assert [row[3:5] for row in table.rows] == [[2, 1], [1, 0]]
+    sites = next(b for b in table.details[0] if getattr(b, "title", "").startswith("the sites"))
+    assert [row[5] for row in sites.rows] == [7.25, "cached"]
+    # a site whose own benchmark was skipped, alone in its group, reads "cached"
+    alone = CompileReport.from_dict(r.to_dict())
+    alone.autotuning = [cached]
+    assert "x2 sites" not in str(alone) and str(alone).splitlines()[-1].endswith("(cached)")
 
 
 # -- 4. CUDA graphs: torch's messages ----------------------------------------------------
@@ -330,7 +361,9 @@ def test_kernel_profile_option_only_for_cpu_tensors(cpu_cell):
 # -- 3b. max-autotune on torch 2.13's CPU: C++ GEMM templates, with frozen weights ------------
 @pytest.mark.slow
 def test_cpu_max_autotune_with_freezing_reports_its_choices():
-    lin = torch.nn.Linear(64, 64).eval()
+    """Two linear layers of one shape: torch benchmarks the first and reuses its timings for
+    the second (cached), and the report groups them into one line."""
+    lin = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64)).eval()
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):
         run = ipycompile.run_cell("lin(x).relu()", {"lin": lin, "x": torch.randn(32, 64)},
                                   mode="max-autotune-no-cudagraphs", fresh=True, runs=2, record=False)
@@ -339,7 +372,9 @@ def test_cpu_max_autotune_with_freezing_reports_its_choices():
     a = ops[0]
     assert a.num_choices >= 2 and a.winner and a.winner_ms > 0 and a.benchmark_s is not None
     assert {c.kind for c in a.choices} >= {"extern"} and len(a.choices) == a.num_choices
-    assert "autotune " in str(run.report)
+    assert [x.cached for x in ops] == [False, True] and ops[1].shape == a.shape and ops[1].choices
+    lines = [line for line in str(run.report).splitlines() if line.startswith("autotune ")]
+    assert len(lines) == 1 and " x2 sites: " in lines[0] and "1 of 2 cached" in lines[0]
 
 
 # -- issue 21: busy-time verdicts (pure), paired ratios -------------------------------------

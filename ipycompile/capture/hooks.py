@@ -146,15 +146,20 @@ class TorchHooks:
                     "description": str(getattr(choice, "description", "") or ""),
                     "precompile_s": precompile.get(choice),
                 })
-            shapes = []
+            shapes, dtypes = [], []
             for node in input_nodes or ():
                 try:
                     shapes.append("x".join(str(s) for s in node.get_size()))
                 except Exception:
                     shapes.append("?")
+                try:
+                    dtypes.append(str(node.get_dtype()))
+                except Exception:
+                    dtypes.append("?")
             import json
 
-            self.add(AUTOTUNE_EVENT, {"op": str(name), "shape": ", ".join(shapes)}, _current_compile_id(),
+            body = {"op": str(name), "shape": ", ".join(shapes), "dtypes": ", ".join(dtypes)}
+            self.add(AUTOTUNE_EVENT, body, _current_compile_id(),
                      json.dumps(rows, default=str))
         except Exception:  # the hook must never break a compile
             pass

@@ -35,7 +35,9 @@ __all__ = [
     "Stats",
     "EagerComparison",
     "DeviceBusy",
+    "KernelLaunch",
     "KernelTime",
+    "RooflineShares",
     "Profile",
     "RunSettings",
     "FirstCall",
@@ -46,6 +48,8 @@ __all__ = [
     "TraceOrigin",
     "AutotuneChoice",
     "Autotune",
+    "AutotuneGroup",
+    "group_autotuning",
     "CudaGraphs",
     "MemoryAllocation",
     "MemoryTimeline",
@@ -448,6 +452,22 @@ OTHER_CPU_TIME = "other CPU time"  # the KernelTime of CPU time in no kernel (wr
 
 
 @dataclass
+class KernelLaunch:
+    """What the profiler recorded of the op that launched a kernel (``record_shapes``): its
+    name (``triton_poi_fused_0``, ``aten::mm``, ``aten::convolution``), its inputs' shapes and
+    dtypes as the profiler writes them (``[512, 1024]``, ``c10::Half``; ``[]`` and ``Scalar``
+    for a number), its concrete non-tensor inputs (``"[2, 2]"``), and how many launches had
+    exactly these. The bytes and FLOPs a launch costs are computed from it by
+    :mod:`ipycompile.analysis.kernel_costs`."""
+
+    op: str
+    shapes: list[Any] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    concrete: list[Any] = field(default_factory=list)
+    count: int = 0
+
+
+@dataclass
 class KernelTime:
     """Time the profiled steady-state calls spent in one kernel (``--profile-kernels``).
 
@@ -464,6 +484,26 @@ class KernelTime:
     per_call_s: float = 0.0  # per call of the cell: total_s / profiled calls
     calls: int = 0  # kernel launches (calls, on CPU) seen in the profiled calls
     share: float = 0.0  # of the profiled device time (CUDA) or CPU time of the calls
+    launches: list[KernelLaunch] = field(default_factory=list)  # the launching ops' inputs, distinct ones counted
+
+
+@dataclass
+class RooflineShares:
+    """Where the profiled kernel time of a call goes against the device's roofs
+    (:func:`ipycompile.analysis.roofline.roofline`): written by the run layer after
+    ``--profile-kernels``, printed by the text summary."""
+
+    device: str = ""
+    peak_known: bool = False  # the device is in the peak table (else no verdicts)
+    busy_s: float = 0.0  # the kernels' time per call (the GPU's busy time, from the profiler)
+    near_roof_s: float = 0.0  # in kernels within 70 % of the roof that bounds them
+    memory_far_s: float = 0.0  # memory-bound kernels further from their roof
+    compute_far_s: float = 0.0  # compute-bound kernels further from their roof
+    latency_s: float = 0.0  # latency-bound: too short to approach either roof
+    unknown_s: float = 0.0  # kernels with no estimate of bytes (or no peak)
+    # The host gap (the call's time in which the GPU is idle) comes from the GPU busy-time work
+    # (issue 21, item 3: branch ``timing``); None until that fills it.
+    host_gap_s: Optional[float] = None
 
 
 @dataclass
@@ -590,6 +630,7 @@ class Profile:
     report_build_s: Optional[float] = None  # building this report from the trace, after the run
     notes: list[str] = field(default_factory=list)
     noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why (empty: quiet)
+    roofline: Optional[RooflineShares] = None  # with --profile-kernels: the kernel time against the roofs
     error: str = ""  # the user's exception, when the cell raised
 
     def __init__(self, **values: Any) -> None:
@@ -700,6 +741,62 @@ class Autotune:
     choices: list[AutotuneChoice] = field(default_factory=list)  # every candidate, fastest first (live runs)
     kernel: str = ""  # the report kernel it became, when that is unambiguous
     source: str = ""  # "trace" (chromium events) and/or "feedback" (torch's autotune feedback hook)
+    cached: bool = False  # torch took the timings from its autotune cache (an earlier site of these shapes, or disk)
+
+    @property
+    def tuning_s(self) -> float:
+        return (self.precompile_s or 0.0) + (self.benchmark_s or 0.0)
+
+    @property
+    def best_triton_time_ms(self) -> Optional[float]:
+        """The best Triton choice's time: the winner's when Triton won."""
+        return self.winner_ms if self.winner_kind == "triton" else self.best_triton_ms
+
+
+@dataclass
+class AutotuneGroup:
+    """The sites of one op with the same input shapes and dtypes (a model's repeated layers):
+    what :func:`group_autotuning` makes of :attr:`CompileReport.autotuning`."""
+
+    op: str
+    shape: str
+    dtypes: str
+    sites: list[Autotune] = field(default_factory=list)
+
+    @property
+    def first(self) -> Autotune:
+        """The site that was benchmarked (else the first): its choices stand for the group."""
+        return next((a for a in self.sites if not a.cached and a.winner), self.sites[0])
+
+    @property
+    def cached(self) -> int:
+        return sum(a.cached for a in self.sites)
+
+    @property
+    def winners(self) -> list[str]:
+        """The distinct winning choices, in order: one when every site agrees. Torch numbers the
+        candidates of each site anew (``triton_mm_11``, ``triton_mm_29``), so a choice is its
+        name less that number, and its configuration."""
+        seen: list[str] = []
+        for a in self.sites:
+            w = re.sub(r"_\d+$", "", a.winner) + (f" ({a.winner_desc})" if a.winner_desc else "")
+            if a.winner and w not in seen:
+                seen.append(w)
+        return seen
+
+    @property
+    def tuning_s(self) -> float:
+        return sum(a.tuning_s for a in self.sites)
+
+
+def group_autotuning(autotunes: list[Autotune]) -> list[AutotuneGroup]:
+    """Group autotuned sites by op, input shapes and dtypes, in order of first appearance.
+    A site whose shapes are unknown (a cached site replayed from a trace file) stays alone."""
+    groups: dict[tuple, AutotuneGroup] = {}
+    for i, a in enumerate(autotunes):
+        key = (a.op, a.shape, a.dtypes) if a.shape else (a.op, "", "", i)
+        groups.setdefault(key, AutotuneGroup(a.op, a.shape, a.dtypes)).sites.append(a)
+    return list(groups.values())
 
 
 @dataclass

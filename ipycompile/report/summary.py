@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Optional
+
+from .model import AutotuneGroup, group_autotuning
 
 if TYPE_CHECKING:
     from .report import CompileReport
@@ -85,6 +87,25 @@ def settings_text(p) -> str:
     return " ".join(settings)
 
 
+def roofline_line(s) -> str:
+    """Where the profiled kernel time of a call goes against the roofs (``Profile.roofline``), one line."""
+    if s is None or s.busy_s <= 0:
+        return ""
+    if not s.peak_known:
+        return (f"roofline: {fmt_seconds(s.busy_s)} of kernel time per call; no verdicts: the peak of "
+                f"{s.device or 'this device'} is unknown (bytes and FLOPs per kernel in the Kernels tab)")
+    pct = lambda v: f"{100 * v / s.busy_s:.0f}%"  # noqa: E731
+    parts = [f"{pct(s.near_roof_s)} within 70% of a roof", f"{pct(s.memory_far_s)} memory-bound further from it"]
+    if s.compute_far_s:
+        parts.append(f"{pct(s.compute_far_s)} compute-bound further from it")
+    parts.append(f"{pct(s.latency_s)} latency-bound (too small for either roof)")
+    if s.unknown_s:
+        parts.append(f"{pct(s.unknown_s)} not estimated")
+    gap = (f"; host gap {fmt_seconds(s.host_gap_s)} per call" if s.host_gap_s is not None
+           else "; host gap: not measured here (the GPU busy-time work)")
+    return f"roofline: of {fmt_seconds(s.busy_s)} GPU busy time per call, " + ", ".join(parts) + gap
+
+
 def _profile_lines(r: "CompileReport") -> list[str]:
     p = r.profile
     if p is None:
@@ -138,6 +159,9 @@ def _profile_lines(r: "CompileReport") -> list[str]:
             f"capture cost: {fmt_seconds(p.trace_logging_s)} of trace logging in the compile call "
             f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
         )
+    roof = roofline_line(getattr(p, "roofline", None))
+    if roof:
+        out.append(roof)
     out.append(f"settings: {settings_text(p)} | torch {p.torch_version} on {p.device}")
     out += [f"noisy: {n}" for n in p.noise]
     out += [f"note: {n}" for n in p.notes]
@@ -224,20 +248,45 @@ def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
     return out
 
 
+def _us(ms: Optional[float]) -> str:
+    return f"{ms * 1e3:.1f} us"
+
+
+def autotune_group_line(g: AutotuneGroup) -> str:
+    """One line for the sites of one op and input shapes: how many, the winner and its time
+    against the extern (cuBLAS) choice and the best Triton choice, the choices tried, and
+    the time autotuning took ("cached" where torch reused timings it had)."""
+    a = g.first
+    n = len(g.sites)
+    sites = f" x{n} sites" if n > 1 else ""
+    if not a.winner:
+        return f"autotune {g.op}({g.shape or 'shapes not in the trace'}){sites}: cached (its choice is in no event of this trace)"
+    t = f" {_us(a.winner_ms)}" if a.winner_ms else ""
+    if a.winner_kind == "extern":
+        won = f"the extern {a.winner} won,{t}"
+    else:
+        vs = f" vs extern {_us(a.extern_ms)}" if a.extern_ms else ""
+        won = f"{a.winner}{t}{vs}"
+    if a.winner_kind != "triton" and a.best_triton_ms:
+        won += f"; best Triton {a.best_triton} {_us(a.best_triton_ms)}"
+    if len(g.winners) > 1:
+        won += f" ({len(g.winners)} different winners across the sites)"
+    failed = f", {len(a.failed)} failed" if a.failed else ""
+    choices = f", of {a.num_choices} choices{failed}" if a.num_choices else failed
+    if g.cached == n:
+        took = "cached"
+    elif g.cached:
+        took = f"{fmt_seconds(g.tuning_s)}; {g.cached} of {n} cached"
+    else:
+        took = fmt_seconds(g.tuning_s)
+    return f"autotune {g.op}({g.shape}){sites}: {won}{choices} ({took})"
+
+
 def _gpu_lines(r: "CompileReport") -> list[str]:
     """max-autotune's winners and the CUDA-graph status, one line each."""
     out = []
-    for a in getattr(r, "autotuning", []):
-        t = f" {a.winner_ms * 1e3:.1f} us" if a.winner_ms else ""
-        if a.winner_kind == "extern":
-            other = f"; best Triton {a.best_triton} {a.best_triton_ms * 1e3:.1f} us" if a.best_triton_ms else ""
-            won = f"the extern {a.winner} won,{t}{other}"
-        else:
-            vs = f" vs extern {a.extern_ms * 1e3:.1f} us" if a.extern_ms else ""
-            won = f"{a.winner}{t}{vs}"
-        failed = f", {len(a.failed)} failed" if a.failed else ""
-        out.append(f"autotune {a.op}({a.shape}): {won}, of {a.num_choices} choices{failed} "
-                   f"({fmt_seconds((a.precompile_s or 0) + (a.benchmark_s or 0))})")
+    for g in group_autotuning(getattr(r, "autotuning", [])):
+        out.append(autotune_group_line(g))
     for c in getattr(r, "cudagraphs", []):
         why = f": {c.reason}" if c.reason else ""
         where = ""

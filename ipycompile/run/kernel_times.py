@@ -33,7 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelTime
+from ..analysis.kernel_costs import COSTED_OPS
+from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime
 
 __all__ = [
     "CALL_MARKER",
@@ -128,6 +129,7 @@ class ProfiledEvent:
     on_device: bool = False
     ops: tuple[str, ...] = ()
     launch: int = -1
+    inputs: Optional[tuple] = None  # (op, shapes, dtypes, concrete) of the op that launched it (record_shapes)
 
 
 # -- running the profiler (torch) ------------------------------------------------
@@ -143,13 +145,24 @@ def profile_calls(fn: Callable[[], Any], calls: int, *, cuda: bool) -> list[Prof
     synchronize()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the profiler's own notices; the calls warned already when timed
-        with profile(activities=activities) as prof:
+        with profile(activities=activities, record_shapes=True) as prof:  # shapes: the launches' bytes and FLOPs
             for _ in range(calls):
                 with record_function(CALL_MARKER):
                     fn()
             synchronize()
         events = prof.events()
-    return events_from_profiler(events)
+    return events_from_profiler(events, _kineto_dtypes(prof))
+
+
+def _kineto_dtypes(prof: Any) -> dict:
+    """The input dtypes of each CPU op, by (id, name), from the profiler's Kineto events: torch
+    2.11's ``FunctionEvent`` has no ``input_dtypes`` (2.13's has); its ``id`` is the Kineto
+    event's ``correlation_id``."""
+    try:
+        return {(ev.correlation_id(), ev.name()): list(ev.dtypes()) for ev in prof.profiler.kineto_results.events()
+                if ev.dtypes()}
+    except Exception:  # a profiler without these: no dtypes, so no bytes
+        return {}
 
 
 def _is_device(event: Any) -> bool:
@@ -166,7 +179,37 @@ def _parents(event: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def events_from_profiler(function_events: Iterable[Any]) -> list[ProfiledEvent]:
+def _plain(value: Any) -> Any:
+    """A profiler input (shape list, number, string) as JSON-able plain data."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
+def _costed(event: Any) -> Any:
+    """The event, or the first op around it whose cost has a formula (``aten::convolution_backward``
+    around the ``cudnn`` ops that launch its two kernels): one call of it is one launch."""
+    e = event
+    while e is not None:
+        if e.name in COSTED_OPS:
+            return e
+        e = getattr(e, "cpu_parent", None)
+    return event
+
+
+def _inputs(event: Any, dtypes_by_id: Optional[dict] = None) -> Optional[tuple]:
+    """What ``record_shapes`` kept of an event's inputs, for its bytes and FLOPs: of the
+    event, or of :func:`_costed`'s op around it. None when nothing was recorded."""
+    chosen = _costed(event)
+    shapes = getattr(chosen, "input_shapes", None)
+    if not shapes:
+        return None
+    dtypes = getattr(chosen, "input_dtypes", None) or (dtypes_by_id or {}).get((getattr(chosen, "id", None), chosen.name)) or []
+    concrete = getattr(chosen, "concrete_inputs", None) or []
+    return (chosen.name, _plain(list(shapes)), [str(d) for d in dtypes], _plain(list(concrete)))
+
+
+def events_from_profiler(function_events: Iterable[Any], dtypes_by_id: Optional[dict] = None) -> list[ProfiledEvent]:
     """Plain records of ``torch.profiler`` ``FunctionEvent`` s (``prof.events()``).
 
     A device event is linked to the CPU event that launched it through that
@@ -176,22 +219,25 @@ def events_from_profiler(function_events: Iterable[Any]) -> list[ProfiledEvent]:
     device-side copy of a record-function) are left out.
     """
     events = list(function_events)
+    index = {id(e): i for i, e in enumerate(events)}
     launched: dict[tuple[str, float], list[tuple[int, tuple[str, ...]]]] = {}
     out: list[ProfiledEvent] = []
     for i, e in enumerate(events):
         if _is_device(e):
             continue
         chain = _parents(e)
-        out.append(ProfiledEvent(e.name, float(e.time_range.elapsed_us()), False, chain))
+        inputs = _inputs(e, dtypes_by_id)
+        out.append(ProfiledEvent(e.name, float(e.time_range.elapsed_us()), False, chain, inputs=inputs))
+        launch = index.get(id(_costed(e)), i)  # the kernels of one costed op are one launch
         for k in getattr(e, "kernels", None) or ():
-            launched.setdefault((k.name, round(float(k.duration), 3)), []).append((i, (e.name, *chain)))
+            launched.setdefault((k.name, round(float(k.duration), 3)), []).append((launch, (e.name, *chain), inputs))
     for e in events:
         if not _is_device(e) or getattr(e, "is_user_annotation", False) or e.name == CALL_MARKER:
             continue
         duration = float(e.time_range.elapsed_us())
         by = launched.get((e.name, round(duration, 3)))
-        launch, ops = by.pop(0) if by else (-1, ())
-        out.append(ProfiledEvent(e.name, duration, True, ops, launch))
+        launch, ops, inputs = by.pop(0) if by else (-1, (), None)
+        out.append(ProfiledEvent(e.name, duration, True, ops, launch, inputs))
     return out
 
 
@@ -234,7 +280,12 @@ def extern_op(kernel: Kernel) -> str:
     if kernel.backend != "extern" or "." not in kernel.name:
         return ""
     namespace, op = kernel.name.split(".")[:2]
-    return f"aten::{op}" if namespace == "extern_kernels" else f"{namespace}::{op}"
+    return f"aten::{_EXTERN_ALIASES.get(op, op)}" if namespace == "extern_kernels" else f"{namespace}::{op}"
+
+
+#: Inductor's extern kernels that are its own Python functions around an ATen op (max-autotune's
+#: ``bias_addmm``, torch/_inductor/kernel/mm.py, calls ``torch.addmm``): the op the profiler sees.
+_EXTERN_ALIASES = {"bias_addmm": "addmm"}
 
 
 def _outermost(graph: Optional[tuple[str, ...]]) -> bool:
@@ -277,9 +328,23 @@ class _Tally:
     def __init__(self) -> None:
         self.entries: dict[tuple[str, str, str, str], KernelTime] = {}
         self.launches: dict[tuple[str, str, str, str], set] = {}
+        self.inputs: dict[tuple[str, str, str, str], dict[str, KernelLaunch]] = {}
+
+    def _count_inputs(self, key: tuple, inputs: Optional[tuple]) -> None:
+        if not inputs:
+            return
+        import json
+
+        op, shapes, dtypes, concrete = inputs
+        seen = self.inputs.setdefault(key, {})
+        k = json.dumps([op, shapes, dtypes, concrete], default=str)
+        if k not in seen:
+            seen[k] = KernelLaunch(op, shapes, dtypes, concrete)
+            self.entries[key].launches.append(seen[k])
+        seen[k].count += 1
 
     def add(self, name: str, kernel: Optional[Kernel], where: tuple[Optional[CompileId], str], us: float,
-            launch: Optional[int] = None) -> None:
+            launch: Optional[int] = None, inputs: Optional[tuple] = None) -> None:
         cid, stage = where
         if kernel is not None:
             cid, stage = kernel.compile_id or cid, kernel.graph_stage
@@ -291,9 +356,11 @@ class _Tally:
         entry.total_s += us / 1e6
         if launch is None:
             entry.calls += 1
+            self._count_inputs(key, inputs)
         elif launch not in self.launches[key]:
             self.launches[key].add(launch)
             entry.calls += 1
+            self._count_inputs(key, inputs)
 
 
 def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, device: bool) -> list[KernelTime]:
@@ -322,11 +389,11 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
             graph = _in_graph(e.ops)
             extern = None if named is not None or graph is None else table.extern(graph, where)
             if named is not None:
-                tally.add(e.name, named, where, e.duration_us)
+                tally.add(e.name, named, where, e.duration_us, inputs=e.inputs)
             elif extern is not None:
-                tally.add(extern.name, extern, where, e.duration_us, launch)
+                tally.add(extern.name, extern, where, e.duration_us, launch, e.inputs)
             elif e.name.startswith("triton_") or (e.ops and e.ops[0] == e.name):  # an Inductor kernel not in the report
-                tally.add(e.name, None, where, e.duration_us)
+                tally.add(e.name, None, where, e.duration_us, inputs=e.inputs)
             else:
                 tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
         other = OTHER_DEVICE_TIME
@@ -344,7 +411,7 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
             elif _OP.match(e.name) and _outermost(_in_graph(inner)):
                 extern = table.extern([e.name], where)
                 if extern is not None:
-                    tally.add(extern.name, extern, where, e.duration_us)
+                    tally.add(extern.name, extern, where, e.duration_us, inputs=e.inputs)
         other = OTHER_CPU_TIME
     out = list(tally.entries.values())
     rest_us = total_us - sum(t.total_s for t in out) * 1e6

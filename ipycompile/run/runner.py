@@ -41,6 +41,7 @@ from .timing import time_blocks, time_calls, time_paired
 from .busy import measure_busy
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
+from ..analysis.roofline import roofline
 from ..report import CompileReport, EagerComparison, Kernel, Profile
 from .options import OPTION_NAMES, RunOptions
 from .settings import CompileSettings
@@ -378,6 +379,9 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     _finish_memory(profile, recorders, report)
     _note_cudagraphs(report, settings, profile)
     report.profile = profile
+    if profile.kernel_times:
+        roof = roofline(report)
+        profile.roofline = roof.shares if roof is not None else None
     profile.caches = _cache_summary(report, False, fresh)
     _note_trace(cap, profile)
     return CellRun(value, report, error, compiled, cap.records)

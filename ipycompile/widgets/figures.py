@@ -17,7 +17,7 @@ from ..report.summary import fmt_bytes, fmt_seconds
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["fig_phases", "fig_runs", "fig_memory", "fig_memory_timeline"]
+__all__ = ["fig_phases", "fig_runs", "fig_memory", "fig_memory_timeline", "fig_roofline"]
 
 _PHASE_COLORS = {
     "Dynamo tracing": "#4c78a8",
@@ -224,4 +224,67 @@ def fig_memory_timeline(r: "CompileReport"):
         ax.set_title(f"{tl.label}: CUDA memory allocated (before it: {fmt_bytes(tl.baseline_bytes)}, dotted)"
                      + (" [history truncated]" if tl.truncated else ""), fontsize=10)
         ax.tick_params(labelsize=8)
+    return fig
+
+
+def fig_roofline(roof, labels: dict, top: int = 5):
+    """The roofline (:func:`ipycompile.analysis.roofline.roofline`): arithmetic intensity against
+    achieved FLOP/s, log-log, the memory roof and one compute roof per dtype present, one point
+    per kernel sized by its share of the kernel time, the ``top`` longest labelled with
+    ``labels[row]`` (their user line). Kernels with no FLOPs counted sit at the left edge."""
+    import math
+
+    peak = roof.peak
+    rows = [x for x in roof.rows if x.bytes_s is not None and x.time.total_s > 0]
+    fig = _new_figure(6.4, 3.6)
+    ax = fig.add_axes((0.11, 0.14, 0.62, 0.76))
+    total = sum(x.time.total_s for x in rows) or 1.0
+    floor = min([x.intensity for x in rows if x.intensity] + [0.05]) / 4
+    xs = [x.intensity if x.intensity else floor for x in rows]
+    # no FLOPs counted: plot the memory side as the "FLOP/s" it would take at 1 FLOP/byte's scale (bandwidth * floor)
+    ys = [x.flops_s if x.flops_s else x.bytes_s * floor for x in rows]
+    colors = {"memory-bound": "#4c78a8", "compute-bound": "#e45756", "latency-bound": "#bab0ac", "": "#72b7b2"}
+    ax.scatter(xs, ys, s=[20 + 600 * x.time.total_s / total for x in rows],
+               c=[colors.get(x.verdict, "#72b7b2") for x in rows], alpha=0.75, edgecolors="black", linewidths=0.4)
+    lo = min(xs + [floor]) / 2
+    hi = max(xs + [10.0]) * 4
+    if peak is not None:
+        for dtype in sorted({x.dtype or "float32" for x in rows}):
+            pf = peak.flops_for(dtype)
+            ridge = pf / peak.dram_bytes_s
+            grid = [lo * (hi / lo) ** (i / 60) for i in range(61)]
+            ax.plot(grid, [min(pf, g * peak.dram_bytes_s) for g in grid], lw=1.2, color="black")
+            ax.annotate(f"{dtype} {pf / 1e12:.0f} TFLOP/s", (ridge, pf), fontsize=6.5, ha="right", va="bottom",
+                        xytext=(-2, 2), textcoords="offset points")
+            ax.axvline(ridge, lw=0.5, ls=":", color="gray")
+        ax.annotate(f"HBM {peak.dram_bytes_s / 1e12:.2f} TB/s", (lo * 1.5, lo * 1.5 * peak.dram_bytes_s), fontsize=7,
+                    xytext=(0, 8), textcoords="offset points", va="bottom")
+    order = sorted(range(len(rows)), key=lambda i: -rows[i].time.total_s)[:top]
+    mid = (lo * hi) ** 0.5
+    side = {True: 0, False: 0}
+    for n, i in enumerate(order):  # labels staggered downwards, to the left of points on the right half
+        text = labels.get(id(rows[i])) or rows[i].time.name
+        right = xs[i] > mid
+        k = side[right]
+        side[right] += 1
+        ax.annotate(f"{n + 1}. {text[:36]}", (xs[i], ys[i]), fontsize=6,
+                    xytext=(0.97, 0.62 - 0.065 * k) if right else (0.16, 0.42 - 0.065 * k),
+                    textcoords="axes fraction", ha="right" if right else "left", va="center",
+                    arrowprops=dict(arrowstyle="-", lw=0.4, color="gray"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte; kernels with no FLOPs at the left edge)", fontsize=8)
+    ax.set_ylabel("achieved FLOP/s", fontsize=8)
+    name = peak.name if peak is not None else (roof.device or "unknown device") + " (unknown peak: no roofs)"
+    ax.set_title(f"Roofline: {name} (point size: share of kernel time)", fontsize=8, loc="left")
+    ax.tick_params(labelsize=7)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in colors.items() if v and
+               any(x.verdict == v for x in rows)]
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if not math.isfinite(hi):
+        ax.set_xlim(auto=True)
     return fig

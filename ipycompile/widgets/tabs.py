@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME
-from ..report.summary import (fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
+from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
+from ..report.summary import (roofline_line, fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
                               stop_frame)
+from ..analysis.roofline import roofline
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
-from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_runs
+from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
 from .source import internal_frame, source_excerpt
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -314,6 +315,8 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
     if not r.kernels and not times:
         return [Text("No kernels: nothing went through Inductor (or its output was not captured).", "note")]
     timed = {(t.kernel, str(t.compile_id or ""), t.graph_stage): t for t in times if t.kernel}
+    roof = roofline(r) if times else None
+    roofs = {id(x.time): x for x in roof.rows} if roof is not None else {}
     rows, details = [], []
     for k in r.kernels:
         us = k.info.get("compile_time_us")
@@ -324,9 +327,12 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         t = timed.pop((k.name, str(k.compile_id or ""), k.graph_stage), None)
         if times:
             rows[-1][4:4] = _time_cells(t)
+        if times:
+            rows[-1][6:6] = _roof_cells(roofs.get(id(t)) if t is not None else None)
         if t is not None:
             d.append(Text(f"profiled: {plural(t.calls, 'kernel call')} in {plural(r.profile.kernel_times_calls, 'call')} "
                           f"of the cell, {fmt_seconds(t.total_s)} in all"))
+            d.extend(_roof_text(roofs.get(id(t))))
         info = {key: v for key, v in k.info.items() if key != "compile_time_us"}
         if info:
             d.append(Text("; ".join(f"{key}: {v}" for key, v in info.items())))
@@ -352,11 +358,13 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
     if times:
         p = r.profile
         what = "device" if p.kernel_times_device == "cuda" else "CPU"
-        columns[4:4] = [f"{what} time (us/call)", "share %"]
+        columns[4:4] = [f"{what} time (us/call)", "share %", "MB/launch", "GFLOP/launch", "GB/s", "% peak BW",
+                        "TFLOP/s", "% peak FLOP/s", "verdict"]
         for t in times:  # time no kernel row holds: the other time, kernels this report lacks
             if (t.kernel, str(t.compile_id or ""), t.graph_stage) in timed or not t.kernel:
-                rows.append([t.name, "", "", "", *_time_cells(t), t.calls or "", "", str(t.compile_id or ""), t.graph_stage, ""])
-                details.append([Text(_untimed_note(t, what), "note")])
+                rows.append([t.name, "", "", "", *_time_cells(t), *_roof_cells(roofs.get(id(t))), t.calls or "", "",
+                             str(t.compile_id or ""), t.graph_stage, ""])
+                details.append([Text(_untimed_note(t, what), "note"), *_roof_text(roofs.get(id(t)))])
         order = sorted(range(len(rows)), key=lambda i: -(rows[i][4] or 0))
         rows, details = [rows[i] for i in order], [details[i] for i in order]
         total = sum(t.total_s for t in times) / max(p.kernel_times_calls, 1)
@@ -364,8 +372,51 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
                         f"runs: {fmt_seconds(total)} per call in all ("
                         + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
     out.append(Table(columns, rows, sortable=True, details=details))
+    if roof is not None:
+        out.extend(roofline_blocks(r, roof))
     if r.autotuning:
         out.extend(autotune_blocks(r))
+    return out
+
+
+def _roof_cells(x) -> list[Any]:
+    """MB and GFLOP per launch, GB/s, % of peak bandwidth, TFLOP/s, % of peak FLOP/s, verdict."""
+    if x is None or x.bytes_per_launch is None:
+        return ["", "", "", "", "", "", ""]
+    sig = lambda v: float(f"{v:.3g}") if v is not None else ""  # noqa: E731  (three significant figures)
+    return [sig(x.bytes_per_launch / 1e6), sig((x.flops_per_launch or 0) / 1e9), sig(x.bytes_s / 1e9),
+            sig(x.bw_pct), sig((x.flops_s or 0) / 1e12), sig(x.flops_pct), x.verdict]
+
+
+def _roof_text(x) -> list[Block]:
+    if x is None or not x.how:
+        return []
+    out: list[Block] = [Text(f"bytes and FLOPs: {x.how}" + (f" ({x.dtype})" if x.dtype else ""))]
+    if x.verdict:
+        out.append(Text(f"{x.verdict}: {x.roof_fraction:.0%} of the roof at intensity "
+                        f"{x.intensity or 0:.2f} FLOP/byte" + (" (near the roof)" if x.near_roof else "")))
+    return out
+
+
+def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
+    """The roofline's line (where the kernel time goes) and its figure, the longest kernels labelled with their user line."""
+    out: list[Block] = []
+    line = roofline_line(roof.shares)
+    if line:
+        out.append(Text(line))
+    if roof.peak is None:
+        out.append(Text(f"No verdicts: the peak of {roof.device or 'this device'} is unknown "
+                        "(ipycompile/analysis/device_peaks.py lists the devices it knows); bytes and FLOPs are shown.", "note"))
+    else:
+        out.append(Text(f"Peaks ({roof.peak.name}, datasheet, dense): HBM {roof.peak.dram_bytes_s / 1e12:.2f} TB/s, "
+                        f"{roof.peak.flops_for('bfloat16') / 1e12:.0f} TFLOP/s bf16/fp16, "
+                        f"{roof.peak.flops_for('float32') / 1e12:.0f} fp32; source {roof.peak.source}", "note"))
+    if any(x.bytes_s is not None for x in roof.rows):
+        labels = {}
+        for x in roof.rows:
+            k = x.kernel
+            labels[id(x)] = _user_line(r, k).split(": ", 1)[-1][:40] if k is not None and k.user_lines else x.time.name
+        out.append(Figure("Roofline (--profile-kernels)", lambda: fig_roofline(roof, labels)))
     return out
 
 
@@ -384,26 +435,45 @@ def _ms(v) -> str:
 
 
 def autotune_blocks(r: "CompileReport") -> list[Block]:
-    """max-autotune, per op: the candidates, the winner and its configuration, against the
-    extern (cuBLAS) choice and the runner-up, and the time spent precompiling and benchmarking."""
+    """max-autotune, one row per op and input shapes (a model's repeated layers are one row):
+    how many sites, how many of them torch took from its autotune cache, the candidates, the
+    winner and its configuration against the extern (cuBLAS) choice and the best Triton
+    choice, and the time spent precompiling and benchmarking; each site in the details."""
+    groups = group_autotuning(r.autotuning)
     rows, details = [], []
-    for a in r.autotuning:
+    for g in groups:
+        a = g.first
         vs = ""
         if a.extern_ms and a.winner_ms:
             vs = f"{a.extern_ms / a.winner_ms:.2f}x" if a.winner_kind != "extern" else "(extern won)"
-        rows.append([a.op, a.shape, a.dtypes.replace("torch.", ""), a.num_choices if a.num_choices is not None else "",
-                     f"{a.winner} ({a.winner_kind})" if a.winner_kind else a.winner, _ms(a.winner_ms),
-                     _ms(a.extern_ms), vs, a.runner_up, _ms(a.runner_up_ms),
-                     round(a.precompile_s, 2) if a.precompile_s is not None else "",
-                     round(a.benchmark_s, 2) if a.benchmark_s is not None else "", a.kernel, str(a.compile_id or "")])
+        tri = a.best_triton_time_ms
+        took = "cached" if g.cached == len(g.sites) else round(g.tuning_s, 2)
+        rows.append([a.op, g.shape, g.dtypes.replace("torch.", ""), len(g.sites), g.cached,
+                     a.num_choices if a.num_choices is not None else "",
+                     f"{a.winner} ({a.winner_kind})" if a.winner_kind else (a.winner or "cached"), _ms(a.winner_ms),
+                     _ms(a.extern_ms), vs, _ms(tri), took,
+                     ", ".join(dict.fromkeys(x.kernel for x in g.sites if x.kernel)),
+                     ", ".join(dict.fromkeys(str(x.compile_id or "") for x in g.sites))])
         d: list[Block] = []
+        if len(g.winners) > 1:
+            d.append(Text(f"The sites chose {len(g.winners)} different winners: " + "; ".join(g.winners), "warn"))
         if a.winner_desc:
             d.append(Text(f"winner's configuration: {a.winner_desc}"))
         if a.best_triton and a.winner_kind != "triton":
             d.append(Text(f"best Triton choice: {a.best_triton} ({_ms(a.best_triton_ms)} us)"))
+        if a.runner_up:
+            d.append(Text(f"runner-up: {a.runner_up} ({_ms(a.runner_up_ms)} us)"))
         if a.failed:
             d.append(Text(f"{len(a.failed)} of the {a.num_choices or '?'} choices failed (torch's words): "
                           + "; ".join(a.failed), "note"))
+        if len(g.sites) > 1 or g.cached:
+            d.append(Table(["site", "compile", "winner", "us", "precompile s", "benchmark s", "kernel"],
+                           [[i + 1, str(x.compile_id or ""), x.winner or "", _ms(x.winner_ms),
+                             round(x.precompile_s, 3) if x.precompile_s is not None else "",
+                             "cached" if x.cached else (round(x.benchmark_s, 2) if x.benchmark_s is not None else ""),
+                             x.kernel] for i, x in enumerate(g.sites)],
+                           title="the sites (cached: torch reused the timings of an earlier site of these shapes, "
+                                 "or its on-disk autotune cache, and benchmarked nothing)"))
         if a.choices:
             d.append(Table(["choice", "kind", "us", "vs winner", "configuration"],
                            [[c.name, c.kind, _ms(c.time_ms),
@@ -412,14 +482,16 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
         elif "feedback" not in a.source:
             d.append(Text("Only torch's summary of this op was captured (the trace's autotune_choices_stats): "
                           "every candidate's time comes from a live run.", "note"))
-        for f in a.failed[:5]:
-            d.append(Text(f"failed: {f}", "note"))
         details.append(d)
-    total = sum((a.precompile_s or 0) + (a.benchmark_s or 0) for a in r.autotuning)
-    head = Text(f"max-autotune: {plural(len(r.autotuning), 'op')} autotuned, {fmt_seconds(total)} precompiling and "
+    total = sum(a.tuning_s for a in r.autotuning)
+    cached = sum(a.cached for a in r.autotuning)
+    sites = f"{plural(len(r.autotuning), 'site')} in {plural(len(groups), 'group')} of op and input shapes"
+    if cached:
+        sites += f", {cached} cached"
+    head = Text(f"max-autotune: {sites}, {fmt_seconds(total)} precompiling and "
                 "benchmarking candidates (in the compile time's Autotuning phase)", "heading")
-    cols = ["op", "input shapes", "dtypes", "choices", "winner", "winner us", "extern us", "vs extern",
-            "runner-up", "runner-up us", "precompile s", "benchmark s", "kernel", "compile"]
+    cols = ["op", "input shapes", "dtypes", "sites", "cached", "choices", "winner", "winner us", "extern us",
+            "vs extern", "best Triton us", "autotune s", "kernels", "compiles"]
     return [head, Table(cols, rows, sortable=True, details=details)]
 
 

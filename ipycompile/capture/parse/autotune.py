@@ -47,10 +47,16 @@ def _cid(text: Any) -> Optional[CompileId]:
 
 
 def autotune_from_events(events: Iterable[dict[str, Any]]) -> list[Autotune]:
-    """One :class:`Autotune` per ``<op>_template_autotuning`` span, in order."""
+    """One :class:`Autotune` per op site, in order.
+
+    Torch precompiles the candidates of every site (a ``<op>_template_precompiling`` span),
+    then benchmarks them (``<op>_template_autotuning``) unless its autotune cache already
+    holds their timings for these input shapes (an earlier site of the same shapes, or the
+    on-disk cache): a precompiling span that no autotuning span follows is such a cached
+    site (``cached=True``; what it chose comes from the feedback hook when live)."""
     out: list[Autotune] = []
     open_: dict[tuple[str, str], list[float]] = {}
-    precompiled: dict[tuple[str, str], list[tuple[float, list[str]]]] = {}
+    pending: dict[tuple[str, str], Autotune] = {}  # the site whose precompiling span ended last, per op
     for ev in events:
         name, ph, ts = str(ev.get("name", "")), ev.get("ph"), ev.get("ts")
         if not isinstance(ts, (int, float)) or not (name.endswith(_AUTOTUNING) or name.endswith(_PRECOMPILING)):
@@ -69,14 +75,18 @@ def autotune_from_events(events: Iterable[dict[str, Any]]) -> list[Autotune]:
             failed = [f"{e.get('choice', '')}: {e.get('exception', '')} {e.get('exception_message', '')}".strip()
                       for e in (meta.get("exceptions") or []) if isinstance(e, dict)]
             op = name[: -len(_PRECOMPILING)]
-            precompiled.setdefault((op, key[1]), []).append((seconds, failed))
+            site = Autotune(op=op, compile_id=_cid(key[1]), precompile_s=seconds, failed=failed, cached=True, source="trace")
+            pending[(op, key[1])] = site
+            out.append(site)
             continue
         op = name[: -len(_AUTOTUNING)]
-        a = Autotune(op=op, compile_id=_cid(key[1]), shape=str(args.get("autotune_shape") or ""),
-                     dtypes=str(args.get("autotune_dtypes") or ""), benchmark_s=seconds, source="trace")
-        pre = precompiled.get((op, key[1]))
-        if pre:
-            a.precompile_s, a.failed = pre.pop(0)
+        a = pending.pop((op, key[1]), None)
+        if a is None:  # no precompiling span before it
+            a = Autotune(op=op, compile_id=_cid(key[1]), source="trace")
+            out.append(a)
+        a.cached = False
+        a.shape, a.dtypes = str(args.get("autotune_shape") or ""), str(args.get("autotune_dtypes") or "")
+        a.benchmark_s = seconds
         stats = _json(args.get("autotune_choices_stats"))
         if isinstance(stats, dict):
             a.num_choices = stats.get("num_choices")
@@ -93,7 +103,6 @@ def autotune_from_events(events: Iterable[dict[str, Any]]) -> list[Autotune]:
                 a.best_triton_ms = stats.get("best_triton_time")
             elif a.num_triton_choices == 0:
                 a.winner_kind = "extern"
-        out.append(a)
     return out
 
 
@@ -112,16 +121,23 @@ def _choices(payload: Any) -> list[AutotuneChoice]:
 def merge_feedback(autotunes: list[Autotune], feedback: list[tuple[Optional[CompileId], dict, Optional[str]]]) -> list[Autotune]:
     """Complete the trace's ops with the feedback hook's events ``(compile id, body, payload)``:
     every candidate's time, the extern baseline, the runner-up. A feedback event with no
-    matching span (a trace without chromium events) becomes an op of its own."""
+    matching span (a trace without chromium events) becomes an op of its own.
+
+    Torch calls the hook at every site, cached or benchmarked, in the order of the spans;
+    an event goes to the first site of its op and compile not yet completed whose input
+    shapes are its own (or unknown: a cached site's span names no shapes)."""
     for cid, body, payload in feedback:
         op = str(body.get("op") or "")
+        shape = str(body.get("shape") or "")
         choices = _choices(payload)
-        a = next((x for x in autotunes if x.op == op and x.compile_id == cid and "feedback" not in x.source), None)
+        a = next((x for x in autotunes if x.op == op and x.compile_id == cid and "feedback" not in x.source
+                  and (not x.shape or not shape or x.shape == shape)), None)
         if a is None:
             a = Autotune(op=op, compile_id=cid, source="")
             autotunes.append(a)
         a.source = ",".join(s for s in (a.source, "feedback") if s)
-        a.shape = a.shape or str(body.get("shape") or "")
+        a.shape = a.shape or shape
+        a.dtypes = a.dtypes or str(body.get("dtypes") or "")
         a.choices = choices
         timed = [c for c in choices if c.time_ms is not None and math.isfinite(c.time_ms)]
         a.num_choices = a.num_choices or len(choices)

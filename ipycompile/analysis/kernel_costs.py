@@ -1,0 +1,295 @@
+"""Bytes moved and FLOPs of one kernel launch, estimated from what torch knows of it.
+
+Pure functions; no torch. Sources, best first, each named in :attr:`Cost.how`:
+
+- **torch's own estimate**: a Triton kernel compiled with Inductor's
+  ``benchmark_kernel`` option carries ``kernel_num_gb`` (its inputs and outputs,
+  each once: Inductor's ``estimate_kernel_num_bytes``) and ``kernel_flop`` (the
+  FLOP counter over its nodes) in its ``inductor_meta``; read from the kernel's source.
+- **a C++ kernel's source** (its record-function has no inputs): each pointer
+  argument's elements are the product of the ranges of the loop variables its
+  accesses use (``in_ptr0 + static_cast<int64_t>(x0 + 512L*x1)``: x0 and x1),
+  times the C type's size, twice for ``in_out_ptr`` s; static shapes only.
+- **the launching op's shapes** (the profiler's ``record_shapes``, kept in
+  :class:`~ipycompile.report.KernelLaunch`): bytes are each tensor input read
+  or written once, as ``torch/_inductor/analysis/profile_analysis.py`` counts
+  them (``_default_estimate_gb``) -- a Triton kernel's inputs are all its
+  buffers, outputs included; an op's output that is not one of its inputs is
+  added from its shape. FLOPs of matrix products and convolutions follow
+  ``torch.utils.flop_counter``'s formulas (``2*M*N*K``; a convolution
+  ``2 * out elements * in channels/groups * kernel size``; its backward once per
+  gradient asked for); a Triton matmul template's from its operands' shapes.
+  Elementwise and reduction kernels count no FLOPs (as torch's counter).
+
+What these cannot see: re-reads served by the L2 cache (bytes counted once may
+cost nothing, or a buffer read twice from DRAM is counted once), in-place
+buffers read and written (counted once), and broadcast inputs (counted at
+their own size).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..report.model import Kernel, KernelLaunch
+
+__all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost"]
+
+#: Ops whose cost has a formula here: the profiler's launching event is walked out to one of them.
+COSTED_OPS = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::convolution", "aten::convolution_backward",
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+})
+
+# The profiler's dtype names (c10's) and torch's short ones -> bytes per element.
+_ITEMSIZE = {
+    "float": 4, "double": 8, "c10::half": 2, "c10::bfloat16": 2, "long int": 8, "long": 8, "int": 4,
+    "short int": 2, "short": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::complex<float>": 8,
+    "c10::complex<double>": 16, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1, "c10::float8_e4m3fnuz": 1,
+    "c10::float8_e5m2fnuz": 1, "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
+    "int8": 1, "uint8": 1, "half": 2,
+}
+_FLOAT_NAMES = {"float": "float32", "double": "float64", "c10::half": "float16", "c10::bfloat16": "bfloat16",
+                "float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
+                "half": "float16", "c10::float8_e4m3fn": "float8", "c10::float8_e5m2": "float8"}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One launch's estimated cost. ``bytes``/``flops`` None: not estimated; ``how`` says how."""
+
+    bytes: Optional[float] = None
+    flops: Optional[float] = None
+    how: str = ""
+    dtype: str = ""  # the arithmetic's dtype (float16, bfloat16, float32, ...), for the peak FLOP/s
+
+
+def itemsize(dtype: str) -> Optional[int]:
+    """Bytes per element of a dtype as the profiler names it (``c10::Half``: 2); None for non-tensors."""
+    return _ITEMSIZE.get(str(dtype).strip().lower().removeprefix("torch."))
+
+
+def _is_shape(s: Any) -> bool:
+    return isinstance(s, list) and all(isinstance(d, int) for d in s)
+
+
+def _tensors(launch: KernelLaunch) -> list[tuple[list[int], int, str]]:
+    """(shape, itemsize, dtype) of each tensor input (a number has no itemsize, or shape [] with 'Scalar')."""
+    out = []
+    for i, shape in enumerate(launch.shapes):
+        dtype = launch.dtypes[i] if i < len(launch.dtypes) else ""
+        size = itemsize(dtype)
+        if size is not None and _is_shape(shape):
+            out.append((shape, size, dtype))
+    return out
+
+
+def matmul_dtype(dtypes: list[str]) -> str:
+    """The first floating dtype among a launch's inputs, as torch spells it (``bfloat16``)."""
+    for d in dtypes:
+        name = _FLOAT_NAMES.get(str(d).strip().lower().removeprefix("torch."))
+        if name:
+            return name
+    return ""
+
+
+def _numel(shape: list[int]) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def _concrete_ints(value: Any) -> Optional[list[int]]:
+    """A recorded int list ("[2, 2]" or [2, 2]) as ints; None when not one."""
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*\[[\d,\s]*\]\s*", value):
+        return [int(v) for v in re.findall(r"\d+", value)]
+    if isinstance(value, int):
+        return [value]
+    return None
+
+
+def _concrete(launch: KernelLaunch, i: int) -> Any:
+    return launch.concrete[i] if i < len(launch.concrete) else None
+
+
+def _conv_out(x: list[int], w: list[int], stride, padding, dilation) -> Optional[list[int]]:
+    spatial = len(x) - 2
+    stride = (stride or [1]) * (spatial if len(stride or [1]) == 1 else 1)
+    padding = (padding or [0]) * (spatial if len(padding or [0]) == 1 else 1)
+    dilation = (dilation or [1]) * (spatial if len(dilation or [1]) == 1 else 1)
+    try:
+        dims = [(x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(spatial)]
+    except (IndexError, TypeError):
+        return None
+    return [x[0], w[0], *dims]
+
+
+def _op_cost(launch: KernelLaunch) -> Optional[Cost]:
+    """Matrix products, convolutions and attention, from their shapes (torch.utils.flop_counter's formulas)."""
+    op = launch.op
+    t = _tensors(launch)
+    shapes = [s for s, _, _ in t]
+    dtype = matmul_dtype(launch.dtypes)
+    read = float(sum(_numel(s) * b for s, b, _ in t))
+    size = t[0][1] if t else 0
+    how = f"{op} shapes (2*M*N*K, each tensor once)"
+    if op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
+        # addmm(bias, a, b): the bias (1-D, or a full matrix) comes first
+        mats = shapes[1:] if op in ("aten::addmm", "aten::baddbmm") else shapes
+        pair = [s for s in mats if len(s) >= 2]
+        if len(pair) < 2 or pair[0][-1] != pair[1][-2]:
+            return None
+        a, b = pair[0], pair[1]
+        batch = _numel(a[:-2])
+        m, k, n = a[-2], a[-1], b[-1]
+        out = batch * m * n
+        has_out = any(s[-2:] == [m, n] and _numel(s) == out for s in shapes[2:] if len(s) >= 2) or (
+            op in ("aten::addmm", "aten::baddbmm") and len(shapes) >= 3 and _numel(shapes[0]) == out)
+        written = 0 if has_out else out * size
+        return Cost(read + written, 2.0 * batch * m * n * k, how, dtype)
+    if op.startswith("aten::convolution") and dtype == "float32":
+        dtype = "tfloat32"  # cuDNN runs float32 convolutions on TF32 tensor cores by default (cudnn.allow_tf32)
+    if op == "aten::convolution" and len(shapes) >= 2 and len(shapes[0]) >= 3:
+        x, w = shapes[0], shapes[1]
+        out = _conv_out(x, w, _concrete_ints(_concrete(launch, 3)), _concrete_ints(_concrete(launch, 4)),
+                        _concrete_ints(_concrete(launch, 5)))
+        if out is None or str(_concrete(launch, 6)).lower() in ("true", "1"):  # transposed: not handled
+            return None
+        cin_k = _numel(w[1:])
+        return Cost(read + _numel(out) * size, 2.0 * _numel(out) * cin_k,
+                    "aten::convolution shapes (2 * outputs * in channels * kernel size, each tensor once)", dtype)
+    if op == "aten::convolution_backward" and len(shapes) >= 3:
+        grad_out, x, w = shapes[0], shapes[1], shapes[2]
+        mask = str(_concrete(launch, 10) or "")
+        asked = [v.strip().lower() in ("true", "1") for v in mask.strip("[]() ").split(",")] if mask else [True, True, False]
+        grads = sum(asked[:2]) if asked else 2
+        written = (_numel(x) if asked[:1] == [True] else 0) + (_numel(w) if asked[1:2] == [True] else 0)
+        return Cost(read + written * size, 2.0 * _numel(grad_out) * _numel(w[1:]) * grads,
+                    "aten::convolution_backward shapes (2 * grad outputs * in channels * kernel size per gradient)", dtype)
+    if op.startswith("aten::_scaled_dot_product") and len(shapes) >= 3 and len(shapes[0]) == 4:
+        q, k, v = shapes[0], shapes[1], shapes[2]
+        b, h, lq, d = q
+        lk = k[-2]
+        flops = 2.0 * b * h * lq * lk * d + 2.0 * b * h * lq * lk * v[-1]
+        return Cost(read + _numel(q[:-1] + [v[-1]]) * size, flops,
+                    f"{op} shapes (QK^T and PV: 4*B*H*Lq*Lk*D, no causal discount)", dtype)
+    return None
+
+
+def _template_flops(shapes: list[list[int]]) -> Optional[float]:
+    """A Triton matmul template's FLOPs from its operands: A [.., M, K], B [.., K, N] and an output [.., M, N]."""
+    mats = [s for s in shapes if len(s) >= 2]
+    for i, a in enumerate(mats):
+        for j, b in enumerate(mats):
+            if i == j or a[-1] != b[-2]:
+                continue
+            m, k, n = a[-2], a[-1], b[-1]
+            if any(o[-2:] == [m, n] for x, o in enumerate(mats) if x not in (i, j)):
+                return 2.0 * _numel(a[:-2]) * m * n * k
+    return None
+
+
+def _in_out(kernel: Optional[Kernel]) -> list[bool]:
+    """Per argument of a Triton kernel, whether it is read and written (``in_out_ptrN``), from its ``def``."""
+    if kernel is None or not kernel.source:
+        return []
+    m = re.search(rf"def {re.escape(kernel.name)}\(([^)]*)\)", kernel.source)
+    return [a.strip().startswith("in_out_ptr") for a in m.group(1).split(",")] if m else []
+
+
+def launch_cost(launch: KernelLaunch, kernel: Optional[Kernel] = None) -> Cost:
+    """One launch's bytes and FLOPs from the launching op's recorded shapes (see the module's doc).
+    A Triton kernel's ``in_out_ptr`` buffers (updated in place) are counted twice: read and written."""
+    op_cost = _op_cost(launch)
+    if op_cost is not None:
+        return op_cost
+    t = _tensors(launch)
+    if not t:
+        return Cost(how="no tensor shapes recorded for its launch")
+    twice = _in_out(kernel)
+    moved = 0.0
+    for i, shape in enumerate(launch.shapes):
+        size = itemsize(launch.dtypes[i]) if i < len(launch.dtypes) else None
+        if size is not None and _is_shape(shape):
+            moved += _numel(shape) * size * (2 if i < len(twice) and twice[i] else 1)
+    dtype = matmul_dtype(launch.dtypes)
+    if kernel is not None and kernel.kind == "template":
+        flops = _template_flops([s for s, _, _ in t])
+        if flops is not None:
+            return Cost(moved, flops, "its buffers' shapes (each once); FLOPs 2*M*N*K of its operands", dtype)
+    return Cost(moved, 0.0, "its buffers' shapes, each read or written once; no matmul: no FLOPs counted", dtype)
+
+
+_META_GB = re.compile(r"""['"]kernel_num_gb['"]\s*:\s*([0-9.eE+-]+)""")
+_META_FLOP = re.compile(r"""['"]kernel_flop['"]\s*:\s*([0-9.eE+-]+)""")
+
+
+def meta_cost(kernel: Kernel) -> Optional[Cost]:
+    """torch's own estimate in a Triton kernel's ``inductor_meta`` (``benchmark_kernel``): None when absent."""
+    gb = _META_GB.search(kernel.source or "")
+    if not gb:
+        return None
+    flop = _META_FLOP.search(kernel.source or "")
+    try:
+        return Cost(float(gb.group(1)) * 1e9, float(flop.group(1)) if flop else 0.0,
+                    "torch's estimate in the kernel's inductor_meta (kernel_num_gb, kernel_flop)")
+    except ValueError:
+        return None
+
+
+_C_TYPES = {"float": 4, "double": 8, "at::BFloat16": 2, "at::Half": 2, "c10::BFloat16": 2, "c10::Half": 2,
+            "bfloat16": 2, "half": 2, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1, "bool": 1}
+_C_DTYPES = {"float": "float32", "double": "float64", "at::BFloat16": "bfloat16", "c10::BFloat16": "bfloat16",
+             "at::Half": "float16", "c10::Half": "float16"}
+_C_PARAM = re.compile(r"^\s*(?:const\s+)?(?P<type>[\w:]+)\s*\*\s*(?:__restrict__\s+)?(?P<name>\w+)\s*$")
+_C_LOOP = re.compile(r"for\s*\(\s*int64_t\s+(?P<var>\w+)\s*=\s*(?:static_cast<int64_t>\()?(?P<lo>-?\d+)L?\)?\s*;"
+                     r"\s*(?P=var)\s*<\s*(?:static_cast<int64_t>\()?(?P<hi>-?\d+)L?\)?\s*;")
+
+
+def cpp_source_cost(kernel: Kernel) -> Optional[Cost]:
+    """A C++ kernel's bytes from its source (see the module's doc); None when the source does not
+    allow it (no ``kernel(...)`` signature, a loop bound that is not a number: dynamic shapes)."""
+    src = kernel.source or ""
+    sig = re.search(r'extern\s+"C"[^(]*\bkernel\s*\(([^)]*)\)', src)
+    if not sig:
+        return None
+    pointers = {}
+    for param in sig.group(1).split(","):
+        m = _C_PARAM.match(param)
+        if m and m.group("type") in _C_TYPES:
+            pointers[m.group("name")] = m.group("type")
+    if not pointers:
+        return None
+    body = src[sig.end():]
+    if re.search(r"for\s*\(\s*int64_t\s+\w+\s*=[^;]*;\s*\w+\s*<\s*(?!static_cast<int64_t>\(-?\d)(?!-?\d)", body):
+        return None  # a bound that is no number
+    match, stack = {}, []  # each brace's partner, to find each loop's body
+    for i, ch in enumerate(body):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            match[stack.pop()] = i
+    loops = []  # (var, span, body start, body end)
+    for m in _C_LOOP.finditer(body):
+        open_ = body.find("{", m.end())
+        if open_ >= 0 and open_ in match:
+            loops.append((m.group("var"), int(m.group("hi")) - int(m.group("lo")), open_, match[open_]))
+    total = 0.0
+    for name, ctype in pointers.items():
+        elements = 0
+        for m in re.finditer(rf"\b{name}\s*(?:\+|\[)", body):
+            expr = body[m.end(): m.end() + 200].split(";")[0]
+            around = [(v, n) for v, n, a, b in loops if a < m.start() < b]
+            inner: dict[str, int] = {}
+            for v, n in around:  # the innermost loop of a name wins (tail loops are separate nests)
+                inner[v] = n
+            used = [n for v, n in inner.items() if re.search(rf"\b{v}\b", expr)]
+            elements = max(elements, math.prod(used) if used else 1)
+        total += elements * _C_TYPES[ctype] * (2 if name.startswith("in_out_ptr") else 1)
+    dtype = next((_C_DTYPES[t] for t in pointers.values() if t in _C_DTYPES), "")
+    return Cost(total, 0.0, "its C++ source: each pointer's elements from the loops its accesses use "
+                "(read and written in place: twice); no matmul: no FLOPs counted", dtype)
