@@ -133,7 +133,8 @@ def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(exe
     where = f"In [{cell.execution_count}], line 3"
     assert "1 graph break" in text and where in text, text
     assert "if x.sum() > 0:" in text
-    assert re.search(r"run time .* per call \(IQR .*, 3 calls in 3 blocks of 1 after \d+ warm-up\)", text), text
+    # 3 single-call blocks may disagree enough to be marked NOISY (issue 21): the mark, not the layout, varies
+    assert re.search(r"run time .* per call (?:NOISY )?\(IQR .*, 3 calls in 3 blocks of 1 after \d+ warm-up\)", text), text
     # the HTML's graph-break table has a row at that line, showing the code there
     assert "graph breaks" in page.lower()
     rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", page, re.S)

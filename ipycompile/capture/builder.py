@@ -147,7 +147,7 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
         return
     st.compile(rec.compile_id)
     code = rec.payload or ""
-    name = rec.body.get("name") if isinstance(rec.body, dict) else None
+    name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
     st.report.graphs.append(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")))
     if stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
