@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from ..report.model import CompileId, GuardChange, GuardSet, Recompile, Suggestion
+from ..report.model import CompileId, Confidence, GuardChange, GuardSet, Kind, Recompile, Suggestion
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["KINDS", "SUGGESTION_KINDS", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
+__all__ = ["KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
 
 #: What a failed guard can say changed (``GuardChange.kind``).
 KINDS = (
@@ -65,9 +65,6 @@ KINDS = (
     "other",
 )
 
-#: The fixes the doctor suggests (``Suggestion.title`` starts with one of these words), each
-#: proven by a test in tests/test_doctor_recompiles.py.
-SUGGESTION_KINDS = ("mark_dynamic", "mark_unbacked", "contiguous", "tensor_value", "loop_body", "recompile_limit")
 
 _DTYPES = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
@@ -402,64 +399,121 @@ def _in_range(r: _Reason) -> bool:
 
 
 # -- suggestions --------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RecompileRule:
+    """One fix for a recompile: the kind it writes (``Suggestion.kind``, and the first word
+    of its title), what it means, and the fix for one change (None where it does not apply)."""
+
+    kind: Kind
+    doc: str
+    fix: Callable[[_Reason, bool], Optional[Suggestion]]
+
+
+def _simple(x: str) -> bool:
+    return bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", x))
+
+
+def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (ch.kind == "size" and ch.dim is not None and _simple(x)):
+        return None
+    when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
+            if dynamic_after else "the new version is static too, so every new size is another compile")
+    return Suggestion(
+        f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
+        f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
+        "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
+        "for every dimension of every input.",
+        f"torch._dynamo.mark_dynamic({x}, {ch.dim})  # before the first call\n"
+        f"# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
+        Confidence.HIGH, Kind.MARK_DYNAMIC,
+    )
+
+
+def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (ch.kind == "size_0_1" and ch.dim is not None and _simple(x)):
+        return None
+    return Suggestion(
+        f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
+        "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
+        "(code that branches on the size will raise instead of specialising).",
+        f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
+        Confidence.HIGH, Kind.MARK_UNBACKED,
+    )
+
+
+def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (ch.kind == "stride" and _simple(x)):
+        return None
+    return Suggestion(
+        f"contiguous: pass `{x}` in one memory layout",
+        f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
+        "it is made (or where it is passed), so every call sees the same strides.",
+        f"{x} = {x}.contiguous()  # before the call",
+        Confidence.HIGH, Kind.CONTIGUOUS,
+    )
+
+
+def _is_number(r: _Reason) -> bool:
+    return r.change.kind in ("value", "global") and _value_kind(r.change.before) in ("int", "float")
+
+
+def _loop_body(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    x = r.change.subject
+    if not (_is_number(r) and _in_range(r) and not dynamic_after):
+        return None
+    return Suggestion(
+        f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
+        f"`{x}` sets how often a loop runs, so Dynamo unrolls the loop and each value of `{x}` is a new "
+        "graph. Compile the loop's body as a function and run the loop outside it: one compile for "
+        "every count. (Or rewrite the loop with `scan` over a tensor whose length is the count.)",
+        "step = torch.compile(body)  # body: one iteration of the loop, state -> state\n"
+        f"for _ in range({x}):\n    state = step(state)",
+        Confidence.MEDIUM, Kind.LOOP_BODY,
+    )
+
+
+def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (_is_number(r) and (ch.kind == "global" or dynamic_after or "." in x)):
+        return None
+    where = "the global" if ch.kind == "global" else "the value"
+    alt = ("" if ch.kind == "global" or "." in x else
+           "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
+    return Suggestion(
+        f"tensor_value: hold `{x}` in a tensor",
+        f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
+        + (" (and changing a global between calls is a recompile every time)" if ch.kind == "global" else "")
+        + ". A 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
+        "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value.",
+        f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
+        Confidence.HIGH, Kind.TENSOR_VALUE,
+    )
+
+
+#: The fixes for one change, tried in order: the first that applies wins.
+RULES: list[RecompileRule] = [
+    RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
+    RecompileRule(Kind.MARK_UNBACKED, "a size becomes 0 or 1: mark the dimension unbacked", _mark_unbacked),
+    RecompileRule(Kind.CONTIGUOUS, "a tensor's strides change: pass it contiguous", _contiguous),
+    RecompileRule(Kind.LOOP_BODY, "a Python int is a loop count: compile one step, loop in Python", _loop_body),
+    RecompileRule(Kind.TENSOR_VALUE, "a Python number (or a global) changes: hold it in a 0-d tensor", _tensor_value),
+]
+
+#: The fixes the doctor suggests (``Suggestion.kind``; ``Suggestion.title`` starts with the
+#: same word), each proven by a test in tests/test_doctor_recompiles.py.
+SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.RECOMPILE_LIMIT)
+
+
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     """The fix for one change, or None where no fix is known (or none is needed)."""
-    ch = r.change
-    x = ch.subject
-    simple = bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", x))
-    if ch.kind == "size" and ch.dim is not None and simple:
-        when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
-                if dynamic_after else "the new version is static too, so every new size is another compile")
-        return Suggestion(
-            f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
-            f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
-            "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
-            "for every dimension of every input.",
-            f"torch._dynamo.mark_dynamic({x}, {ch.dim})  # before the first call\n"
-            f"# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
-            "high",
-        )
-    if ch.kind == "size_0_1" and ch.dim is not None and simple:
-        return Suggestion(
-            f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
-            "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
-            "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
-            "(code that branches on the size will raise instead of specialising).",
-            f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
-            "high",
-        )
-    if ch.kind == "stride" and simple:
-        return Suggestion(
-            f"contiguous: pass `{x}` in one memory layout",
-            f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
-            "it is made (or where it is passed), so every call sees the same strides.",
-            f"{x} = {x}.contiguous()  # before the call",
-            "high",
-        )
-    if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float"):
-        if _in_range(r) and not dynamic_after:
-            return Suggestion(
-                f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
-                f"`{x}` sets how often a loop runs, so Dynamo unrolls the loop and each value of `{x}` is a new "
-                "graph. Compile the loop's body as a function and run the loop outside it: one compile for "
-                "every count. (Or rewrite the loop with `scan` over a tensor whose length is the count.)",
-                "step = torch.compile(body)  # body: one iteration of the loop, state -> state\n"
-                f"for _ in range({x}):\n    state = step(state)",
-                "medium",
-            )
-        if ch.kind == "global" or dynamic_after or "." in x:
-            where = "the global" if ch.kind == "global" else "the value"
-            alt = ("" if ch.kind == "global" or "." in x else
-                   "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
-            return Suggestion(
-                f"tensor_value: hold `{x}` in a tensor",
-                f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
-                + (" (and changing a global between calls is a recompile every time)" if ch.kind == "global" else "")
-                + ". A 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
-                "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value.",
-                f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
-                "high",
-            )
+    for rule in RULES:
+        s = rule.fix(r, dynamic_after)
+        if s is not None:
+            return s
     return None
 
 
@@ -476,7 +530,8 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) 
         "uncompiled. Raising `torch._dynamo.config.recompile_limit` helps only when each version is needed and "
         "the set of versions is small; if something changes on every call, a higher limit only delays this.",
         code,
-        "medium" if root is None else root.confidence,
+        Confidence.MEDIUM if root is None else root.confidence,
+        Kind.RECOMPILE_LIMIT,
     )
 
 

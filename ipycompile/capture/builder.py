@@ -16,7 +16,6 @@ from ..report import (
     Compile,
     CompileId,
     CompileReport,
-    Failure,
     Graph,
     GraphBreak,
     GuardSet,
@@ -28,6 +27,7 @@ from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
+from .parse.failures import parse_failure
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
@@ -181,7 +181,7 @@ def _on_metrics(st: _State, rec: TraceRecord) -> None:
     c.status = compile_status(m, graph_break=cid in st.broke)
     if c.fail_type and c.status in ("failed", "recompile limit"):
         frame = UserFrame(str(m.get("fail_user_frame_filename") or ""), m.get("fail_user_frame_lineno"), c.function)
-        st.report.failures.append(Failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
+        st.report.failures.append(parse_failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
 
 
 def _on_bwd_metrics(st: _State, rec: TraceRecord) -> None:

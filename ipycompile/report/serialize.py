@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -31,6 +32,10 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(module))
 
 
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
 def from_jsonable(tp: Any, data: Any) -> Any:
     """Rebuild a value of type ``tp`` from what :func:`to_jsonable` produced."""
     if data is None:
@@ -38,7 +43,15 @@ def from_jsonable(tp: Any, data: Any) -> Any:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return from_jsonable(args[0], data) if len(args) == 1 else data
+        if len(args) == 1:
+            return from_jsonable(args[0], data)
+        enums = [a for a in args if _is_enum(a)]
+        return from_jsonable(enums[0], data) if enums else data
+    if _is_enum(tp):  # a closed set saved as its value; a value this version does not know stays as saved
+        try:
+            return tp(data)
+        except ValueError:
+            return data
     if tp is CompileId:
         return CompileId.parse(data)
     if dataclasses.is_dataclass(tp):
