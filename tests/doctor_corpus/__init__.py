@@ -58,18 +58,21 @@ class Case:
     compile_kwargs: dict = field(default_factory=dict)
     note: str = ""  # what differs from the test, or what torch 2.13 does with it
     module: str = ""  # the corpus module ("misc")
+    config: dict = field(default_factory=dict)  # torch._dynamo.config settings the test patches
 
     @property
     def id(self) -> str:
         return f"{self.module}::{self.name}"
 
 
-def case(source: str, *, backend: str = "eager", note: str = "", **compile_kwargs: Any):
-    """Register the decorated function as a :class:`Case` (it returns ``(fn, calls)``)."""
+def case(source: str, *, backend: str = "eager", note: str = "", config: "dict | None" = None, **compile_kwargs: Any):
+    """Register the decorated function as a :class:`Case` (it returns ``(fn, calls)``).
+    ``config``: the ``torch._dynamo.config`` settings the test patches; ``compile_kwargs``
+    go to ``torch.compile``."""
 
     def register(make: Callable[[], tuple[Callable, list]]) -> Case:
         mod = make.__module__.rsplit(".", 1)[-1]
-        return Case(make.__name__, source, make, backend, dict(compile_kwargs), note, mod)
+        return Case(make.__name__, source, make, backend, dict(compile_kwargs), note, mod, dict(config or {}))
 
     return register
 

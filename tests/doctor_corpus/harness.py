@@ -77,6 +77,8 @@ class TorchLog(logging.Handler):
             self.recompiles.append(msg)
 
     def __enter__(self) -> "TorchLog":
+        state = torch._logging._internal.log_state
+        self._saved = (dict(state.log_qname_to_level), set(state.artifact_names))
         torch._logging.set_logs(graph_breaks=True, recompiles=True)
         dyn = logging.getLogger("torch._dynamo")
         for h in dyn.handlers:
@@ -89,7 +91,10 @@ class TorchLog(logging.Handler):
         logging.getLogger("torch._dynamo").removeHandler(self)
         for h, level in self._quiet:
             h.setLevel(level)
-        torch._logging.set_logs()
+        # torch's logging as it was: the same settings, applied again (what set_logs does)
+        internal = torch._logging._internal
+        internal.log_state.log_qname_to_level, internal.log_state.artifact_names = self._saved
+        internal._init_logs()
 
     def recompiled(self) -> list[tuple[str, str]]:
         """(function, file) of each recompile torch logged."""
@@ -126,6 +131,7 @@ class Item:
     title: str = ""
     fix: str = "none"  # "none" | "proven" | "wrong" | "unchecked"
     fix_detail: str = ""
+    limit_hit: bool = False  # a recompile past which torch stopped compiling (its fix is judged on that)
 
 
 @dataclass
@@ -219,7 +225,8 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
     if arg_fix is not None:
         calls = [arg_fix(fn, call) for call in calls]
     compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
-    patch = torch._dynamo.config.patch(**config) if config else contextlib.nullcontext()
+    settings = {**c.config, **(config or {})}
+    patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
     with patch, TorchLog() as log, ipycompile.capture() as cap:
         torch.manual_seed(1)
         outs, err = _run_calls(compiled, calls)
@@ -252,6 +259,17 @@ def _specific(kind: str) -> bool:
     return kind not in ("", "none", "unknown")
 
 
+def _is_limit_failure(f) -> bool:
+    return (f.message or "").startswith("Dynamo recompile limit exceeded")
+
+
+def _answered(report) -> list:
+    """What the doctor answers: every break site, every recompile, every failure except the
+    recompile limit's own (the recompile that hit the limit carries that answer)."""
+    limit = any(rc.limit_hit for rc in report.recompiles)
+    return [*report.graph_breaks, *report.recompiles, *(f for f in report.failures if not (limit and _is_limit_failure(f)))]
+
+
 def _items(report, filename: str) -> list[Item]:
     out = []
     for b in report.graph_breaks:
@@ -261,8 +279,12 @@ def _items(report, filename: str) -> list[Item]:
     for rc in report.recompiles:
         k = _kind(rc.suggestion)
         codes = sorted({ch.kind for ch in rc.changes}) or ["?"]
-        out.append(Item("recompile", "+".join(codes), k, _specific(k), None, rc.suggestion.title if rc.suggestion else ""))
+        out.append(Item("recompile", "+".join(codes), k, _specific(k), None, rc.suggestion.title if rc.suggestion else "",
+                        limit_hit=rc.limit_hit))
+    limit = any(rc.limit_hit for rc in report.recompiles)
     for f in report.failures:
+        if limit and _is_limit_failure(f):
+            continue
         k = _kind(f.suggestion)
         out.append(Item("failure", f.type, k, _specific(k), f.frame.lineno if f.frame.filename == filename else None, f.suggestion.title if f.suggestion else ""))
     return out
@@ -347,8 +369,10 @@ def _rewritten_case(c: Case, s) -> Case:
     return fixed
 
 
-def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str) -> None:
-    """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``."""
+def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True) -> None:
+    """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``. The outputs
+    are compared with eager's unless the compiled case already differs from eager
+    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``)."""
     code = (s.code or "").strip() if s else ""
     if not code:
         return
@@ -359,7 +383,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
             case2 = _rewritten_case(c, s)
         else:
             lines = _code_lines(code)
-            if "..." in code:
+            if any("..." in ln for ln in lines):
                 raise _Unchecked("a template (`...`), not code to apply")
             if lines and all(_CONFIG.match(ln) or _CONFIG_ADD.match(ln) for ln in lines):
                 config = {}
@@ -372,7 +396,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                     else:
                         m = _CONFIG_ADD.match(ln)
                         name = m.group("name")
-                        current = config.get(name, set(getattr(torch._dynamo.config, name)))
+                        current = config.get(name, set(c.config.get(name, getattr(torch._dynamo.config, name))))
                         config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
             elif lines and (_MARK.match(lines[0]) or _CONTIG.match(lines[0])):
                 fn, _ = _build(c)
@@ -394,9 +418,12 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     problems = []
     if after.error and not eager_err:
         problems.append(f"the fixed code raises: {after.error}")
-    elif not _same(after.outs, eager_outs):
+    elif before_same and not _same(after.outs, eager_outs):
         problems.append("outputs differ from eager")
-    if item.what == "break":
+    if item.what == "recompile" and item.limit_hit:
+        if any(rc.limit_hit for rc in after.report.recompiles):
+            problems.append("the recompile limit is still hit")
+    elif item.what == "break":
         def hits(r) -> int:
             return sum(b.count for b in r.graph_breaks if (b.gb_code or (b.gb_type or b.reason)[:40]) == item.code)
 
@@ -405,7 +432,8 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     elif item.what == "recompile":
         if len(after.report.recompiles) >= len(before.report.recompiles):
             problems.append(f"still {len(after.report.recompiles)} recompile(s)")
-    if len(after.report.failures) > len(before.report.failures):
+    if len(_answered(after.report)) - len(after.report.graph_breaks) - len(after.report.recompiles) > \
+            len(_answered(before.report)) - len(before.report.graph_breaks) - len(before.report.recompiles):
         problems.append(f"new failure: {after.report.failures[-1].type}")
     if len(after.report.ran_without_compiling) > len(before.report.ran_without_compiling):
         problems.append("a frame now runs without compiling")
@@ -458,9 +486,8 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     # answers, and fixes
     res.items = _items(report, filename)
     if fixes:
-        sugs = [b.suggestion for b in report.graph_breaks] + [rc.suggestion for rc in report.recompiles] + [f.suggestion for f in report.failures]
-        for item, s in zip(res.items, sugs):
-            if item.specific and s is not None:
-                _try_fix(c, item, s, run, eager_outs, eager_err)
+        for item, x in zip(res.items, _answered(report)):
+            if item.specific and x.suggestion is not None:
+                _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager))
     res.seconds = time.perf_counter() - t0
     return res
