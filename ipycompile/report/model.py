@@ -210,6 +210,20 @@ class Kind(StrEnum):
     TENSOR_VALUE = "tensor_value"
     LOOP_BODY = "loop_body"
     RECOMPILE_LIMIT = "recompile_limit"
+    FORCE_PARAMETER_STATIC_SHAPES = "force_parameter_static_shapes"
+    # recompiles that need no code change (or none is possible): what to do, in words
+    DTYPE_CHANGE = "dtype_change"
+    RANK_CHANGE = "rank_change"
+    REQUIRES_GRAD_CHANGE = "requires_grad_change"
+    GLOBAL_STATE_CHANGE = "global_state_change"
+    DEVICE_CHANGE = "device_change"
+    TYPE_CHANGE = "type_change"
+    FLAG_VALUE = "flag_value"
+    LIST_LENGTH = "list_length"
+    TRAIN_EVAL = "train_eval"
+    IDENTITY_CHANGE = "identity_change"
+    ALIASING = "aliasing"
+    SPECIALIZED_NUMBER = "specialized_number"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
 
