@@ -16,7 +16,7 @@ from .source import Parsed
 
 __all__ = [
     "walk_scope", "ordered", "stores", "loads", "scope_body", "params", "defined_before", "uses_after",
-    "stmt_replacement", "call_name", "dotted", "free_name", "taken_names", "returns",
+    "stmt_replacement", "commented_out", "call_name", "dotted", "free_name", "taken_names", "returns",
 ]
 
 
@@ -113,6 +113,15 @@ def stmt_replacement(p: Parsed, stmt: ast.stmt, swaps: list[tuple[ast.AST, str]]
         merged = _char_slice(line_i, 0, node.col_offset) + new + _char_slice(line_j, node.end_col_offset, None)
         text_lines[i : j + 1] = [merged]
     return textwrap.dedent("\n".join(text_lines)).strip("\n")
+
+
+def commented_out(p: Parsed, stmt: ast.stmt, note: str) -> str:
+    """``stmt`` turned into a comment (``# <stmt>  (<note>)``), with ``pass`` before it when it
+    is the only statement of its block (a block cannot be empty)."""
+    parent = p.parents.get(stmt)
+    alone = any(getattr(parent, fld, None) == [stmt] for fld in ("body", "orelse", "finalbody"))
+    text = p.segment(stmt).replace("\n", " ")
+    return ("pass  " if alone else "") + f"# {text}  ({note})"
 
 
 def _char_slice(line: str, start: Optional[int], end: Optional[int]) -> str:

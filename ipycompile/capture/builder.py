@@ -228,11 +228,15 @@ def _on_graph_break(st: _State, rec: TraceRecord) -> None:
             c.status = "graph break"
         if is_skip_message(rec.payload):
             st.gave_up.add(c.compile_id)
+    caller = gb.user_stack[-2] if len(gb.user_stack) >= 2 else None
+    gb.callers = [caller] if caller is not None else []
     seen = st.breaks.get(gb.site)
     if seen is None:
         st.breaks[gb.site] = gb
         return
     seen.count += 1
+    if caller is not None and all((c.filename, c.lineno) != (caller.filename, caller.lineno) for c in seen.callers):
+        seen.callers.append(caller)
     if rec.compile_id and rec.compile_id not in seen.compile_ids:
         seen.compile_ids.append(rec.compile_id)
 

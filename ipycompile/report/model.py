@@ -203,6 +203,18 @@ class Kind(StrEnum):
     HOP_CLONE = "hop_clone"
     HOP_RETURN_VALUE = "hop_return_value"
     HOP_MATCH_STRUCTURE = "hop_match_structure"
+    REMOVE_GRAPH_BREAK = "remove_graph_break"
+    REMOVE_UNUSED = "remove_unused"
+    REGISTER_FAKE = "register_fake"
+    # breaks no code change of ours removes: what to do, in words
+    COMPILER_DISABLE = "compiler_disable"
+    TORCH_EQUAL = "torch_equal"
+    SORT_TENSORS = "sort_tensors"
+    CLASS_OUTSIDE = "class_outside"
+    ITERATOR_INPUT = "iterator_input"
+    GENERATOR_OUTSIDE = "generator_outside"
+    SKIPPED_FUNCTION = "skipped_function"
+    RECONSTRUCTION = "reconstruction"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"
@@ -285,6 +297,9 @@ class GraphBreak:
     detail: str = ""  # the whole text torch gave
     break_frame: UserFrame = field(default_factory=UserFrame)  # where Dynamo stopped
     context: str = ""  # torch's "Developer debug context" (what Dynamo was tracing: a call, its arguments)
+    #: the lines that called the function torch stopped in, one per distinct caller over all hits
+    #: (one break inside a shared function is reached from several lines of the user's code)
+    callers: list[UserFrame] = field(default_factory=list)
     suggestion: Optional[Suggestion] = None
 
     @property

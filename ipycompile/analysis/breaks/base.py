@@ -14,7 +14,8 @@ from ..source import Parsed, Sources, is_library
 if TYPE_CHECKING:  # pragma: no cover
     from ...report import CompileReport
 
-__all__ = ["Facts", "Context", "Rule", "unknown", "path", "reset_note", "parsed_at", "statement_at"]
+__all__ = ["Facts", "Context", "Rule", "unknown", "explained", "user_lines", "path", "reset_note", "parsed_at",
+           "statement_at"]
 
 
 @dataclass
@@ -97,6 +98,29 @@ def unknown(facts: Optional[Facts]) -> Suggestion:
         parts.append("torch's hints:\n" + "\n".join(f"- {h}" for h in facts.hints))
     parts.append("ipycompile knows no specific fix for this kind of break; the hints above are torch's own.")
     return Suggestion("No specific fix is known for this", "\n\n".join(parts), "", Confidence.LOW, Kind.UNKNOWN)
+
+
+def explained(kind: Kind, title: str, words: str, facts: Facts) -> Suggestion:
+    """A break no code change of ours removes (or none is possible): its kind, what to do in
+    words, and torch's hints after them."""
+    hints = ("\n\ntorch's hints:\n" + "\n".join(f"- {h}" for h in facts.hints)) if facts.hints else ""
+    return Suggestion(title, words + hints, "", Confidence.MEDIUM, kind)
+
+
+def user_lines(ctx: Context, facts: Facts) -> list[str]:
+    """Every user line of the report that reaches the place torch stopped at (one break
+    inside a shared function is reached from several lines), as ``ctx.where`` writes it."""
+    out: list[str] = []
+    for b in ctx.report.graph_breaks:
+        stop = b.break_frame if b.break_frame.filename else b.frame
+        if (stop.filename, stop.lineno) != (facts.stop.filename, facts.stop.lineno):
+            continue
+        frames = b.callers if (b.frame.filename, b.frame.lineno) == (stop.filename, stop.lineno) else [b.frame]
+        for fr in frames:
+            w = ctx.where(fr)
+            if fr.filename and w not in out:
+                out.append(w)
+    return out
 
 
 def parsed_at(frame: UserFrame, ctx: Context) -> Optional[Parsed]:

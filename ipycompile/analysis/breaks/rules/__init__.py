@@ -8,6 +8,17 @@ from __future__ import annotations
 from ..base import Rule
 from . import (
     branch_in_library,
+    class_outside,
+    compiler_disable,
+    generator_outside,
+    iterator_input,
+    reconstruction,
+    register_fake,
+    remove_graph_break,
+    remove_unused,
+    skipped_function,
+    sort_tensors,
+    torch_equal,
     capture_dynamic_output_shape_ops,
     capture_scalar_outputs,
     custom_op,
@@ -28,12 +39,15 @@ from . import (
 )
 
 RULES: list[Rule] = [
+    remove_graph_break.RULE,
+    register_fake.RULE,
     hop_clone.RULE,
     hop_return_value.RULE,
     hop_match_structure.RULE,
     branch_in_library.RULE,
     torch_where.RULE,
     torch_cond.RULE,
+    remove_unused.RULE,
     keep_tensor.RULE,
     capture_scalar_outputs.RULE,
     capture_dynamic_output_shape_ops.RULE,
@@ -46,6 +60,15 @@ RULES: list[Rule] = [
     with_outside.RULE,
     move_out.RULE,
     custom_op.RULE,
+    # breaks no code change of ours removes: what to do, in words
+    compiler_disable.RULE,
+    torch_equal.RULE,
+    sort_tensors.RULE,
+    class_outside.RULE,
+    iterator_input.RULE,
+    generator_outside.RULE,
+    skipped_function.RULE,
+    reconstruction.RULE,
 ]
 
 __all__ = ["RULES"]

@@ -1,13 +1,19 @@
 """`.item()` / `int(t)` whose Python number is needed (a size, an argument), in the user's
-code or a library: `torch._dynamo.config.capture_scalar_outputs = True`."""
+code or a library: `torch._dynamo.config.capture_scalar_outputs = True`.
+
+Only where the line torch stopped at shows the conversion and the tensor it converts
+provably holds one element (``x.sum().item()``): with the setting, a conversion of a
+tensor of several elements (``x.shape[torch.tensor([1, 1])]``, whose index torch turns
+into ``.item()``) makes the compile raise instead of break. Where that cannot be told,
+no fix is offered (torch's own words are shown)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ..base import Context, Facts, Rule, path, reset_note
-from ._scalar import is_item
+from ..base import Context, Facts, Rule, path, reset_note, statement_at
+from ._scalar import converted, is_item, one_element, scalar_calls
 
 CONFIG = "torch._dynamo.config.capture_scalar_outputs = True"
 
@@ -16,7 +22,16 @@ def applies(f: Facts) -> bool:
     return is_item(f)
 
 
+def _holds(f: Facts, ctx: Context) -> bool:
+    """The line converts (``.item()``, ``int(t)``, ``float(t)``) only one-element tensors."""
+    p, stmt = statement_at(f.stop, ctx)
+    calls = scalar_calls(stmt, f.stop.lineno) if stmt is not None else []
+    return bool(calls) and all(one_element(p, converted(c)) for c in calls)
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    if not _holds(f, ctx):
+        return None
     if f.in_library:
         return Suggestion(
             "Let torch keep the library's .item() in the graph: capture_scalar_outputs",

@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ...rewrite import uses_after
+from ...rewrite import commented_out, uses_after
 from ..base import Context, Facts, Rule
 from ._calls import in_with_items, is_unsupported_call, user_call, uses_values
 
@@ -32,7 +32,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         f"Move `{p.segment(call)}` out of the compiled code",
         f"`{text}` at {ctx.where(f.stop)} calls `{full}`, which torch cannot trace, and it does not use your "
         "tensors: call it before or after the compiled code instead of inside it.",
-        f"# {text}  (moved: call it outside the compiled code)", Confidence.HIGH, Kind.MOVE_OUT,
+        commented_out(p, stmt, "moved: call it outside the compiled code"), Confidence.HIGH, Kind.MOVE_OUT,
         f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
 
 

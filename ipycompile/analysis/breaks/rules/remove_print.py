@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ...rewrite import call_name
+from ...rewrite import call_name, commented_out
 from ..base import Context, Facts, Rule, statement_at
 from ._print import REORDERABLE, arg_types, is_print
 
@@ -20,10 +20,8 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     p, stmt = statement_at(f.stop, ctx)
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and call_name(stmt.value) == "print"):
         return None
-    parent = p.parents.get(stmt)
-    alone = any(getattr(parent, fld, None) == [stmt] for fld in ("body", "orelse", "finalbody"))
     text = p.segment(stmt).replace("\n", " ")
-    code = ("pass  " if alone else "") + f"# {text}  (print this after the compiled code returns)"
+    code = commented_out(p, stmt, "print this after the compiled code returns")
     odd = [t for t in arg_types(f) if t not in REORDERABLE]
     return Suggestion(
         f"Remove the print at {ctx.where(f.stop)} from the compiled code",
