@@ -1036,3 +1036,31 @@ def test_a_value_that_cannot_cross_a_break_says_to_remove_the_break():
     assert_clean(after)
     assert_close(got[0], expected[0])
     assert "pass it in" in report.graph_breaks[[b.gb_code for b in report.graph_breaks].index("GB0092")].suggestion.explanation
+
+
+EARLY_RETURN_BROKEN = """\
+def pick(t):
+    if t.sum() > 0:
+        return t + 1
+    return t - 1
+out = pick(x) * 2
+out"""
+EARLY_RETURN_FIXED = """\
+def pick(t):
+    return torch.where(t.sum() > 0, t + 1, t - 1)
+out = pick(x) * 2
+out"""
+
+
+def test_torch_where_for_an_if_that_returns_early():
+    """``if c: return a`` followed by ``return b``: the two elementwise returns are one
+    torch.where, not a torch.cond template of `...`."""
+    _, report = run(EARLY_RETURN_BROKEN, ns_with(POS))
+    s = only_suggestion(report)
+    assert s.kind == "torch.where" and "..." not in s.code and (s.first_line, s.last_line) == (2, 4)
+    assert apply_suggestion(EARLY_RETURN_BROKEN, s) == EARLY_RETURN_FIXED
+    for x in (POS, NEG):
+        expected, _ = run(EARLY_RETURN_BROKEN, ns_with(x))
+        got, fixed = run(EARLY_RETURN_FIXED, ns_with(x))
+        assert_clean(fixed)
+        assert_close(got, expected)

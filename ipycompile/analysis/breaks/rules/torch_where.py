@@ -67,7 +67,21 @@ def _single_return(stmts) -> Optional[ast.expr]:
     return None
 
 
-def _rewrite(p: Parsed, node: ast.If) -> Optional[str]:
+def _next_return(p: Parsed, node: ast.If) -> Optional[ast.Return]:
+    """``if c: return a`` with no ``else``: the ``return b`` right after it, the other branch."""
+    parent = p.parents.get(node)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and node in block:
+            i = block.index(node)
+            after = block[i + 1] if i + 1 < len(block) else None
+            return after if isinstance(after, ast.Return) and after.value is not None else None
+    return None
+
+
+def _rewrite(p: Parsed, node: ast.If) -> Optional[tuple[str, int]]:
+    """The one line that replaces the ``if``, and the last line it replaces."""
+    last = node.end_lineno or node.lineno
     cond = condition(p, node.test)
     a = _single_assign(node.body)
     if a is not None:
@@ -86,13 +100,20 @@ def _rewrite(p: Parsed, node: ast.If) -> Optional[str]:
         ny, nn_ = _tensor_names(yes), _tensor_names(no)
         if ny and nn_ and not (ny & nn_):  # different tensors: shapes may differ
             return None
-        return f"{target} = torch.where({cond}, {p.segment(yes)}, {no_src})"
+        return f"{target} = torch.where({cond}, {p.segment(yes)}, {no_src})", last
     yes, no = _single_return(node.body), _single_return(node.orelse)
+    if yes is not None and not node.orelse:  # `if c: return a` then `return b`
+        after = _next_return(p, node)
+        if after is not None:
+            no, last = after.value, after.end_lineno or after.lineno
     if yes is None or no is None:
         return None
     if not (is_elementwise(yes) and is_elementwise(no)) or isinstance(yes, ast.Tuple) or isinstance(no, ast.Tuple):
         return None
-    return f"return torch.where({cond}, {p.segment(yes)}, {p.segment(no)})"
+    ny, nn_ = _tensor_names(yes), _tensor_names(no)
+    if ny and nn_ and not (ny & nn_):  # different tensors: shapes may differ
+        return None
+    return f"return torch.where({cond}, {p.segment(yes)}, {p.segment(no)})", last
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
@@ -100,10 +121,10 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if found is None:
         return None
     p, node = found
-    code = _rewrite(p, node)
-    if code is None:
+    found_rewrite = _rewrite(p, node)
+    if found_rewrite is None:
         return None
-    last = node.end_lineno or node.lineno
+    code, last = found_rewrite
     return Suggestion(
         f"Replace the branch at {ctx.where(f.stop)} with torch.where",
         f"`if {p.segment(node.test)}:` decides on a tensor's value, which torch cannot know while it traces, so the "
