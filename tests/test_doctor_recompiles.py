@@ -654,3 +654,13 @@ def test_grad_mode_length_train_eval_and_identity_say_what_to_do():
     r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
     rc = only(r)
     assert kind(rc.suggestion) == "identity_change" and "`fn`" in rc.suggestion.explanation
+
+
+def test_a_size_change_beside_a_type_change_gets_no_mark_dynamic():
+    """``y`` is a tensor, then an int: marking ``x`` dynamic would not help (and torch refuses
+    it while ``x * y`` ties the sizes); the type change is said."""
+    f = torch.compile(pair, backend="eager")
+    r, _ = captured(lambda: f(torch.randn(2), torch.randn(2)), lambda: f(torch.randn(3), 3))
+    rc = only(r)
+    assert kind(rc.suggestion) == "type_change" and "one type every call" in rc.suggestion.explanation
+    assert "mark_dynamic" not in rc.suggestion.code

@@ -496,9 +496,12 @@ def _only_in_arithmetic(r: _Reason) -> bool:
     something that is not a plain number (where a 0-d tensor gives the same result)."""
     x = r.change.subject
     try:
-        tree = ast.parse(r.code.strip().removeprefix("return ").strip() or "_", mode="eval")
+        tree = ast.parse(r.code.strip() or "_")
     except SyntaxError:
-        return False
+        try:  # a line that opens a block (`if k > 0:`, `for i in range(k):`): its header alone
+            tree = ast.parse(r.code.strip() + " pass")
+        except SyntaxError:
+            return False
     parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
     uses = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and ast.unparse(n) == x
             and not isinstance(parents.get(n), ast.Attribute)]
@@ -651,8 +654,15 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
     """A change that needs no code change (or allows none): its kind and what to do, in words."""
 
     def fix(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
-        if r.change.kind not in change_kinds:
+        retyped_size = kind is Kind.TYPE_CHANGE and r.change.kind in ("size", "size_0_1") and r.retyped
+        if r.change.kind not in change_kinds and not retyped_size:
             return None
+        if retyped_size:  # the size changed, and another input is a tensor in one compile and not the other
+            return _fix(kind, "another input changes type between calls",
+                        f"The size of `{r.change.subject}` changed, and another input was a tensor in one compiled "
+                        "version and not in the other (a tensor, then a number): each combination of types is a "
+                        "version of its own, and marking a size dynamic cannot help while that changes. Pass one "
+                        "type every call (`torch.as_tensor(...)` the number), then mark the size dynamic.")
         if kind is Kind.FLAG_VALUE and _value_kind(r.change.before) in ("int", "float"):
             return None
         return _fix(kind, title.format(x=r.change.subject or "the input"), words.format(x=r.change.subject or "the input"))

@@ -385,24 +385,32 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
             lines = _code_lines(code)
             if any("..." in ln for ln in lines):
                 raise _Unchecked("a template (`...`), not code to apply")
-            if lines and all(_CONFIG.match(ln) or _CONFIG_ADD.match(ln) for ln in lines):
-                config = {}
+            settings = [ln for ln in lines if _CONFIG.match(ln) or _CONFIG_ADD.match(ln)]
+            marks = [ln for ln in lines if _MARK.match(ln) or _CONTIG.match(ln)]
+            if lines and len(settings) + len(marks) == len(lines):  # settings, then every mark on its argument
                 fn, _ = _build(c)
-                ns = _names_of(fn)
-                for ln in lines:
-                    m = _CONFIG.match(ln)
-                    if m:
-                        config[m.group("name")] = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
-                    else:
-                        m = _CONFIG_ADD.match(ln)
-                        name = m.group("name")
-                        current = config.get(name, set(c.config.get(name, getattr(torch._dynamo.config, name))))
-                        config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
-            elif lines and (_MARK.match(lines[0]) or _CONTIG.match(lines[0])):
-                fn, _ = _build(c)
-                arg_fix = _arg_fixer(fn, lines[0])
-                if arg_fix is None:
-                    raise _Unchecked(f"`{lines[0]}` names no parameter of the compiled function")
+                if settings:
+                    config = {}
+                    ns = _names_of(fn)
+                    for ln in settings:
+                        m = _CONFIG.match(ln)
+                        if m:
+                            config[m.group("name")] = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
+                        else:
+                            m = _CONFIG_ADD.match(ln)
+                            name = m.group("name")
+                            current = config.get(name, set(c.config.get(name, getattr(torch._dynamo.config, name))))
+                            config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
+                if marks:
+                    fixers = [_arg_fixer(fn, ln) for ln in marks]
+                    if any(fx is None for fx in fixers):
+                        bad = marks[[fx is None for fx in fixers].index(True)]
+                        raise _Unchecked(f"`{bad}` names no parameter of the compiled function")
+
+                    def arg_fix(fn_: Callable, call: Any, fixers=fixers) -> Any:
+                        for fx in fixers:
+                            call = fx(fn_, call)
+                        return call
             else:
                 raise _Unchecked("code of a form not applied by the harness")
         after = _compiled_run(case2, config, arg_fix)
