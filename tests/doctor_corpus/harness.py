@@ -383,12 +383,15 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
             case2 = _rewritten_case(c, s)
         else:
             lines = _code_lines(code)
+            imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
+            lines = [ln for ln in lines if ln not in imports]
             if any("..." in ln for ln in lines):
                 raise _Unchecked("a template (`...`), not code to apply")
             if lines and all(_CONFIG.match(ln) or _CONFIG_ADD.match(ln) for ln in lines):
                 config = {}
                 fn, _ = _build(c)
                 ns = _names_of(fn)
+                exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
                 for ln in lines:
                     m = _CONFIG.match(ln)
                     if m:
