@@ -75,10 +75,10 @@ def reconstruct_generator_with_object_mutation():
             self.x = 0
 
         def incr(self):
-            self.x += 1
+            self.x += 1  # BREAK (the generator's mutation)
 
     def whoo(t, c):
-        c.incr()  # BREAK (the generator's mutation)
+        c.incr()
         yield t.sin()
         yield t.cos()
         c.incr()
