@@ -100,7 +100,7 @@ def summarize(results: list[harness.Result]) -> dict:
 
 
 def print_cases(results: list[harness.Result]) -> None:
-    print(f"{'case':58} {'torch':>9} {'report':>9} cap loc  answers (kind: fix)")
+    print(f"{'case':58} {'torch':>10} {'report':>10} cap loc  answers (code=kind:fix)")
     for r in results:
         if r.error:
             print(f"{r.case:58} ERROR {r.error.splitlines()[0][:80]}")
@@ -109,7 +109,9 @@ def print_cases(results: list[harness.Result]) -> None:
             print(f"{r.case:58} no break or recompile on torch {torch.__version__}")
             continue
         answers = ", ".join(f"{it.code}={it.kind}" + (f":{it.fix}" if it.fix != "none" else "") for it in r.items)
-        print(f"{r.case:58} {r.torch_breaks:>4}b {r.torch_recompiles:>2}r {r.report_breaks:>4}b {r.report_recompiles:>2}r "
+        err = f"{r.torch_errors}e" if r.torch_errors else "  "
+        print(f"{r.case:58} {r.torch_breaks:>3}b {r.torch_recompiles:>2}r{err} {r.report_breaks:>3}b {r.report_recompiles:>2}r"
+              f"{(str(r.report_failures) + 'e') if r.torch_errors else '  '} "
               f"{'yes' if r.captured else 'NO ':3} {'yes' if r.located else 'NO ':3}  {answers}")
 
 

@@ -141,6 +141,7 @@ class Result:
     module: str
     torch_breaks: int = 0
     torch_recompiles: int = 0
+    torch_errors: int = 0  # a compile error torch raised into the user's call (eager ran)
     report_breaks: int = 0
     report_recompiles: int = 0
     report_failures: int = 0
@@ -156,7 +157,7 @@ class Result:
 
     @property
     def breaks_or_recompiles(self) -> bool:
-        return bool(self.torch_breaks or self.torch_recompiles)
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -175,7 +176,8 @@ def _run_calls(fn: Callable, calls: list) -> tuple[list, str]:
         try:
             outs.append(_call(fn, call))
         except Exception as exc:  # noqa: BLE001 - a case that raises is data
-            return outs, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            origin = "torch: " if type(exc).__module__.startswith("torch._dynamo") else ""
+            return outs, origin + f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     return outs, ""
 
 
@@ -432,6 +434,9 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
 
         if hits(after.report) >= hits(before.report):
             problems.append(f"{item.code} still breaks ({hits(after.report)}x)")
+        elif after.report.graph_break_count >= before.report.graph_break_count:
+            new_codes = sorted({b.gb_code for b in after.report.graph_breaks} - {b.gb_code for b in before.report.graph_breaks})
+            problems.append(f"the break moved, not removed ({', '.join(new_codes) or 'as many breaks as before'})")
     elif item.what == "recompile":
         if len(after.report.recompiles) >= len(before.report.recompiles):
             problems.append(f"still {len(after.report.recompiles)} recompile(s)")
@@ -463,17 +468,22 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     res.same_as_eager = _same(run.outs, eager_outs) and bool(run.error) == bool(eager_err)
     res.torch_breaks = len(log.breaks)
     res.torch_recompiles = len(log.recompiles)
+    res.torch_errors = int(run.error.startswith("torch: "))  # (eager may raise it too: a HOP compiles its body in eager)
     res.report_breaks = report.graph_break_count
     res.report_recompiles = len(report.recompiles)
-    res.report_failures = len(report.failures)
-    res.captured = res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
+    failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]
+    res.report_failures = len(failures)
+    res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
+                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
+                    if res.torch_errors else res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles)
 
     # located
     marked = expected_lines(c)
     expected = set(marked) if marked else set(log.break_lines(filename))
     res.expected_lines = sorted(expected)
-    shown = {b.frame.lineno for b in report.graph_breaks if b.frame.filename == filename}
-    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in report.graph_breaks if b.frame.filename != filename]
+    located_items = [*report.graph_breaks, *failures]
+    shown = {b.frame.lineno for b in located_items if b.frame.filename == filename}
+    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in located_items if b.frame.filename != filename]
     problems = []
     if elsewhere:
         problems.append(f"shown outside the case: {', '.join(elsewhere)}")

@@ -2,7 +2,8 @@
 into test/dynamo/_test_misc_part*.py).
 
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
-test_python_slice (f2 over ``input.shape[2:]``).
+test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
+set before ``cond``).
 """
 
 import torch
@@ -78,3 +79,61 @@ def autograd_profiler_enabled():
 
     return fn, [(x,), profiled]
 
+
+
+@case(T + "test_map_side_effects")
+def map_side_effects():
+    from functorch.experimental.control_flow import map
+
+    class Module(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.tensor(1)
+
+        def forward(self, xs):
+            def body(x):
+                self.w += 1  # BREAK
+                return x
+
+            return map(body, xs)
+
+    return Module(), [(torch.randn(3, 2),)]
+
+
+@case(T + "test_duplicate_graph_break_log")
+def duplicate_graph_break_log():
+    def f1(a, b):
+        f2(a, b)
+
+    def f2(a, b):
+        c = a + b
+        print("break")  # BREAK
+        return a + b + c
+
+    return f1, [(torch.randn(10), torch.randn(10))]
+
+
+@case(T + "test_cond_side_effect_in_one_branches",
+      note="the test (test_higher_order_ops.py) expects UncapturedHigherOrderOpError; dynamic=True as there")
+def cond_side_effect_in_one_branches():
+    from functorch.experimental import control_flow
+
+    z = [torch.ones(4, 4)]
+
+    class Foo(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+
+        def forward(self, y, x):
+            def true_fn(x):
+                z.append(x)  # BREAK
+                z.append(x)
+                z.pop()
+                return x.sum() + z[-1].sum()
+
+            def false_fn(x):
+                return x.sum() - z[0].sum()
+
+            return control_flow.cond(y, true_fn, false_fn, [x])
+
+    return Foo(), [(torch.tensor(True), torch.tensor(5))]
