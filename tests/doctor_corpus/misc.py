@@ -137,3 +137,122 @@ def cond_side_effect_in_one_branches():
             return control_flow.cond(y, true_fn, false_fn, [x])
 
     return Foo(), [(torch.tensor(True), torch.tensor(5))]
+
+
+@case(T + "test_check_assert_error_at_runtime_when_predicate_true_and_message_has_closure")
+def check_message_has_closure():
+    def f(x):
+        torch._check(x.shape[0] > 3, lambda: f"{x.shape[0]} is not greater than 3")  # BREAK
+        return x + 1
+
+    def call(f_):
+        x = torch.randn(4)
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+        return f_(x)
+
+    return f, [call]
+
+
+@case(T + "test_config_obj", config={"specialize_float": True})
+def config_obj():
+    class Cfg:
+        def __init__(self) -> None:
+            self.val = 0.5
+            self.count = 3
+
+    def fn(x, cfg):
+        for i in range(cfg.count):
+            x = x + cfg.val
+        return x
+
+    cfg1 = Cfg()
+    cfg1.val = 1.0
+    cfg2 = Cfg()
+
+    def count_1(f):
+        cfg2.count = 1
+        return f(torch.zeros(1), cfg2)
+
+    def val_2(f):
+        cfg2.val = 2.0
+        return f(torch.zeros(1), cfg2)
+
+    return fn, [lambda f: f(torch.zeros(1), cfg1), lambda f: f(torch.zeros(1), cfg2), count_1, val_2]
+
+
+@case(T + "test_config_getattr_default")
+def config_getattr_default():
+    class Cfg:
+        def __init__(self) -> None:
+            self.val = 0.5
+            self.count = 10
+
+    def fn(x, cfg):
+        if getattr(cfg, "just_add_7", False):
+            return x + 7
+        for i in range(cfg.count):
+            x = x + cfg.val
+        return x
+
+    cfg1 = Cfg()
+    v = torch.zeros(1)
+
+    def set_7(value):
+        def call(f):
+            cfg1.just_add_7 = value
+            return f(v, cfg1)
+
+        return call
+
+    return fn, [(v, cfg1), set_7(True), set_7(False)]
+
+
+@case(T + "test_size_input")
+def size_input():
+    def fn(x, s):
+        a, b = s
+        return x + (a - b)
+
+    v = torch.zeros(10, 20)
+    # One recompile per differing input type
+    return fn, [(v, v.size()), (v, (10, 20)), (v, [10, 20])]
+
+
+@case(T + "test_cell_output2")
+def cell_output2():
+    from torch._dynamo.testing import unsupported
+
+    out = None
+
+    def fn(a, b):
+        nonlocal out
+        c = unsupported(a, b)  # BREAK
+        out = a + b * 10 + c
+
+    v = torch.Tensor([100])
+    return fn, [(v, v)]
+
+
+@case(T + "test_is_tensor2")
+def is_tensor2():
+    def fn(x):
+        if torch.is_tensor(x):
+            return x + 1
+        else:
+            return torch.ones([2, 3])
+
+    return fn, [({"input": torch.rand(2, 3)},), (torch.rand(2, 3),)]
+
+
+@case(T + "test_assert (fn1)")
+def assert_fn1():
+    def fn1(x):
+        assert x.shape != x.shape  # noqa: S101  # BREAK
+
+    def call(f):
+        try:
+            f(torch.randn(10))
+        except AssertionError:
+            return "AssertionError"
+
+    return fn1, [call]
