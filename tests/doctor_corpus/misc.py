@@ -3,7 +3,7 @@ into test/dynamo/_test_misc_part*.py).
 
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
 test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
-set before ``cond``).
+set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional.
 """
 
 import torch
@@ -256,3 +256,28 @@ def assert_fn1():
             return "AssertionError"
 
     return fn1, [call]
+
+
+@case(T + "test_torch_size_tensor_index_non_scalar")
+def torch_size_tensor_index_non_scalar():
+    def fn(x):
+        idx = torch.tensor([1, 1])
+        try:
+            dim_size = x.shape[idx]  # BREAK
+            return x * dim_size
+        except TypeError:
+            return x.sum()
+
+    return fn, [(torch.randn(2, 3, 4),)]
+
+
+@case(T + "test_torch_seed")
+def torch_seed():
+    import sys
+
+    def fn(x):
+        attention_seed = int(torch.seed() % sys.maxsize)
+        torch.manual_seed(attention_seed)  # BREAK
+        return (x,)
+
+    return fn, [(torch.randn(10, requires_grad=True),)]
