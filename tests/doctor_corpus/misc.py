@@ -3,7 +3,7 @@ into test/dynamo/_test_misc_part*.py).
 
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
 test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
-set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional.
+set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling.
 """
 
 import torch
@@ -281,3 +281,107 @@ def torch_seed():
         return (x,)
 
     return fn, [(torch.randn(10, requires_grad=True),)]
+
+
+@case(T + "test_if_cond_user_defined_object")
+def if_cond_user_defined_object():
+    # obj.__bool__ is not existed
+    class A:  # noqa: B903
+        def __init__(self, x):
+            self.x = x
+
+    # obj.__bool__ is function and returns bool type
+    class B:
+        def __init__(self, x):
+            self.x = x
+
+        def __bool__(self):
+            return self.x > 0
+
+    # obj.__bool__ is non-function
+    class C:
+        def __init__(self, x):
+            self.x = x
+            self.__bool__ = False
+
+    def fn(x, obj):
+        if not obj:
+            return x + 1
+        else:
+            return x - 1
+
+    x = torch.rand(4)
+    return fn, [(x, obj) for obj in [A(0.5), B(0.5), B(-0.5), C(0.5), B(-0.5), B(0.5)]]
+
+
+@case(T + "test_if_cond_user_defined_object2")
+def if_cond_user_defined_object2():
+    # obj.__bool__ is function and returns non-bool type
+    class MyObj:
+        def __init__(self, x):
+            self.x = x
+
+        def __bool__(self):
+            self.x = 1.2
+            return self.x
+
+    def fn(a, obj):
+        if not obj:  # BREAK (__bool__ returned a float)
+            return a + obj.x
+        else:
+            return a - obj.x
+
+    def call(f):
+        try:
+            return f(torch.rand(4), MyObj(0.5))
+        except TypeError as e:
+            return str(e)
+
+    return fn, [call]
+
+
+@case(T + "test_unpack_tensor_shape_mismatch (f1)")
+def unpack_tensor_shape_mismatch():
+    def f1(x):
+        a, b = x  # BREAK
+        return torch.sin(a + b)
+
+    def call(x):
+        def run(f):
+            try:
+                return f(x)
+            except Exception as e:  # noqa: BLE001 - eager raises ValueError, the test expects AssertionError
+                return type(e).__name__
+
+        return run
+
+    return f1, [call(torch.tensor(2.0)), call(torch.tensor([2.0]))]
+
+
+@case(T + "test_torch_generator_set_state")
+def torch_generator_set_state():
+    def fn():
+        default_state = torch.default_generator.get_state()  # BREAK
+        x = torch.rand([2, 3])
+        if default_state.dtype != "float32":
+            x = x * 2
+        torch._dynamo.graph_break()  # BREAK
+        torch.default_generator.set_state(default_state)  # BREAK
+        y = torch.rand([2, 3])
+        return x, y
+
+    return fn, [()]
+
+
+@case(T + "test_guard_failure_fn")
+def guard_failure_fn():
+    def fn(x, y, k):
+        x = x + 1
+        y = y + 1
+        return x * y * k
+
+    x = torch.tensor([0.5, 0.5])
+    y = torch.tensor([1.0, 1.0])
+    x2 = torch.tensor([0.5, 0.5, 1.0])
+    y2 = torch.tensor([0.5, 0.5, 0.5])
+    return fn, [(x, y, 3), (x2, y2, 5)]
