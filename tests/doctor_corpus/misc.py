@@ -3,7 +3,7 @@ into test/dynamo/_test_misc_part*.py).
 
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
 test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
-set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling.
+set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling, test_runtime_assert_replacement.
 """
 
 import torch
@@ -385,3 +385,54 @@ def guard_failure_fn():
     x2 = torch.tensor([0.5, 0.5, 1.0])
     y2 = torch.tensor([0.5, 0.5, 0.5])
     return fn, [(x, y, 3), (x2, y2, 5)]
+
+
+@case(T + "test_scalar_tensor_is_equivalent_to_int_list_argument")
+def scalar_tensor_is_equivalent_to_int_list_argument():
+    class MyModel(torch.nn.Module):
+        def forward(self, input):
+            permute = torch.tensor([0, 2, 1])
+            x = input.permute(*permute)  # BREAK
+            return x
+
+    return MyModel(), [(torch.randn(2, 3, 4),)]
+
+
+@case(T + "test_dynamic_one_hot")
+def dynamic_one_hot():
+    def fn(x):
+        x = x + 1
+        # graph break from data-dependent output shape
+        x = torch.nn.functional.one_hot(x)  # BREAK
+        x = x + 1
+        return x
+
+    return fn, [(torch.arange(20) % 4,)]
+
+
+@case(T + "test_reconstruct_set_across_graph_break")
+def reconstruct_set_across_graph_break():
+    def foo(x, y):
+        setty = set()
+        for t in x:
+            setty.add(t)
+        print("Break!")  # BREAK
+        return y * len(setty)  # BREAK (the resumed frame wraps the set of tensors)
+
+    x = torch.randn(10, 10)
+    y = torch.randn(2, 2)
+    return foo, [([x, x, x, x, y], y)]
+
+
+@case(T + "test_set_aliasing_recompiles")
+def set_aliasing_recompiles():
+    g1 = torch.randn(10)
+    g2 = torch.randn(10)
+    g3 = torch.randn(10)
+    g4 = torch.randn(10)
+
+    def foo(a, b, c):
+        myset = {g1, a, b, c}
+        return a + len(myset)
+
+    return foo, [(g2, g3, g4), (g1, g3, g4), (g2, g2, g4)]
