@@ -129,7 +129,7 @@ class Item:
     specific: bool
     line: Optional[int] = None  # the case line the report shows (breaks)
     title: str = ""
-    fix: str = "none"  # "none" | "proven" | "wrong" | "unchecked"
+    fix: str = "none"  # "none" | "proven" | "wrong" | "inapplicable" | "unchecked"
     fix_detail: str = ""
     limit_hit: bool = False  # a recompile past which torch stopped compiling (its fix is judged on that)
 
@@ -295,7 +295,7 @@ def _items(report, filename: str) -> list[Item]:
 # -- applying a fix -------------------------------------------------------------------------------
 _CONFIG = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>.+?)\s*(#.*)?$")
 _CONFIG_ADD = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\.add\((?P<value>.+)\)\s*(#.*)?$")
-_MARK = re.compile(r"^torch\._dynamo\.(?:decorators\.)?(?P<fn>mark_dynamic|mark_unbacked|maybe_mark_dynamic)\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
+_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
 _CONTIG = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)")
 
 
@@ -324,7 +324,7 @@ def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
         if "contiguous" in line:
             args[i] = args[i].contiguous()
         else:
-            getattr(torch._dynamo, m.group("fn"))(args[i], int(m.group("dim")))
+            eval(m.group("fn"), {"torch": torch})(args[i], int(m.group("dim")))  # noqa: S307 - a dotted name the regex matched
         return tuple(args)
 
     return fix
@@ -407,7 +407,13 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                 fn, _ = _build(c)
                 arg_fix = _arg_fixer(fn, lines[0])
                 if arg_fix is None:
-                    raise _Unchecked(f"`{lines[0]}` names no parameter of the compiled function")
+                    name = (_MARK.match(lines[0]) or _CONTIG.match(lines[0])).group("arg")
+                    if not re.search(rf"\b{re.escape(name)}\b", Path(filename).read_text()):
+                        item.fix, item.fix_detail = "wrong", f"`{name}` is not a name in the user's code ({lines[0]})"
+                    else:
+                        item.fix = "inapplicable"
+                        item.fix_detail = f"`{name}` is not an input of the compiled function (a local): it cannot be marked before the call"
+                    return
             else:
                 raise _Unchecked("code of a form not applied by the harness")
         after = _compiled_run(case2, config, arg_fix)

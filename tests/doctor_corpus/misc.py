@@ -3,7 +3,8 @@ into test/dynamo/_test_misc_part*.py).
 
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
 test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
-set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling, test_runtime_assert_replacement.
+set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling, test_runtime_assert_replacement,
+test_inspect_signature_bind_non_user_function, test_new_with_int_list, test_grad_none.
 """
 
 import torch
@@ -436,3 +437,4 @@ def set_aliasing_recompiles():
         return a + len(myset)
 
     return foo, [(g2, g3, g4), (g1, g3, g4), (g2, g2, g4)]
+
