@@ -221,11 +221,15 @@ class _Run:
     error: str
 
 
-def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None) -> _Run:
+def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
+                  before_call: str = "") -> _Run:
     torch._dynamo.reset()
     fn, calls = _build(c)
     if arg_fix is not None:
         calls = [arg_fix(fn, call) for call in calls]
+    if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace
+        ns = _names_of(fn)
+        calls = [_preceded(call, before_call, ns) for call in calls]
     compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
     settings = {**c.config, **(config or {})}
     patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
@@ -234,6 +238,14 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
         outs, err = _run_calls(compiled, calls)
     torch._dynamo.reset()
     return _Run(cap.report, log, outs, err)
+
+
+def _preceded(call: Any, stmt: str, ns: dict) -> Callable:
+    def run(f: Callable) -> Any:
+        exec(stmt, ns)  # noqa: S102 - the user's own statement, moved
+        return _call(f, call)
+
+    return run
 
 
 # -- where the case says breaks are --------------------------------------------------------------
@@ -373,16 +385,20 @@ def _rewritten_case(c: Case, s) -> Case:
 
 def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True) -> None:
     """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``. The outputs
-    are compared with eager's unless the compiled case already differs from eager
-    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``)."""
+    are compared with eager's, or, where the compiled case already differs from eager
+    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``, Inductor's own
+    random numbers), with the compiled run's before the fix."""
     code = (s.code or "").strip() if s else ""
     if not code:
         return
     filename = case_file(c)
-    case2, config, arg_fix = c, None, None
+    case2, config, arg_fix, before_call = c, None, None, ""
     try:
         if s.first_line is not None and s.filename == filename:
             case2 = _rewritten_case(c, s)
+            moved = re.match(r"^#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
+            if moved:
+                before_call = moved.group("stmt")
         else:
             lines = _code_lines(code)
             imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
@@ -416,7 +432,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                     return
             else:
                 raise _Unchecked("code of a form not applied by the harness")
-        after = _compiled_run(case2, config, arg_fix)
+        after = _compiled_run(case2, config, arg_fix, before_call)
     except _Unchecked as exc:
         item.fix, item.fix_detail = "unchecked", str(exc)
         return
@@ -431,6 +447,8 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         problems.append(f"the fixed code raises: {after.error}")
     elif before_same and not _same(after.outs, eager_outs):
         problems.append("outputs differ from eager")
+    elif not before_same and not _same(after.outs, before.outs):
+        problems.append("outputs differ from the compiled run before the fix")
     if item.what == "recompile" and item.limit_hit:
         if any(rc.limit_hit for rc in after.report.recompiles):
             problems.append("the recompile limit is still hit")
