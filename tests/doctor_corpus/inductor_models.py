@@ -63,8 +63,9 @@ def cached_forward_backward():
         y = x * 2
         return torch.sin(y) * torch.nn.functional.dropout(x, p=0.4)
 
+    inp = torch.rand([4, 4], requires_grad=True)
+
     def call(f):
-        inp = torch.rand([4, 4], requires_grad=True)
         out = f(inp)
         out.sum().backward()
         return out.detach(), inp.grad
