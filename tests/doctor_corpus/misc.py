@@ -4,7 +4,9 @@ into test/dynamo/_test_misc_part*.py).
 Tried and left out (no recompile on torch 2.13: the size is dynamic after one change):
 test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlocal
 set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling, test_runtime_assert_replacement,
-test_inspect_signature_bind_non_user_function, test_new_with_int_list, test_grad_none.
+test_inspect_signature_bind_non_user_function, test_new_with_int_list, test_grad_none,
+test_nn_module_getattribute_graph_break and test_nn_module_getattribute (a module with its own
+``__getattribute__`` runs without a logged break).
 """
 
 import torch
@@ -438,3 +440,98 @@ def set_aliasing_recompiles():
 
     return foo, [(g2, g3, g4), (g1, g3, g4), (g2, g2, g4)]
 
+
+
+@case(T + "test_dataclass_fields (obj2, guard failure)")
+def dataclass_fields():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class MyDataClass:
+        a: torch.Tensor
+        b: torch.Tensor = None
+        c: torch.Tensor = None
+        d: torch.Tensor = None
+        e: torch.Tensor = None
+
+    def fn(obj):
+        class_fields = dataclasses.fields(obj)
+        assert len(class_fields)  # noqa: S101
+        assert all(field.default is None for field in class_fields[1:])  # noqa: S101
+        other_fields_are_none = all(
+            getattr(obj, field.name) is None for field in class_fields[1:]
+        )
+        assert not other_fields_are_none  # noqa: S101
+
+        if not hasattr(obj, "a"):
+            return -1
+        if hasattr(obj, "z"):
+            return -2
+
+        total = getattr(obj, class_fields[0].name)
+        for field in class_fields[1:]:
+            v = getattr(obj, field.name)
+            if v is not None:
+                total += v
+
+        return total
+
+    obj2 = MyDataClass(torch.randn(10), e=torch.randn(10))
+
+    def guard_failure(f):
+        obj2.z = True
+        return f(obj2)
+
+    return fn, [lambda f: f(obj2).clone(), guard_failure]
+
+
+@case(T + "test_numpy_ndarray_graph_break")
+def numpy_ndarray_graph_break():
+    import numpy as np
+
+    def fn(x):
+        a = x.numpy()
+        b = a.real
+        torch._dynamo.graph_break()  # BREAK
+        c = np.multiply(b, 2.0)
+        return c
+
+    return fn, [(torch.randn(3),) for _ in range(10)]
+
+
+@case(T + "test_numpy_ndarray_graph_break_with_multiple_outputs")
+def numpy_ndarray_graph_break_with_multiple_outputs():
+    import numpy as np
+
+    def fn(x, y):
+        a = x.numpy()
+        b = y.numpy()
+        torch._dynamo.graph_break()  # BREAK
+        return np.add(a, 1), np.add(b, 1)
+
+    return fn, [(torch.randn([1, 3]), torch.randn([1, 3])) for _ in range(10)]
+
+
+@case(T + "test_tensor_interacts_with_numpy_ndarray")
+def tensor_interacts_with_numpy_ndarray():
+    import numpy as np
+
+    def fn(x, y):
+        a = x.numpy()
+        b = y.numpy()
+        c = np.ones_like(a)
+        d = np.ones_like(b)
+        torch._dynamo.graph_break()  # BREAK
+        return np.add(a, c), np.add(b, d)
+
+    return fn, [(torch.randn([1, 3]), torch.randn([1, 3])) for _ in range(10)]
+
+
+@case(T + "test_numpy_array_of_arrays")
+def numpy_array_of_arrays():
+    import numpy as np
+
+    def fn(x, y):
+        return np.array([x, y])
+
+    return fn, [(np.float64(1), np.float64(2)), (np.arange(2), np.arange(2) + 2)]
