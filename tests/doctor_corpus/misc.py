@@ -6,7 +6,7 @@ test_python_slice (f2 over ``input.shape[2:]``), test_cond_side_effects (a nonlo
 set before ``cond``), test_closure_write_across_functions, test_typing_union_and_optional, test_is_compiling, test_runtime_assert_replacement,
 test_inspect_signature_bind_non_user_function, test_new_with_int_list, test_grad_none,
 test_nn_module_getattribute_graph_break and test_nn_module_getattribute (a module with its own
-``__getattribute__`` runs without a logged break).
+``__getattribute__`` runs without a logged break), test_update_locals_and_stack_uses_shared_cache.
 """
 
 import torch
@@ -535,3 +535,54 @@ def numpy_array_of_arrays():
         return np.array([x, y])
 
     return fn, [(np.float64(1), np.float64(2)), (np.arange(2), np.arange(2) + 2)]
+
+
+@case(T + "test_side_effects_codegen_update_mutated (f1)")
+def side_effects_codegen_update_mutated_f1():
+    # codegen to update mutated variables with side effect
+    # should after stack value's codegen
+    def f1(x):
+        alist = [x]
+        alist.append(x + 1)
+        alist[0].sum().item()  # graph break  # BREAK
+        res = alist.pop()
+        res.sum().item()  # graph break  # BREAK
+        return res
+
+    return f1, [(torch.rand([2, 3]),)]
+
+
+@case(T + "test_side_effects_codegen_update_mutated (f2)")
+def side_effects_codegen_update_mutated_f2():
+    def f2(a, b):
+        d = {"a": a + 1, "b": b + 2}
+        x = d.pop("b")
+        x.sum().item()  # graph break  # BREAK
+        y = d["a"] + x
+        y.sum().item()  # graph break  # BREAK
+        d["c"] = y
+        return d
+
+    return f2, [(torch.rand([5, 6]), torch.rand([5, 6]))]
+
+
+@case(T + "test_tensor_types")
+def tensor_types():
+    def fn(dtype, tensor_type):
+        x = torch.empty(4, dtype=dtype)
+        assert isinstance(x, tensor_type)  # noqa: S101
+
+    return fn, [(torch.float32, torch.FloatTensor), (torch.float64, torch.DoubleTensor),
+                (torch.float16, torch.HalfTensor), (torch.bfloat16, torch.BFloat16Tensor)]
+
+
+@case(T + "test_item_changes_new_shape", config={"capture_scalar_outputs": True})
+def item_changes_new_shape():
+    class MyMod(torch.nn.Module):
+        def forward(self, x):
+            z = torch.max(x)
+            return z.int().item()
+
+    x = torch.tensor([[10.6763, 11.7445, -2.2369]])
+    return MyMod(), [(x,), (torch.tensor([[11 - 5, 11 + 50], [11 + 5, 11 - 50]]),)]
+
