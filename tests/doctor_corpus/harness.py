@@ -176,7 +176,8 @@ def _run_calls(fn: Callable, calls: list) -> tuple[list, str]:
         try:
             outs.append(_call(fn, call))
         except Exception as exc:  # noqa: BLE001 - a case that raises is data
-            origin = "torch: " if type(exc).__module__.startswith("torch._dynamo") else ""
+            module = type(exc).__module__
+            origin = "torch: " if module.startswith("torch._dynamo") else "torch-other: " if module.startswith("torch.") else ""
             return outs, origin + f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     return outs, ""
 
@@ -492,7 +493,9 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     res.same_as_eager = _same(run.outs, eager_outs) and bool(run.error) == bool(eager_err)
     res.torch_breaks = len(log.breaks)
     res.torch_recompiles = len(log.recompiles)
-    res.torch_errors = int(run.error.startswith("torch: "))  # (eager may raise it too: a HOP compiles its body in eager)
+    # a compile error raised into the call: Dynamo's own (eager may raise it too: a HOP compiles
+    # its body in eager), or another torch error (a violated constraint) that eager did not raise
+    res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
     res.report_breaks = report.graph_break_count
     res.report_recompiles = len(report.recompiles)
     failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]

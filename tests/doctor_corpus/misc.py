@@ -586,3 +586,114 @@ def item_changes_new_shape():
     x = torch.tensor([[10.6763, 11.7445, -2.2369]])
     return MyMod(), [(x,), (torch.tensor([[11 - 5, 11 + 50], [11 + 5, 11 - 50]]),)]
 
+
+
+@case(T + "test_unhandled_exception_in_dynamo")
+def unhandled_exception_in_dynamo():
+    # traceback.format_exc() approximates an unhandled exception
+    def f(a):
+        a += 1
+        raise RuntimeError("smoge")  # BREAK
+        return a
+
+    def call(f_):
+        try:
+            f_(torch.ones(2))
+        except RuntimeError as e:
+            return str(e)
+
+    return f, [call]
+
+
+@case(T + "test_nested_sequential_try_with_graph_break (n=0)")
+def nested_sequential_try_with_graph_break():
+    def fn(x, n):
+        with torch.set_grad_enabled(True):
+            with torch.set_grad_enabled(False):
+                x = x + 1
+                torch._dynamo.graph_break()  # BREAK
+            try:
+                with torch.set_grad_enabled(False):
+                    x = x + 1
+                    if n == 0:
+                        torch._dynamo.graph_break()  # BREAK
+            except:  # noqa: E722
+                pass
+            with torch.set_grad_enabled(False):
+                x = x + 1
+                torch._dynamo.graph_break()
+            x = x + 1
+        return x
+
+    return fn, [(torch.ones(1), 0)]
+
+
+@case(T + "test_nested_sequential_try_with_graph_break (n=1)")
+def nested_sequential_try_with_graph_break_1():
+    def fn(x, n):
+        with torch.set_grad_enabled(True):
+            with torch.set_grad_enabled(False):
+                x = x + 1
+                torch._dynamo.graph_break()  # BREAK
+            try:
+                with torch.set_grad_enabled(False):
+                    x = x + 1
+                    if n == 0:
+                        torch._dynamo.graph_break()
+            except:  # noqa: E722
+                pass
+            with torch.set_grad_enabled(False):
+                x = x + 1
+                torch._dynamo.graph_break()  # BREAK
+            x = x + 1
+        return x
+
+    return fn, [(torch.ones(1), 1)]
+
+
+@case(T + "test_ordered_dict_alias_reconstruct")
+def ordered_dict_alias_reconstruct():
+    import collections
+
+    od = collections.OrderedDict
+
+    def fn():
+        d1 = dict()  # noqa: C408
+        d1["a"] = 1
+        d2 = od(d1)
+        d2["b"] = 2
+        torch._dynamo.graph_break()  # BREAK
+        if isinstance(d2, od):
+            return d2["a"] + d2["b"]
+        else:
+            return 0
+
+    return fn, [()]
+
+
+@case(T + "test_raise_guard_full_constraint")
+def raise_guard_full_constraint():
+    def my_dyn_fn(x):
+        if x.shape[0] == 3:  # BREAK
+            return x.sin()
+        return x.cos()
+
+    def call(f):
+        y = torch.randn([3, 3, 3])
+        torch._dynamo.mark_dynamic(y, 0)
+        return f(y)  # the test expects ConstraintViolationError
+
+    return my_dyn_fn, [call]
+
+
+@case(T + "test_float_speculation_log_divergence")
+def float_speculation_log_divergence():
+    import torch.nn.functional as F
+
+    def fn(x, y, z):
+        a = F.interpolate(x, scale_factor=z, mode="bilinear", align_corners=False)
+        b = F.interpolate(y, scale_factor=z, mode="bilinear", align_corners=False)
+        return a * b
+
+    y = torch.randn(3, 3, 3, 4)
+    return fn, [(y, y, 1.0), (y, y, 2.0)]
