@@ -383,3 +383,14 @@ def traceback_above_dynamo_f3():
         Foo().attr = x  # BREAK
 
     return f3, [(torch.randn(3),)]
+
+
+@case(T + "test_step_graph_break")
+def step_graph_break():
+    def fn(x):
+        x = x + 1
+        x = x + 2
+        torch._dynamo.step_unsupported()  # BREAK
+        return x + 4
+
+    return fn, [(torch.ones(3),)]

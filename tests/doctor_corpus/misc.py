@@ -697,3 +697,22 @@ def float_speculation_log_divergence():
 
     y = torch.randn(3, 3, 3, 4)
     return fn, [(y, y, 1.0), (y, y, 2.0)]
+
+
+@case(T + "test_step_unsupported")
+def step_unsupported():
+    def fn(x):
+        x = x + 1 + 2
+        torch._dynamo.step_unsupported()  # BREAK
+        return x + 4
+
+    return fn, [(torch.ones(3),)]
+
+
+@case(T + "test_step_unsupported_empty_checkpoint")
+def step_unsupported_empty_checkpoint():
+    def fn(x):
+        torch._dynamo.step_unsupported()  # BREAK
+        return x + 1
+
+    return fn, [(torch.ones(3),)]
