@@ -56,12 +56,12 @@ def summarize(results: list[harness.Result]) -> dict:
     per_code: dict = collections.OrderedDict()
     for r, it in sorted(items, key=lambda p: (p[1].what, p[1].code)):
         k = per_code.setdefault(f"{it.what} {it.code}", {
-            "items": 0, "specific": 0, "kinds": collections.Counter(), "proven": 0, "wrong": 0, "unchecked": 0,
+            "items": 0, "specific": 0, "kinds": collections.Counter(), "proven": 0, "wrong": 0, "inapplicable": 0, "unchecked": 0,
             "cases_without_answer": [], "cases_wrong": [], "cases_captured": 0, "cases_located": 0, "cases": []})
         k["items"] += 1
         k["specific"] += it.specific
         k["kinds"][it.kind] += 1
-        if it.fix in ("proven", "wrong", "unchecked"):
+        if it.fix in ("proven", "wrong", "inapplicable", "unchecked"):
             k[it.fix] += 1
         if not it.specific and r.case not in k["cases_without_answer"]:
             k["cases_without_answer"].append(r.case)
@@ -84,6 +84,8 @@ def summarize(results: list[harness.Result]) -> dict:
         "fixes_proven": sum(it.fix == "proven" for _, it in items),
         "fixes_wrong": len(wrong),
         "fixes_unchecked": sum(it.fix == "unchecked" for _, it in items),
+        "fixes_inapplicable": sum(it.fix == "inapplicable" for _, it in items),
+        "inapplicable": [(r.case, it.what, it.code, it.kind, it.fix_detail) for r, it in items if it.fix == "inapplicable"],
         "wrong": wrong,
         "not_captured": [r.case for r in live if not r.captured],
         "not_located": {r.case: r.located_detail for r in live if not r.located},
@@ -100,7 +102,7 @@ def summarize(results: list[harness.Result]) -> dict:
 
 
 def print_cases(results: list[harness.Result]) -> None:
-    print(f"{'case':58} {'torch':>9} {'report':>9} cap loc  answers (kind: fix)")
+    print(f"{'case':58} {'torch':>10} {'report':>10} cap loc  answers (code=kind:fix)")
     for r in results:
         if r.error:
             print(f"{r.case:58} ERROR {r.error.splitlines()[0][:80]}")
@@ -109,16 +111,18 @@ def print_cases(results: list[harness.Result]) -> None:
             print(f"{r.case:58} no break or recompile on torch {torch.__version__}")
             continue
         answers = ", ".join(f"{it.code}={it.kind}" + (f":{it.fix}" if it.fix != "none" else "") for it in r.items)
-        print(f"{r.case:58} {r.torch_breaks:>4}b {r.torch_recompiles:>2}r {r.report_breaks:>4}b {r.report_recompiles:>2}r "
+        err = f"{r.torch_errors}e" if r.torch_errors else "  "
+        print(f"{r.case:58} {r.torch_breaks:>3}b {r.torch_recompiles:>2}r{err} {r.report_breaks:>3}b {r.report_recompiles:>2}r"
+              f"{(str(r.report_failures) + 'e') if r.torch_errors else '  '} "
               f"{'yes' if r.captured else 'NO ':3} {'yes' if r.located else 'NO ':3}  {answers}")
 
 
 def print_summary(s: dict) -> None:
     print()
-    print(f"{'GB code / recompile kind':34} {'items':>5} {'specific':>8} {'proven':>6} {'wrong':>5} {'unchk':>5}  kinds given")
+    print(f"{'GB code / recompile kind':34} {'items':>5} {'specific':>8} {'proven':>6} {'wrong':>5} {'inapp':>5} {'unchk':>5}  kinds given")
     for code, k in s["per_code"].items():
         kinds = ", ".join(f"{n}x{c}" for n, c in k["kinds"].items())
-        print(f"{code:34} {k['items']:>5} {k['specific']:>8} {k['proven']:>6} {k['wrong']:>5} {k['unchecked']:>5}  {kinds}")
+        print(f"{code:34} {k['items']:>5} {k['specific']:>8} {k['proven']:>6} {k['wrong']:>5} {k['inapplicable']:>5} {k['unchecked']:>5}  {kinds}")
     print()
     n = s["cases"]
     print(f"cases with a break or recompile: {n}  (no longer breaking on torch {torch.__version__}: {len(s['no_longer_breaks'])}; could not run: {len(s['errors'])})")
@@ -126,9 +130,12 @@ def print_summary(s: dict) -> None:
     print(f"located:          {_pct(s['located'], n)}   target: all")
     print(f"specific answer:  {_pct(s['specific_cases'], n)} of cases (every item specific); "
           f"{_pct(s['specific_items'], s['items'])} of items   target: >= {TARGET_SPECIFIC:.0%} of cases")
-    print(f"fixes: {s['fixes_proven']} proven, {s['fixes_wrong']} wrong, {s['fixes_unchecked']} not applied by the harness   target: 0 wrong")
+    print(f"fixes: {s['fixes_proven']} proven, {s['fixes_wrong']} wrong, {s['fixes_inapplicable']} inapplicable "
+          f"(mark a local the caller cannot reach), {s['fixes_unchecked']} not applied by the harness   target: 0 wrong")
     for case, what, code, kind, why in s["wrong"]:
         print(f"  WRONG {case}: {what} {code} -> {kind}: {why}")
+    for case, what, code, kind, why in s["inapplicable"]:
+        print(f"  INAPPLICABLE {case}: {what} {code} -> {kind}: {why}")
     for case, why in s["not_located"].items():
         print(f"  NOT LOCATED {case}: {why}")
     for case in s["not_captured"]:

@@ -43,6 +43,7 @@ MODULES = (
     "functions",
     "higher_order_ops",
     "repros",
+    "nested_graph_breaks",
     "inductor_models",
 )
 

@@ -25,7 +25,7 @@ class GenericCtxMgr:
         pass
 
 
-@case(T + "test_dynamic_shape_operator_no_meta_kernel")
+@case(T + "test_dynamic_shape_operator_no_meta_kernel", config={"capture_dynamic_output_shape_ops": True})
 def dynamic_shape_operator_no_meta_kernel():
     def fn():
         return torch.linalg.lstsq(torch.rand(10, 10), torch.rand(10, 10))  # BREAK
@@ -33,7 +33,15 @@ def dynamic_shape_operator_no_meta_kernel():
     return fn, [()]
 
 
-@case(T + "test_data_dependent_operator2")
+@case(T + "test_dynamic_shape_operator_no_meta_kernel", note="without the test's capture_dynamic_output_shape_ops=True")
+def dynamic_shape_operator_lstsq_default():
+    def fn():
+        return torch.linalg.lstsq(torch.rand(10, 10), torch.rand(10, 10))  # BREAK
+
+    return fn, [()]
+
+
+@case(T + "test_data_dependent_operator2", config={"capture_scalar_outputs": True})
 def data_dependent_operator2():
     def fn(x):
         return torch.equal(x, x)  # BREAK
@@ -375,3 +383,14 @@ def traceback_above_dynamo_f3():
         Foo().attr = x  # BREAK
 
     return f3, [(torch.randn(3),)]
+
+
+@case(T + "test_step_graph_break")
+def step_graph_break():
+    def fn(x):
+        x = x + 1
+        x = x + 2
+        torch._dynamo.step_unsupported()  # BREAK
+        return x + 4
+
+    return fn, [(torch.ones(3),)]

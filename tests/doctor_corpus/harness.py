@@ -129,7 +129,7 @@ class Item:
     specific: bool
     line: Optional[int] = None  # the case line the report shows (breaks)
     title: str = ""
-    fix: str = "none"  # "none" | "proven" | "wrong" | "unchecked"
+    fix: str = "none"  # "none" | "proven" | "wrong" | "inapplicable" | "unchecked"
     fix_detail: str = ""
     limit_hit: bool = False  # a recompile past which torch stopped compiling (its fix is judged on that)
 
@@ -141,6 +141,7 @@ class Result:
     module: str
     torch_breaks: int = 0
     torch_recompiles: int = 0
+    torch_errors: int = 0  # a compile error torch raised into the user's call (eager ran)
     report_breaks: int = 0
     report_recompiles: int = 0
     report_failures: int = 0
@@ -156,7 +157,7 @@ class Result:
 
     @property
     def breaks_or_recompiles(self) -> bool:
-        return bool(self.torch_breaks or self.torch_recompiles)
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -175,7 +176,9 @@ def _run_calls(fn: Callable, calls: list) -> tuple[list, str]:
         try:
             outs.append(_call(fn, call))
         except Exception as exc:  # noqa: BLE001 - a case that raises is data
-            return outs, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            module = type(exc).__module__
+            origin = "torch: " if module.startswith("torch._dynamo") else "torch-other: " if module.startswith("torch.") else ""
+            return outs, origin + f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     return outs, ""
 
 
@@ -219,11 +222,15 @@ class _Run:
     error: str
 
 
-def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None) -> _Run:
+def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
+                  before_call: str = "") -> _Run:
     torch._dynamo.reset()
     fn, calls = _build(c)
     if arg_fix is not None:
         calls = [arg_fix(fn, call) for call in calls]
+    if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace
+        ns = _names_of(fn)
+        calls = [_preceded(call, before_call, ns) for call in calls]
     compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
     settings = {**c.config, **(config or {})}
     patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
@@ -232,6 +239,14 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
         outs, err = _run_calls(compiled, calls)
     torch._dynamo.reset()
     return _Run(cap.report, log, outs, err)
+
+
+def _preceded(call: Any, stmt: str, ns: dict) -> Callable:
+    def run(f: Callable) -> Any:
+        exec(stmt, ns)  # noqa: S102 - the user's own statement, moved
+        return _call(f, call)
+
+    return run
 
 
 # -- where the case says breaks are --------------------------------------------------------------
@@ -293,7 +308,7 @@ def _items(report, filename: str) -> list[Item]:
 # -- applying a fix -------------------------------------------------------------------------------
 _CONFIG = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>.+?)\s*(#.*)?$")
 _CONFIG_ADD = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\.add\((?P<value>.+)\)\s*(#.*)?$")
-_MARK = re.compile(r"^torch\._dynamo\.(?:decorators\.)?(?P<fn>mark_dynamic|mark_unbacked|maybe_mark_dynamic)\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
+_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
 _CONTIG = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)")
 
 
@@ -322,7 +337,7 @@ def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
         if "contiguous" in line:
             args[i] = args[i].contiguous()
         else:
-            getattr(torch._dynamo, m.group("fn"))(args[i], int(m.group("dim")))
+            eval(m.group("fn"), {"torch": torch})(args[i], int(m.group("dim")))  # noqa: S307 - a dotted name the regex matched
         return tuple(args)
 
     return fix
@@ -371,18 +386,25 @@ def _rewritten_case(c: Case, s) -> Case:
 
 def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True) -> None:
     """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``. The outputs
-    are compared with eager's unless the compiled case already differs from eager
-    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``)."""
+    are compared with eager's; where the compiled case already differs from eager
+    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``), a rewrite's
+    outputs with the compiled run's before the fix, and a setting's not at all (a setting
+    changes what is compiled, so such code answers differently by design)."""
     code = (s.code or "").strip() if s else ""
     if not code:
         return
     filename = case_file(c)
-    case2, config, arg_fix = c, None, None
+    case2, config, arg_fix, before_call = c, None, None, ""
     try:
         if s.first_line is not None and s.filename == filename:
             case2 = _rewritten_case(c, s)
+            moved = re.match(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
+            if moved:
+                before_call = moved.group("stmt")
         else:
             lines = _code_lines(code)
+            imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
+            lines = [ln for ln in lines if ln not in imports]
             if any("..." in ln for ln in lines):
                 raise _Unchecked("a template (`...`), not code to apply")
             settings = [ln for ln in lines if _CONFIG.match(ln) or _CONFIG_ADD.match(ln)]
@@ -392,6 +414,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                 if settings:
                     config = {}
                     ns = _names_of(fn)
+                    exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
                     for ln in settings:
                         m = _CONFIG.match(ln)
                         if m:
@@ -403,9 +426,15 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                             config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
                 if marks:
                     fixers = [_arg_fixer(fn, ln) for ln in marks]
-                    if any(fx is None for fx in fixers):
-                        bad = marks[[fx is None for fx in fixers].index(True)]
-                        raise _Unchecked(f"`{bad}` names no parameter of the compiled function")
+                    for ln, fx in zip(marks, fixers):
+                        if fx is None:
+                            name = (_MARK.match(ln) or _CONTIG.match(ln)).group("arg")
+                            if not re.search(rf"\b{re.escape(name)}\b", Path(filename).read_text()):
+                                item.fix, item.fix_detail = "wrong", f"`{name}` is not a name in the user's code ({ln})"
+                            else:
+                                item.fix = "inapplicable"
+                                item.fix_detail = f"`{name}` is not an input of the compiled function (a local): it cannot be marked before the call"
+                            return
 
                     def arg_fix(fn_: Callable, call: Any, fixers=fixers) -> Any:
                         for fx in fixers:
@@ -413,7 +442,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                         return call
             else:
                 raise _Unchecked("code of a form not applied by the harness")
-        after = _compiled_run(case2, config, arg_fix)
+        after = _compiled_run(case2, config, arg_fix, before_call)
     except _Unchecked as exc:
         item.fix, item.fix_detail = "unchecked", str(exc)
         return
@@ -428,6 +457,10 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         problems.append(f"the fixed code raises: {after.error}")
     elif before_same and not _same(after.outs, eager_outs):
         problems.append("outputs differ from eager")
+    elif not before_same and case2 is not c and not _same(after.outs, before.outs):
+        problems.append("outputs differ from the compiled run before the fix")
+    elif not before_same and case2 is c:
+        item.fix_detail = "outputs not compared: the case's compiled outputs differ from eager by design"
     if item.what == "recompile" and item.limit_hit:
         if any(rc.limit_hit for rc in after.report.recompiles):
             problems.append("the recompile limit is still hit")
@@ -437,6 +470,9 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
 
         if hits(after.report) >= hits(before.report):
             problems.append(f"{item.code} still breaks ({hits(after.report)}x)")
+        elif after.report.graph_break_count >= before.report.graph_break_count:
+            new_codes = sorted({b.gb_code for b in after.report.graph_breaks} - {b.gb_code for b in before.report.graph_breaks})
+            problems.append(f"the break moved, not removed ({', '.join(new_codes) or 'as many breaks as before'})")
     elif item.what == "recompile":
         if len(after.report.recompiles) >= len(before.report.recompiles):
             problems.append(f"still {len(after.report.recompiles)} recompile(s)")
@@ -446,7 +482,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     if len(after.report.ran_without_compiling) > len(before.report.ran_without_compiling):
         problems.append("a frame now runs without compiling")
     item.fix = "wrong" if problems else "proven"
-    item.fix_detail = "; ".join(problems)
+    item.fix_detail = "; ".join(problems) or item.fix_detail
 
 
 # -- one case ---------------------------------------------------------------------------------------
@@ -468,17 +504,24 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     res.same_as_eager = _same(run.outs, eager_outs) and bool(run.error) == bool(eager_err)
     res.torch_breaks = len(log.breaks)
     res.torch_recompiles = len(log.recompiles)
+    # a compile error raised into the call: Dynamo's own (eager may raise it too: a HOP compiles
+    # its body in eager), or another torch error (a violated constraint) that eager did not raise
+    res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
     res.report_breaks = report.graph_break_count
     res.report_recompiles = len(report.recompiles)
-    res.report_failures = len(report.failures)
-    res.captured = res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
+    failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]
+    res.report_failures = len(failures)
+    res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
+                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
+                    if res.torch_errors else res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles)
 
     # located
     marked = expected_lines(c)
     expected = set(marked) if marked else set(log.break_lines(filename))
     res.expected_lines = sorted(expected)
-    shown = {b.frame.lineno for b in report.graph_breaks if b.frame.filename == filename}
-    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in report.graph_breaks if b.frame.filename != filename]
+    located_items = [*report.graph_breaks, *failures]
+    shown = {b.frame.lineno for b in located_items if b.frame.filename == filename}
+    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in located_items if b.frame.filename != filename]
     problems = []
     if elsewhere:
         problems.append(f"shown outside the case: {', '.join(elsewhere)}")
