@@ -7,9 +7,16 @@ PYTHON      ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
 # Installed first, by exact version: an open `torch` requirement on a machine
-# with no torch pulls the newest multi-GB CUDA build from the registry, while
-# `pip install torch==2.13.0` takes the local CPU wheel (machine's pip config).
+# with no torch pulls the newest build from the registry. Which build a pin gets
+# depends on where pip looks: on PyPI, torch==2.13.0 for Linux is a CUDA build of
+# several GB; PyTorch's CPU index serves the CPU-only build:
+#   make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# Another version: `make venv TORCH_PIN=torch==2.11.0`. Empty TORCH_INDEX: pip's
+# own configuration (pip.conf, PIP_INDEX_URL). `make venv` prints what it got.
 TORCH_PIN   ?= torch==2.13.0
+TORCH_INDEX ?=
+# "torch 2.13.0+cpu (CPU-only build)" / "torch 2.11.0+cu128 (CUDA 12.8 build)"
+TORCH_BUILD  = $(PY) -c 'import torch; c = torch.version.cuda; print("torch", torch.__version__, f"(CUDA {c} build)" if c else "(CPU-only build)")'
 # Rebuilt when pyproject.toml changes (or when .venv is deleted).
 STAMP       := $(VENV)/.ipycompile-installed
 BUILD       := build
@@ -21,8 +28,18 @@ PYTEST_ARGS ?=
 CHROMIUM    ?= /usr/bin/chromium
 BROWSER_STAMP := $(VENV)/.ipycompile-browser
 SUDO        := $(if $(filter 0,$(shell id -u)),,sudo)
+# Whether `make test` / `make pytest` install Chromium and run the browser tests:
+#   auto (default): when Chromium is at $(CHROMIUM), or make can install it (apt-get,
+#        as root or through password-less sudo); else they skip, with the reason.
+#   yes (the default under CI=...): install it; a browser test fails without it.
+#   no:  never install; the browser tests skip.
+# Deselecting them (PYTEST_ARGS='-m "not browser"') never installs anything.
+BROWSER_TESTS ?= $(if $(CI),yes,auto)
+CAN_INSTALL_BROWSER = $(shell command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; } && echo yes)
+BROWSER_DESELECTED := $(findstring not browser,$(PYTEST_ARGS))
+NEED_BROWSER = $(if $(BROWSER_DESELECTED),,$(if $(filter yes,$(BROWSER_TESTS)),yes,$(if $(filter auto,$(BROWSER_TESTS)),$(if $(or $(wildcard $(CHROMIUM)),$(CAN_INSTALL_BROWSER)),yes))))
 
-.PHONY: all venv browser demo test pytest tutorials clean distclean
+.PHONY: all venv browser browser-note demo test pytest tutorials clean distclean
 
 all: test
 
@@ -32,16 +49,17 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "venv: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	@if $(PY) -c 'import torch' >/dev/null 2>&1; then \
-	  echo "venv: torch $$($(PY) -c 'import torch; print(torch.__version__)') already installed"; \
+	  echo "venv: $$($(TORCH_BUILD)) already installed"; \
 	else \
-	  echo "venv: installing $(TORCH_PIN) (CPU wheel) before the package"; \
-	  $(PY) -m pip install --quiet '$(TORCH_PIN)'; \
+	  echo "venv: installing $(TORCH_PIN) from $(or $(TORCH_INDEX),pip's configured index) before the package"; \
+	  $(PY) -m pip install --quiet $(if $(TORCH_INDEX),--index-url '$(TORCH_INDEX)') '$(TORCH_PIN)' && \
+	  echo "venv: installed $$($(TORCH_BUILD))"; \
 	fi
 	$(PY) -m pip install --quiet -e '.[test]'
 	@# A kernelspec inside the venv whose argv is the venv's python; the runner
 	@# puts $(VENV)/share/jupyter first on the search path and checks the spec.
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipycompile .venv)" >/dev/null
-	@$(PY) -c 'import sys, torch; print(f"venv: ready ({sys.executable}, torch {torch.__version__})")'
+	@echo "venv: ready ($(abspath $(PY)), $$($(TORCH_BUILD)))"
 	@touch $@
 
 # Chromium for the browser tests: installed with apt-get (as root, else through
@@ -88,15 +106,24 @@ $(CHROMIUM):
 demo: venv
 	$(PY) tools/run_notebook.py tutorials/01_quickstart.ipynb --out $(BUILD) --timeout $(TIMEOUT)
 
-test: venv browser
+test: venv
 	@$(MAKE) --no-print-directory pytest
 	@$(MAKE) --no-print-directory tutorials
 
 # Any non-zero pytest exit fails the target, including 5 (no tests collected).
-pytest: venv browser
-	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+# IPYCOMPILE_REQUIRE_BROWSER=1 (when make installed or found Chromium): a missing
+# browser fails the browser tests instead of skipping them.
+pytest: venv $(if $(NEED_BROWSER),browser,browser-note)
+	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) IPYCOMPILE_REQUIRE_BROWSER=$(if $(NEED_BROWSER),1,) \
+	  $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; fi; \
 	exit $$rc
+
+# Why the browser tests will not run (nothing installed).
+browser-note:
+	@$(if $(BROWSER_DESELECTED),true,echo "browser: the browser tests will be skipped: \
+	$(if $(filter no,$(BROWSER_TESTS)),BROWSER_TESTS=no,no Chromium at $(CHROMIUM) and no root or password-less sudo to install it) \
+	(install Debian's chromium and fonts-liberation, or set CHROMIUM=/path/to/chromium)")
 
 tutorials: venv
 	$(PY) tools/run_notebook.py tutorials/*.ipynb --out $(BUILD)/tutorials --timeout $(TIMEOUT)

@@ -5,7 +5,8 @@ it started, which live in their own sessions) is terminated by process group,
 the browser is closed and Playwright stopped, whatever the test did.
 
 Chromium is Debian's (``/usr/bin/chromium``, installed by ``make browser``);
-Playwright's own browser download is never used.
+Playwright's own browser download is never used. Without it the browser tests skip,
+saying why (:func:`require_browser`), unless ``make`` promised one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,27 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 CHROMIUM = os.environ.get("IPYCOMPILE_CHROMIUM", "/usr/bin/chromium")
+#: set by `make pytest` when it installed or found Chromium: a missing browser then fails the tests
+REQUIRED = bool(os.environ.get("IPYCOMPILE_REQUIRE_BROWSER"))
+
+
+def require_browser() -> None:
+    """Skip the calling test, saying why, when Playwright or Chromium is missing (a machine
+    without root, a run of plain ``pytest``); fail instead when ``make`` promised a browser."""
+    import pytest
+
+    problem = ""
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        problem = "playwright is not installed: `make venv` installs the test extras (pip install -e '.[test]')"
+    if not problem and not os.access(CHROMIUM, os.X_OK):
+        problem = (f"no Chromium at {CHROMIUM}: install Debian's chromium and fonts-liberation "
+                   "(`make browser`, as root), or set IPYCOMPILE_CHROMIUM=/path/to/chromium")
+    if problem:
+        if REQUIRED:
+            pytest.fail(problem, pytrace=False)
+        pytest.skip(problem)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -17,7 +17,7 @@ import ipycompile
 from ipycompile import build_report
 from ipycompile.analysis import diagnose
 from ipycompile.capture.parse.graph_breaks import parse_graph_break
-from ipycompile.report.report import display_path
+from ipycompile.report.owners import display_path
 from ipycompile.widgets.viewmodel import view_model
 from tracefile import gpu_records
 

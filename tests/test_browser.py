@@ -7,8 +7,9 @@ the report widget (header chips, the Graph breaks, Kernels and Control flow
 tabs), then the same facts in the static HTML page of the same reports.
 
 Screenshots go to ``build/browser-*.png`` for a reviewer. ``make browser`` (run
-by ``make test``) installs ``/usr/bin/chromium``; Playwright's own browser
-download is never used.
+by ``make test`` when it can: see the Makefile's BROWSER_TESTS) installs
+``/usr/bin/chromium``; Playwright's own browser download is never used. Without
+Chromium these tests skip with the reason (they fail when ``make`` promised one).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import CHROMIUM, chromium, lab_server  # noqa: E402
+from browser_helpers import chromium, lab_server, require_browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -44,16 +45,6 @@ CELLS = [
     "    gb.to_html('gb.html')\n    cf.to_html('cf.html')\nprint('static pages written')",
 ]
 RUN_TIMEOUT_MS = 240_000  # a cold Inductor compile on a slow CI machine included
-
-
-def _require_tools() -> None:
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pytest.fail("playwright is not installed: `make venv` installs the test extras (pip install -e '.[test]')",
-                    pytrace=False)
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium", pytrace=False)
 
 
 def shot(target, name: str) -> Path:
@@ -83,7 +74,7 @@ def _same_python(a: str, b: str) -> bool:
 # -- fixtures: server, browser, the executed notebook ------------------------------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    _require_tools()
+    require_browser()
     base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
@@ -99,7 +90,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_tools()
+    require_browser()
     with chromium() as b:
         yield b
 
@@ -297,10 +288,73 @@ def test_static_html_of_an_h100_trace_report(browser, tmp_path):
         context.close()
 
 
+# -- table text wraps between words, never inside a short one ------------------------------
+# For every header and every short cell (a name, a place, a count: td.s, td.n) shown: each
+# word's characters lie on one line, and the text fits its cell (nothing spills over).
+_BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const el of document.querySelectorAll('.ipyc th, .ipyc td.s, .ipyc td.n')) {
+    if (!el.offsetParent || el.getBoundingClientRect().width === 0) continue;  // not shown
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) broken.push(el.tagName + ' "' + m[0] + '" on ' + tops.size + ' lines');
+      }
+    }
+    if (el.scrollWidth > el.clientWidth + 1) broken.push(el.tagName + ' "' + el.innerText + '" spills over its cell');
+  }
+  return broken;
+}"""
+
+
+def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(browser, tmp_path):
+    import torch
+
+    import ipycompile
+    from ipycompile.widgets.html import save_html
+    from tracefile import gpu_records
+
+    def breaks(x):
+        y = x.sin()
+        if y.sum() > 0:  # a graph break, so the Graph breaks table has a row
+            return y.cos()
+        return y
+
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        torch.compile(breaks, backend="eager")(torch.ones(4))
+    reports = {"cpu-graph-break": cap.report}
+    reports.update({f"h100-{w}": ipycompile.build_report(gpu_records(w)) for w in ("quickstart", "max_autotune")})
+    for width in (800, 1400):  # a narrow notebook, a full page
+        context = browser.new_context(viewport={"width": width, "height": 1000})
+        try:
+            page = context.new_page()
+            for name, report in reports.items():
+                path = tmp_path / f"{name}.html"
+                save_html(report, path)
+                page.goto(path.as_uri())
+                page.wait_for_selector(".ipyc")
+                page.evaluate("() => document.querySelectorAll('.ipyc details').forEach(d => d.open = true)")
+                shown = page.evaluate("() => document.querySelectorAll('.ipyc th, .ipyc td.s, .ipyc td.n').length")
+                assert shown > 20, (name, shown)
+                assert page.evaluate(_BROKEN_WORDS) == [], (name, width)
+                if width == 1400 and name == "h100-quickstart":
+                    page.screenshot(path=str(BUILD / "browser-static-tables.png"), full_page=False)
+            # the check sees a broken word: squeeze the columns and let words break anywhere
+            page.add_style_tag(content=".ipyc col{width:1ch!important}"
+                                       ".ipyc th,.ipyc td{white-space:pre-wrap!important;overflow-wrap:anywhere!important}")
+            assert any(b.endswith("lines") for b in page.evaluate(_BROKEN_WORDS))
+        finally:
+            context.close()
+
+
 # -- clean-up -------------------------------------------------------------------------------
 def test_server_and_its_kernels_are_shut_down(tmp_path):
     """What the fixtures rely on: stopping the server ends it and every kernel it started."""
-    _require_tools()
+    require_browser()
     import psutil
 
     with lab_server(tmp_path, tmp_path / "lab.log") as server:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from ipycompile.capture.parse.graph_breaks import is_user_file, parse_graph_break, registry_entry
+from ipycompile.capture.parse.graph_breaks import parse_graph_break, registry_entry
 from ipycompile.capture.parse.recompiles import (
     compile_status,
     is_recompile_limit_message,
@@ -196,15 +196,6 @@ def test_user_files_override() -> None:
     # nothing counts as user code: the "Graph break in user code at FILE:LINE" header decides
     nobody = parse_graph_break(gb.detail, user_files=lambda f: False)
     assert (nobody.frame.filename, nobody.frame.lineno, nobody.frame.function) == (gb.frame.filename, gb.frame.lineno, "_branch")
-
-
-def test_is_user_file() -> None:
-    assert is_user_file(str(THIS))
-    assert is_user_file("/tmp/ipykernel_1234/2870.py") and is_user_file("<ipython-input-3-abc>")
-    assert not is_user_file("<frozen runpy>")
-    assert not is_user_file("/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py")
-    assert not is_user_file(torch.nn.Module.__call__.__code__.co_filename)
-    assert not is_user_file("")
 
 
 def test_restart_reason_text_without_header() -> None:

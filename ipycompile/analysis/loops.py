@@ -45,6 +45,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
 from ..report.model import Graph, Suggestion, UnrolledLoop
+from ..report.owners import Owner
 from .source import Sources
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,7 +65,6 @@ _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _SUBSCRIPT = re.compile(r"^%\[.*\]$")
-_TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
 
 
 @dataclasses.dataclass
@@ -228,20 +228,23 @@ def _trivial(nodes: list[Node]) -> bool:
     return not ops or all("invoke_subgraph" in n.expr for n in ops)
 
 
-def _internal(filename: str) -> bool:
-    return not filename or bool(_TORCH_FILE.search(filename)) or "/ipycompile/" in filename.replace("\\", "/")
+def _internal(report: "CompileReport", file: str) -> bool:
+    """torch's, ipycompile's or generated code (or no file): not where a loop is written."""
+    return report.owner(file) not in (Owner.USER, Owner.LIBRARY)
 
 
-def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str) -> Optional[Node]:
+def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str,
+                report: "CompileReport") -> Optional[Node]:
     """The node whose source line stands for the loop (see the module docstring)."""
+
     seg = nodes[run.start:run.start + run.period]
-    before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(n.file)]
+    before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(report, n.file)]
     if before:
         return before[-1][1]
     own = [n for n in seg if n.line is not None and n.function == function and (not filename or n.file == filename)]
     if own:
         return min(own, key=lambda n: n.line)
-    user = [n for n in seg if n.line is not None and not _internal(n.file)]
+    user = [n for n in seg if n.line is not None and not _internal(report, n.file)]
     if user:
         return min(user, key=lambda n: (n.file, n.line))
     return next((n for n in seg if n.line is not None), None)
@@ -298,7 +301,7 @@ def _for_over_layers(report: "CompileReport", nodes: list[Node], run: _Run, cont
     if not attr:
         return None
     src = Sources(report)
-    files = list(dict.fromkeys(n.file for n in nodes if n.file and not _internal(n.file)))
+    files = list(dict.fromkeys(n.file for n in nodes if n.file and not _internal(report, n.file)))
     seen_lines = {(n.file, n.line) for n in nodes}
     found = []
     for f in files:
@@ -384,7 +387,7 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
     for run in runs:
         if _trivial(nodes[run.start:run.start + run.period]):
             continue
-        place = _loop_place(nodes, run, unpacks, function, filename)
+        place = _loop_place(nodes, run, unpacks, function, filename, report)
         container = _layer_container(nodes, run, inputs)
         if container:
             place = _for_over_layers(report, nodes, run, container) or place

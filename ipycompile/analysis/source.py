@@ -7,7 +7,6 @@ report of old) still gives the one line torch recorded for each frame.
 from __future__ import annotations
 
 import ast
-import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Optional
@@ -15,19 +14,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["Sources", "Parsed", "is_library", "indent_of", "apply_suggestion"]
-
-_INSTALLED = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(\.\d+)?t?[/\\]")
-
-
-def is_library(filename: str) -> bool:
-    """Code the user cannot edit: an installed package (torch included) or the standard library."""
-    if not filename:
-        return False
-    if filename.startswith("<"):
-        return filename.startswith(("<frozen", "<built-in"))
-    return bool(_INSTALLED.search(filename))
-
+__all__ = ["Sources", "Parsed", "indent_of", "apply_suggestion"]
 
 def indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]

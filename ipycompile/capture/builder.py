@@ -23,6 +23,7 @@ from ..report import (
     Recompile,
     UserFrame,
 )
+from ..report.owners import CodeLayout, Owner
 from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
@@ -218,7 +219,7 @@ def _on_chromium(st: _State, rec: TraceRecord) -> None:
 
 
 def _on_graph_break(st: _State, rec: TraceRecord) -> None:
-    gb = parse_graph_break(rec.payload or "")
+    gb = parse_graph_break(rec.payload or "", user_files=lambda f: st.report.owner(f) is Owner.USER)
     gb.compile_id = rec.compile_id
     gb.compile_ids = [rec.compile_id] if rec.compile_id else []
     c = st.compile(rec.compile_id)
@@ -406,7 +407,7 @@ def _finish(st: _State) -> CompileReport:
     link_kernels(r.autotuning, r.kernels)
     skip_reasons = {c.compile_id: str(c.metrics["cudagraph_skip_reason"]) for c in r.compiles
                     if c.metrics.get("cudagraph_skip_reason")}
-    r.cudagraphs = cudagraphs_from_events(st.cudagraph_events, skip_reasons)
+    r.cudagraphs = cudagraphs_from_events(st.cudagraph_events, skip_reasons, r.code_layout)
     return r
 
 
@@ -439,8 +440,8 @@ def _share_frame_names(r: CompileReport) -> None:
         named = _frame_at(f.traceback or f.message, f.frame.filename, f.frame.lineno) if f.frame.filename else None
         if named is not None:  # torch gave the line; its stack names the function that holds it
             f.frame = named
-        if not f.frame.filename or _TORCH_FILE.search(f.frame.filename):
-            user = _last_user_frame(f.traceback or f.message)
+        if not f.frame.filename or r.owner(f.frame.filename) is Owner.TORCH:
+            user = _last_user_frame(f.traceback or f.message, r)
             if user is not None:
                 f.frame = user
                 continue
@@ -449,8 +450,6 @@ def _share_frame_names(r: CompileReport) -> None:
             f.frame = UserFrame(c.filename, c.first_line, c.function, f.frame.source_line)
 
 
-# A file of the torch package (on this machine or the one that wrote a trace file).
-_TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]torch[/\\]")
 _TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
 
 
@@ -465,26 +464,29 @@ def _frame_at(text: str, filename: str, lineno: Optional[int]) -> Optional[UserF
     return None
 
 
-def _last_user_frame(text: str) -> Optional[UserFrame]:
+def _last_user_frame(text: str, r: CompileReport) -> Optional[UserFrame]:
     """The innermost frame of torch's "from user code:" stack that is not torch's own
     (a failure inside ``scan`` is the user's ``scan(...)`` call, not scan.py)."""
     _, found, stack = (text or "").rpartition("from user code:")
     if not found:
         return None
-    frames = [m for m in _TRACE_FRAME.finditer(stack) if not _TORCH_FILE.search(m.group("file"))]
+    frames = [m for m in _TRACE_FRAME.finditer(stack) if r.owner(m.group("file")) is not Owner.TORCH]
     if not frames:
         return None
     m = frames[-1]
     return UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("src").strip())
 
 
-def build_report(records: Iterable[RawRecord]) -> CompileReport:
+def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = None) -> CompileReport:
     """Build a :class:`CompileReport` from structured-trace records.
 
     ``records`` are ``(metadata, payload)`` pairs as torch logs them (or
-    :class:`TraceRecord` objects), in the order they were emitted.
+    :class:`TraceRecord` objects), in the order they were emitted. ``layout`` is
+    where code lived in the process that logged them (``capture.layout.current_layout()``
+    for a live capture); None (a trace file from elsewhere) judges files by path shape.
     """
     st = _State()
+    st.report.code_layout = layout
     stats = st.report.stats
     for raw in records:
         try:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 from ..report import CompileReport
 from .builder import build_report
 from .hooks import TorchHooks
+from .layout import current_layout
 from .sources import notebook_sources, source_context
 from .tracefile import CONTEXT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
@@ -156,7 +157,7 @@ class Capture:
     def _build_raw(self) -> CompileReport:
         """The report of the records, with the cell names and the source it keeps; not yet finished."""
         strings = self._earlier_strings if self._earlier_strings is not None else _earlier_strings(self.records)
-        report = build_report(strings + list(self.records))
+        report = build_report(strings + list(self.records), current_layout())
         report.torch_version = _torch_version()
         report.sources.update(self._sources if self._sources is not None else notebook_sources())
         report.source_context = source_context(report)

@@ -51,13 +51,13 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     the same on a saved report. User files are kept whole when short, else the function
     around each line; library files a few lines around each line. Never raises."""
     from ..report.model import SourceSpan
-    from .parse.graph_breaks import is_user_file
+    from ..report.owners import Owner
 
     wanted: dict[str, set[int]] = {}
     recorded: dict[str, dict[int, str]] = {}  # the lines torch recorded, to check the file against
 
     def want(filename: str, lineno: Optional[int], line: str = "") -> None:
-        if filename and lineno is not None and not _internal(filename):
+        if filename and lineno is not None and report.owner(filename) is not Owner.IPYCOMPILE:
             wanted.setdefault(filename, set()).add(int(lineno))
             if line.strip():
                 recorded.setdefault(filename, {})[int(lineno)] = line
@@ -83,10 +83,10 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
             if not lines or not _matches(lines, recorded.get(filename, {})):
                 continue  # edited since torch compiled it (or another file): keep nothing rather than wrong code
-            module = _module_of(filename)
+            module = _module_of(filename, report)
             if not linenos:
                 ranges = []
-            elif not is_user_file(filename):
+            elif report.owner(filename) is not Owner.USER:
                 ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
             elif len(lines) <= WHOLE_FILE_LINES:
                 ranges = [(1, len(lines))]
@@ -104,13 +104,14 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
 _GRAPH_PLACE = re.compile(r"# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$", re.M)
 #: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
 _NUMBERED_CHILD = re.compile(r"_modules_(?P<path>\w+?)_modules_\d+_")
-_TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
 
 
 def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], set[str]]:
     """The source places of every Dynamo graph (``{file: {line: code}}``, torch's own files
     left out), and the attributes whose numbered children the graphs read (``layers`` for
     ``self.layers[3]``): where the doctor looks for a loop over a stack of layers."""
+    from ..report.owners import Owner
+
     places: dict[str, dict[int, str]] = {}
     attrs: set[str] = set()
     for g in getattr(report, "graphs", None) or []:
@@ -118,7 +119,7 @@ def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], s
             continue
         for m in _GRAPH_PLACE.finditer(g.code):
             f = m.group("file")
-            if not _TORCH_FILE.search(f) and not _internal(f):
+            if report.owner(f) not in (Owner.TORCH, Owner.IPYCOMPILE):
                 places.setdefault(f, {})[int(m.group("line"))] = m.group("code")
         attrs.update(m.group("path").split("_modules_")[-1] for m in _NUMBERED_CHILD.finditer(g.code))
     return places, attrs
@@ -152,14 +153,6 @@ def _loops_over(lines: list[str], attrs: set[str], cap: int = WHOLE_FILE_LINES) 
 def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:
     """The line numbers that exist in ``lines``, sorted."""
     return sorted(n for n in linenos if 1 <= n <= len(lines))
-
-
-def _internal(filename: str) -> bool:
-    """ipycompile's own frames (the runner that calls the cell): never the user's code."""
-    import os
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    return filename.startswith(package)
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -211,14 +204,14 @@ def _first(node) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
-def _module_of(filename: str) -> str:
+def _module_of(filename: str, report: "CompileReport") -> str:
     """The importable module that holds ``filename``: from the path for installed packages,
     from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells)."""
     import os
 
-    from ..report.report import display_path
+    from ..report.owners import display_path
 
-    rel = display_path(filename)
+    rel = display_path(filename, report.code_layout)
     if rel != os.path.basename(filename) and rel.endswith(".py"):
         parts = rel[:-3].split("/")
         if parts[-1] == "__init__":

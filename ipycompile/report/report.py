@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -27,6 +26,7 @@ from .model import (
     TraceOrigin,
     UnrolledLoop,
 )
+from .owners import CodeLayout, Owner, display_path, owner
 from .serialize import from_jsonable, to_jsonable
 
 SCHEMA_VERSION = 1
@@ -53,23 +53,6 @@ def register_html_writer(write) -> None:
     """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
     if write not in _html_writers:
         _html_writers.append(write)
-
-
-_INSTALLED = re.compile(r"^.*[/\\](?:site|dist)-packages[/\\]|^.*[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]")
-
-
-def display_path(filename: str) -> str:
-    """``filename`` as a user recognises it: package-relative for installed packages and the
-    standard library (``transformers/modeling_utils.py``), the base name for other files,
-    ``<...>`` names as they are."""
-    import os
-
-    if not filename or filename.startswith("<"):
-        return filename
-    rel = _INSTALLED.sub("", filename)
-    if rel != filename:
-        return rel.replace("\\", "/")
-    return os.path.basename(filename)
 
 
 @dataclass
@@ -103,8 +86,15 @@ class CompileReport:
     source_context: list[SourceSpan] = field(default_factory=list)  # code around breaks and failures, at capture
     schema_version: int = SCHEMA_VERSION
     origin: Optional[TraceOrigin] = None  # set when read from a TORCH_TRACE log (ipycompile.load_trace); None: captured here
+    # where code lived where this was captured (whose code a file is: report.owners); None: judged by path shape
+    code_layout: Optional[CodeLayout] = None
 
     # -- queries --------------------------------------------------------
+    def owner(self, filename: str) -> Owner:
+        """Whose code ``filename`` is (the user's, torch's, ipycompile's, another library's,
+        generated), as the machine that captured this report laid code out."""
+        return owner(filename, self.code_layout)
+
     @property
     def compiled_nothing(self) -> bool:
         """True when torch compiled nothing while the capture was open
@@ -172,7 +162,7 @@ class CompileReport:
         label = self.sources.get(filename)
         if label:
             return f"{label}, line {lineno}" if lineno is not None else label
-        name = display_path(filename) if filename else "?"
+        name = display_path(filename, self.code_layout) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
     def readable(self, text: str) -> str:

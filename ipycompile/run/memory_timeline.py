@@ -26,7 +26,9 @@ import linecache
 import re
 from typing import Any, Iterable, Optional
 
+from ..capture.layout import current_layout
 from ..report.model import MemoryAllocation, MemoryTimeline, UserFrame
+from ..report.owners import CodeLayout, Owner, owner
 
 __all__ = ["MemoryRecorder", "timeline_from_trace", "resolve_user_lines", "MAX_POINTS", "TOP_ALLOCATIONS"]
 
@@ -37,8 +39,6 @@ TOP_ALLOCATIONS = 10
 #: allocator events kept per recorded call
 MAX_ENTRIES = 500_000
 
-_TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[^/\\]*[/\\](?!site-packages)|^<frozen ")
-_GENERATED = re.compile(r"torchinductor|[/\\]inductor_cache|<ipycompile-fp64")
 _ASSIGN = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?:empty_strided\w*|torch\.empty\w*|\w+\.new_empty\w*)\(")
 _NODES = re.compile(r"#\s*(?:Topologically Sorted\s+)?Source Nodes:\s*\[(?P<nodes>[^\]]*)\]")
 
@@ -89,7 +89,7 @@ class MemoryRecorder:
             traces = snapshot.get("device_traces") or []
             trace = traces[device] if device < len(traces) else []
             self.timeline = timeline_from_trace(trace, label=self.label, baseline_bytes=self._baseline,
-                                                truncated=len(trace) >= MAX_ENTRIES)
+                                                truncated=len(trace) >= MAX_ENTRIES, layout=current_layout())
             self.timeline.allocator_peak_bytes = peak
 
 
@@ -102,10 +102,6 @@ def _frames(entry: dict) -> list[UserFrame]:
         text = linecache.getline(filename, line).strip() if filename and isinstance(line, int) else ""
         out.append(UserFrame(filename, line if isinstance(line, int) else None, str(fr.get("name") or ""), text))
     return out
-
-
-def _is_user(frame: UserFrame) -> bool:
-    return bool(frame.filename) and not _TORCH_FILE.search(frame.filename) and not _GENERATED.search(frame.filename)
 
 
 def _generated_nodes(frame: UserFrame, lookahead: int = 60) -> list[str]:
@@ -128,11 +124,11 @@ def _generated_nodes(frame: UserFrame, lookahead: int = 60) -> list[str]:
     return []
 
 
-def _allocation(size: int, entry: dict) -> MemoryAllocation:
+def _allocation(size: int, entry: dict, layout: Optional[CodeLayout]) -> MemoryAllocation:
     frames = _frames(entry)
     # torch records the innermost frame first
-    user = next((f for f in frames if _is_user(f)), UserFrame())
-    generated = next((f for f in frames if _GENERATED.search(f.filename)), None)
+    user = next((f for f in frames if owner(f.filename, layout) is Owner.USER), UserFrame())
+    generated = next((f for f in frames if owner(f.filename, layout) is Owner.GENERATED), None)
     where = ""
     nodes: list[str] = []
     if generated is not None:
@@ -152,8 +148,11 @@ def _downsample(times: list[float], values: list[int], peak_index: int, limit: i
 
 
 def timeline_from_trace(trace: Iterable[dict], *, label: str, baseline_bytes: int = 0,
-                        truncated: bool = False) -> MemoryTimeline:
+                        truncated: bool = False, layout: Optional[CodeLayout] = None) -> MemoryTimeline:
     """Replay one device's allocator trace (``_snapshot()["device_traces"][i]``).
+
+    ``layout`` says whose code each frame is (``report.owners``; the recording
+    process's, ``capture.layout.current_layout()``); None judges by path shape.
 
     Allocated bytes start at ``baseline_bytes`` (live before recording began);
     times are microseconds from the first event (event order where torch gives no
@@ -196,7 +195,7 @@ def timeline_from_trace(trace: Iterable[dict], *, label: str, baseline_bytes: in
         end_bytes=current,
         allocations=allocs,
         live_at_peak=len(peak_live),
-        top_at_peak=[_allocation(size, entry) for size, entry in top],
+        top_at_peak=[_allocation(size, entry, layout) for size, entry in top],
         time_unit="us" if t_start is not None else "event",
         truncated=truncated,
     )

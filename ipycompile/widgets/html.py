@@ -43,9 +43,12 @@ _CSS = """
 .ipyc details.tab>.body{padding:4px 10px 8px}
 .ipyc table{border-collapse:collapse;margin:2px 0 8px}
 .ipyc .tbl table{table-layout:fixed;width:100%}
-.ipyc th,.ipyc td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere;white-space:pre-wrap}
-.ipyc th{background:#f5f7fa}
-.ipyc td.n{text-align:right;font-variant-numeric:tabular-nums}
+.ipyc th,.ipyc td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal;word-break:normal}
+.ipyc th{background:#f5f7fa;white-space:normal}
+.ipyc td.s{white-space:nowrap}
+.ipyc td.l{overflow-wrap:anywhere}
+.ipyc td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.ipyc .tbl{overflow-x:auto}
 .ipyc .tbl{margin:4px 0 10px}
 .ipyc .tbl>details>summary{list-style:none;cursor:pointer;display:block}
 .ipyc .tbl>details>summary::-webkit-details-marker{display:none}
@@ -284,22 +287,46 @@ def _code(b: Code, out: list, page: _Page) -> None:
     out.append("</div>")
 
 
-def _cell(v) -> str:
+#: Cells of at most this many characters (a name, a place, a count, a code) never wrap;
+#: longer ones (code, messages, kernel names, paths) wrap, inside a word only where it has no space.
+SHORT_CELL = 24
+
+
+def _cell(v, short: bool) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return f'<td class="n">{_e(v)}</td>'
-    return f"<td>{_e('' if v is None else v)}</td>"
+    text = "" if v is None else str(v)
+    return f'<td class="{"s" if short or len(text) <= SHORT_CELL else "l"}">{_e(text)}</td>'
 
 
-def _widths(t: Table) -> str:
-    """A ``<colgroup>`` with widths from the content (same for every row's table)."""
-    n = len(t.columns)
+def _lengths(t: Table) -> list[tuple[int, int, int]]:
+    """Each column's longest header word, longest cell and longest short cell, in
+    characters (over the first 200 rows)."""
     sample = t.rows[:200]
-    w = []
-    for i in range(n):
-        longest = max([len(str(t.columns[i]))] + [len(str(r[i])) for r in sample if i < len(r)])
-        w.append(min(max(longest, len(str(t.columns[i]))) + 3, 60))
-    total = sum(w) or 1
-    return "<colgroup>" + "".join(f'<col style="width:{100 * x / total:.1f}%">' for x in w) + "</colgroup>"
+    out = []
+    for i, c in enumerate(t.columns):
+        cells = [len(str(r[i])) for r in sample if i < len(r) and r[i] is not None]
+        word = max((len(w) for w in str(c).split()), default=0)
+        out.append((word, max(cells, default=0), max([n for n in cells if n <= SHORT_CELL], default=0)))
+    return out
+
+
+def _widths(lengths: list[tuple[int, int, int]], marker: bool) -> str:
+    """A ``<colgroup>`` for the fixed layout that lines up a table's header and its rows'
+    tables, in ``ch`` (with room for the bold header's longest word: a header wraps at its
+    spaces; ``marker``: the first column also holds the expand arrow). A column of short
+    texts is as wide as its longest; a longer one a quarter of its longest text (12 to 24
+    ``ch``) and never narrower than its short cells. The browser spreads what the table
+    has left over them all, and a table wider than its place scrolls (``.tbl``) rather
+    than breaking a short word."""
+    cols = []
+    for i, (head, longest, longest_short) in enumerate(lengths):
+        chars = max(head * 1.1, longest_short) + 0.5
+        if longest > SHORT_CELL:
+            chars = max(chars, min(max(longest // 4, 12), 24))
+        chars += 1.5 if marker and i == 0 else 0
+        cols.append(f'<col style="width:calc({chars:g}ch + 12px)">')
+    return "<colgroup>" + "".join(cols) + "</colgroup>"
 
 
 def _table(t: Table, out: list, page: _Page) -> None:
@@ -315,20 +342,22 @@ def _table(t: Table, out: list, page: _Page) -> None:
             if e:
                 seen += 1
                 expandable[i] = seen <= lim.detail_rows
-    cols = _widths(t) if rows else ""
+    lengths = _lengths(t)
+    short = [longest <= SHORT_CELL for _, longest, _ in lengths]
     if not any(expandable):
-        out.append(f"<table>{cols}{head}")
+        out.append(f"<table>{head}")
         for row in rows:
-            out.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")
+            out.append("<tr>" + "".join(_cell(v, s) for v, s in zip(row, short)) + "</tr>")
         out.append("</table>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
         # columns line up with the header's (fixed layout, same <colgroup>); runs of
         # rows that do not expand share one table
+        cols = _widths(lengths, marker=True)
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
         plain: list[str] = []
         for i, row in enumerate(rows):
-            cells = "".join(_cell(v) for v in row)
+            cells = "".join(_cell(v, s) for v, s in zip(row, short))
             if not expandable[i] or (page.cut_code and page.over(out)):
                 plain.append(f"<tr>{cells}</tr>")
                 continue

@@ -18,10 +18,14 @@ why the file was not shown.
 from __future__ import annotations
 
 import linecache
-import os
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+from ..report.owners import Owner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
 
 __all__ = ["SOURCE_CONTEXT", "Excerpt", "source_excerpt", "local_lines", "internal_frame", "is_cell_file"]
 
@@ -107,9 +111,6 @@ def source_excerpt(filename: str, lineno: Optional[int], recorded: str = "", con
     return Excerpt("\n".join(out), "", True)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def internal_frame(filename: str) -> bool:
-    """Frames of torch and of ipycompile itself: not the user's code."""
-    return "/site-packages/torch/" in filename or filename.startswith(_PACKAGE_DIR) or filename == "<string>"
+def internal_frame(r: "CompileReport", filename: str) -> bool:
+    """Frames of torch, of ipycompile itself and of generated code: not shown in a call path."""
+    return r.owner(filename) in (Owner.TORCH, Owner.IPYCOMPILE, Owner.GENERATED)

@@ -152,7 +152,7 @@ def suggestion_blocks(s, where: str = "") -> list[Block]:
 
 def call_path(r: "CompileReport", b) -> str:
     """The frames from the user's own line down to where Dynamo stopped, one per line."""
-    stack = [f for f in b.user_stack if not internal_frame(f.filename) or f is b.user_stack[-1]]
+    stack = [f for f in b.user_stack if not internal_frame(r, f.filename) or f is b.user_stack[-1]]
     start = max((i for i, f in enumerate(stack) if (f.filename, f.lineno) == (b.frame.filename, b.frame.lineno)), default=0)
     return "\n".join(f"{r.where(f.filename, f.lineno)} in {f.function}: {f.source_line.strip()}" for f in stack[start:])
 

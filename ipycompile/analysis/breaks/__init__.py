@@ -42,7 +42,7 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
     """The doctor pass: ``report`` with a :class:`Suggestion` on every graph break and
     failure (a new report; ``report`` is unchanged)."""
     ctx = Context(report, Sources(report))
-    breaks = [dataclasses.replace(b, suggestion=_guarded(lambda b=b: suggest_for_break(b, ctx), Facts.of_break(b, ctx.src)))
+    breaks = [dataclasses.replace(b, suggestion=_guarded(lambda b=b: suggest_for_break(b, ctx), Facts.of_break(b, ctx)))
               for b in report.graph_breaks]
     failures = []
     for f in report.failures:
@@ -50,18 +50,18 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
             failures.append(dataclasses.replace(f))
             continue
         failures.append(dataclasses.replace(f, suggestion=_guarded(lambda f=f: suggest_for_failure(f, ctx),
-                                                                   Facts.of_failure(f))))
+                                                                   Facts.of_failure(f, ctx))))
     return dataclasses.replace(report, graph_breaks=breaks, failures=failures)
 
 
 def suggest_for_break(b: GraphBreak, ctx: Context) -> Suggestion:
     """The suggestion for one graph break."""
-    return suggest(Facts.of_break(b, ctx.src), ctx)
+    return suggest(Facts.of_break(b, ctx), ctx)
 
 
 def suggest_for_failure(f: Failure, ctx: Context) -> Suggestion:
     """The suggestion for one failed compile (e.g. a higher-order-op error, a break under fullgraph)."""
-    return suggest(Facts.of_failure(f), ctx)
+    return suggest(Facts.of_failure(f, ctx), ctx)
 
 
 def suggest(facts: Facts, ctx: Context) -> Suggestion:

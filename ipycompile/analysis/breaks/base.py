@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion, UserFrame
-from ..source import Parsed, Sources, is_library
+from ...report.owners import Owner
+from ..source import Parsed, Sources
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...report import CompileReport
@@ -32,24 +33,21 @@ class Facts:
     stop: UserFrame  # where Dynamo stopped
     user: UserFrame  # the user's own line that led there
     stack: list[UserFrame] = field(default_factory=list)  # outermost first
-
-    @property
-    def in_library(self) -> bool:
-        return is_library(self.stop.filename)
+    in_library: bool = False  # Dynamo stopped in code the user cannot edit (torch, a library, generated code)
 
     @classmethod
-    def of_break(cls, b: GraphBreak, src: Sources) -> "Facts":
+    def of_break(cls, b: GraphBreak, ctx: "Context") -> "Facts":
         stop = b.break_frame if b.break_frame.filename else b.frame
         if not stop.source_line:
-            stop = UserFrame(stop.filename, stop.lineno, stop.function, src.line(stop.filename, stop.lineno).strip())
+            stop = UserFrame(stop.filename, stop.lineno, stop.function, ctx.src.line(stop.filename, stop.lineno).strip())
         return cls(b.gb_type or b.reason, b.gb_code, b.explanation, list(b.hints), b.context, b.detail or b.reason,
-                   stop, b.frame, list(b.user_stack))
+                   stop, b.frame, list(b.user_stack), ctx.library(stop.filename))
 
     @classmethod
-    def of_failure(cls, f: Failure) -> "Facts":
+    def of_failure(cls, f: Failure, ctx: "Context") -> "Facts":
         stop = f.user_stack[-1] if f.user_stack else f.frame
         return cls(f.gb_type or f.type, f.gb_code, f.explanation, list(f.hints), f.context, f.message or "",
-                   stop, f.frame, list(f.user_stack))
+                   stop, f.frame, list(f.user_stack), ctx.library(stop.filename))
 
 
 @dataclass
@@ -61,6 +59,11 @@ class Context:
 
     def where(self, frame: UserFrame) -> str:
         return self.report.where(frame.filename, frame.lineno)
+
+    def library(self, filename: str) -> bool:
+        """Code the user cannot edit: torch, another installed package, the standard
+        library, ipycompile, generated code (``report.owners`` decides)."""
+        return self.report.owner(filename) not in (Owner.USER, Owner.UNKNOWN)
 
     def compiled_functions(self) -> set[tuple[str, str]]:
         """The functions torch compiled as frames, (file, function); a resume function

@@ -20,6 +20,7 @@ import re
 from typing import Any, Iterable, Optional
 
 from ...report.model import CompileId, CudaGraphs, UserFrame
+from ...report.owners import CodeLayout, Owner, owner
 from .provenance import stack_frames
 
 __all__ = ["cudagraphs_from_events", "parse_skip"]
@@ -28,11 +29,11 @@ _SKIP = re.compile(r"^\s*skipping cudagraphs?\b", re.I)
 _RECORDING = re.compile(r"^\[(?P<cid>[^\]]*)\] Recording function=(?P<fn>[^,]+)(?:, mode=(?P<mode>\w+))?")
 _RERECORD = re.compile(r"^\[(?P<cid>[^\]]*)\] Re-recording function=(?P<fn>[^,]+)(?:, mode=(?P<mode>\w+))?, reason=(?P<why>.*)$", re.S)
 _PAREN = re.compile(r"\((?P<what>[A-Za-z_][\w.]*)\)")
-_TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]torch[/\\]")
 
 
-def parse_skip(message: str) -> tuple[str, str, UserFrame]:
-    """A skip message -> (reason, culprit, the user frame torch points at)."""
+def parse_skip(message: str, layout: Optional[CodeLayout] = None) -> tuple[str, str, UserFrame]:
+    """A skip message -> (reason, culprit, the innermost frame torch points at that is not
+    torch's own; ``layout`` says whose code a file is, see ``report.owners``)."""
     parts = re.split(r"\.?\s*Found from\s*:", message, maxsplit=1)
     head, found = (parts[0], parts[1]) if len(parts) == 2 else (message, "")
     reason = " ".join(head.strip().splitlines()[0].split()) if head.strip() else message.strip()
@@ -40,7 +41,7 @@ def parse_skip(message: str) -> tuple[str, str, UserFrame]:
     m = _PAREN.search(reason)
     if m and not m.group("what").isdigit():
         culprit = m.group("what")
-    frames = [f for f in stack_frames(found) if not _TORCH_FILE.search(f.filename)]
+    frames = [f for f in stack_frames(found) if owner(f.filename, layout) is not Owner.TORCH]
     frame = frames[-1] if frames else UserFrame()
     if frame.filename and not culprit:
         culprit = frame.source_line
@@ -48,7 +49,7 @@ def parse_skip(message: str) -> tuple[str, str, UserFrame]:
 
 
 def cudagraphs_from_events(events: Iterable[tuple[Optional[CompileId], dict[str, Any]]],
-                           metrics_reasons: dict[CompileId, str]) -> list[CudaGraphs]:
+                           metrics_reasons: dict[CompileId, str], layout: Optional[CodeLayout] = None) -> list[CudaGraphs]:
     """One :class:`CudaGraphs` per compile with any CUDA-graph event, in first-seen order."""
     by: dict[Optional[CompileId], CudaGraphs] = {}
 
@@ -85,7 +86,7 @@ def cudagraphs_from_events(events: Iterable[tuple[Optional[CompileId], dict[str,
         if _SKIP.match(message):
             e = entry(cid)
             if not e.reason:
-                e.reason, e.culprit, e.culprit_frame = parse_skip(message)
+                e.reason, e.culprit, e.culprit_frame = parse_skip(message, layout)
                 e.detail = message.strip()
             continue
         if str(body.get("level")) in ("WARNING", "ERROR", "CRITICAL"):
@@ -94,7 +95,7 @@ def cudagraphs_from_events(events: Iterable[tuple[Optional[CompileId], dict[str,
     for cid, why in metrics_reasons.items():
         e = entry(cid)
         if not e.reason:
-            e.reason, e.culprit, e.culprit_frame = parse_skip(why)
+            e.reason, e.culprit, e.culprit_frame = parse_skip(why, layout)
             e.detail = why
     for cid, e in by.items():
         logged = sum(e.functions.values())

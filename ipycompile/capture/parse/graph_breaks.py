@@ -50,7 +50,6 @@ Everything here is a pure function of text and never raises on bad input.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 import textwrap
@@ -58,12 +57,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ...report.model import GraphBreak, UserFrame
+from ...report.owners import is_user_code
+from ..layout import torch_package_dir
 
 __all__ = [
     "parse_graph_break",
     "debug_context",
     "parse_user_traceback",
-    "is_user_file",
     "registry_entry",
     "registry_variants",
     "registry_path",
@@ -108,54 +108,13 @@ def debug_context(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# user code vs library code
-
-
-@functools.lru_cache(maxsize=1)
-def _torch_dir() -> Optional[str]:
-    """The installed torch package directory (found without importing torch)."""
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    return str(Path(spec.origin).resolve().parent).replace("\\", "/") + "/"
-
-
-_LIBRARY_PATH = re.compile(
-    r"(/(site|dist)-packages/"
-    r"|/lib/python\d+(\.\d+)?t?/"
-    r"|/torch/(_dynamo|_inductor|_functorch|_higher_order_ops|_subclasses|nn|fx|utils|autograd|_ops\.py|_tensor\.py|overrides\.py|__init__\.py))"
-)
-
-
-def is_user_file(filename: str) -> bool:
-    """Whether ``filename`` is the user's code rather than torch, an installed
-    package, the standard library, or a frozen module.
-
-    Notebook cells (``/tmp/ipykernel_*/123.py``, ``<ipython-input-...>``) count
-    as user code.
-    """
-    if not filename:
-        return False
-    if filename.startswith("<"):
-        return not filename.startswith(("<frozen", "<built-in"))
-    path = filename.replace("\\", "/")
-    if _LIBRARY_PATH.search(path):
-        return False
-    torch_dir = _torch_dir()
-    return not (torch_dir and path.startswith(torch_dir))
-
-
-# ---------------------------------------------------------------------------
 # the torch graph-break registry
 
 
 def registry_path() -> Optional[Path]:
     """Where torch's ``graph_break_registry.json`` is, or None without torch."""
-    torch_dir = _torch_dir()
-    if torch_dir is None:
+    torch_dir = torch_package_dir()
+    if not torch_dir:
         return None
     path = Path(torch_dir) / "_dynamo" / "graph_break_registry.json"
     return path if path.is_file() else None
@@ -460,7 +419,7 @@ def parse_graph_break(text: str, user_files: Optional[UserFileTest] = None) -> G
     """Parse one ``dynamo_graph_break_reason`` payload into a :class:`GraphBreak`.
 
     ``user_files`` decides which traceback frames are the user's code
-    (default :func:`is_user_file`); ``frame`` is the innermost such frame,
+    (default: ``report.owners.is_user_code`` by path shape); ``frame`` is the innermost such frame,
     falling back to the ``Graph break in user code at FILE:LINE`` header.
     Missing hints/type/explanation are filled from torch's registry when the
     payload names a ``GBxxxx`` code (``hints_from_registry`` says so).
@@ -472,6 +431,6 @@ def parse_graph_break(text: str, user_files: Optional[UserFileTest] = None) -> G
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     try:
-        return _parse(text, user_files or is_user_file)
+        return _parse(text, user_files or is_user_code)
     except Exception:  # defensive: a report must survive any payload
         return GraphBreak(reason=_first_line(text) or "unknown graph break", detail=text)

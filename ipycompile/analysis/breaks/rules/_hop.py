@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ...rewrite import call_name
-from ...source import Parsed, is_library
+from ...source import Parsed
 from ..base import Context, Facts, parsed_at
 
 #: the higher-order ops, and which positional arguments are body functions
@@ -16,7 +16,7 @@ HOPS = {"cond": (1, 2), "scan": (0,), "map": (0,), "while_loop": (1,), "associat
 
 def hop_call(f: Facts, ctx: Context) -> Optional[tuple[Parsed, ast.Call, str, object]]:
     """The user's scan/cond/map call that failed: from the innermost user frame outwards."""
-    frames = [fr for fr in reversed(f.stack or [f.user]) if not is_library(fr.filename)] or [f.user]
+    frames = [fr for fr in reversed(f.stack or [f.user]) if not ctx.library(fr.filename)] or [f.user]
     for fr in frames:
         p = parsed_at(fr, ctx)
         stmt = p.innermost_statement(fr.lineno) if p is not None else None

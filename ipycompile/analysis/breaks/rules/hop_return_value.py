@@ -9,7 +9,6 @@ from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, dotted, returns
-from ...source import is_library
 from ..base import Context, Facts, Rule, parsed_at
 
 _MUTATION_CALLS = {"append", "extend", "add", "update", "insert", "add_", "copy_"}
@@ -30,7 +29,7 @@ def _target_of(stmt: ast.stmt) -> ast.AST:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    frames = [fr for fr in reversed(f.stack or [f.user]) if not is_library(fr.filename)]
+    frames = [fr for fr in reversed(f.stack or [f.user]) if not ctx.library(fr.filename)]
     for fr in frames:
         p = parsed_at(fr, ctx)
         stmt = p.innermost_statement(fr.lineno) if p is not None else None

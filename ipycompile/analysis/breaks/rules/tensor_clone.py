@@ -7,7 +7,6 @@ from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, stmt_replacement
-from ...source import is_library
 from ..base import Context, Facts, Rule, statement_at
 
 
@@ -18,7 +17,7 @@ def applies(f: Facts) -> bool:
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     # torch stops inside the standard library's copy.py; the call to rewrite is the user's line
     at = f.user if f.in_library else f.stop
-    if is_library(at.filename):
+    if ctx.library(at.filename):
         return None
     p, stmt = statement_at(at, ctx)
     calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and call_name(n) == "deepcopy"

@@ -9,7 +9,7 @@ from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion, UserFrame
 from ...rewrite import defined_before, free_name, loads, stores, taken_names, uses_after
-from ...source import Parsed, is_library
+from ...source import Parsed
 from ..base import Context, Facts, Rule, parsed_at
 from ._calls import in_with_items, is_unsupported_call, user_call
 
@@ -26,7 +26,7 @@ def applies(f: Facts) -> bool:
 def _with_statement(f: Facts, ctx: Context) -> Optional[tuple[Parsed, ast.With, UserFrame]]:
     frames = [f.stop] + [fr for fr in reversed(f.stack) if fr is not f.stop]
     for fr in frames:
-        if is_library(fr.filename):
+        if ctx.library(fr.filename):
             continue
         p = parsed_at(fr, ctx)
         if p is None:
