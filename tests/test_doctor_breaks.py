@@ -1064,3 +1064,59 @@ def test_torch_where_for_an_if_that_returns_early():
         got, fixed = run(EARLY_RETURN_FIXED, ns_with(x))
         assert_clean(fixed)
         assert_close(got, expected)
+
+
+def test_an_uncaught_exception_is_named_and_expected_on_an_error_path():
+    err, report = run("y = x + 1\nraise RuntimeError('bad input')", ns_with(POS))
+    assert isinstance(err, RuntimeError)
+    s = only_suggestion(report)
+    assert s.kind == "raised_exception" and "RuntimeError('bad input')" in s.title and s.code == ""
+
+
+def mutating_gen(t, d):
+    d[2] = t
+    yield t.sin()
+    yield t.cos()
+
+
+def gen_fn(t, d):
+    gen = mutating_gen(t, d)
+    next(gen)
+    return t.sin(), mutating_gen(t, d)
+
+
+def test_a_generator_that_mutates_outside_state_says_to_change_state_in_the_consumer():
+    t = torch.randn(2)
+    with ipycompile.capture() as cap:
+        torch.compile(gen_fn, backend="eager")(t, {1: t})
+    kinds = {b.gb_code: b.suggestion.kind for b in cap.report.graph_breaks}
+    assert kinds.get("GB8335") == "generator_mutation", kinds
+    s = next(b.suggestion for b in cap.report.graph_breaks if b.gb_code == "GB8335")
+    assert "yield the values" in s.explanation and s.code == ""
+
+
+STEP_BROKEN = "y = x + 1\ntorch._dynamo.step_unsupported()\nout = y * 2\nout"
+STEP_FIXED = "y = x + 1\n# torch._dynamo.step_unsupported()  (removed: an explicit step_unsupported)\nout = y * 2\nout"
+
+
+def test_an_explicit_step_unsupported_is_removed():
+    expected, report = run(STEP_BROKEN, ns_with(POS))
+    s = only_suggestion(report)
+    assert s.kind == "remove_graph_break" and report.graph_breaks[0].gb_code in ("GB4636", "GB0275")
+    assert apply_suggestion(STEP_BROKEN, s) == STEP_FIXED
+    got, after = run(STEP_FIXED, ns_with(POS))
+    assert_clean(after)
+    assert_close(got, expected)
+
+
+def test_an_op_whose_data_dependent_shape_the_setting_does_not_fix_gets_no_setting():
+    """``linalg_lstsq``: with capture_dynamic_output_shape_ops the break only moves to its
+    missing meta kernel (GB0037), so the setting is not offered."""
+    a, b = torch.randn(4, 3), torch.randn(4, 2)
+    _, report = run("out = torch.linalg.lstsq(x, b).solution\nout", ns_with(a, b=b))
+    (gb,) = report.graph_breaks
+    assert gb.gb_code == "GB0036" and "linalg_lstsq" in gb.context
+    assert gb.suggestion.kind == "unknown"
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        _, moved = run("out = torch.linalg.lstsq(x, b).solution\nout", ns_with(a, b=b))
+    assert moved.graph_break_count >= 1  # the mistake it rules out: the break stays

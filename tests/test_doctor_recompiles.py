@@ -664,3 +664,20 @@ def test_a_size_change_beside_a_type_change_gets_no_mark_dynamic():
     rc = only(r)
     assert kind(rc.suggestion) == "type_change" and "one type every call" in rc.suggestion.explanation
     assert "mark_dynamic" not in rc.suggestion.code
+
+
+def closing_tensor(t):
+    def g(y):
+        return y + t.sum()
+
+    return g
+
+
+def test_a_size_torch_made_dynamic_on_a_value_no_code_can_mark_says_nothing_to_fix():
+    """A closed-over tensor's size: torch's guard source (``g.__closure__[0].cell_contents``) is
+    no name to mark; torch made the size dynamic after one recompile, and says so."""
+    f = torch.compile(apply_g, backend="eager")
+    r, _ = captured(*(lambda n=n: f(torch.randn(3), closing_tensor(torch.randn(n))) for n in (2, 3, 4)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "automatic_dynamic" and rc.suggestion.code == ""
+    assert "__closure__" not in rc.suggestion.code and "Nothing to fix" in rc.suggestion.explanation

@@ -566,6 +566,19 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     )
 
 
+def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch = r.change
+    if not (ch.kind == "size" and dynamic_after):
+        return None
+    return _fix(
+        Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of `{ch.subject}` dynamic after this one recompile",
+        f"The size of dim {ch.dim} of `{ch.subject}` changed, and torch made that dimension dynamic in the new "
+        "version by itself (automatic dynamic shapes): other sizes reuse it, so this recompile happens once. "
+        "Nothing to fix. To save even this one, mark the dimension dynamic before the first call where the "
+        "tensor is an input you pass (`torch._dynamo.mark_dynamic(t, dim)`); a tensor made inside the compiled "
+        "code (a value torch carries across a graph break) cannot be marked, and needs nothing.")
+
+
 def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     if not (ch.kind == "size_0_1" and ch.dim is not None and _simple(x)):
@@ -677,6 +690,8 @@ RULES: list[RecompileRule] = [
                   "force_parameter_static_shapes = False (torch's own advice), then mark_dynamic",
                   _force_parameter_static_shapes),
     RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
+    RecompileRule(Kind.AUTOMATIC_DYNAMIC, "a size torch made dynamic by itself after one recompile (a value no "
+                  "code of the user's can mark): nothing to fix", _automatic_dynamic),
     RecompileRule(Kind.MARK_UNBACKED, "a size becomes 0 or 1: mark the dimension unbacked", _mark_unbacked),
     RecompileRule(Kind.CONTIGUOUS, "a tensor's strides change: pass it contiguous", _contiguous),
     RecompileRule(Kind.LOOP_BODY, "a Python int is a loop count: compile one step, loop in Python", _loop_body),

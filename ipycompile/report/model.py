@@ -215,6 +215,8 @@ class Kind(StrEnum):
     GENERATOR_OUTSIDE = "generator_outside"
     SKIPPED_FUNCTION = "skipped_function"
     RECONSTRUCTION = "reconstruction"
+    RAISED_EXCEPTION = "raised_exception"
+    GENERATOR_MUTATION = "generator_mutation"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"
@@ -236,6 +238,7 @@ class Kind(StrEnum):
     IDENTITY_CHANGE = "identity_change"
     ALIASING = "aliasing"
     SPECIALIZED_NUMBER = "specialized_number"
+    AUTOMATIC_DYNAMIC = "automatic_dynamic"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
 

@@ -10,6 +10,8 @@ from . import (
     branch_in_library,
     class_outside,
     compiler_disable,
+    generator_mutation,
+    raised_exception,
     generator_outside,
     iterator_input,
     reconstruction,
@@ -69,6 +71,8 @@ RULES: list[Rule] = [
     generator_outside.RULE,
     skipped_function.RULE,
     reconstruction.RULE,
+    raised_exception.RULE,
+    generator_mutation.RULE,
 ]
 
 __all__ = ["RULES"]

@@ -10,13 +10,21 @@ from ....report.model import Confidence, Kind, Suggestion
 from ..base import Context, Facts, Rule, path, reset_note
 
 
+#: The ops torch 2.13 keeps in the graph with this setting (their meta kernels give a symbolic
+#: size); another op (``linalg_lstsq``) only moves the break to its missing meta kernel.
+SUPPORTED = {"nonzero", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
+             "unique_consecutive", "repeat_interleave", "index", "nonzero_static"}
+
+
 def applies(f: Facts) -> bool:
     return (f.code == "GB0036" or f.kind.startswith("Dynamic shape operator")) and "(no meta kernel)" not in f.kind
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     op = re.search(r"aten\.(\w+)", f.context or f.explanation or "")
-    name = op.group(1) if op else "this operator"
+    if op is None or op.group(1) not in SUPPORTED:
+        return None
+    name = op.group(1)
     where = "library code you cannot edit" if f.in_library else "your code"
     return Suggestion(
         "Let torch trace data-dependent output shapes: capture_dynamic_output_shape_ops",

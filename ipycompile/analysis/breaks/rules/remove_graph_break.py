@@ -1,4 +1,4 @@
-"""An explicit `torch._dynamo.graph_break()` (GB0025) or `step_unsupported()` (GB4636) in the
+"""An explicit `torch._dynamo.graph_break()` (GB0025) or `step_unsupported()` (GB4636, GB0275) in the
 user's code: the break is asked for; without the call the graph goes on (it computes nothing)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ _CALLS = {"graph_break": "an explicit graph break", "step_unsupported": "an expl
 
 
 def applies(f: Facts) -> bool:
-    return (f.code in ("GB0025", "GB4636") or f.kind.startswith(("Call to `torch._dynamo.graph_break()`",
-                                                                  "Call to `torch._dynamo.step_unsupported()`"))) \
+    return (f.code in ("GB0025", "GB4636", "GB0275")
+            or f.kind.startswith(("Call to `torch._dynamo.graph_break()`", "Call to `torch._dynamo.step_unsupported()`",
+                                  "torch._dynamo.step_unsupported() with empty checkpoint"))) \
         and not f.in_library
 
 
