@@ -681,3 +681,27 @@ def test_a_size_torch_made_dynamic_on_a_value_no_code_can_mark_says_nothing_to_f
     rc = only(r)
     assert kind(rc.suggestion) == "automatic_dynamic" and rc.suggestion.code == ""
     assert "__closure__" not in rc.suggestion.code and "Nothing to fix" in rc.suggestion.explanation
+
+
+class Cfg:
+    def __init__(self) -> None:
+        self.val = 0.5
+
+
+def with_cfg(x, cfg):
+    if getattr(cfg, "just_add_7", False):
+        return x + 7
+    return x + cfg.val
+
+
+def test_an_attribute_that_appears_says_what_changed_and_what_to_do():
+    x = torch.zeros(1)
+    a, b = Cfg(), Cfg()
+    b.just_add_7 = True
+    f = torch.compile(with_cfg, backend="eager")
+    r, _ = captured(lambda: f(x, a), lambda: f(x, b))
+    rc = only(r)
+    ch = rc.changes[0]
+    assert (ch.kind, ch.subject, ch.before, ch.after) == ("attribute", "cfg.just_add_7", "absent", "present")
+    assert "`cfg.just_add_7` was absent when compiled, present now" in rc.explanation
+    assert kind(rc.suggestion) == "attribute_presence" and "__init__" in rc.suggestion.explanation

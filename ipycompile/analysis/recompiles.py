@@ -64,6 +64,7 @@ KINDS = (
     "global_state",  # torch's global state (grad mode, autocast, ...)
     "symbolic",  # a condition on dynamic sizes
     "aliasing",  # two inputs are now the same tensor (or no longer)
+    "attribute",  # an object gained or lost an attribute the code asks for (hasattr / getattr with a default)
     "other",
 )
 
@@ -132,6 +133,7 @@ _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
 _LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]$")
 _PARAMETER = "Guard failed on a parameter"
 _HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
+_HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
 _DUPLICATES = re.compile(r"^Duplicate tensors found: \[(?P<names>.*)\]")
 
 
@@ -197,6 +199,11 @@ def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
         hint = _HINT_NAME.search(out.note)
         if hint and "__closure__" in guard:  # torch names the variable the closure holds
             out.closure_of = m.group("where").rsplit(" in ", 1)[-1]
+    if (g := _HASATTR.match(guard)) is not None:
+        out.src, ch.kind = g.group("src"), "attribute"
+        ch.subject = f"{readable_source(g.group('src'))}.{g.group('name')}"
+        ch.before, ch.after = ("absent", "present") if g.group("neg") else ("present", "absent")
+        return out
     if (g := _LOW_SIZE.match(guard)) is not None:
         out.src, ch.subject, ch.dim = g.group("src"), readable_source(g.group("src")), int(g.group("dim"))
         ch.kind, ch.before = "size_0_1", f">= {g.group('low')}"
@@ -459,6 +466,8 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         elif kind == "bool":
             out += ": one compiled version per value"
         return out
+    if k == "attribute":
+        return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
     if k == "symbolic":
         return f"a condition on dynamic sizes no longer holds: {ch.reason}"
     return f"a guard failed: {ch.reason}"
@@ -568,7 +577,7 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch = r.change
-    if not (ch.kind == "size" and dynamic_after):
+    if not (ch.kind == "size" and dynamic_after and not r.retyped):
         return None
     return _fix(
         Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of `{ch.subject}` dynamic after this one recompile",
@@ -740,6 +749,10 @@ RULES: list[RecompileRule] = [
                "torch inlines the function or object passed as `{x}` and guards on its identity: each different "
                "object is a version of its own. Nothing to fix for a few; for many (a new lambda or module on "
                "every call), create it once outside the loop and pass the same one, or compile it on its own."),
+    _explained(Kind.ATTRIBUTE_PRESENCE, ("attribute",), "one compiled version with `{x}`, one without",
+               "the code asks whether `{x}` exists (`hasattr`, `getattr(..., default)`), so torch compiles one "
+               "version for each answer and keeps both. Nothing to fix when both are meant; else give the object the "
+               "attribute always (a default value in `__init__` or the config's fields), so every call sees the same."),
     _explained(Kind.ALIASING, ("aliasing",), "one compiled version for {x} as one tensor, one for separate tensors",
                "the inputs {x} were separate tensors when compiled and are one tensor now (or the other way): "
                "an in-place write through one changes the other, so torch compiles a version for each case. "

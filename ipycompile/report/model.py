@@ -239,6 +239,7 @@ class Kind(StrEnum):
     ALIASING = "aliasing"
     SPECIALIZED_NUMBER = "specialized_number"
     AUTOMATIC_DYNAMIC = "automatic_dynamic"
+    ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
 
