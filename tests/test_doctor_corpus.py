@@ -72,3 +72,40 @@ def _check_restored(dyn):
     assert state() == before
     assert dyn.level == logging.INFO
     assert not torch._logging._internal.log_state.is_artifact_enabled("graph_breaks")
+
+
+def _judge(case_id: str, suggestion) -> harness.Item:
+    """The harness's verdict on ``suggestion`` as the fix of the case's first break."""
+    c = {x.id: x for x in doctor_corpus.load([case_id.split("::")[0]])}[case_id]
+    eager_outs, eager_err = harness._eager(c)
+    before = harness._compiled_run(c)
+    b = before.report.graph_breaks[0]
+    item = harness.Item("break", b.gb_code, suggestion.kind, True)
+    harness._try_fix(c, item, suggestion, before, eager_outs, eager_err)
+    return item
+
+
+def test_the_harness_proves_a_fix_that_removes_the_break_with_the_same_outputs():
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("reorder print", code="torch._dynamo.config.reorderable_logging_functions.add(print)",
+                   kind="reorderable_logging_functions")
+    item = _judge("reorder_logs::dont_reorder_print", s)
+    assert item.fix == "proven", item.fix_detail
+
+
+def test_the_harness_calls_a_fix_wrong_when_the_fixed_code_raises():
+    """``x.shape[torch.tensor([1, 1])]`` (two elements): capture_scalar_outputs makes the compile raise."""
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("capture", code="torch._dynamo.config.capture_scalar_outputs = True", kind="capture_scalar_outputs")
+    item = _judge("misc::torch_size_tensor_index_non_scalar", s)
+    assert item.fix == "wrong" and "raises" in item.fix_detail, item.fix_detail
+
+
+def test_the_harness_calls_a_fix_wrong_when_it_names_what_the_users_code_lacks():
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("mark", code="torch._dynamo.mark_dynamic(___stack0, 0)  # before the first call", kind="mark_dynamic")
+    item = _judge("error_messages::data_dependent_branching_gb", s)
+    assert item.fix == "wrong" and "___stack0" in item.fix_detail, item.fix_detail

@@ -49,7 +49,9 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     """The source around every graph break and failure of ``report``, read now (from
     ``linecache``: notebook cells are there too), so that the doctor and the views work
     the same on a saved report. User files are kept whole when short, else the function
-    around each line; library files a few lines around each line. Never raises."""
+    around each line; library files a few lines around each line. Also, in the files of
+    the Dynamo graphs, the functions that loop over a container of layers the graphs read
+    (``for layer in self.layers:``), for the unrolled-loop doctor. Never raises."""
     from ..report.model import SourceSpan
     from ..report.owners import Owner
 
@@ -72,9 +74,6 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             want(m.group("file"), int(m.group("line")))
 
     loop_files, attrs = _graph_places(report)
-    for filename, places in loop_files.items():
-        for n, code in places.items():
-            recorded.setdefault(filename, {}).setdefault(n, code)
 
     spans: list[SourceSpan] = []
     for filename in [*wanted, *(f for f in loop_files if f not in wanted)]:
@@ -83,6 +82,9 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
             if not lines or not _matches(lines, recorded.get(filename, {})):
                 continue  # edited since torch compiled it (or another file): keep nothing rather than wrong code
+            loops_here = filename in loop_files and bool(attrs) and _matches(lines, loop_files[filename])
+            if not linenos and not loops_here:
+                continue
             module = _module_of(filename, report)
             if not linenos:
                 ranges = []
@@ -92,7 +94,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
                 ranges = [(1, len(lines))]
             else:
                 ranges = _function_ranges(lines, linenos)
-            if filename in loop_files and attrs:
+            if loops_here:
                 ranges += _loops_over(lines, attrs)
             for lo, hi in _merge(ranges):
                 spans.append(SourceSpan(filename, lo, lines[lo - 1 : hi], module))

@@ -8,6 +8,8 @@ taking a list of layers).
 
 import torch
 import torch._dynamo
+from copy import deepcopy
+
 from torch.nn import functional as F
 
 from . import case
@@ -111,6 +113,87 @@ def convert_boxes_to_pooler_format(box_lists):
         torch.arange(len(box_lists), dtype=boxes.dtype, device=boxes.device), sizes
     )
     return cat([indices[:, None], boxes], dim=1)
+
+
+class FakeMamlInner(torch.nn.Module):
+    def __init__(self):
+        super(FakeMamlInner, self).__init__()
+        self.linear = torch.nn.Linear(784, 5)
+
+    def forward(self, x, ignored=None, bn_training=False):
+        return self.linear(x.view(x.shape[0], -1))
+
+
+class PartialMaml(torch.nn.Module):
+    # Highly simplified version of maml.meta.Meta.finetuning
+    def __init__(self):
+        super(PartialMaml, self).__init__()
+        self.net = FakeMamlInner()
+        self.update_step_test = 10
+        self.update_lr = 0.4
+
+    def forward(self, x_spt, y_spt, x_qry, y_qry):
+        querysz = x_qry.size(0)
+
+        corrects = [0 for _ in range(self.update_step_test + 1)]
+
+        # in order to not ruin the state of running_mean/variance and bn_weight/bias
+        # we finetunning on the copied model instead of self.net
+        net = deepcopy(self.net)  # BREAK
+
+        # 1. run the i-th task and compute loss for k=0
+        logits = net(x_spt)
+        loss = F.cross_entropy(logits, y_spt)
+        grad = torch.autograd.grad(loss, net.parameters())  # BREAK
+        fast_weights = list(
+            map(lambda p: p[1] - self.update_lr * p[0], zip(grad, net.parameters()))
+        )
+
+        # this is the loss and accuracy before first update
+        with torch.no_grad():
+            # [setsz, nway]
+            logits_q = net(x_qry, net.parameters(), bn_training=True)
+            # [setsz]
+            pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+            # scalar
+            correct = torch.eq(pred_q, y_qry).sum().item()  # BREAK
+            corrects[0] = corrects[0] + correct
+
+        # this is the loss and accuracy after the first update
+        with torch.no_grad():
+            # [setsz, nway]
+            logits_q = net(x_qry, fast_weights, bn_training=True)
+            # [setsz]
+            pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+            # scalar
+            correct = torch.eq(pred_q, y_qry).sum().item()  # BREAK
+            corrects[1] = corrects[1] + correct
+
+        del net
+
+        accs = torch.tensor(corrects) / querysz
+
+        return accs
+
+
+@case(T + "test_maml_no_item_capture", config={"capture_scalar_outputs": False}, note="3 calls (the test makes 10)")
+def maml_no_item_capture():
+    a = torch.randn(5, 1, 28, 28)
+    b = torch.zeros(5, dtype=torch.int64)
+    c = torch.randn(75, 1, 28, 28)
+    d = torch.zeros(75, dtype=torch.int64)
+    return PartialMaml(), [(a, b, c, d)] * 3
+
+
+@case(T + "test_slicing_dynamic_shape_setitem", backend="aot_eager")
+def slicing_dynamic_shape_setitem():
+    def fn(input_lengths: torch.Tensor, new_ones_1):
+        getitem_13 = input_lengths[3]
+        new_ones_1[(3, slice(getitem_13, None, None))] = 0  # BREAK
+        setitem_13 = new_ones_1
+        return (setitem_13,)
+
+    return fn, [lambda f: f(torch.arange(10), torch.ones(10, 204))]
 
 
 @case(T + "test_do_paste_mask")
