@@ -1095,16 +1095,16 @@ def test_a_generator_that_mutates_outside_state_says_to_change_state_in_the_cons
     assert "yield the values" in s.explanation and s.code == ""
 
 
-STEP_BROKEN = "y = x + 1\ntorch._dynamo.step_unsupported()\nout = y * 2\nout"
-STEP_FIXED = "y = x + 1\n# torch._dynamo.step_unsupported()  (removed: an explicit step_unsupported)\nout = y * 2\nout"
+STEP_UNSUPPORTED_BROKEN = "y = x + 1\ntorch._dynamo.step_unsupported()\nout = y * 2\nout"
+STEP_UNSUPPORTED_FIXED = "y = x + 1\n# torch._dynamo.step_unsupported()  (removed: an explicit step_unsupported)\nout = y * 2\nout"
 
 
 def test_an_explicit_step_unsupported_is_removed():
-    expected, report = run(STEP_BROKEN, ns_with(POS))
+    expected, report = run(STEP_UNSUPPORTED_BROKEN, ns_with(POS))
     s = only_suggestion(report)
     assert s.kind == "remove_graph_break" and report.graph_breaks[0].gb_code in ("GB4636", "GB0275")
-    assert apply_suggestion(STEP_BROKEN, s) == STEP_FIXED
-    got, after = run(STEP_FIXED, ns_with(POS))
+    assert apply_suggestion(STEP_UNSUPPORTED_BROKEN, s) == STEP_UNSUPPORTED_FIXED
+    got, after = run(STEP_UNSUPPORTED_FIXED, ns_with(POS))
     assert_clean(after)
     assert_close(got, expected)
 
