@@ -1120,3 +1120,14 @@ def test_an_op_whose_data_dependent_shape_the_setting_does_not_fix_gets_no_setti
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
         _, moved = run("out = torch.linalg.lstsq(x, b).solution\nout", ns_with(a, b=b))
     assert moved.graph_break_count >= 1  # the mistake it rules out: the break stays
+
+
+def test_a_deepcopy_of_a_module_gets_no_clone_it_does_not_have():
+    """torch stops at a tensor deep inside ``copy.deepcopy(net)``: the user's line copies a
+    module, which has no ``.clone()``; only a copy of the tensor itself is rewritten."""
+    import copy
+
+    net = torch.nn.Linear(4, 4)
+    _, report = run("net2 = copy.deepcopy(net)\nout = net2(x)\nout", ns_with(POS, copy=copy, net=net))
+    kinds = {b.gb_code: b.suggestion.kind for b in report.graph_breaks}
+    assert "tensor_clone" not in kinds.values() and kinds, kinds

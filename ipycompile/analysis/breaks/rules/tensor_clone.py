@@ -15,9 +15,13 @@ def applies(f: Facts) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    # torch stops inside the standard library's copy.py; the call to rewrite is the user's line
+    # torch stops inside the standard library's copy.py; the call to rewrite is the user's line,
+    # and only when that line copies the tensor itself: a deepcopy of a module or a list reaches
+    # the tensor through more of copy.py's frames, and has no `.clone()`
     at = f.user if f.in_library else f.stop
     if ctx.library(at.filename):
+        return None
+    if f.in_library and not (len(f.stack) >= 2 and (f.stack[-2].filename, f.stack[-2].lineno) == (at.filename, at.lineno)):
         return None
     p, stmt = statement_at(at, ctx)
     calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and call_name(n) == "deepcopy"
