@@ -2,7 +2,9 @@
 
 Positive: the chunked cross-entropy loss and the RNN of benchmarks/scan_vs_loop.py (the
 workloads of tutorial 04), a ``range`` loop, a loop with independent iterations, a loop
-in a notebook-style cell, and a loop over an ``nn.ModuleList`` of identical layers.
+in a notebook-style cell, a loop over an ``nn.ModuleList`` of identical layers, and the
+decoder/encoder layer loops of transformers' GPT-2, BERT, Llama and Qwen2 (tiny configs,
+random weights), each placed at the ``for`` over the layers in the model's own file.
 Negative: a CNN's stages of different shapes (in a loop) and a transformer's distinct
 blocks of different sizes written out by hand. Each suggestion (``scan``, ``map``,
 ``nested_compile_region``) is applied as a user would and the detector then finds
@@ -179,7 +181,7 @@ class Tower(nn.Module):
         self.blocks = nn.ModuleList(block(16, 32) for _ in range(n))
 
     def forward(self, x):
-        for b in self.blocks:
+        for b in self.blocks:  # <- for blocks
             x = b(x)
         return x
 
@@ -190,7 +192,9 @@ def test_module_list_of_identical_layers_suggests_a_nested_compile_region_which_
     (loop,) = r.unrolled_loops
     assert kind(loop) == "nested_compile_region" and loop.repeats == 6
     assert "identical layers of `self.blocks`" in loop.suggestion.title
-    assert loop.lineno == line_of("# <- block", __file__)  # the layer's code, the same for every copy
+    # the loop's own line: the layer's code is the same in every copy, the ``for`` differs only by ``b``
+    assert loop.filename == __file__ and loop.lineno == line_of("# <- for blocks", __file__)
+    assert loop.source_line == "for b in self.blocks:  # <- for blocks"
     assert "@torch.compiler.nested_compile_region" in loop.suggestion.code and "layer.compile()" in loop.suggestion.code
     fixed, after = compiled(Tower(RegionBlock), x)
     assert not fixed.unrolled_loops and {n.op for n in fixed.control_flow} == {"invoke_subgraph"}
@@ -266,3 +270,48 @@ def test_torch_2_11_graphs_parse_with_their_source_places_and_hold_no_loop():
     assert nodes and all(n.line is not None for n in nodes) and nodes[0].file.endswith("gpu_traces.py")
     assert len(nodes) == graphs[0].op_count
     assert not r.unrolled_loops and not [e for e in r.stats.errors if e.startswith("doctor:")]
+
+
+# -- transformers' layer stacks ---------------------------------------------------------------
+def _tiny(name: str):
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    common = dict(vocab_size=100, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    if name == "gpt2":
+        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=3, n_embd=32, n_head=2, n_positions=32, **common)), tf.GPT2Model
+    if name == "bert":
+        config = tf.BertConfig(num_hidden_layers=3, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                               max_position_embeddings=32, **common)
+        return tf.BertModel(config), tf.models.bert.modeling_bert.BertEncoder
+    cls = {"llama": (tf.LlamaConfig, tf.LlamaForCausalLM, "LlamaModel"), "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, "Qwen2Model")}
+    config_cls, model_cls, inner = cls[name]
+    config = config_cls(num_hidden_layers=3, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                        num_key_value_heads=2, max_position_embeddings=32, **common)
+    return model_cls(config), getattr(sys.modules[model_cls.__module__], inner)
+
+
+def _for_over_layers(owner: type) -> tuple[str, int, str]:
+    """The ``for`` over the layer container in ``owner.forward``, found in its source (not from a report)."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(owner.forward)
+    hits = [(first + i, ln.strip()) for i, ln in enumerate(lines)
+            if re.match(r"\s*for\b.*\bin\b.*\bself\.(layers|layer|h)\b", ln)]
+    (line, text), = hits
+    return inspect.getsourcefile(owner), line, text
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "qwen2"])
+def test_transformer_layer_loop_is_placed_at_the_models_for_over_its_layers(name):
+    model, owner = _tiny(name)
+    ids = torch.randint(3, 100, (1, 8))
+    with torch.no_grad():
+        r, _ = compiled(model.eval(), ids)
+    filename, line, text = _for_over_layers(owner)
+    loops = [u for u in r.unrolled_loops if u.repeats == 3]
+    assert loops, r.summary()
+    loop = max(loops, key=lambda u: u.ops_in_loop)
+    assert (loop.filename, loop.lineno, loop.source_line) == (filename, line, text)
+    assert kind(loop) == "nested_compile_region" and "scan" not in loop.suggestion.title
+    assert "@torch.compiler.nested_compile_region" in loop.suggestion.code
+    assert loop.ops_in_loop > loop.ops_total / 2

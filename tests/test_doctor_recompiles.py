@@ -314,12 +314,13 @@ def test_dtype_rank_requires_grad_and_type_changes_are_explained_without_a_fix()
         ((torch.randn(8), torch.randn(8, dtype=torch.float16)), "dtype", "dtype of `x` went float32 → float16"),
         ((torch.randn(8), torch.randn(8, 2)), "rank", "`x` went from 1 to 2 dimensions"),
         ((torch.randn(8), torch.randn(8, requires_grad=True)), "requires_grad", "`x` requires grad now"),
-        ((torch.randn(8), 3), "type", "`x` was a Tensor when compiled, now int"),
+        ((torch.randn(8), 3), "type", "`x` was a Tensor when compiled, now an int"),
     ):
         r, _ = captured(*(lambda a=a: f(a) for a in calls))
         rc = only(r)
         assert rc.changes[0].kind == k and words.lower() in rc.explanation.lower(), rc.explanation
-        assert rc.suggestion is None
+        # a named kind that says what to do, and no invented code (was: no suggestion at all)
+        assert rc.suggestion.kind == f"{k}_change" and rc.suggestion.code == "", rc.suggestion
 
 
 def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_without_a_fix():
@@ -329,7 +330,7 @@ def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_
     r, _ = captured(lambda: cd(x), lambda: drop.eval(), lambda: cd(x))
     (ch,) = only(r).changes
     assert ch.kind == "training" and (ch.before, ch.after) == ("True", "False")
-    assert "switched to eval()" in only(r).explanation and only(r).suggestion is None
+    assert "switched to eval()" in only(r).explanation and only(r).suggestion.kind == "train_eval"
 
     f = torch.compile(double, backend="eager")
 
@@ -342,7 +343,7 @@ def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_
 
     g = torch.compile(lambda t, fn: fn(t), backend="eager")
     r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
-    assert only(r).changes[0].kind == "identity" and only(r).suggestion is None
+    assert only(r).changes[0].kind == "identity" and only(r).suggestion.kind == "identity_change"
 
     h = torch.compile(lambda ts: sum(ts), backend="eager")
     r, _ = captured(lambda: h([x] * 2), lambda: h([x] * 3))
@@ -351,7 +352,7 @@ def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_
 
     s = torch.compile(scaled, backend="eager")
     r, _ = captured(lambda: s(x, True), lambda: s(x, False))
-    assert "bool `k` went True → False" in only(r).explanation and only(r).suggestion is None
+    assert "bool `k` went True → False" in only(r).explanation and only(r).suggestion.kind == "flag_value"
 
 
 def test_unknown_reasons_keep_torch_words_and_get_no_fix():
@@ -402,3 +403,305 @@ def test_explanations_and_fixes_show_in_the_html_and_the_widget():
 
     shown = html.unescape("\n".join(texts(w)))
     assert "Size of dim 0 of `x` went 8 → 16" in shown and "mark_dynamic" in shown
+
+
+# -- never wrong: a fix only where its preconditions hold (issue 20, item 2) --------------------
+W = torch.nn.Parameter(torch.randn(3, 2))
+
+
+def param_matmul(x):
+    return x @ W
+
+
+def test_a_parameter_gets_torchs_setting_not_a_mark_dynamic_torch_ignores():
+    xs = [torch.nn.Parameter(torch.randn(n, 3)) for n in (2, 10, 11, 15)]
+    f = torch.compile(param_matmul, backend="eager")
+    r, before = captured(*(lambda x=x: f(x) for x in xs))
+    assert len(r.recompiles) == 3
+    rc = r.recompiles[0]
+    assert rc.changes[0].after == "10" and "10." not in rc.explanation  # torch's "actual 10." read as 10
+    assert kind(rc.suggestion) == "force_parameter_static_shapes" and rc.suggestion.kind == "force_parameter_static_shapes"
+    assert rc.suggestion.code.startswith("torch._dynamo.config.force_parameter_static_shapes = False")
+    assert "torch._dynamo.mark_dynamic(x, 0)" in rc.suggestion.code
+
+    # the class of mistake: mark_dynamic alone is ignored on a parameter (all recompiles stay)
+    first = torch.nn.Parameter(xs[0].detach().clone())
+    torch._dynamo.mark_dynamic(first, 0)
+    f = torch.compile(param_matmul, backend="eager")
+    ignored, _ = captured(lambda: f(first), *(lambda x=x: f(x) for x in xs[1:]))
+    assert len(ignored.recompiles) == 3
+
+    # the fix as written: the setting, and mark_dynamic before the first call
+    with torch._dynamo.config.patch(force_parameter_static_shapes=False):
+        first = torch.nn.Parameter(xs[0].detach().clone())
+        torch._dynamo.mark_dynamic(first, 0)
+        f = torch.compile(param_matmul, backend="eager")
+        fixed, after = captured(lambda: f(first), *(lambda x=x: f(x) for x in xs[1:]))
+        assert not fixed.recompiles
+        same(before, after)
+        f = torch.compile(param_matmul, backend="eager")  # the setting alone: one recompile, then dynamic
+        alone, after = captured(*(lambda x=x: f(x) for x in xs))
+        assert len(alone.recompiles) == 1
+        same(before, after)
+
+
+def closing(k):
+    def g(y):
+        return y + k
+
+    return g
+
+
+def closing_fixed(k):
+    k = torch.tensor(k)  # the fix, where `k` is set, before `g` is defined
+
+    def g(y):
+        return y + k
+
+    return g
+
+
+def apply_g(x, g):
+    return g(x)
+
+
+def test_a_closed_over_int_is_named_as_in_the_users_code_not_by_torchs_guard_source():
+    x = torch.randn(5)
+    f = torch.compile(apply_g, backend="eager")
+    r, before = captured(*(lambda i=i: f(x, closing(i)) for i in range(3)))
+    rc = r.recompiles[0]
+    ch = rc.changes[0]
+    assert ch.subject == "k" and "`k` (a variable `g` closes over)" in rc.explanation
+    s = rc.suggestion
+    assert kind(s) == "tensor_value" and "__closure__" not in s.code + s.title + rc.explanation
+    assert s.code.startswith("k = torch.tensor(k)")
+    f = torch.compile(apply_g, backend="eager")
+    fixed, after = captured(*(lambda i=i: f(x, closing_fixed(i)) for i in range(3)))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def test_suggested_code_names_only_what_the_users_code_has():
+    """A guard source that is no name in the user's code (torch's ``__closure__``,
+    ``__defaults__``) is never written into code."""
+    from ipycompile.analysis.recompiles import _Reason, _suggest
+    from ipycompile.report.model import GuardChange
+
+    for subject in ("g.__closure__[0].cell_contents", "f.__defaults__[0]", "___odict_getitem(self, 'k')"):
+        for kind_ in ("value", "size"):
+            ch = GuardChange(kind_, subject=subject, before="2", after="3", dim=0 if kind_ == "size" else None)
+            s = _suggest(_Reason(ch, src=subject, code=f"return x * {subject}"), True)
+            assert s is None or (s.code == "" and subject not in s.code), (subject, s)
+
+
+def pair(x, y):
+    return x * y
+
+
+@pytest.mark.parametrize("config", [{}, {"automatic_dynamic_shapes": False}], ids=["automatic", "static"])
+def test_mark_dynamic_marks_every_size_that_changes_together(config):
+    calls = [(torch.randn(n), torch.randn(n)) for n in (2, 3, 4, 5)]
+    with torch._dynamo.config.patch(**config):
+        f = torch.compile(pair, backend="eager")
+        r, before = captured(*(lambda a=a, b=b: f(a, b) for a, b in calls))
+        rc = r.recompiles[0]
+        assert kind(rc.suggestion) == "mark_dynamic"
+        lines = [ln for ln in rc.suggestion.code.splitlines() if ln.startswith("torch._dynamo.mark_dynamic")]
+        assert [ln.split("  #")[0] for ln in lines] == ["torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.mark_dynamic(y, 0)"]
+        if config:  # marking `x` alone is the mistake: torch finds the sizes equal and refuses the mark
+            a, b = calls[0][0].clone(), calls[0][1].clone()
+            torch._dynamo.mark_dynamic(a, 0)
+            f = torch.compile(pair, backend="eager")
+            with pytest.raises(Exception, match="Constraints violated"):
+                f(a, b)
+        a, b = calls[0][0].clone(), calls[0][1].clone()
+        torch._dynamo.mark_dynamic(a, 0)  # the fix as written: both
+        torch._dynamo.mark_dynamic(b, 0)
+        f = torch.compile(pair, backend="eager")
+        fixed, after = captured(lambda: f(a, b), *(lambda a=a, b=b: f(a, b) for a, b in calls[1:]))
+        assert not fixed.recompiles
+        same(before, after)
+
+
+HOLDER = {"tensor": torch.randn(4, 2)}
+
+
+def from_global_dict(x):
+    return x.sin() + HOLDER["tensor"].sum(0)
+
+
+def test_a_tensor_in_a_global_dict_gets_mark_dynamic_on_it():
+    x = torch.randn(2)
+    sizes = (4, 5, 6)
+    tensors = [torch.randn(n, 2) for n in sizes]
+
+    def call(t):
+        HOLDER["tensor"] = t
+        return f(x)
+
+    f = torch.compile(from_global_dict, backend="eager")
+    r, before = captured(*(lambda t=t: call(t) for t in tensors))
+    rc = r.recompiles[0]
+    assert kind(rc.suggestion) == "mark_dynamic"
+    assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(HOLDER['tensor'], 0)")
+    f = torch.compile(from_global_dict, backend="eager")
+    first = tensors[0].clone()
+    torch._dynamo.mark_dynamic(first, 0)  # the fix, on the dict's tensor before the first call
+    fixed, after = captured(lambda: call(first), *(lambda t=t: call(t) for t in tensors[1:]))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def test_an_int_under_dynamic_false_is_held_in_a_tensor():
+    x = torch.randn(3)
+    f = torch.compile(scaled, backend="eager", dynamic=False)
+    r, before = captured(*(lambda k=k: f(x, k) for k in (2, 3, 4)))
+    rc = r.recompiles[0]
+    assert "specialised on 3 again" in rc.explanation and kind(rc.suggestion) == "tensor_value"
+    f = torch.compile(scaled, backend="eager", dynamic=False)
+    fixed, after = captured(*(lambda k=k: f(x, torch.tensor(k)) for k in (2, 3, 4)))
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def sized(x, n):
+    return x.sum() + torch.zeros(n).sum()
+
+
+def test_an_int_used_as_a_size_gets_no_tensor_and_says_what_to_do():
+    f = torch.compile(sized, backend="eager", dynamic=False)
+    r, _ = captured(lambda: f(torch.randn(3), 2), lambda: f(torch.randn(3), 3))
+    rc = only(r)
+    assert kind(rc.suggestion) == "specialized_number" and rc.suggestion.code == ""
+    assert "dynamic=None" in rc.suggestion.explanation
+
+
+# -- named no-fix kinds: what changed, and what to do ---------------------------------------------
+def add(a, b):
+    return a + b
+
+
+def flagged(x, flag):
+    return x + 1 if flag else x - 1
+
+
+def mutate_and_add(a, b, c):
+    a.add_(b)
+    return c + 1
+
+
+def test_each_change_that_needs_no_code_change_gets_a_named_kind_saying_what_to_do():
+    a, p, t = torch.rand(3), torch.nn.Parameter(torch.rand(3)), torch.rand(3)
+    f = torch.compile(add, backend="eager")
+    r, _ = captured(lambda: f(a, p), lambda: f(a, t))
+    rc = only(r)
+    assert "`b` was a Parameter when compiled, now a Tensor" in rc.explanation  # was: "a Tensor ... now torch.Tensor"
+    assert kind(rc.suggestion) == "type_change" and ".detach()" in rc.suggestion.explanation
+    r, _ = captured(lambda: f(a, 3), lambda: f(a, t))
+    assert "went 3 → a tensor" in only(r).explanation  # was: "→ another value"
+
+    g = torch.compile(flagged, backend="eager")
+    r, _ = captured(lambda: g(a, True), lambda: g(a, None))
+    rc = only(r)
+    assert "`flag` went True → None" in rc.explanation  # was: "→ another value"
+    assert kind(rc.suggestion) == "flag_value"
+
+    g = torch.compile(lambda t: t * 2, backend="eager")
+    r, _ = captured(lambda: g(torch.randn(3)), lambda: g(torch.randn(3, device="meta")))
+    rc = only(r)
+    assert kind(rc.suggestion) == "device_change" and ".to(device)" in rc.suggestion.explanation
+
+    x = torch.randn(3)
+    m = torch.compile(mutate_and_add, backend="eager")
+    r, _ = captured(lambda: m(x.clone(), x.clone(), x.clone()), lambda: (lambda c: m(c, x.clone(), c))(x.clone()))
+    rc = only(r)
+    assert rc.changes[0].kind == "aliasing" and "`a` and `c` are now the same tensor" in rc.explanation
+    assert kind(rc.suggestion) == "aliasing" and ".clone()" in rc.suggestion.explanation
+
+    d = torch.compile(double, backend="eager")
+    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, dtype=torch.float16)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "dtype_change" and ".to(torch.float32)" in rc.suggestion.explanation
+    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, 2)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "rank_change" and "reshape" in rc.suggestion.explanation
+    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, requires_grad=True)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "requires_grad_change" and "torch.no_grad()" in rc.suggestion.explanation
+
+
+def test_grad_mode_length_train_eval_and_identity_say_what_to_do():
+    x = torch.randn(2, 4)
+    f = torch.compile(double, backend="eager")
+
+    def no_grad():
+        with torch.no_grad():
+            return f(x)
+
+    r, _ = captured(lambda: f(x), no_grad)
+    rc = only(r)
+    assert kind(rc.suggestion) == "global_state_change" and "torch.no_grad()" in rc.suggestion.explanation
+    h = torch.compile(lambda ts: sum(ts), backend="eager")
+    r, _ = captured(lambda: h([x] * 2), lambda: h([x] * 3))
+    rc = only(r)
+    assert kind(rc.suggestion) == "list_length" and "torch.stack(ts)" in rc.suggestion.explanation
+    drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    cd = torch.compile(drop, backend="eager")
+    r, _ = captured(lambda: cd(x), lambda: drop.eval(), lambda: cd(x))
+    rc = only(r)
+    assert kind(rc.suggestion) == "train_eval" and "Nothing to fix" in rc.suggestion.explanation
+    g = torch.compile(lambda t, fn: fn(t), backend="eager")
+    r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
+    rc = only(r)
+    assert kind(rc.suggestion) == "identity_change" and "`fn`" in rc.suggestion.explanation
+
+
+def test_a_size_change_beside_a_type_change_gets_no_mark_dynamic():
+    """``y`` is a tensor, then an int: marking ``x`` dynamic would not help (and torch refuses
+    it while ``x * y`` ties the sizes); the type change is said."""
+    f = torch.compile(pair, backend="eager")
+    r, _ = captured(lambda: f(torch.randn(2), torch.randn(2)), lambda: f(torch.randn(3), 3))
+    rc = only(r)
+    assert kind(rc.suggestion) == "type_change" and "one type every call" in rc.suggestion.explanation
+    assert "mark_dynamic" not in rc.suggestion.code
+
+
+def closing_tensor(t):
+    def g(y):
+        return y + t.sum()
+
+    return g
+
+
+def test_a_size_torch_made_dynamic_on_a_value_no_code_can_mark_says_nothing_to_fix():
+    """A closed-over tensor's size: torch's guard source (``g.__closure__[0].cell_contents``) is
+    no name to mark; torch made the size dynamic after one recompile, and says so."""
+    f = torch.compile(apply_g, backend="eager")
+    r, _ = captured(*(lambda n=n: f(torch.randn(3), closing_tensor(torch.randn(n))) for n in (2, 3, 4)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "automatic_dynamic" and rc.suggestion.code == ""
+    assert "__closure__" not in rc.suggestion.code and "Nothing to fix" in rc.suggestion.explanation
+
+
+class Cfg:
+    def __init__(self) -> None:
+        self.val = 0.5
+
+
+def with_cfg(x, cfg):
+    if getattr(cfg, "just_add_7", False):
+        return x + 7
+    return x + cfg.val
+
+
+def test_an_attribute_that_appears_says_what_changed_and_what_to_do():
+    x = torch.zeros(1)
+    a, b = Cfg(), Cfg()
+    b.just_add_7 = True
+    f = torch.compile(with_cfg, backend="eager")
+    r, _ = captured(lambda: f(x, a), lambda: f(x, b))
+    rc = only(r)
+    ch = rc.changes[0]
+    assert (ch.kind, ch.subject, ch.before, ch.after) == ("attribute", "cfg.just_add_7", "absent", "present")
+    assert "`cfg.just_add_7` was absent when compiled, present now" in rc.explanation
+    assert kind(rc.suggestion) == "attribute_presence" and "__init__" in rc.suggestion.explanation

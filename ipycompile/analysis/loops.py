@@ -14,9 +14,16 @@ written out by hand come from different lines, and a network's stages of differe
 shapes differ in their shapes: neither is reported.
 
 Each run becomes an :class:`~ipycompile.report.UnrolledLoop`, placed at the loop's
-line in the user's code: the ``for`` line where Dynamo unpacked the loop's items
-(``for x in xs:``), else the body's first line in the compiled function, else the
-first line of the segment outside torch. Its suggestion is
+line: for a stack of layers (each copy reads other weights, ``self.layers[0]``,
+``self.layers[1]``, ...), the ``for`` over that container (``for layer in self.layers:``)
+in the source the report kept: the innermost frame the copies share that differs per
+iteration only by the loop variable. Torch prints only each node's innermost frame
+(``print_readable`` writes the last frame of the node's ``stack_trace``; neither 2.11 nor
+2.13 logs the full stack in the trace), so the copies' printed places are the layer's own
+lines (an activation function's ``return``, in a library); capture/sources.py keeps the
+functions that loop over such a container. Otherwise: the ``for`` line where Dynamo
+unpacked the loop's items (``for x in xs:``), else the body's first line in the compiled
+function, else the first line of the segment outside torch. Its suggestion is
 
 * ``scan`` when an iteration reads what the previous one computed (a carry), ``map``
   when iterations are independent;
@@ -30,6 +37,7 @@ Segments of item unpacking alone (``x[0]``, ``x[1]``, ...) and of calls to one
 
 from __future__ import annotations
 
+import ast
 import bisect
 import dataclasses
 import re
@@ -38,6 +46,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..report.model import Graph, Suggestion, UnrolledLoop
 from ..report.owners import Owner
+from .source import Sources
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -219,21 +228,23 @@ def _trivial(nodes: list[Node]) -> bool:
     return not ops or all("invoke_subgraph" in n.expr for n in ops)
 
 
+def _internal(report: "CompileReport", file: str) -> bool:
+    """torch's, ipycompile's or generated code (or no file): not where a loop is written."""
+    return report.owner(file) not in (Owner.USER, Owner.LIBRARY)
+
+
 def _loop_place(nodes: list[Node], run: _Run, unpacks: list[tuple[_Run, Node]], function: str, filename: str,
                 report: "CompileReport") -> Optional[Node]:
     """The node whose source line stands for the loop (see the module docstring)."""
 
-    def _internal(file: str) -> bool:  # torch's, ipycompile's or generated code (or no file): not where a loop is written
-        return report.owner(file) not in (Owner.USER, Owner.LIBRARY)
-
     seg = nodes[run.start:run.start + run.period]
-    before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(n.file)]
+    before = [(u, n) for u, n in unpacks if u.end <= run.start and u.repeats == run.repeats and not _internal(report, n.file)]
     if before:
         return before[-1][1]
     own = [n for n in seg if n.line is not None and n.function == function and (not filename or n.file == filename)]
     if own:
         return min(own, key=lambda n: n.line)
-    user = [n for n in seg if n.line is not None and not _internal(n.file)]
+    user = [n for n in seg if n.line is not None and not _internal(report, n.file)]
     if user:
         return min(user, key=lambda n: (n.file, n.line))
     return next((n for n in seg if n.line is not None), None)
@@ -272,9 +283,48 @@ def _layer_container(nodes: list[Node], run: _Run, graph_inputs: set[str]) -> Op
     for x, y in pairs:
         m = re.match(r"^(?P<prefix>.*_modules_)\d+_", x)
         if m and y.startswith(m.group("prefix")):
-            path = m.group("prefix")[: -len("_modules_")]
-            return re.sub(r"^[lL]_", "", path).replace("_modules_", ".")
+            path = re.sub(r"^[lL]_", "", m.group("prefix")[: -len("_modules_")]).replace("_modules_", ".")
+            # a method called through a wrapper (``def wrapper(*args, **kwargs)``) sees self as args[0]
+            return re.sub(r"^args_0(?=\.|$)", "self", path)
     return ""
+
+
+def _for_over_layers(report: "CompileReport", nodes: list[Node], run: _Run, container: str) -> Optional[Node]:
+    """The ``for`` statement that runs the layers of ``container`` (``for layer in self.layers:``,
+    also sliced or in ``enumerate``), from the source the report kept for the graph's files
+    (capture/sources.py keeps the functions that hold such a loop). The layers' own lines are
+    the same in every copy; the loop's frame is the one that differs per iteration only by the
+    loop variable, and the graph's printed places do not reach it: torch prints each node's
+    innermost frame only. Prefers a function that runs ops of this graph itself; None when no
+    such loop was kept, or when it is ambiguous."""
+    attr = container.rsplit(".", 1)[-1]
+    if not attr:
+        return None
+    src = Sources(report)
+    files = list(dict.fromkeys(n.file for n in nodes if n.file and not _internal(report, n.file)))
+    seen_lines = {(n.file, n.line) for n in nodes}
+    found = []
+    for f in files:
+        for p in src.parsed_spans(f):
+            for fn in ast.walk(p.tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for loop in ast.walk(fn):
+                    if isinstance(loop, ast.For) and any(
+                        isinstance(a, ast.Attribute) and a.attr == attr and isinstance(a.value, ast.Name) and a.value.id == "self"
+                        for a in ast.walk(loop.iter)
+                    ):
+                        own = sum((f, line) in seen_lines for line in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
+                        found.append((own, f, loop.lineno, p.line(loop.lineno).strip(), fn))
+    found = list({(f, ln): (own, f, ln, code) for own, f, ln, code, _ in found}.values())
+    if not found:
+        return None
+    best = max(own for own, *_ in found)
+    top = [x for x in found if x[0] == best]
+    if len(top) != 1:
+        return None
+    _, f, ln, code = top[0]
+    return Node("", "", "", f, ln, "", code)
 
 
 def _suggestion(kind: str, code_line: str, repeats: int, ops_in: int, ops_total: int, container: str) -> Suggestion:
@@ -339,6 +389,8 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
             continue
         place = _loop_place(nodes, run, unpacks, function, filename, report)
         container = _layer_container(nodes, run, inputs)
+        if container:
+            place = _for_over_layers(report, nodes, run, container) or place
         kind = "layers" if container is not None else ("scan" if _carried(nodes, run) else "map")
         ops_in = run.period * run.repeats
         code = place.code if place is not None else ""

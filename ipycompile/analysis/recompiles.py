@@ -33,16 +33,17 @@ torch's words with no suggestion: the doctor never invents advice.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from ..report.model import CompileId, GuardChange, GuardSet, Recompile, Suggestion
+from ..report.model import CompileId, Confidence, GuardChange, GuardSet, Kind, Recompile, Suggestion
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["KINDS", "SUGGESTION_KINDS", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
+__all__ = ["KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
 
 #: What a failed guard can say changed (``GuardChange.kind``).
 KINDS = (
@@ -62,12 +63,11 @@ KINDS = (
     "identity",  # a different object (function, module, ...) where torch guards on identity
     "global_state",  # torch's global state (grad mode, autocast, ...)
     "symbolic",  # a condition on dynamic sizes
+    "aliasing",  # two inputs are now the same tensor (or no longer)
+    "attribute",  # an object gained or lost an attribute the code asks for (hasattr / getattr with a default)
     "other",
 )
 
-#: The fixes the doctor suggests (``Suggestion.title`` starts with one of these words), each
-#: proven by a test in tests/test_doctor_recompiles.py.
-SUGGESTION_KINDS = ("mark_dynamic", "mark_unbacked", "contiguous", "tensor_value", "loop_body", "recompile_limit")
 
 _DTYPES = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
@@ -131,6 +131,10 @@ _LEN = re.compile(r"^len\((?P<src>.+)\)$")
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
 _LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]$")
+_PARAMETER = "Guard failed on a parameter"
+_HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
+_HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
+_DUPLICATES = re.compile(r"^Duplicate tensors found: \[(?P<names>.*)\]")
 
 
 @dataclasses.dataclass
@@ -141,6 +145,12 @@ class _Reason:
     src: str = ""  # torch's source expression for the input, as the reason names it
     code: str = ""  # the user's line torch named
     note: str = ""  # torch's note after the place (a HINT, the 0/1 specialization text)
+    parameter: bool = False  # torch says the guard is on an nn.Parameter (force_parameter_static_shapes)
+    closure_of: str = ""  # the function that closes over the input (``x`` of ``g``'s ``g.__closure__[0]``)
+    #: every (tensor, dim) whose size differs between the failed compile's guards and the new one's
+    resized: list = dataclasses.field(default_factory=list)
+    #: a tensor input of one compile is no tensor in the other (a type change alongside)
+    retyped: bool = False
 
 
 def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
@@ -155,7 +165,8 @@ def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
         out.src, ch.subject = name, readable_source(name)
         if (s := _SIZE.match(rest)) is not None:
             ch.kind = s.group("what")
-            ch.dim, ch.before, ch.after = int(s.group("dim")), s.group("before"), s.group("after")
+            ch.dim, ch.before, ch.after = int(s.group("dim")), s.group("before"), s.group("after").rstrip(".")
+            out.parameter = _PARAMETER in rest
             if ch.kind == "size" and ch.after in ("0", "1"):
                 ch.kind = "size_0_1"
         elif (s := _RANK.match(rest)) is not None:
@@ -177,10 +188,22 @@ def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
     if (m := _STATE_RE.match(first)) is not None:
         ch.kind, ch.subject = "global_state", m.group("what").strip()
         return out
+    if (m := _DUPLICATES.match(first)) is not None:
+        names = re.findall(r'"([^"]+)"', m.group("names"))
+        ch.kind, ch.subject = "aliasing", ", ".join(names)
+        return out
     m = _COMMENTED.match(first)
     guard = m.group("guard").strip() if m else first
     if m:
         out.code, out.note = m.group("code").strip(), (m.group("note") or "").strip()
+        hint = _HINT_NAME.search(out.note)
+        if hint and "__closure__" in guard:  # torch names the variable the closure holds
+            out.closure_of = m.group("where").rsplit(" in ", 1)[-1]
+    if (g := _HASATTR.match(guard)) is not None:
+        out.src, ch.kind = g.group("src"), "attribute"
+        ch.subject = f"{readable_source(g.group('src'))}.{g.group('name')}"
+        ch.before, ch.after = ("absent", "present") if g.group("neg") else ("present", "absent")
+        return out
     if (g := _LOW_SIZE.match(guard)) is not None:
         out.src, ch.subject, ch.dim = g.group("src"), readable_source(g.group("src")), int(g.group("dim"))
         ch.kind, ch.before = "size_0_1", f">= {g.group('low')}"
@@ -193,6 +216,8 @@ def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
         else:
             out.src, ch.kind = src, "global" if _is_global(src) else "value"
         ch.subject, ch.before = readable_source(out.src), value
+        if out.closure_of:
+            ch.subject = _HINT_NAME.search(out.note).group("name")
     elif (g := _OBJ_ID.match(guard)) is not None:
         out.src, ch.kind = g.group("src"), "identity"
         ch.subject = readable_source(out.src)
@@ -279,11 +304,39 @@ def _find_guard(lines: list[tuple[str, str]], r: _Reason) -> str:
     return ""
 
 
+def _tensor_type(expr: str) -> str:
+    """The type a ``check_tensor(SRC, Parameter, ...)`` guard names."""
+    m = re.match(r"^check_tensor\(.+?, (?P<type>[A-Za-z_][\w.]*), ", expr.split(": ", 1)[-1])
+    return m.group("type") if m else ""
+
+
+def _tensor_sizes(lines: list[tuple[str, str]]) -> dict[str, list[Optional[str]]]:
+    """Each tensor input's sizes as its TENSOR_MATCH guard says (``None``: dynamic)."""
+    return {readable_source(_tensor_src(e)): _sizes(e) for t, e in lines if t == "TENSOR_MATCH" and _tensor_src(e)}
+
+
+def _what_it_is_now(src: str, new: list[tuple[str, str]]) -> str:
+    """What the input ``src`` is in the new compile when no ``==`` guard says its value."""
+    for t, e in new:
+        if t == "TENSOR_MATCH" and _same(_tensor_src(e), src):
+            return "a tensor"
+        m = re.match(r"^(?P<src>.+?) is None$", e)
+        if m and _same(m.group("src"), src):
+            return "None"
+    return ""
+
+
 def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, str]], symbols: dict[str, str]) -> bool:
     """Fill the guards on both sides and the value after; return whether the new compile made
     the changed size or value dynamic."""
     ch = r.change
     ch.failed_guard = _find_guard(failed, r)
+    if failed and new:
+        before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
+        r.retyped = set(before_sizes) != set(after_sizes)
+        r.resized = [(name, d) for name, sizes in before_sizes.items() if name in after_sizes
+                     for d, (a, b) in enumerate(zip(sizes, after_sizes[name])) if a != b
+                     and len(sizes) == len(after_sizes[name])]
     if ch.kind == "size_0_1" and ch.before.startswith(">="):
         # the failed guard is the dynamic version's lower bound; the new compile's tensor guard says the size
         lookup = _Reason(GuardChange("size"), src=r.src)
@@ -295,6 +348,11 @@ def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, st
         ch.failed_guard = low[0] if low else ch.failed_guard  # the bound that failed, else the tensor's guard
         return False
     ch.new_guard = _find_guard(new, r)
+    if ch.kind == "type" and ch.failed_guard.startswith("TENSOR_MATCH"):
+        # a Parameter replaced by a plain Tensor (or the other way): both guards name the type
+        ch.before = _tensor_type(ch.failed_guard) or ch.before
+        if ch.new_guard.startswith("TENSOR_MATCH"):
+            ch.after = _tensor_type(ch.new_guard) or ch.after
     if ch.kind in ("size", "stride") and ch.dim is not None:
         new_sizes = _sizes(ch.new_guard, ch.kind)
         return ch.dim < len(new_sizes) and new_sizes[ch.dim] is None
@@ -307,12 +365,19 @@ def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, st
             if _same(source, r.src):
                 ch.after = val
                 return True
+        ch.after = ch.after or _what_it_is_now(r.src, new)
     if ch.kind == "training" and not ch.after and ch.before in ("True", "False"):
         ch.after = str(ch.before != "True")
     return False
 
 
 # -- plain words ------------------------------------------------------------------
+def _a(type_name: str) -> str:
+    """``"a Parameter"``, ``"an int"``, ``"a Tensor"`` (``torch.Tensor`` named as torch prints it)."""
+    name = type_name.strip().rsplit(".", 1)[-1] if type_name.strip().startswith("torch.") else type_name.strip()
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"
+
+
 def _arrow(a: str, b: str) -> str:
     return f"{a} → {b}" if b else f"{a} → another value"
 
@@ -363,7 +428,15 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         return (f"the dispatch keys of {x} changed ({_arrow(ch.before, ch.after)}): a tensor subclass, or a "
                 "dispatch mode, or grad mode around the call")
     if k == "type":
-        return f"{x} was a {ch.before} when compiled, now {ch.after or 'another type'}"
+        before = _a(ch.before) if ch.before else "another type"
+        after = _a(ch.after) if ch.after else "another type"
+        if before == after:
+            return f"the type of {x} changed: torch guards on the exact type"
+        return f"{x} was {before} when compiled, now {after}: torch guards on the exact type, one version per type"
+    if k == "aliasing":
+        names = " and ".join(f"`{n.strip()}`" for n in ch.subject.split(","))
+        return (f"{names} are now the same tensor (they were different tensors when compiled, or the other way): "
+                "torch compiles one version for inputs that alias each other and one for inputs that do not")
     if k == "global_state":
         what = ", ".join(_STATE.get(w.strip(), w.strip()) for w in ch.subject.split(","))
         return f"torch's global state changed: {what}; one compiled version for each state"
@@ -381,6 +454,8 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         kind = _value_kind(ch.before)
         what = {"int": "Python int", "float": "Python float", "bool": "Python bool", "str": "string"}.get(kind, "value")
         who = f"the global {x}" if k == "global" else f"the {what} {x}"
+        if r.closure_of:
+            who += f" (a variable `{r.closure_of}` closes over)"
         out = f"{who} went {_arrow(ch.before, ch.after)}"
         if kind in ("int", "float"):
             if dynamic_after:
@@ -391,6 +466,8 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         elif kind == "bool":
             out += ": one compiled version per value"
         return out
+    if k == "attribute":
+        return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
     if k == "symbolic":
         return f"a condition on dynamic sizes no longer holds: {ch.reason}"
     return f"a guard failed: {ch.reason}"
@@ -402,71 +479,306 @@ def _in_range(r: _Reason) -> bool:
 
 
 # -- suggestions --------------------------------------------------------------------
-def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
-    """The fix for one change, or None where no fix is known (or none is needed)."""
+@dataclasses.dataclass(frozen=True)
+class RecompileRule:
+    """One fix for a recompile: the kind it writes (``Suggestion.kind``, and the first word
+    of its title), what it means, and the fix for one change (None where it does not apply)."""
+
+    kind: Kind
+    doc: str
+    fix: Callable[[_Reason, bool], Optional[Suggestion]]
+
+
+_NAME = r"[A-Za-z_]\w*"
+_NAMEABLE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[\d+\]|\[(?P<q>['\"])[^'\"\[\]]*(?P=q)\])*")
+
+
+def _simple(x: str) -> bool:
+    """``x`` is code that names the input in the user's source: a name, its attributes,
+    constant indices and keys (``self.scale``, ``holder['tensor']``), and no dunder of torch's
+    guard sources (``g.__closure__[0].cell_contents``, ``f.__defaults__``)."""
+    return bool(_NAMEABLE.fullmatch(x)) and "__" not in x
+
+
+def _only_in_arithmetic(r: _Reason) -> bool:
+    """In the user's line torch quoted, ``r``'s input is only an operand of arithmetic with
+    something that is not a plain number (where a 0-d tensor gives the same result)."""
+    x = r.change.subject
+    try:
+        tree = ast.parse(r.code.strip() or "_")
+    except SyntaxError:
+        try:  # a line that opens a block (`if k > 0:`, `for i in range(k):`): its header alone
+            tree = ast.parse(r.code.strip() + " pass")
+        except SyntaxError:
+            return False
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    uses = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and ast.unparse(n) == x
+            and not isinstance(parents.get(n), ast.Attribute)]
+    if not uses:
+        return False
+    for u in uses:
+        parent = parents.get(u)
+        if not isinstance(parent, ast.BinOp):
+            return False
+        other = parent.right if parent.left is u else parent.left
+        if isinstance(other, ast.Constant):
+            return False
+    return True
+
+
+def _fix(kind: Kind, title: str, explanation: str, code: str = "", confidence: Confidence = Confidence.HIGH) -> Suggestion:
+    return Suggestion(f"{kind}: {title}", explanation, code, confidence, kind)
+
+
+def _marks(r: _Reason) -> list[tuple[str, int]]:
+    """The (tensor, dim) pairs to mark dynamic: every size that changed (from the guards of
+    both compiles), else the one the reason names."""
+    return r.resized or [(r.change.subject, r.change.dim)]
+
+
+def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch = r.change
-    x = ch.subject
-    simple = bool(re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", x))
-    if ch.kind == "size" and ch.dim is not None and simple:
-        when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
-                if dynamic_after else "the new version is static too, so every new size is another compile")
-        return Suggestion(
-            f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
-            f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
-            "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
-            "for every dimension of every input.",
-            f"torch._dynamo.mark_dynamic({x}, {ch.dim})  # before the first call\n"
-            f"# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
-            "high",
-        )
-    if ch.kind == "size_0_1" and ch.dim is not None and simple:
-        return Suggestion(
-            f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
-            "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
-            "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
-            "(code that branches on the size will raise instead of specialising).",
-            f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
-            "high",
-        )
-    if ch.kind == "stride" and simple:
-        return Suggestion(
-            f"contiguous: pass `{x}` in one memory layout",
-            f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
-            "it is made (or where it is passed), so every call sees the same strides.",
-            f"{x} = {x}.contiguous()  # before the call",
-            "high",
-        )
-    if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float"):
-        if _in_range(r) and not dynamic_after:
-            return Suggestion(
-                f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
-                f"`{x}` sets how often a loop runs, so Dynamo unrolls the loop and each value of `{x}` is a new "
-                "graph. Compile the loop's body as a function and run the loop outside it: one compile for "
-                "every count. (Or rewrite the loop with `scan` over a tensor whose length is the count.)",
-                "step = torch.compile(body)  # body: one iteration of the loop, state -> state\n"
-                f"for _ in range({x}):\n    state = step(state)",
-                "medium",
-            )
-        if ch.kind == "global" or dynamic_after or "." in x:
-            where = "the global" if ch.kind == "global" else "the value"
-            alt = ("" if ch.kind == "global" or "." in x else
-                   "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
-            return Suggestion(
-                f"tensor_value: hold `{x}` in a tensor",
-                f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
-                + (" (and changing a global between calls is a recompile every time)" if ch.kind == "global" else "")
-                + ". A 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
-                "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value.",
-                f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
-                "high",
-            )
+    if not (ch.kind in ("size", "size_0_1") and r.parameter and ch.dim is not None):
+        return None
+    marks = [(x, d) for x, d in _marks(r) if _simple(x)]
+    code = "torch._dynamo.config.force_parameter_static_shapes = False  # before the first call"
+    if marks:
+        code += "\n" + "\n".join(f"torch._dynamo.mark_dynamic({x}, {d})  # and, for one version of all sizes" for x, d in marks)
+    return _fix(
+        Kind.FORCE_PARAMETER_STATIC_SHAPES, f"`{ch.subject}` is an nn.Parameter, whose sizes torch keeps static",
+        f"The size of dim {ch.dim} of `{ch.subject}` changes between calls, and `{ch.subject}` is an nn.Parameter: "
+        "torch keeps the shapes of parameters static (torch._dynamo.config.force_parameter_static_shapes, True "
+        "by default), so every new size compiles again, and mark_dynamic or dynamic=True on it is ignored. As "
+        "torch's own message says, set force_parameter_static_shapes to False: torch then makes the size dynamic "
+        "after one recompile, and with mark_dynamic before the first call, compiles once for all sizes.",
+        code)
+
+
+def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    marks = _marks(r)
+    if not (ch.kind == "size" and ch.dim is not None and all(_simple(m) for m, _ in marks)) or r.retyped:
+        return None
+    when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
+            if dynamic_after else "the new version is static too, so every new size is another compile")
+    others = [f"dim {d} of `{m}`" for m, d in marks if (m, d) != (x, ch.dim)]
+    also = (f" Its size changes together with {', '.join(others)}: mark them all, or torch finds the sizes equal "
+            "and refuses the mark (ConstraintViolationError)." if others else "")
+    return Suggestion(
+        f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
+        f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
+        "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
+        "for every dimension of every input." + also,
+        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks)
+        + "\n# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
+        Confidence.HIGH, Kind.MARK_DYNAMIC,
+    )
+
+
+def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch = r.change
+    if not (ch.kind == "size" and dynamic_after and not r.retyped):
+        return None
+    return _fix(
+        Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of `{ch.subject}` dynamic after this one recompile",
+        f"The size of dim {ch.dim} of `{ch.subject}` changed, and torch made that dimension dynamic in the new "
+        "version by itself (automatic dynamic shapes): other sizes reuse it, so this recompile happens once. "
+        "Nothing to fix. To save even this one, mark the dimension dynamic before the first call where the "
+        "tensor is an input you pass (`torch._dynamo.mark_dynamic(t, dim)`); a tensor made inside the compiled "
+        "code (a value torch carries across a graph break) cannot be marked, and needs nothing.")
+
+
+def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (ch.kind == "size_0_1" and ch.dim is not None and _simple(x)):
+        return None
+    return Suggestion(
+        f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
+        "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
+        "(code that branches on the size will raise instead of specialising).",
+        f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
+        Confidence.HIGH, Kind.MARK_UNBACKED,
+    )
+
+
+def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (ch.kind == "stride" and _simple(x)):
+        return None
+    return Suggestion(
+        f"contiguous: pass `{x}` in one memory layout",
+        f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
+        "it is made (or where it is passed), so every call sees the same strides.",
+        f"{x} = {x}.contiguous()  # before the call",
+        Confidence.HIGH, Kind.CONTIGUOUS,
+    )
+
+
+def _is_number(r: _Reason) -> bool:
+    return (r.change.kind in ("value", "global") and _value_kind(r.change.before) in ("int", "float")
+            and _value_kind(r.change.after) in ("int", "float", ""))
+
+
+def _loop_body(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    x = r.change.subject
+    if not (_is_number(r) and _in_range(r) and not dynamic_after and _simple(x)):
+        return None
+    return Suggestion(
+        f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
+        f"`{x}` sets how often a loop runs, so Dynamo unrolls the loop and each value of `{x}` is a new "
+        "graph. Compile the loop's body as a function and run the loop outside it: one compile for "
+        "every count. (Or rewrite the loop with `scan` over a tensor whose length is the count.)",
+        "step = torch.compile(body)  # body: one iteration of the loop, state -> state\n"
+        f"for _ in range({x}):\n    state = step(state)",
+        Confidence.MEDIUM, Kind.LOOP_BODY,
+    )
+
+
+def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch, x = r.change, r.change.subject
+    if not (_is_number(r) and _simple(x) and _only_in_arithmetic(r)):
+        return None
+    where = "the global" if ch.kind == "global" else "the value"
+    alt = ("" if ch.kind == "global" or "." in x or r.closure_of else
+           "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
+    closure = (f" `{x}` is a variable `{r.closure_of}` closes over: give it the tensor where it is set, before "
+               f"`{r.closure_of}` is defined." if r.closure_of else "")
+    return Suggestion(
+        f"tensor_value: hold `{x}` in a tensor",
+        f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
+        + (" (and changing a global between calls is a recompile every time)" if ch.kind == "global" else "")
+        + f". `{r.code.strip()}` uses it only in arithmetic with tensors, where a 0-d tensor gives the same "
+        "result; a 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
+        "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value." + closure,
+        f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
+        Confidence.HIGH, Kind.TENSOR_VALUE,
+    )
+
+
+def _specialized_number(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    ch = r.change
+    if not _is_number(r):
+        return None
+    how = ("torch made it dynamic after this recompile: later values reuse that version"
+           if dynamic_after else "the new version is specialised again (dynamic=False, or automatic dynamic "
+           "shapes off, or a value torch must know), so each new value compiles once more")
+    return _fix(
+        Kind.SPECIALIZED_NUMBER, f"each value of `{ch.subject}` is a compiled version",
+        f"torch treats a Python number as a constant of the graph; {how}. If the value changes from call to "
+        "call, compile with the default `dynamic=None` (automatic dynamic: one recompile, then a symbol) or "
+        "`dynamic=True`; if the code needs the value itself (a size, a loop count, a branch), each value is "
+        "a version of its own: keep the set of values small, or pass it as a 0-d tensor where it only feeds "
+        "tensor arithmetic.")
+
+
+def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str) -> "RecompileRule":
+    """A change that needs no code change (or allows none): its kind and what to do, in words."""
+
+    def fix(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+        retyped_size = kind is Kind.TYPE_CHANGE and r.change.kind in ("size", "size_0_1") and r.retyped
+        if r.change.kind not in change_kinds and not retyped_size:
+            return None
+        if retyped_size:  # the size changed, and another input is a tensor in one compile and not the other
+            return _fix(kind, "another input changes type between calls",
+                        f"The size of `{r.change.subject}` changed, and another input was a tensor in one compiled "
+                        "version and not in the other (a tensor, then a number): each combination of types is a "
+                        "version of its own, and marking a size dynamic cannot help while that changes. Pass one "
+                        "type every call (`torch.as_tensor(...)` the number), then mark the size dynamic.")
+        if kind is Kind.FLAG_VALUE and _value_kind(r.change.before) in ("int", "float"):
+            return None
+        return _fix(kind, title.format(x=r.change.subject or "the input"), words.format(x=r.change.subject or "the input"))
+
+    return RecompileRule(kind, title.format(x="x"), fix)
+
+
+#: The fixes for one change, tried in order: the first that applies wins. Where no code
+#: change is needed or possible, a named kind says what to do in words.
+RULES: list[RecompileRule] = [
+    RecompileRule(Kind.FORCE_PARAMETER_STATIC_SHAPES, "an nn.Parameter's size changes: "
+                  "force_parameter_static_shapes = False (torch's own advice), then mark_dynamic",
+                  _force_parameter_static_shapes),
+    RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
+    RecompileRule(Kind.AUTOMATIC_DYNAMIC, "a size torch made dynamic by itself after one recompile (a value no "
+                  "code of the user's can mark): nothing to fix", _automatic_dynamic),
+    RecompileRule(Kind.MARK_UNBACKED, "a size becomes 0 or 1: mark the dimension unbacked", _mark_unbacked),
+    RecompileRule(Kind.CONTIGUOUS, "a tensor's strides change: pass it contiguous", _contiguous),
+    RecompileRule(Kind.LOOP_BODY, "a Python int is a loop count: compile one step, loop in Python", _loop_body),
+    RecompileRule(Kind.TENSOR_VALUE, "a Python number (or a global) changes: hold it in a 0-d tensor", _tensor_value),
+    RecompileRule(Kind.SPECIALIZED_NUMBER, "a Python number the code needs as a number changes: dynamic=None/True, or "
+                  "one version per value", _specialized_number),
+    _explained(Kind.DTYPE_CHANGE, ("dtype",), "one compiled version per dtype of `{x}`",
+               "dtypes never become dynamic: each dtype of `{x}` is a version of its own, kept side by side, and "
+               "calls with a dtype seen before reuse it. Nothing to fix for a few dtypes. If the dtype change is "
+               "unintended, convert where `{x}` is made (`.float()`, `.to(torch.float32)`) so every call sees one "
+               "dtype; past torch._dynamo.config.recompile_limit (8) versions, the function runs uncompiled."),
+    _explained(Kind.RANK_CHANGE, ("rank",), "one compiled version per number of dimensions of `{x}`",
+               "the number of dimensions never becomes dynamic: each rank of `{x}` is a version of its own, kept "
+               "and reused. Nothing to fix for a few ranks; if one rank is meant, reshape where `{x}` is made "
+               "(`.reshape(-1, n)`, `.unsqueeze(0)`) so every call sees the same rank."),
+    _explained(Kind.REQUIRES_GRAD_CHANGE, ("requires_grad",), "one compiled version with gradients for `{x}`, one without",
+               "torch compiles a version that tracks gradients through `{x}` and one that does not; both are kept. "
+               "Nothing to fix when training and inference calls mix; for inference only, call under "
+               "`torch.no_grad()` or pass `{x}.detach()` so every call sees the same."),
+    _explained(Kind.GLOBAL_STATE_CHANGE, ("global_state",), "one compiled version per state of {x}",
+               "torch's global state ({x}) is part of what a compiled version assumes: a call under another state "
+               "(torch.no_grad() around one call and not another, autocast, a default dtype) compiles its own "
+               "version, kept and reused. Nothing to fix when both states are meant; else make the calls agree "
+               "(the same `with torch.no_grad():` around every call)."),
+    _explained(Kind.DEVICE_CHANGE, ("device", "dispatch_keys"), "one compiled version per device or kind of tensor for `{x}`",
+               "`{x}` arrived on another device, or as another kind of tensor (a subclass, a meta or sparse "
+               "tensor, a tensor under a dispatch mode): each is a version of its own. Nothing to fix when both "
+               "are meant; else move `{x}` to one device (`.to(device)`) before the call."),
+    _explained(Kind.TYPE_CHANGE, ("type",), "one compiled version per type of `{x}`",
+               "torch guards on the exact Python type of `{x}` (a Parameter and a plain Tensor are different types; "
+               "so are a tensor and an int): each type is a version of its own. Nothing to fix when both are meant; "
+               "else pass one type (`.detach()` a Parameter, `torch.as_tensor(...)` a number)."),
+    _explained(Kind.FLAG_VALUE, ("value",), "one compiled version per value of `{x}`",
+               "`{x}` is a Python value (a flag, None, a string) that the code branches on or reads: torch compiles "
+               "one version per value and keeps them all. That is the right behaviour for a flag with a few "
+               "values (True / False, a mode name): nothing to fix. A value that changes on every call belongs "
+               "in a tensor (with torch.where / torch.cond for the branch)."),
+    _explained(Kind.LIST_LENGTH, ("length",), "one compiled version per length of `{x}`",
+               "the code loops over (or unpacks) `{x}`, so torch unrolls it for its length: each length is a version "
+               "of its own. Nothing to fix for a few lengths; for many, stack the items into one tensor "
+               "(`torch.stack({x})`) and work on the tensor, whose size can be dynamic."),
+    _explained(Kind.TRAIN_EVAL, ("training",), "one compiled version for train(), one for eval()",
+               "`{x}` switched between train() and eval(): dropout and batch norm behave differently, so torch "
+               "compiles one version per mode and keeps both. Nothing to fix: switching back reuses the first."),
+    _explained(Kind.IDENTITY_CHANGE, ("identity",), "one compiled version per object passed as `{x}`",
+               "torch inlines the function or object passed as `{x}` and guards on its identity: each different "
+               "object is a version of its own. Nothing to fix for a few; for many (a new lambda or module on "
+               "every call), create it once outside the loop and pass the same one, or compile it on its own."),
+    _explained(Kind.ATTRIBUTE_PRESENCE, ("attribute",), "one compiled version with `{x}`, one without",
+               "the code asks whether `{x}` exists (`hasattr`, `getattr(..., default)`), so torch compiles one "
+               "version for each answer and keeps both. Nothing to fix when both are meant; else give the object the "
+               "attribute always (a default value in `__init__` or the config's fields), so every call sees the same."),
+    _explained(Kind.ALIASING, ("aliasing",), "one compiled version for {x} as one tensor, one for separate tensors",
+               "the inputs {x} were separate tensors when compiled and are one tensor now (or the other way): "
+               "an in-place write through one changes the other, so torch compiles a version for each case. "
+               "Nothing to fix when both are meant; else pass a copy (`.clone()`) where one tensor is passed twice."),
+]
+
+#: The kinds of recompile suggestion (``Suggestion.kind``; ``Suggestion.title`` starts with
+#: the same word), each with its test in tests/test_doctor_recompiles.py: a fix removes the
+#: recompile with the same outputs, a named no-fix kind's explanation says what to do.
+SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.RECOMPILE_LIMIT)
+
+
+def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """The fix (or the named no-fix kind) for one change; None for a change of no known form."""
+    for rule in RULES:
+        s = rule.fix(r, dynamic_after)
+        if s is not None:
+            return s
     return None
 
 
 def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) -> Suggestion:
-    fix = (f"First fix what changes: {root.title}.\n" if root else "")
+    has_fix = root is not None and bool(root.code)
+    fix = (f"First fix what changes: {root.title}.\n" if has_fix else f"What changes: {root.title}.\n" if root else "")
     raise_to = max(2 * versions, versions + 4) if versions else 16
-    code = (root.code + "\n\n" if root else "") + (
+    code = (root.code + "\n\n" if has_fix else "") + (
         "# only if every version is really needed (a few dtypes, a few shapes):\n"
         f"torch._dynamo.config.recompile_limit = {raise_to}  # before the calls; {versions} versions were compiled"
     )
@@ -476,7 +788,8 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) 
         "uncompiled. Raising `torch._dynamo.config.recompile_limit` helps only when each version is needed and "
         "the set of versions is small; if something changes on every call, a higher limit only delays this.",
         code,
-        "medium" if root is None else root.confidence,
+        Confidence.MEDIUM if root is None else root.confidence,
+        Kind.RECOMPILE_LIMIT,
     )
 
 

@@ -132,6 +132,15 @@ class Sources:
             return self._parsed[key]
         return None
 
+    def find_def(self, filename: str, name: str, before: Optional[int] = None) -> Optional[tuple[Parsed, ast.FunctionDef]]:
+        """The ``def name`` of ``filename`` the report kept: the last one before line ``before``."""
+        found = [(p, d) for p in self.parsed_spans(filename) for d in p.functions(name)]
+        if not found:
+            return None
+        if before is not None:
+            found = [fd for fd in found if fd[1].lineno <= before] or found
+        return max(found, key=lambda fd: fd[1].lineno)
+
     def parsed_spans(self, filename: str) -> list[Parsed]:
         out = []
         for s in self._spans.get(filename, []):

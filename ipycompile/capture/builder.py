@@ -18,7 +18,6 @@ from ..report import (
     Compile,
     CompileId,
     CompileReport,
-    Failure,
     Graph,
     GraphBreak,
     GuardSet,
@@ -31,6 +30,7 @@ from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
+from .parse.failures import parse_failure
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
@@ -215,7 +215,7 @@ def _on_metrics(st: _State, rec: TraceRecord) -> None:
     if c.fail_type and c.status in ("failed", "recompile limit"):
         line = st.typed(rec, "fail_user_frame_lineno", Optional[int], m.get("fail_user_frame_lineno"))
         frame = UserFrame(str(m.get("fail_user_frame_filename") or ""), line, c.function)
-        st.report.failures.append(Failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
+        st.report.failures.append(parse_failure(cid, c.fail_type, c.fail_reason, frame, st.errors.get(cid, "")))
 
 
 def _on_bwd_metrics(st: _State, rec: TraceRecord) -> None:
@@ -278,11 +278,15 @@ def _on_graph_break(st: _State, rec: TraceRecord) -> None:
             c.status = "graph break"
         if is_skip_message(rec.payload):
             st.gave_up.add(c.compile_id)
+    caller = gb.user_stack[-2] if len(gb.user_stack) >= 2 else None
+    gb.callers = [caller] if caller is not None else []
     seen = st.breaks.get(gb.site)
     if seen is None:
         st.breaks[gb.site] = gb
         return
     seen.count += 1
+    if caller is not None and all((c.filename, c.lineno) != (caller.filename, caller.lineno) for c in seen.callers):
+        seen.callers.append(caller)
     if rec.compile_id and rec.compile_id not in seen.compile_ids:
         seen.compile_ids.append(rec.compile_id)
 

@@ -49,7 +49,9 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     """The source around every graph break and failure of ``report``, read now (from
     ``linecache``: notebook cells are there too), so that the doctor and the views work
     the same on a saved report. User files are kept whole when short, else the function
-    around each line; library files a few lines around each line. Never raises."""
+    around each line; library files a few lines around each line. Also, in the files of
+    the Dynamo graphs, the functions that loop over a container of layers the graphs read
+    (``for layer in self.layers:``), for the unrolled-loop doctor. Never raises."""
     from ..report.model import SourceSpan
     from ..report.owners import Owner
 
@@ -71,24 +73,83 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
         for m in _FROM_USER_CODE.finditer(stack if found else ""):
             want(m.group("file"), int(m.group("line")))
 
+    loop_files, attrs = _graph_places(report)
+
     spans: list[SourceSpan] = []
-    for filename, linenos in wanted.items():
+    for filename in [*wanted, *(f for f in loop_files if f not in wanted)]:
+        linenos = wanted.get(filename, set())
         try:
             lines = [ln.rstrip("\n") for ln in linecache.getlines(filename)]
             if not lines or not _matches(lines, recorded.get(filename, {})):
                 continue  # edited since torch compiled it (or another file): keep nothing rather than wrong code
+            loops_here = filename in loop_files and bool(attrs) and _matches(lines, loop_files[filename])
+            if not linenos and not loops_here:
+                continue
             module = _module_of(filename, report)
-            if report.owner(filename) is not Owner.USER:
+            if not linenos:
+                ranges = []
+            elif report.owner(filename) is not Owner.USER:
                 ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
             elif len(lines) <= WHOLE_FILE_LINES:
                 ranges = [(1, len(lines))]
             else:
                 ranges = _function_ranges(lines, linenos)
+            if loops_here:
+                ranges += _loops_over(lines, attrs)
             for lo, hi in _merge(ranges):
                 spans.append(SourceSpan(filename, lo, lines[lo - 1 : hi], module))
         except Exception:  # noqa: BLE001 - source is a nicety; never cost the report
             continue
     return spans
+
+
+_GRAPH_PLACE = re.compile(r"# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$", re.M)
+#: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
+_NUMBERED_CHILD = re.compile(r"_modules_(?P<path>\w+?)_modules_\d+_")
+
+
+def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], set[str]]:
+    """The source places of every Dynamo graph (``{file: {line: code}}``, torch's own files
+    left out), and the attributes whose numbered children the graphs read (``layers`` for
+    ``self.layers[3]``): where the doctor looks for a loop over a stack of layers."""
+    from ..report.owners import Owner
+
+    places: dict[str, dict[int, str]] = {}
+    attrs: set[str] = set()
+    for g in getattr(report, "graphs", None) or []:
+        if g.stage != "dynamo" or not g.code:
+            continue
+        for m in _GRAPH_PLACE.finditer(g.code):
+            f = m.group("file")
+            if report.owner(f) not in (Owner.TORCH, Owner.IPYCOMPILE):
+                places.setdefault(f, {})[int(m.group("line"))] = m.group("code")
+        attrs.update(m.group("path").split("_modules_")[-1] for m in _NUMBERED_CHILD.finditer(g.code))
+    return places, attrs
+
+
+def _loops_over(lines: list[str], attrs: set[str], cap: int = WHOLE_FILE_LINES) -> list[tuple[int, int]]:
+    """The functions of a file that hold a ``for`` over ``self.<attr>`` (``attr`` in ``attrs``,
+    possibly sliced or in ``enumerate``): kept so that the doctor can place an unrolled loop
+    over layers at its ``for`` (analysis/loops.py)."""
+    import ast
+
+    try:
+        tree = ast.parse(parseable(lines))
+    except SyntaxError:
+        return []
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.For) and any(
+                isinstance(a, ast.Attribute) and a.attr in attrs and isinstance(a.value, ast.Name) and a.value.id == "self"
+                for a in ast.walk(node.iter)
+            ):
+                lo = _first(fn)
+                out.append((lo, min(fn.end_lineno or fn.lineno, lo + cap - 1)))
+                break
+    return out
 
 
 def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:

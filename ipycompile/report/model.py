@@ -8,9 +8,18 @@ Every class round-trips through ``to_dict`` / ``from_dict`` (see
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+try:
+    from enum import StrEnum
+except ImportError:  # Python 3.10
+
+    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
+        def __str__(self) -> str:
+            return str(self.value)
 
 __all__ = [
     "CompileId",
@@ -19,6 +28,8 @@ __all__ = [
     "Compile",
     "Graph",
     "Suggestion",
+    "Kind",
+    "Confidence",
     "SourceSpan",
     "GraphBreak",
     "UnrolledLoop",
@@ -172,6 +183,82 @@ class Graph:
     name: str = ""  # a graph's own name where torch gives one (a DDP bucket's submodule: "submod_0")
 
 
+class Confidence(StrEnum):
+    """How sure the doctor is of a :class:`Suggestion`; saved as its string."""
+
+    HIGH = "high"  # a rewrite proven by a test for this kind of problem
+    MEDIUM = "medium"  # the usual fix, which may need adapting
+    LOW = "low"  # a direction, or no specific fix
+
+
+class Kind(StrEnum):
+    """What the doctor recognised (``Suggestion.kind``); saved as its string.
+
+    Each break kind is documented by the rule that writes it
+    (:data:`ipycompile.analysis.breaks.KINDS`, derived from the rules), each recompile
+    kind by :data:`ipycompile.analysis.recompiles.SUGGESTION_KINDS`. A report saved by
+    another version may hold a kind this one does not know: it loads as a plain string."""
+
+    # graph breaks and failures
+    TORCH_WHERE = "torch.where"
+    TORCH_COND = "torch.cond"
+    BRANCH_IN_LIBRARY = "branch_in_library"
+    KEEP_TENSOR = "keep_tensor"
+    CAPTURE_SCALAR_OUTPUTS = "capture_scalar_outputs"
+    CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS = "capture_dynamic_output_shape_ops"
+    REORDERABLE_LOGGING_FUNCTIONS = "reorderable_logging_functions"
+    REMOVE_PRINT = "remove_print"
+    IGNORE_LOGGING_FUNCTIONS = "ignore_logging_functions"
+    TENSOR_CLONE = "tensor_clone"
+    NUMPY_TO_TORCH = "numpy_to_torch"
+    CUSTOM_OP = "custom_op"
+    MOVE_OUT = "move_out"
+    WITH_OUTSIDE = "with_outside"
+    TRACE_AUTOGRAD_OPS = "trace_autograd_ops"
+    HOP_CLONE = "hop_clone"
+    HOP_RETURN_VALUE = "hop_return_value"
+    HOP_MATCH_STRUCTURE = "hop_match_structure"
+    REMOVE_GRAPH_BREAK = "remove_graph_break"
+    REMOVE_UNUSED = "remove_unused"
+    REGISTER_FAKE = "register_fake"
+    # breaks no code change of ours removes: what to do, in words
+    COMPILER_DISABLE = "compiler_disable"
+    TORCH_EQUAL = "torch_equal"
+    SORT_TENSORS = "sort_tensors"
+    CLASS_OUTSIDE = "class_outside"
+    ITERATOR_INPUT = "iterator_input"
+    GENERATOR_OUTSIDE = "generator_outside"
+    SKIPPED_FUNCTION = "skipped_function"
+    RECONSTRUCTION = "reconstruction"
+    RAISED_EXCEPTION = "raised_exception"
+    GENERATOR_MUTATION = "generator_mutation"
+    # recompiles
+    MARK_DYNAMIC = "mark_dynamic"
+    MARK_UNBACKED = "mark_unbacked"
+    CONTIGUOUS = "contiguous"
+    TENSOR_VALUE = "tensor_value"
+    LOOP_BODY = "loop_body"
+    RECOMPILE_LIMIT = "recompile_limit"
+    FORCE_PARAMETER_STATIC_SHAPES = "force_parameter_static_shapes"
+    # recompiles that need no code change (or none is possible): what to do, in words
+    DTYPE_CHANGE = "dtype_change"
+    RANK_CHANGE = "rank_change"
+    REQUIRES_GRAD_CHANGE = "requires_grad_change"
+    GLOBAL_STATE_CHANGE = "global_state_change"
+    DEVICE_CHANGE = "device_change"
+    TYPE_CHANGE = "type_change"
+    FLAG_VALUE = "flag_value"
+    LIST_LENGTH = "list_length"
+    TRAIN_EVAL = "train_eval"
+    IDENTITY_CHANGE = "identity_change"
+    ALIASING = "aliasing"
+    SPECIALIZED_NUMBER = "specialized_number"
+    AUTOMATIC_DYNAMIC = "automatic_dynamic"
+    ATTRIBUTE_PRESENCE = "attribute_presence"
+    # neither: torch's own words, no specific fix
+    UNKNOWN = "unknown"
+
+
 @dataclass
 class Suggestion:
     """What to change, from the doctor (:mod:`ipycompile.analysis`): a title, why,
@@ -182,8 +269,8 @@ class Suggestion:
     title: str
     explanation: str = ""
     code: str = ""
-    confidence: str = "medium"  # "high" | "medium" | "low"
-    kind: str = ""  # what the doctor recognised, a stable name (e.g. "torch.where", "capture_scalar_outputs")
+    confidence: Confidence = Confidence.MEDIUM
+    kind: Kind | str = ""  # what the doctor recognised (a Kind; "" in reports saved before recompiles had one)
     # when ``code`` rewrites the user's own lines: the file and the lines (inclusive) it replaces
     filename: str = ""
     first_line: Optional[int] = None
@@ -228,6 +315,10 @@ class GraphBreak:
     count: int = 1
     detail: str = ""  # the whole text torch gave
     break_frame: UserFrame = field(default_factory=UserFrame)  # where Dynamo stopped
+    context: str = ""  # torch's "Developer debug context" (what Dynamo was tracing: a call, its arguments)
+    #: the lines that called the function torch stopped in, one per distinct caller over all hits
+    #: (one break inside a shared function is reached from several lines of the user's code)
+    callers: list[UserFrame] = field(default_factory=list)
     suggestion: Optional[Suggestion] = None
 
     @property
@@ -355,12 +446,23 @@ class CompileTime:
 
 @dataclass
 class Failure:
+    """A compile that failed. ``message`` and ``traceback`` are torch's text; the fields
+    after them are what capture read from it (as for a :class:`GraphBreak`): the break
+    kind ("Encountered aliasing during higher order op tracing"), its ``GBxxxx`` code,
+    explanation, hints, developer context, and the user's frames, outermost first."""
+
     compile_id: Optional[CompileId]
     type: str
     message: str
     frame: UserFrame = field(default_factory=UserFrame)
     traceback: str = ""
     suggestion: Optional[Suggestion] = None
+    gb_type: str = ""
+    gb_code: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    context: str = ""
+    user_stack: list[UserFrame] = field(default_factory=list)
 
 
 @dataclass

@@ -13,6 +13,7 @@ nesting (never a ``RecursionError``).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import json
 import math
@@ -106,6 +107,10 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(module))
 
 
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
 def _short(value: Any, n: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
@@ -131,6 +136,8 @@ def describe(tp: Any) -> str:
         return f"a list of {plural}" if plural else f"a list, each {describe(item)}"
     if origin is dict:
         return "an object"
+    if _is_enum(tp):
+        return "a string (" + ", ".join(repr(m.value) for m in tp) + ")"
     if tp is CompileId:
         return "a compile id ('frame/compile', e.g. '0/1')"
     if dataclasses.is_dataclass(tp):
@@ -163,6 +170,13 @@ def from_jsonable(tp: Any, data: Any, where: str = "report") -> Any:
                 return from_jsonable(a, data, where)
             except ReportFormatError:
                 continue
+        raise ReportFormatError(f"{where}: expected {describe(tp)}, got {_got(data)}")
+    if _is_enum(tp):  # a closed set saved as its value; a value this version does not know stays as saved
+        if isinstance(data, str):
+            try:
+                return tp(data)
+            except ValueError:
+                return data
         raise ReportFormatError(f"{where}: expected {describe(tp)}, got {_got(data)}")
     if tp is CompileId:
         if isinstance(data, str):

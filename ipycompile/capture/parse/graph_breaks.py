@@ -62,6 +62,7 @@ from ..layout import torch_package_dir
 
 __all__ = [
     "parse_graph_break",
+    "debug_context",
     "parse_user_traceback",
     "registry_entry",
     "registry_variants",
@@ -96,6 +97,14 @@ _BOILERPLATE = re.compile(
     r"|Set TORCHDYNAMO_VERBOSE=1)"
 )
 _USER_STACK = re.compile(r"^\s*User Stack \(most recent call last\):\s*$")
+_CONTEXT = re.compile(r"Developer debug context:\s?(?P<ctx>.*?)(?:\n\s*\n|\n\s*For more details|\Z)", re.S)
+
+
+def debug_context(text: str) -> str:
+    """torch's ``Developer debug context:`` (what Dynamo was tracing when it stopped:
+    the call, its arguments), up to the blank line that ends it; "" when absent."""
+    m = _CONTEXT.search(text or "")
+    return m.group("ctx").strip() if m else ""
 
 
 # ---------------------------------------------------------------------------
@@ -383,6 +392,7 @@ def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
         user_stack=user_stack,
         detail=text,
         break_frame=_break_frame(user_stack, header),
+        context=debug_context(text),
     )
     _fill_from_registry(gb, had_type=bool(gb_type))
     return gb

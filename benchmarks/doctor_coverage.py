@@ -1,0 +1,189 @@
+"""The doctor against PyTorch's own tests: captured, located, a specific answer, a proven fix.
+
+Runs every case of ``tests/doctor_corpus`` (user functions transcribed from
+pytorch/pytorch's Dynamo tests; backend ``eager`` unless a case says otherwise) under
+``ipycompile.capture()`` while torch's own ``graph_breaks`` / ``recompiles`` log
+records are collected (see ``tests/doctor_corpus/harness.py`` for what each column
+means and how a fix is applied), then prints
+
+* per case: torch's break and recompile counts, the report's, captured, located, the
+  answers' kinds and each fix's verdict;
+* per GB code / recompile kind: how many items, how many got a specific answer (a
+  ``Suggestion.kind`` other than ``unknown``), the kinds given, fixes proven / wrong /
+  unchecked, and the cases left without an answer or given a wrong one;
+* the totals against the targets (issue 20): captured and located for every case, a
+  specific answer for >= 85 % of cases (every break and recompile of the case), no wrong
+  answer.
+
+Writes ``benchmarks/results/doctor_coverage-cpu.json`` (every figure, every case).
+
+    python benchmarks/doctor_coverage.py [--module misc,generator] [--case NAME,...] [--no-fixes] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import torch  # noqa: E402
+
+import doctor_corpus  # noqa: E402
+from doctor_corpus import harness  # noqa: E402
+
+TARGET_SPECIFIC = 0.85
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({100.0 * n / d:.0f} %)" if d else "0/0"
+
+
+def summarize(results: list[harness.Result]) -> dict:
+    live = [r for r in results if not r.error and r.breaks_or_recompiles]
+    gone = [r.case for r in results if not r.error and not r.breaks_or_recompiles]
+    errors = {r.case: r.error for r in results if r.error}
+    items = [(r, it) for r in live for it in r.items]
+    specific_cases = [r for r in live if r.items and all(it.specific for it in r.items)]
+    wrong = [(r.case, it.what, it.code, it.kind, it.fix_detail) for r, it in items if it.fix == "wrong"]
+    per_code: dict = collections.OrderedDict()
+    for r, it in sorted(items, key=lambda p: (p[1].what, p[1].code)):
+        k = per_code.setdefault(f"{it.what} {it.code}", {
+            "items": 0, "specific": 0, "kinds": collections.Counter(), "proven": 0, "wrong": 0, "inapplicable": 0, "unchecked": 0,
+            "cases_without_answer": [], "cases_wrong": [], "cases_captured": 0, "cases_located": 0, "cases": []})
+        k["items"] += 1
+        k["specific"] += it.specific
+        k["kinds"][it.kind] += 1
+        if it.fix in ("proven", "wrong", "inapplicable", "unchecked"):
+            k[it.fix] += 1
+        if not it.specific and r.case not in k["cases_without_answer"]:
+            k["cases_without_answer"].append(r.case)
+        if it.fix == "wrong" and r.case not in k["cases_wrong"]:
+            k["cases_wrong"].append(r.case)
+        if r.case not in k["cases"]:
+            k["cases"].append(r.case)
+            k["cases_captured"] += r.captured
+            k["cases_located"] += r.located
+    for k in per_code.values():
+        k["kinds"] = dict(k["kinds"].most_common())
+    return {
+        "cases": len(live),
+        "captured": sum(r.captured for r in live),
+        "located": sum(r.located for r in live),
+        "specific_cases": len(specific_cases),
+        "specific_fraction": len(specific_cases) / len(live) if live else 0.0,
+        "items": len(items),
+        "specific_items": sum(it.specific for _, it in items),
+        "fixes_proven": sum(it.fix == "proven" for _, it in items),
+        "fixes_wrong": len(wrong),
+        "fixes_unchecked": sum(it.fix == "unchecked" for _, it in items),
+        "fixes_inapplicable": sum(it.fix == "inapplicable" for _, it in items),
+        "inapplicable": [(r.case, it.what, it.code, it.kind, it.fix_detail) for r, it in items if it.fix == "inapplicable"],
+        "wrong": wrong,
+        "not_captured": [r.case for r in live if not r.captured],
+        "not_located": {r.case: r.located_detail for r in live if not r.located},
+        "no_longer_breaks": gone,
+        "errors": errors,
+        "per_code": per_code,
+        "targets": {
+            "captured_all": all(r.captured for r in live),
+            "located_all": all(r.located for r in live),
+            "specific_85": (len(specific_cases) / len(live) if live else 0.0) >= TARGET_SPECIFIC,
+            "no_wrong": not wrong,
+        },
+    }
+
+
+def print_cases(results: list[harness.Result]) -> None:
+    print(f"{'case':58} {'torch':>10} {'report':>10} cap loc  answers (code=kind:fix)")
+    for r in results:
+        if r.error:
+            print(f"{r.case:58} ERROR {r.error.splitlines()[0][:80]}")
+            continue
+        if not r.breaks_or_recompiles:
+            print(f"{r.case:58} no break or recompile on torch {torch.__version__}")
+            continue
+        answers = ", ".join(f"{it.code}={it.kind}" + (f":{it.fix}" if it.fix != "none" else "") for it in r.items)
+        err = f"{r.torch_errors}e" if r.torch_errors else "  "
+        print(f"{r.case:58} {r.torch_breaks:>3}b {r.torch_recompiles:>2}r{err} {r.report_breaks:>3}b {r.report_recompiles:>2}r"
+              f"{(str(r.report_failures) + 'e') if r.torch_errors else '  '} "
+              f"{'yes' if r.captured else 'NO ':3} {'yes' if r.located else 'NO ':3}  {answers}")
+
+
+def print_summary(s: dict) -> None:
+    print()
+    print(f"{'GB code / recompile kind':34} {'items':>5} {'specific':>8} {'proven':>6} {'wrong':>5} {'inapp':>5} {'unchk':>5}  kinds given")
+    for code, k in s["per_code"].items():
+        kinds = ", ".join(f"{n}x{c}" for n, c in k["kinds"].items())
+        print(f"{code:34} {k['items']:>5} {k['specific']:>8} {k['proven']:>6} {k['wrong']:>5} {k['inapplicable']:>5} {k['unchecked']:>5}  {kinds}")
+    print()
+    n = s["cases"]
+    print(f"cases with a break or recompile: {n}  (no longer breaking on torch {torch.__version__}: {len(s['no_longer_breaks'])}; could not run: {len(s['errors'])})")
+    print(f"captured:         {_pct(s['captured'], n)}   target: all")
+    print(f"located:          {_pct(s['located'], n)}   target: all")
+    print(f"specific answer:  {_pct(s['specific_cases'], n)} of cases (every item specific); "
+          f"{_pct(s['specific_items'], s['items'])} of items   target: >= {TARGET_SPECIFIC:.0%} of cases")
+    print(f"fixes: {s['fixes_proven']} proven, {s['fixes_wrong']} wrong, {s['fixes_inapplicable']} inapplicable "
+          f"(mark a local the caller cannot reach), {s['fixes_unchecked']} not applied by the harness   target: 0 wrong")
+    for case, what, code, kind, why in s["wrong"]:
+        print(f"  WRONG {case}: {what} {code} -> {kind}: {why}")
+    for case, what, code, kind, why in s["inapplicable"]:
+        print(f"  INAPPLICABLE {case}: {what} {code} -> {kind}: {why}")
+    for case, why in s["not_located"].items():
+        print(f"  NOT LOCATED {case}: {why}")
+    for case in s["not_captured"]:
+        print(f"  NOT CAPTURED {case}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--module", default="", help="comma-separated corpus modules (default: all): " + ", ".join(doctor_corpus.MODULES))
+    ap.add_argument("--case", default="", help="comma-separated case names")
+    ap.add_argument("--no-fixes", action="store_true", help="do not apply the fixes")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "doctor_coverage-cpu.json"))
+    args = ap.parse_args(argv)
+    modules = [m for m in args.module.split(",") if m] or list(doctor_corpus.MODULES)
+    unknown = [m for m in modules if m not in doctor_corpus.MODULES]
+    if unknown:
+        ap.error(f"--module: no corpus module {', '.join(unknown)}; there are {', '.join(doctor_corpus.MODULES)}")
+    cases = doctor_corpus.load(modules)
+    if args.case:
+        names = set(args.case.split(","))
+        cases = [c for c in cases if c.name in names or c.id in names]
+        if not cases:
+            ap.error(f"--case: no case named {args.case}")
+    t0 = time.perf_counter()
+    results = []
+    for c in cases:
+        results.append(harness.run_case(c, fixes=not args.no_fixes))
+        print(f"  [{len(results)}/{len(cases)}] {c.id} {results[-1].seconds:.1f}s", file=sys.stderr, flush=True)
+    print_cases(results)
+    s = summarize(results)
+    print_summary(s)
+    out = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.processor() or platform.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "modules": modules,
+        "fixes_applied": not args.no_fixes,
+        "summary": s,
+        "cases": [r.to_json() for r in results],
+    }
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, default=str) + "\n")
+    print(f"\nwrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The break rules, one module each, listed once in :data:`RULES`: the order in which
+they are tried (the first whose fix holds in the user's code wins). Adding a kind is
+adding a module here (its kind, its documentation, when it applies, the fix it writes)
+and its proof test in tests/test_doctor_breaks.py."""
+
+from __future__ import annotations
+
+from ..base import Rule
+from . import (
+    branch_in_library,
+    class_outside,
+    compiler_disable,
+    generator_mutation,
+    raised_exception,
+    generator_outside,
+    iterator_input,
+    reconstruction,
+    register_fake,
+    remove_graph_break,
+    remove_unused,
+    skipped_function,
+    sort_tensors,
+    torch_equal,
+    capture_dynamic_output_shape_ops,
+    capture_scalar_outputs,
+    custom_op,
+    hop_clone,
+    hop_match_structure,
+    hop_return_value,
+    ignore_logging_functions,
+    keep_tensor,
+    move_out,
+    numpy_to_torch,
+    remove_print,
+    reorderable_logging_functions,
+    tensor_clone,
+    torch_cond,
+    torch_where,
+    trace_autograd_ops,
+    with_outside,
+)
+
+RULES: list[Rule] = [
+    remove_graph_break.RULE,
+    register_fake.RULE,
+    hop_clone.RULE,
+    hop_return_value.RULE,
+    hop_match_structure.RULE,
+    branch_in_library.RULE,
+    torch_where.RULE,
+    torch_cond.RULE,
+    remove_unused.RULE,
+    keep_tensor.RULE,
+    capture_scalar_outputs.RULE,
+    capture_dynamic_output_shape_ops.RULE,
+    ignore_logging_functions.RULE,
+    reorderable_logging_functions.RULE,
+    remove_print.RULE,
+    trace_autograd_ops.RULE,
+    tensor_clone.RULE,
+    numpy_to_torch.RULE,
+    with_outside.RULE,
+    move_out.RULE,
+    custom_op.RULE,
+    # breaks no code change of ours removes: what to do, in words
+    compiler_disable.RULE,
+    torch_equal.RULE,
+    sort_tensors.RULE,
+    class_outside.RULE,
+    iterator_input.RULE,
+    generator_outside.RULE,
+    skipped_function.RULE,
+    reconstruction.RULE,
+    raised_exception.RULE,
+    generator_mutation.RULE,
+]
+
+__all__ = ["RULES"]

@@ -1,0 +1,55 @@
+"""A `logging.Logger` method called in compiled code (the user's or a library's): the
+exact bound method for `torch._dynamo.config.ignore_logging_functions`."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ....report.model import Confidence, Kind, Suggestion
+from ..base import Context, Facts, Rule, path, reset_note
+
+_LOGGER = re.compile(r"method: <(?P<cls>\w*Logger) (?P<name>.+?) \((?P<level>\w+)\)>\.(?P<method>\w+), args: (?P<args>.*?), kwargs:", re.S)
+
+
+def applies(f: Facts) -> bool:
+    return f.code == "GB0291" or bool(_LOGGER.search(f.context))
+
+
+def _torch_before(version: str, limit: tuple[int, int]) -> bool:
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < limit
+
+
+def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    m = _LOGGER.search(f.context)
+    if not m:
+        return None
+    name, method = m.group("name"), m.group("method")
+    logger = "logging.getLogger()" if m.group("cls") == "RootLogger" else f'logging.getLogger("{name}")'
+    message = re.search(r"ConstantVariable\(str: (?P<q>['\"])(?P<msg>.*?)(?P=q)\)", m.group("args"), re.S)
+    said = f" (“{message.group('msg')}”)" if message else ""
+    code = f"import logging\nimport torch\ntorch._dynamo.config.ignore_logging_functions.add({logger}.{method})"
+    if f.in_library:
+        head = (f"{path(ctx, f)} calls `{method}` on the logger '{name}'{said}: library code you cannot edit. "
+                "torch cannot trace a logging call, so the graph breaks there.")
+        title = f"Ignore the library's `{name}` logger call `{method}` in compiled code"
+    else:
+        head = (f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} calls `{method}` on the logger '{name}'{said}; "
+                "torch cannot trace a logging call, so the graph breaks there. Or move the call out of the compiled code.")
+        title = f"Ignore the `{name}` logger's `{method}` in compiled code"
+    old_torch = ""
+    if _torch_before(ctx.report.torch_version, (2, 13)):
+        old_torch = (" On torch 2.11 (seen on 2.11.0) torch then fails to log its compile metrics while the set "
+                     "holds a callable (its config logging cannot serialize it): the code compiles without the break, "
+                     "but a report of it lacks those compiles' times and statuses.")
+    return Suggestion(
+        title,
+        head + f" Adding `{logger}.{method}` (exactly this logger's method) to "
+        "torch._dynamo.config.ignore_logging_functions makes the call a no-op in compiled code: the message is "
+        "not logged from compiled code (it still is when the code runs uncompiled). " + reset_note() + old_torch,
+        code, Confidence.HIGH, Kind.IGNORE_LOGGING_FUNCTIONS)
+
+
+RULE = Rule(Kind.IGNORE_LOGGING_FUNCTIONS, "a `logging.Logger` method (in the user's code or a library): the exact bound "
+            "method for `torch._dynamo.config.ignore_logging_functions`", applies, fix)

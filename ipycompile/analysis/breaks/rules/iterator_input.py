@@ -1,0 +1,31 @@
+"""A builtin iterator passed in from outside (`dict.items()`, `zip(...)`, GB0811 / GB4347):
+torch cannot iterate it. Pass a list."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ....report.model import Kind, Suggestion
+from ..base import Context, Facts, Rule, explained
+
+_TYPE = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
+
+
+def applies(f: Facts) -> bool:
+    return f.code in ("GB0811", "GB4347") or f.kind.startswith(("missing tp_iter", "Missing tp_iternext"))
+
+
+def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    m = _TYPE.search(f.context)
+    what = f" (a `{m.group('type') or m.group('it')}`)" if m else ""
+    return explained(
+        Kind.ITERATOR_INPUT, "An iterator from outside the compiled code: pass a list",
+        f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} iterates a builtin iterator{what} that was made "
+        "outside the compiled code (`d.items()`, `zip(...)`, `map(...)`), which torch cannot step through. Pass "
+        "a list instead, made where the call is: `list(d.items())`, `list(zip(a, b))`. The compiled code "
+        "iterates a list the same way.", f)
+
+
+RULE = Rule(Kind.ITERATOR_INPUT, "a builtin iterator (`dict.items()`, `zip`) passed in: pass `list(...)` of it",
+            applies, fix)

@@ -1,0 +1,42 @@
+"""An explicit `torch._dynamo.graph_break()` (GB0025) or `step_unsupported()` (GB4636, GB0275) in the
+user's code: the break is asked for; without the call the graph goes on (it computes nothing)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ....report.model import Confidence, Kind, Suggestion
+from ...rewrite import call_name, commented_out
+from ..base import Context, Facts, Rule, statement_at, user_lines
+
+
+_CALLS = {"graph_break": "an explicit graph break", "step_unsupported": "an explicit step_unsupported"}
+
+
+def applies(f: Facts) -> bool:
+    return (f.code in ("GB0025", "GB4636", "GB0275")
+            or f.kind.startswith(("Call to `torch._dynamo.graph_break()`", "Call to `torch._dynamo.step_unsupported()`",
+                                  "torch._dynamo.step_unsupported() with empty checkpoint"))) \
+        and not f.in_library
+
+
+def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    p, stmt = statement_at(f.stop, ctx)
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and call_name(stmt.value) in _CALLS):
+        return None
+    lines = user_lines(ctx, f)
+    reached = ""
+    if len(lines) > 1 or (lines and lines[0] != ctx.where(f.stop)):
+        reached = f" It is reached from {', '.join(lines)}: removing it removes the break at each of them."
+    return Suggestion(
+        f"Remove the explicit graph break at {ctx.where(f.stop)}",
+        f"`{p.segment(stmt)}` asks torch to end the graph there (it computes nothing): torch compiles the code "
+        "before and after it as separate graphs." + reached + " Remove the call and the graph goes on, unless "
+        "the break is there on purpose (to keep something out of the graph, or to debug).",
+        commented_out(p, stmt, f"removed: {_CALLS[call_name(stmt.value)]}"), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK,
+        f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+
+
+RULE = Rule(Kind.REMOVE_GRAPH_BREAK, "an explicit `torch._dynamo.graph_break()` in the user's code: remove the call "
+            "(every user line that reaches it listed)", applies, fix)

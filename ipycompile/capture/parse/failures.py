@@ -1,0 +1,54 @@
+"""Read a failed compile's text (``compilation_metrics``' ``fail_reason``, the
+``dynamo_error`` traceback) into the fields a :class:`~ipycompile.report.Failure`
+carries, as :mod:`.graph_breaks` does for a graph break::
+
+    Encountered aliasing during higher order op tracing   <- the kind (torch's preamble lines end in ":")
+      Explanation: ...
+      Hint: ...
+      Developer debug context: Input-to-output aliasing detected at nodes l_x_ and l_x_ ...
+     For more details about this graph break, please visit: https://.../gb/gb0040.html
+    ...
+    from user code:
+       File "/path/cell.py", line 9, in f
+        return scan(body, init, xs)
+
+Pure, and never raises on bad input.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ...report.model import CompileId, Failure, UserFrame
+from .graph_breaks import debug_context
+
+__all__ = ["parse_failure"]
+
+_EXPLANATION = re.compile(r"^\s*Explanation:\s?(?P<text>.*)$", re.M)
+_HINT = re.compile(r"^\s*Hint:\s?(?P<text>.*)$", re.M)
+_GB = re.compile(r"/gb/(gb\d+)\.html", re.I)
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
+
+
+def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str, frame: UserFrame,
+                  traceback: str = "") -> Failure:
+    """A :class:`Failure` with what torch's ``message`` (and ``traceback``) say read into its fields."""
+    f = Failure(compile_id, fail_type, message, frame, traceback)
+    try:
+        text = message or ""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        # torch's preambles end with a colon ("... Got graph break/error:"); the kind is the line after
+        f.gb_type = next((ln.strip() for ln in lines if not ln.rstrip().endswith(":") and not ln.startswith(" ")), fail_type)
+        gb = _GB.search(text)
+        f.gb_code = gb.group(1).upper() if gb else ""
+        expl = _EXPLANATION.search(text)
+        f.explanation = expl.group("text").strip() if expl else ""
+        f.hints = [m.group("text").strip() for m in _HINT.finditer(text)]
+        f.context = debug_context(text)
+        _, found, tail = (traceback or text).rpartition("from user code:")
+        f.user_stack = [UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("src").strip())
+                        for m in _FRAME.finditer(tail if found else "")]
+    except Exception:  # noqa: BLE001 - a report must survive any text
+        pass
+    return f

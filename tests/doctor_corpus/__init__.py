@@ -1,0 +1,101 @@
+"""Graph breaks and recompiles transcribed from PyTorch's own tests, for the doctor.
+
+Each module holds the cases of one PyTorch test file (``misc.py`` for
+``test/dynamo/test_misc.py``, ...). A case is a function decorated with
+:func:`case`: it names the test it comes from, builds the user function exactly as
+the test wrote it, and returns it with its calls::
+
+    @case("test/dynamo/test_misc.py::MiscTests::test_data_dependent_branch")
+    def data_dependent_branch():
+        def fn(x):
+            if x.sum() > 0:  # BREAK
+                return x + 1
+            return x - 1
+        return fn, [(torch.ones(3),)]
+
+``calls`` is a list; each item is a tuple of positional arguments, or a callable
+``call(compiled_fn)`` for a call that does more (change a global, switch a module to
+``eval()``, pass keywords). Several calls make recompiles. A ``# BREAK`` comment on
+a line says a graph break is expected there (the user's line torch should blame);
+nothing else is asserted in the case: the counts are torch's own, measured when the
+case runs (:mod:`doctor_corpus.harness`).
+
+The case's function (``fn`` in the example) is what ``torch.compile`` wraps, with
+``backend`` (default ``"eager"``: the doctor reads Dynamo, not Inductor) and
+``compile_kwargs``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: The modules of the corpus, in order (one per PyTorch test file).
+MODULES = (
+    "error_messages",
+    "misc",
+    "recompiles",
+    "ctx_manager",
+    "generator",
+    "reorder_logs",
+    "exceptions",
+    "functions",
+    "higher_order_ops",
+    "repros",
+    "nested_graph_breaks",
+    "inductor_models",
+)
+
+
+@dataclass
+class Case:
+    """One user function from a PyTorch test, its inputs and how it is called."""
+
+    name: str
+    source: str  # "test/dynamo/test_misc.py::MiscTests::test_name"
+    make: Callable[[], tuple[Callable, list]]
+    backend: str = "eager"
+    compile_kwargs: dict = field(default_factory=dict)
+    note: str = ""  # what differs from the test, or what torch 2.13 does with it
+    module: str = ""  # the corpus module ("misc")
+    config: dict = field(default_factory=dict)  # torch._dynamo.config settings the test patches
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}::{self.name}"
+
+
+def case(source: str, *, backend: str = "eager", note: str = "", config: "dict | None" = None, **compile_kwargs: Any):
+    """Register the decorated function as a :class:`Case` (it returns ``(fn, calls)``).
+    ``config``: the ``torch._dynamo.config`` settings the test patches; ``compile_kwargs``
+    go to ``torch.compile``."""
+
+    def register(make: Callable[[], tuple[Callable, list]]) -> Case:
+        mod = make.__module__.rsplit(".", 1)[-1]
+        return Case(make.__name__, source, make, backend, dict(compile_kwargs), note, mod, dict(config or {}))
+
+    return register
+
+
+def cases_in(namespace: dict, module: str = "") -> list[Case]:
+    """The cases defined in a module's namespace, in source order."""
+    out = [v for v in namespace.values() if isinstance(v, Case)]
+    for c in out:
+        if module:
+            c.module = module
+    return sorted(out, key=lambda c: c.make.__code__.co_firstlineno)
+
+
+def load(modules: "tuple[str, ...] | list[str]" = MODULES) -> list[Case]:
+    """Every case of ``modules`` (default: the whole corpus)."""
+    out: list[Case] = []
+    for name in modules:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue
+            raise
+        out.extend(cases_in(vars(mod), name))
+    return out

@@ -1,0 +1,544 @@
+"""Run a corpus case under ``ipycompile.capture()`` and judge the doctor against torch.
+
+For one :class:`~doctor_corpus.Case`, :func:`run_case` compiles the case's function,
+makes its calls under ``ipycompile.capture()`` while torch's own ``graph_breaks`` and
+``recompiles`` log records (``TORCH_LOGS=graph_breaks,recompiles``) are collected, and
+returns a :class:`Result`:
+
+* **captured**: the report's graph breaks (hits) and recompiles equal torch's own count
+  of the same run (one ``graph_breaks`` record per break hit: "Graph break in user
+  code", its duplicate form, and the "skip" form for a frame torch could not resume;
+  one ``recompiles`` record per recompile);
+* **located**: each break's line in the report (``GraphBreak.frame``) is a line of the
+  case marked ``# BREAK``, and every marked line is reported (without markers: the
+  case's own line in torch's record, the innermost frame of the corpus file in its
+  user traceback); each recompile names the function and file torch's record names;
+* the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
+  kind, the word its title starts with; ``none`` without a suggestion); **specific**
+  when it is not ``unknown`` / ``none``;
+* the **fix**: where the suggestion's code can be applied mechanically (a rewrite of
+  the case's lines with ``analysis.source.apply_suggestion``, a ``torch._dynamo.config``
+  setting, ``mark_dynamic`` / ``mark_unbacked`` / ``.contiguous()`` on an argument),
+  the case runs again with it: ``proven`` when that break or recompile is gone, nothing
+  new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why);
+  ``unchecked`` when the code is not of a form applied here (counted apart, never as
+  proven).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import logging
+import re
+import sys
+import traceback
+import types
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+
+import ipycompile
+from ipycompile.analysis.source import apply_suggestion
+
+from . import Case, cases_in
+
+__all__ = ["TorchLog", "Result", "Item", "run_case", "expected_lines"]
+
+_BREAK_RECORD = ("Graph break in user code", "Graph break (user stack suppressed", "Graph break: torch.compile cannot properly resume")
+_RECOMPILE = re.compile(r"^Recompiling function (?P<fn>\S+) in (?P<file>.+):(?P<line>\d+)$", re.M)
+_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+class TorchLog(logging.Handler):
+    """torch's own ``graph_breaks`` / ``recompiles`` records while the ``with`` block runs.
+
+    Turns the two artifacts on with ``torch._logging.set_logs`` and puts the logging
+    state back afterwards (torch's own stderr handler is quietened meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.breaks: list[str] = []
+        self.recompiles: list[str] = []
+        self._quiet: list[tuple[logging.Handler, int]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name = record.name
+        try:
+            msg = record.getMessage()
+        except Exception:  # noqa: BLE001
+            return
+        if name.endswith("__graph_breaks") and msg.startswith(_BREAK_RECORD):
+            self.breaks.append(msg)
+        elif name.endswith("__recompiles") and msg.startswith("Recompiling function"):
+            self.recompiles.append(msg)
+
+    def __enter__(self) -> "TorchLog":
+        state = torch._logging._internal.log_state
+        self._saved = (dict(state.log_qname_to_level), set(state.artifact_names))
+        torch._logging.set_logs(graph_breaks=True, recompiles=True)
+        dyn = logging.getLogger("torch._dynamo")
+        for h in dyn.handlers:
+            self._quiet.append((h, h.level))
+            h.setLevel(logging.CRITICAL + 1)
+        dyn.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        logging.getLogger("torch._dynamo").removeHandler(self)
+        for h, level in self._quiet:
+            h.setLevel(level)
+        # torch's logging as it was: the same settings, applied again (what set_logs does)
+        internal = torch._logging._internal
+        internal.log_state.log_qname_to_level, internal.log_state.artifact_names = self._saved
+        internal._init_logs()
+
+    def recompiled(self) -> list[tuple[str, str]]:
+        """(function, file) of each recompile torch logged."""
+        out = []
+        for msg in self.recompiles:
+            m = _RECOMPILE.search(msg)
+            if m:
+                out.append((m.group("fn"), m.group("file")))
+        return out
+
+    def break_lines(self, filename: str) -> list[int]:
+        """For each break record: the innermost line of ``filename`` in its user traceback."""
+        out = []
+        for msg in self.breaks:
+            lines = [int(m.group("line")) for m in _FILE_LINE.finditer(msg) if m.group("file") == filename]
+            if not lines:
+                m = re.search(r"in user code at (.+):(\d+)", msg)
+                if m and m.group(1) == filename:
+                    lines = [int(m.group(2))]
+            if lines:
+                out.append(lines[-1])
+        return out
+
+
+@dataclass
+class Item:
+    """One break site or recompile of a case, as the doctor answered it."""
+
+    what: str  # "break" | "recompile" | "failure"
+    code: str  # the GB code ("GB0170"), or the recompile's change kind ("size", "value", ...)
+    kind: str  # the answer's kind
+    specific: bool
+    line: Optional[int] = None  # the case line the report shows (breaks)
+    title: str = ""
+    fix: str = "none"  # "none" | "proven" | "wrong" | "inapplicable" | "unchecked"
+    fix_detail: str = ""
+    limit_hit: bool = False  # a recompile past which torch stopped compiling (its fix is judged on that)
+
+
+@dataclass
+class Result:
+    case: str
+    source: str
+    module: str
+    torch_breaks: int = 0
+    torch_recompiles: int = 0
+    torch_errors: int = 0  # a compile error torch raised into the user's call (eager ran)
+    report_breaks: int = 0
+    report_recompiles: int = 0
+    report_failures: int = 0
+    captured: bool = False
+    located: bool = False
+    located_detail: str = ""
+    expected_lines: list[int] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    error: str = ""  # the case could not run at all
+    user_error: str = ""  # the case's calls raised (compiled)
+    same_as_eager: Optional[bool] = None
+    seconds: float = 0.0
+
+    @property
+    def breaks_or_recompiles(self) -> bool:
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# -- running a case ---------------------------------------------------------------------------
+def _call(fn: Callable, call: Any) -> Any:
+    if callable(call) and not isinstance(call, tuple):
+        return call(fn)
+    return fn(*call)
+
+
+def _run_calls(fn: Callable, calls: list) -> tuple[list, str]:
+    outs: list = []
+    for call in calls:
+        try:
+            outs.append(_call(fn, call))
+        except Exception as exc:  # noqa: BLE001 - a case that raises is data
+            module = type(exc).__module__
+            origin = "torch: " if module.startswith("torch._dynamo") else "torch-other: " if module.startswith("torch.") else ""
+            return outs, origin + f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return outs, ""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        try:
+            torch.testing.assert_close(a, b, equal_nan=True)
+            return True
+        except AssertionError:
+            return False
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.nn.Module) or callable(a) or inspect.isgenerator(a):
+        return type(a) is type(b)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return type(a) is type(b)
+
+
+def _build(c: Case) -> tuple[Callable, list]:
+    torch.manual_seed(0)
+    return c.make()
+
+
+def _eager(c: Case) -> tuple[list, str]:
+    fn, calls = _build(c)
+    torch.manual_seed(1)
+    return _run_calls(fn, calls)
+
+
+@dataclass
+class _Run:
+    report: Any
+    log: TorchLog
+    outs: list
+    error: str
+
+
+def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
+                  before_call: str = "") -> _Run:
+    torch._dynamo.reset()
+    fn, calls = _build(c)
+    if arg_fix is not None:
+        calls = [arg_fix(fn, call) for call in calls]
+    if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace
+        ns = _names_of(fn)
+        calls = [_preceded(call, before_call, ns) for call in calls]
+    compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
+    settings = {**c.config, **(config or {})}
+    patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
+    with patch, TorchLog() as log, ipycompile.capture() as cap:
+        torch.manual_seed(1)
+        outs, err = _run_calls(compiled, calls)
+    torch._dynamo.reset()
+    return _Run(cap.report, log, outs, err)
+
+
+def _preceded(call: Any, stmt: str, ns: dict) -> Callable:
+    def run(f: Callable) -> Any:
+        exec(stmt, ns)  # noqa: S102 - the user's own statement, moved
+        return _call(f, call)
+
+    return run
+
+
+# -- where the case says breaks are --------------------------------------------------------------
+def case_file(c: Case) -> str:
+    return inspect.getsourcefile(c.make) or ""
+
+
+def expected_lines(c: Case) -> list[int]:
+    """The lines of the case marked ``# BREAK`` (file line numbers)."""
+    lines, first = inspect.getsourcelines(c.make)
+    return [first + i for i, ln in enumerate(lines) if re.search(r"#\s*BREAK\b", ln)]
+
+
+# -- the answers --------------------------------------------------------------------------------
+def _kind(s) -> str:
+    if s is None:
+        return "none"
+    if s.kind:
+        return s.kind
+    m = re.match(r"^([\w.]+):", s.title or "")
+    return m.group(1) if m else "none"
+
+
+def _specific(kind: str) -> bool:
+    return kind not in ("", "none", "unknown")
+
+
+def _is_limit_failure(f) -> bool:
+    return (f.message or "").startswith("Dynamo recompile limit exceeded")
+
+
+def _answered(report) -> list:
+    """What the doctor answers: every break site, every recompile, every failure except the
+    recompile limit's own (the recompile that hit the limit carries that answer)."""
+    limit = any(rc.limit_hit for rc in report.recompiles)
+    return [*report.graph_breaks, *report.recompiles, *(f for f in report.failures if not (limit and _is_limit_failure(f)))]
+
+
+def _items(report, filename: str) -> list[Item]:
+    out = []
+    for b in report.graph_breaks:
+        k = _kind(b.suggestion)
+        line = b.frame.lineno if b.frame.filename == filename else None
+        out.append(Item("break", b.gb_code or (b.gb_type or b.reason)[:40], k, _specific(k), line, b.suggestion.title if b.suggestion else ""))
+    for rc in report.recompiles:
+        k = _kind(rc.suggestion)
+        codes = sorted({ch.kind for ch in rc.changes}) or ["?"]
+        out.append(Item("recompile", "+".join(codes), k, _specific(k), None, rc.suggestion.title if rc.suggestion else "",
+                        limit_hit=rc.limit_hit))
+    limit = any(rc.limit_hit for rc in report.recompiles)
+    for f in report.failures:
+        if limit and _is_limit_failure(f):
+            continue
+        k = _kind(f.suggestion)
+        out.append(Item("failure", f.type, k, _specific(k), f.frame.lineno if f.frame.filename == filename else None, f.suggestion.title if f.suggestion else ""))
+    return out
+
+
+# -- applying a fix -------------------------------------------------------------------------------
+_CONFIG = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>.+?)\s*(#.*)?$")
+_CONFIG_ADD = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\.add\((?P<value>.+)\)\s*(#.*)?$")
+_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
+_CONTIG = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)")
+
+
+def _code_lines(code: str) -> list[str]:
+    return [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
+    """A function applying ``mark_dynamic(x, d)`` / ``x = x.contiguous()`` to the argument ``x``."""
+    m = _MARK.match(line) or _CONTIG.match(line)
+    if not m:
+        return None
+    name = m.group("arg")
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    if name not in params:
+        return None
+    i = params.index(name)
+
+    def fix(fn_: Callable, call: Any) -> Any:
+        if not isinstance(call, tuple) or i >= len(call) or not isinstance(call[i], torch.Tensor):
+            raise _Unchecked(f"`{name}` is not a tensor passed by position")
+        args = list(call)
+        if "contiguous" in line:
+            args[i] = args[i].contiguous()
+        else:
+            eval(m.group("fn"), {"torch": torch})(args[i], int(m.group("dim")))  # noqa: S307 - a dotted name the regex matched
+        return tuple(args)
+
+    return fix
+
+
+def _names_of(fn: Callable) -> dict:
+    """The names the compiled function sees: its globals and closed-over values (for the fix's code)."""
+    fn = getattr(fn, "forward", fn)
+    ns = dict(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    for name, cell in zip(code.co_freevars if code else (), getattr(fn, "__closure__", None) or ()):
+        try:
+            ns[name] = cell.cell_contents
+        except ValueError:
+            pass
+    ns.setdefault("torch", torch)
+    return ns
+
+
+class _Unchecked(Exception):
+    pass
+
+
+def _rewritten_case(c: Case, s) -> Case:
+    """The case with the suggestion's rewrite applied to its module's text, re-executed."""
+    path = case_file(c)
+    text = Path(path).read_text()
+    new = apply_suggestion(text, s)
+    if new == text:
+        raise _Unchecked("the rewrite changes nothing")
+    mod = types.ModuleType(f"doctor_corpus._fixed_{c.module}")
+    mod.__file__ = path
+    mod.__package__ = "doctor_corpus"
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(compile(new, path, "exec"), vars(mod))
+    finally:
+        sys.modules.pop(mod.__name__, None)
+    found = [x for x in cases_in(vars(mod)) if x.name == c.name]
+    if not found:
+        raise _Unchecked("the rewritten module has no such case")
+    fixed = found[0]
+    fixed.module = c.module
+    return fixed
+
+
+def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True) -> None:
+    """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``. The outputs
+    are compared with eager's; where the compiled case already differs from eager
+    (``before_same`` False: code that asks ``torch.compiler.is_compiling()``), a rewrite's
+    outputs with the compiled run's before the fix, and a setting's not at all (a setting
+    changes what is compiled, so such code answers differently by design)."""
+    code = (s.code or "").strip() if s else ""
+    if not code:
+        return
+    filename = case_file(c)
+    case2, config, arg_fix, before_call = c, None, None, ""
+    try:
+        if s.first_line is not None and s.filename == filename:
+            case2 = _rewritten_case(c, s)
+            moved = re.match(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
+            if moved:
+                before_call = moved.group("stmt")
+        else:
+            lines = _code_lines(code)
+            imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
+            lines = [ln for ln in lines if ln not in imports]
+            if any("..." in ln for ln in lines):
+                raise _Unchecked("a template (`...`), not code to apply")
+            settings = [ln for ln in lines if _CONFIG.match(ln) or _CONFIG_ADD.match(ln)]
+            marks = [ln for ln in lines if _MARK.match(ln) or _CONTIG.match(ln)]
+            if lines and len(settings) + len(marks) == len(lines):  # settings, then every mark on its argument
+                fn, _ = _build(c)
+                if settings:
+                    config = {}
+                    ns = _names_of(fn)
+                    exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
+                    for ln in settings:
+                        m = _CONFIG.match(ln)
+                        if m:
+                            config[m.group("name")] = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
+                        else:
+                            m = _CONFIG_ADD.match(ln)
+                            name = m.group("name")
+                            current = config.get(name, set(c.config.get(name, getattr(torch._dynamo.config, name))))
+                            config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
+                if marks:
+                    fixers = [_arg_fixer(fn, ln) for ln in marks]
+                    for ln, fx in zip(marks, fixers):
+                        if fx is None:
+                            name = (_MARK.match(ln) or _CONTIG.match(ln)).group("arg")
+                            if not re.search(rf"\b{re.escape(name)}\b", Path(filename).read_text()):
+                                item.fix, item.fix_detail = "wrong", f"`{name}` is not a name in the user's code ({ln})"
+                            else:
+                                item.fix = "inapplicable"
+                                item.fix_detail = f"`{name}` is not an input of the compiled function (a local): it cannot be marked before the call"
+                            return
+
+                    def arg_fix(fn_: Callable, call: Any, fixers=fixers) -> Any:
+                        for fx in fixers:
+                            call = fx(fn_, call)
+                        return call
+            else:
+                raise _Unchecked("code of a form not applied by the harness")
+        after = _compiled_run(case2, config, arg_fix, before_call)
+    except _Unchecked as exc:
+        item.fix, item.fix_detail = "unchecked", str(exc)
+        return
+    except NameError as exc:
+        item.fix, item.fix_detail = "wrong", f"the fix names what the user's code lacks: {exc}"
+        return
+    except Exception as exc:  # noqa: BLE001 - a fix that raises is a wrong fix
+        item.fix, item.fix_detail = "wrong", f"applying it raised {type(exc).__name__}: {exc}".splitlines()[0][:300]
+        return
+    problems = []
+    if after.error and not eager_err:
+        problems.append(f"the fixed code raises: {after.error}")
+    elif before_same and not _same(after.outs, eager_outs):
+        problems.append("outputs differ from eager")
+    elif not before_same and case2 is not c and not _same(after.outs, before.outs):
+        problems.append("outputs differ from the compiled run before the fix")
+    elif not before_same and case2 is c:
+        item.fix_detail = "outputs not compared: the case's compiled outputs differ from eager by design"
+    if item.what == "recompile" and item.limit_hit:
+        if any(rc.limit_hit for rc in after.report.recompiles):
+            problems.append("the recompile limit is still hit")
+    elif item.what == "break":
+        def hits(r) -> int:
+            return sum(b.count for b in r.graph_breaks if (b.gb_code or (b.gb_type or b.reason)[:40]) == item.code)
+
+        if hits(after.report) >= hits(before.report):
+            problems.append(f"{item.code} still breaks ({hits(after.report)}x)")
+        elif after.report.graph_break_count >= before.report.graph_break_count:
+            new_codes = sorted({b.gb_code for b in after.report.graph_breaks} - {b.gb_code for b in before.report.graph_breaks})
+            problems.append(f"the break moved, not removed ({', '.join(new_codes) or 'as many breaks as before'})")
+    elif item.what == "recompile":
+        if len(after.report.recompiles) >= len(before.report.recompiles):
+            problems.append(f"still {len(after.report.recompiles)} recompile(s)")
+    if len(_answered(after.report)) - len(after.report.graph_breaks) - len(after.report.recompiles) > \
+            len(_answered(before.report)) - len(before.report.graph_breaks) - len(before.report.recompiles):
+        problems.append(f"new failure: {after.report.failures[-1].type}")
+    if len(after.report.ran_without_compiling) > len(before.report.ran_without_compiling):
+        problems.append("a frame now runs without compiling")
+    item.fix = "wrong" if problems else "proven"
+    item.fix_detail = "; ".join(problems) or item.fix_detail
+
+
+# -- one case ---------------------------------------------------------------------------------------
+def run_case(c: Case, fixes: bool = True) -> Result:
+    import time
+
+    t0 = time.perf_counter()
+    res = Result(c.id, c.source, c.module)
+    try:
+        eager_outs, eager_err = _eager(c)
+        run = _compiled_run(c)
+    except Exception as exc:  # noqa: BLE001
+        res.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
+        res.seconds = time.perf_counter() - t0
+        return res
+    report, log = run.report, run.log
+    filename = case_file(c)
+    res.user_error = run.error
+    res.same_as_eager = _same(run.outs, eager_outs) and bool(run.error) == bool(eager_err)
+    res.torch_breaks = len(log.breaks)
+    res.torch_recompiles = len(log.recompiles)
+    # a compile error raised into the call: Dynamo's own (eager may raise it too: a HOP compiles
+    # its body in eager), or another torch error (a violated constraint) that eager did not raise
+    res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
+    res.report_breaks = report.graph_break_count
+    res.report_recompiles = len(report.recompiles)
+    failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]
+    res.report_failures = len(failures)
+    res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
+                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
+                    if res.torch_errors else res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles)
+
+    # located
+    marked = expected_lines(c)
+    expected = set(marked) if marked else set(log.break_lines(filename))
+    res.expected_lines = sorted(expected)
+    located_items = [*report.graph_breaks, *failures]
+    shown = {b.frame.lineno for b in located_items if b.frame.filename == filename}
+    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in located_items if b.frame.filename != filename]
+    problems = []
+    if elsewhere:
+        problems.append(f"shown outside the case: {', '.join(elsewhere)}")
+    if shown != expected:
+        problems.append(f"lines shown {sorted(shown)}, expected {sorted(expected)}" + (" (# BREAK)" if marked else " (torch's record)"))
+    torch_rc = sorted(log.recompiled())
+    ours_rc = sorted((rc.function, rc.filename) for rc in report.recompiles)
+    if torch_rc != ours_rc:
+        problems.append(f"recompiles named {ours_rc}, torch {torch_rc}")
+    res.located = not problems
+    res.located_detail = "; ".join(problems)
+
+    # answers, and fixes
+    res.items = _items(report, filename)
+    if fixes:
+        for item, x in zip(res.items, _answered(report)):
+            if item.specific and x.suggestion is not None:
+                _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager))
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,111 @@
+"""A slice of the doctor corpus (``tests/doctor_corpus``: user functions from PyTorch's own
+Dynamo tests) through the coverage benchmark's harness: every break and recompile the
+report holds is one torch itself logged (captured), shown at the case's own line
+(located). The answers' coverage and the fixes' proofs are measured on the whole
+corpus by ``benchmarks/doctor_coverage.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import doctor_corpus
+from doctor_corpus import harness
+
+SLICE = (
+    "error_messages::data_dependent_operator2",
+    "error_messages::sort_with_nonconstant_keys",
+    "error_messages::dict_items_input",
+    "error_messages::unsupported_builtin",
+    "error_messages::skipfile_inline",
+    "error_messages::nested_compile_user_frames",
+    "error_messages::traceback_above_dynamo_f2",
+    "recompiles::recompiles_true_false_flop",
+    "recompiles::simple_module_recompile",
+    "recompiles::verbose_tensor_check_dtype",
+)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {c.id: c for c in doctor_corpus.load(sorted({s.split("::")[0] for s in SLICE}))}
+
+
+@pytest.mark.parametrize("name", SLICE)
+def test_captured_and_located(cases, name):
+    r = harness.run_case(cases[name], fixes=False)
+    assert not r.error, r.error
+    assert r.breaks_or_recompiles, f"{name} no longer breaks or recompiles"
+    assert r.captured, (r.torch_breaks, r.report_breaks, r.torch_recompiles, r.report_recompiles)
+    assert r.located, r.located_detail
+
+
+def test_torch_log_is_restored():
+    """The harness turns torch's graph_breaks/recompiles logs on for a case and off again."""
+    import logging
+
+    import torch
+
+    dyn = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(dynamo=logging.INFO)  # a setting of the user's, kept
+    try:
+        _check_restored(dyn)
+    finally:
+        torch._logging.set_logs()
+
+
+def _check_restored(dyn):
+    import logging
+
+    import torch
+
+    def state():
+        return dyn.level, sorted(torch._logging._internal.log_state.artifact_names), sorted(
+            (type(h).__name__, h.level) for h in dyn.handlers)
+
+    before = state()
+    with harness.TorchLog() as log:
+        torch._dynamo.reset()
+        torch.compile(lambda x: (print("x") or x + 1), backend="eager")(torch.ones(2))
+    torch._dynamo.reset()
+    assert log.breaks and log.breaks[0].startswith("Graph break in user code")
+    assert state() == before
+    assert dyn.level == logging.INFO
+    assert not torch._logging._internal.log_state.is_artifact_enabled("graph_breaks")
+
+
+def _judge(case_id: str, suggestion) -> harness.Item:
+    """The harness's verdict on ``suggestion`` as the fix of the case's first break."""
+    c = {x.id: x for x in doctor_corpus.load([case_id.split("::")[0]])}[case_id]
+    eager_outs, eager_err = harness._eager(c)
+    before = harness._compiled_run(c)
+    b = before.report.graph_breaks[0]
+    item = harness.Item("break", b.gb_code, suggestion.kind, True)
+    harness._try_fix(c, item, suggestion, before, eager_outs, eager_err)
+    return item
+
+
+def test_the_harness_proves_a_fix_that_removes_the_break_with_the_same_outputs():
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("reorder print", code="torch._dynamo.config.reorderable_logging_functions.add(print)",
+                   kind="reorderable_logging_functions")
+    item = _judge("reorder_logs::dont_reorder_print", s)
+    assert item.fix == "proven", item.fix_detail
+
+
+def test_the_harness_calls_a_fix_wrong_when_the_fixed_code_raises():
+    """``x.shape[torch.tensor([1, 1])]`` (two elements): capture_scalar_outputs makes the compile raise."""
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("capture", code="torch._dynamo.config.capture_scalar_outputs = True", kind="capture_scalar_outputs")
+    item = _judge("misc::torch_size_tensor_index_non_scalar", s)
+    assert item.fix == "wrong" and "raises" in item.fix_detail, item.fix_detail
+
+
+def test_the_harness_calls_a_fix_wrong_when_it_names_what_the_users_code_lacks():
+    from ipycompile.report.model import Suggestion
+
+    s = Suggestion("mark", code="torch._dynamo.mark_dynamic(___stack0, 0)  # before the first call", kind="mark_dynamic")
+    item = _judge("error_messages::data_dependent_branching_gb", s)
+    assert item.fix == "wrong" and "___stack0" in item.fix_detail, item.fix_detail
