@@ -23,6 +23,12 @@ case runs (:mod:`doctor_corpus.harness`).
 The case's function (``fn`` in the example) is what ``torch.compile`` wraps, with
 ``backend`` (default ``"eager"``: the doctor reads Dynamo, not Inductor) and
 ``compile_kwargs``.
+
+Origin and licence: the user functions are short excerpts transcribed from PyTorch's
+test suite (https://github.com/pytorch/pytorch, ``test/dynamo`` and ``test/inductor``),
+each naming the test it comes from. PyTorch is distributed under a BSD-3-Clause licence
+(Copyright (c) 2016- Facebook, Inc. and its contributors; see PyTorch's LICENSE and
+NOTICE files); these excerpts are used here, as test inputs, under that licence.
 """
 
 from __future__ import annotations
