@@ -1131,3 +1131,22 @@ def test_a_deepcopy_of_a_module_gets_no_clone_it_does_not_have():
     _, report = run("net2 = copy.deepcopy(net)\nout = net2(x)\nout", ns_with(POS, copy=copy, net=net))
     kinds = {b.gb_code: b.suggestion.kind for b in report.graph_breaks}
     assert "tensor_clone" not in kinds.values() and kinds, kinds
+
+
+# -- DistributedDataParallel's own wrapper ----------------------------------------------------------
+def test_breaks_inside_ddps_own_forward_are_named_as_by_design():
+    """A real two-process gloo job compiling ``torch.compile(DDP(model))``: Dynamo breaks in DDP's
+    ``_pre_forward`` (GB0156) and at its skipped ``_inside_ddp_forward`` (GB0007). The doctor names
+    them "ddp_wrapper" (by design, no code), not a skipped function of the user's, and the module's own
+    forward has no break: its graph is DDP's to split."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from trace_jobs import ddp_logs
+
+    report = ipycompile.load_trace(ddp_logs(), rank=0)
+    kinds = {(b.gb_code, b.suggestion.kind) for b in report.graph_breaks}
+    assert kinds == {("GB0156", "ddp_wrapper"), ("GB0007", "ddp_wrapper")}, kinds
+    for b in report.graph_breaks:
+        assert b.suggestion.code == "" and "by design" in b.suggestion.title
+        assert "trace_jobs.py" in b.frame.filename  # the user's line that led there is shown beside it
+    (cid,) = report.ddp_splits
+    assert not [b for b in report.graph_breaks if b.compile_id == cid]

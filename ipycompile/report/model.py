@@ -223,6 +223,7 @@ class Kind(StrEnum):
     REGISTER_FAKE = "register_fake"
     # breaks no code change of ours removes: what to do, in words
     COMPILER_DISABLE = "compiler_disable"
+    DDP_WRAPPER = "ddp_wrapper"
     TORCH_EQUAL = "torch_equal"
     SORT_TENSORS = "sort_tensors"
     CLASS_OUTSIDE = "class_outside"

@@ -10,6 +10,7 @@ from . import (
     branch_in_library,
     class_outside,
     compiler_disable,
+    ddp_wrapper,
     generator_mutation,
     raised_exception,
     generator_outside,
@@ -41,6 +42,7 @@ from . import (
 )
 
 RULES: list[Rule] = [
+    ddp_wrapper.RULE,  # first: DDP's own wrapper breaks match other rules' patterns (a skipped function)
     remove_graph_break.RULE,
     register_fake.RULE,
     hop_clone.RULE,
