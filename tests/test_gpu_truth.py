@@ -404,3 +404,23 @@ def test_paired_ratio_interval_and_noise():
     assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)  # fewer than 6 pairs: min and max
     assert run_time_noise([1.0, 1.01, 0.99, 1.0]) == ""
     assert run_time_noise([1.0, 2.0, 0.5, 1.0, 3.0]).startswith("run time: the blocks disagree")
+
+
+def test_blocks_are_sized_again_when_every_probe_was_slow():
+    """On a busy machine every probe block can be slow (here: the first 40 calls take 5 ms, then
+    0.2 ms), which used to leave blocks of one or two calls (issue 21: the quickstart's "blocks of
+    1 call"). When the first timed blocks come out far shorter than a block should last, they are
+    sized again from their own median and timing starts over: the blocks last about as planned."""
+    import time
+
+    from ipycompile.run.timing import BLOCK_MIN_S
+
+    calls = [0]
+
+    def fn():
+        calls[0] += 1
+        time.sleep(0.005 if calls[0] <= 40 else 0.0002)
+
+    timing = time_blocks(fn, target_s=0.3)
+    assert timing.block_calls * min(timing.times_s) >= BLOCK_MIN_S / 4, (timing.block_calls, timing.times_s[:5])
+    assert timing.block_calls >= 10  # 10 ms blocks of calls of 0.2-0.5 ms

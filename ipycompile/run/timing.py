@@ -234,6 +234,8 @@ BLOCK_MIN_S = 0.01
 #: probe blocks per size: the per-call estimate is their median, so one slow call
 #: (a scheduler hiccup, a late compile) cannot shrink the blocks
 PROBES = 5
+#: times the blocks are sized again when the first timed blocks come out far shorter than planned
+MAX_REPLANS = 2
 
 
 def timer_overhead_s(samples: int = 5) -> float:
@@ -313,8 +315,9 @@ def time_blocks(
     """
     per_block, blocks, probes = plan_blocks(fn, runs=runs, target_s=target_s, min_blocks=min_blocks,
                                             max_blocks=max_blocks)
+    block_s = block_seconds(timer_overhead_s(), target_s, min_blocks) if runs is None else 0.0
     times: list[float] = []
-    dropped = 0
+    dropped = replans = 0
     while len(times) < blocks:
         seen = activity.count if activity is not None else 0
         elapsed = _timed_block(fn, per_block)
@@ -322,6 +325,15 @@ def time_blocks(
             dropped += 1
             continue
         times.append(elapsed / per_block)
+        if block_s and replans < MAX_REPLANS and len(times) % PROBES == 0:
+            # the probes were slow (a busy machine, calls still settling): the last timed blocks are far
+            # shorter than a block should last; size the blocks again from their median, and start over
+            call_s = statistics.median(times[-PROBES:])
+            if call_s * per_block < block_s / 4:
+                probes += per_block * len(times)
+                per_block = max(1, math.ceil(block_s / max(call_s, 1e-9)))
+                blocks = max(min_blocks, min(max_blocks, round(target_s / max(call_s * per_block, 1e-9))))
+                times, replans = [], replans + 1
     return BlockTiming(times, per_block, dropped, probes)
 
 
