@@ -20,6 +20,8 @@ SLICE = (
     "error_messages::skipfile_inline",
     "error_messages::nested_compile_user_frames",
     "error_messages::traceback_above_dynamo_f2",
+    "misc::map_side_effects",  # a compile error raised into the call (a failure, not a break)
+    "misc::cond_side_effect_in_one_branches",
     "recompiles::recompiles_true_false_flop",
     "recompiles::simple_module_recompile",
     "recompiles::verbose_tensor_check_dtype",

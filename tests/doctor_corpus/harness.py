@@ -43,6 +43,7 @@ import torch
 
 import ipycompile
 from ipycompile.analysis.source import apply_suggestion
+from ipycompile.report.model import Failure
 
 from . import Case, cases_in
 
@@ -509,7 +510,7 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
     res.report_breaks = report.graph_break_count
     res.report_recompiles = len(report.recompiles)
-    failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]
+    failures = [f for f in _answered(report) if isinstance(f, Failure)]
     res.report_failures = len(failures)
     res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
                     and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
