@@ -34,7 +34,7 @@ from .parse.failures import parse_failure
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
-from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons
+from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_value, describe
 from .records import TraceRecord, compile_id_from_text
@@ -445,6 +445,8 @@ def _finish(st: _State) -> CompileReport:
                 rc = Recompile(c.compile_id, c.function, c.filename)
                 r.recompiles.append(rc)
             rc.limit_hit, rc.limit_message = True, c.fail_reason
+            rc.limit_type = recompile_limit_type(c.fail_reason) or "recompile_limit"
+            rc.limit = recompile_limit_value(c.fail_reason, c.metrics.get("dynamo_config"), rc.limit_type)
     for k in r.kernels:
         info = st.kernel_info.get((k.compile_id, k.name))
         if info:
