@@ -20,6 +20,9 @@ SLICE = (
     "error_messages::skipfile_inline",
     "error_messages::nested_compile_user_frames",
     "error_messages::traceback_above_dynamo_f2",
+    "error_messages::traceback_above_dynamo_f3",  # one break in a function three user lines call
+    "reorder_logs::reorder_custom_log_fn",
+    "misc::raise_guard_full_constraint",  # a failure whose user stack follows "User stack:"
     "misc::map_side_effects",  # a compile error raised into the call (a failure, not a break)
     "misc::cond_side_effect_in_one_branches",
     "recompiles::recompiles_true_false_flop",
@@ -147,3 +150,20 @@ def test_a_statement_moved_out_keeps_the_names_it_used():
     c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::warnings_warn"]
     item = _judge_doctor(c.id, harness.expected_lines(c)[0])
     assert item.kind == "move_out" and item.fix == "proven", item.fix_detail
+
+
+def test_a_break_in_a_shared_function_is_shown_reached_from_each_user_line():
+    """Three `Foo().attr = x` lines reach `__setattr__`'s `graph_break()`: the text summary and the
+    graph-breaks table list the three lines, not only the shared one."""
+    from ipycompile.report.summary import shared_callers
+    from ipycompile.widgets.tabs import graph_breaks_tab
+
+    c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::traceback_above_dynamo_f3"]
+    report = harness._compiled_run(c).report
+    lines = harness.expected_lines(c)
+    (b,) = report.graph_breaks
+    assert [f.lineno for f in shared_callers(report, b)] == lines
+    wheres = ", ".join(report.where(b.frame.filename, n) for n in lines)
+    assert f"reached from {wheres}" in str(report)
+    table = graph_breaks_tab(report)[1]
+    assert table.rows[0][3] == wheres

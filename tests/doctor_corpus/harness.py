@@ -9,8 +9,9 @@ returns a :class:`Result`:
   of the same run (one ``graph_breaks`` record per break hit: "Graph break in user
   code", its duplicate form, and the "skip" form for a frame torch could not resume;
   one ``recompiles`` record per recompile);
-* **located**: each break's line in the report (``GraphBreak.frame``) is a line of the
-  case marked ``# BREAK``, and every marked line is reported (without markers: the
+* **located**: each break's line in the report (``GraphBreak.frame``, or the user's lines
+  the report shows it reached from when it is inside a function they share) is a line of
+  the case marked ``# BREAK``, and every marked line is reported (without markers: the
   case's own line in torch's record, the innermost frame of the corpus file in its
   user traceback); each recompile names the function and file torch's record names;
 * the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
@@ -49,6 +50,7 @@ import torch
 import ipycompile
 from ipycompile.analysis.source import apply_suggestion
 from ipycompile.report.model import Failure
+from ipycompile.report.summary import shared_callers
 
 from . import Case, cases_in
 
@@ -555,8 +557,19 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     expected = set(marked) if marked else set(log.break_lines(filename))
     res.expected_lines = sorted(expected)
     located_items = [*report.graph_breaks, *failures]
-    shown = {b.frame.lineno for b in located_items if b.frame.filename == filename}
-    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in located_items if b.frame.filename != filename]
+    shown: set = set()
+    elsewhere = []
+    for b in located_items:
+        # a break in a function the user's code calls from several lines is shown "reached from" those
+        # lines (report.summary.shared_callers): they are its place when the case marks them
+        callers = [c.lineno for c in shared_callers(report, b)] if hasattr(b, "callers") else []
+        if callers and all(c.filename == filename for c in b.callers) and set(callers) <= expected \
+                and b.frame.lineno not in expected:
+            shown.update(callers)
+        elif b.frame.filename == filename:
+            shown.add(b.frame.lineno)
+        else:
+            elsewhere.append(f"{b.frame.filename}:{b.frame.lineno}")
     problems = []
     if elsewhere:
         problems.append(f"shown outside the case: {', '.join(elsewhere)}")
