@@ -1131,3 +1131,22 @@ def test_a_deepcopy_of_a_module_gets_no_clone_it_does_not_have():
     _, report = run("net2 = copy.deepcopy(net)\nout = net2(x)\nout", ns_with(POS, copy=copy, net=net))
     kinds = {b.gb_code: b.suggestion.kind for b in report.graph_breaks}
     assert "tensor_clone" not in kinds.values() and kinds, kinds
+
+
+def test_a_dimension_marked_dynamic_that_the_code_specialises_is_marked_maybe_dynamic():
+    """test_misc.py's test_raise_guard_full_constraint: `mark_dynamic(x, 0)`, then `if x.shape[0] == 3:`
+    makes the compile raise ConstraintViolationError; `maybe_mark_dynamic`, as the answer says, compiles."""
+    cell = "if x.shape[0] == 3:\n    out = x.sin()\nelse:\n    out = x.cos()\nout"
+    y = torch.randn(3, 3, 3)
+    expected = y.sin()
+    torch._dynamo.mark_dynamic(y, 0)
+    got, report = run(cell, ns_with(y))
+    assert isinstance(got, Exception) and type(got).__name__ == "ConstraintViolationError", got
+    s = only_suggestion(report)
+    assert s.kind == "maybe_mark_dynamic" and s.code == ""
+    assert "torch._dynamo.maybe_mark_dynamic(x, 0)" in s.explanation and "`if x.shape[0] == 3:`" in s.explanation, s.explanation
+    y = torch.randn(3, 3, 3).copy_(y)
+    torch._dynamo.maybe_mark_dynamic(y, 0)
+    got, after = run(cell, ns_with(y))
+    assert_clean(after)
+    assert_close(got, expected)

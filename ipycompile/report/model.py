@@ -232,6 +232,7 @@ class Kind(StrEnum):
     RECONSTRUCTION = "reconstruction"
     RAISED_EXCEPTION = "raised_exception"
     GENERATOR_MUTATION = "generator_mutation"
+    MAYBE_MARK_DYNAMIC = "maybe_mark_dynamic"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"

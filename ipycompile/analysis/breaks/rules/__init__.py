@@ -29,6 +29,7 @@ from . import (
     hop_return_value,
     ignore_logging_functions,
     keep_tensor,
+    maybe_mark_dynamic,
     move_out,
     numpy_to_torch,
     remove_print,
@@ -73,6 +74,7 @@ RULES: list[Rule] = [
     reconstruction.RULE,
     raised_exception.RULE,
     generator_mutation.RULE,
+    maybe_mark_dynamic.RULE,
 ]
 
 __all__ = ["RULES"]
