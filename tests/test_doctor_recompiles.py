@@ -372,11 +372,11 @@ def test_a_limit_on_a_value_torch_carries_across_a_break_gets_no_limit_code():
         s = rc.suggestion
         assert kind(s) == "recompile_limit" and "recompile_limit =" not in s.code, s.code
         assert "___stack0" in s.explanation and "fix the graph break first" in s.explanation
-        # raised, the limit is not hit, but torch gives up on the frame: the line would have been wrong
-        torch._dynamo.config.recompile_limit = 5
-        f = torch.compile(loop_torture, backend="eager")
-        raised, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
-        assert raised.ran_without_compiling
+        if torch.__version__ >= "2.13":  # what torch 2.13 does with the limit raised: it gives up on the frame
+            torch._dynamo.config.recompile_limit = 5
+            f = torch.compile(loop_torture, backend="eager")
+            raised, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
+            assert raised.ran_without_compiling
     finally:
         torch._dynamo.config.recompile_limit = old
 

@@ -801,9 +801,10 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
             f"{global_line}  # before the calls; {versions} versions were compiled")
     elif rc.limit is not None and setting is not None and setting != rc.limit and per_function:
         words += (f"The limit in effect here ({rc.limit}) is not the global `torch._dynamo.config.recompile_limit` "
-                  f"({setting}): it was set for this function, by `torch.compile(..., recompile_limit={rc.limit})` "
-                  "(or a `torch._dynamo.config.patch` around the calls), and it overrides the global setting, so "
-                  f"changing that does nothing: raise it where it was set (`recompile_limit={raise_to}`).")
+                  f"({setting}): it was set for this function, by `torch.compile(..., recompile_limit={rc.limit})`, "
+                  "which overrides the global setting (or the setting was changed around the calls, as a "
+                  "`torch._dynamo.config.patch` does), so changing the global line does nothing: raise it where it "
+                  f"was set (`recompile_limit={raise_to}`).")
     elif not _simple(subject) and subject:
         words += (f"What changes (`{subject}`) is a value torch carries across a graph break, not an input of "
                   "your code: whether one more version would compile is unknown, so fix the graph break first. "
