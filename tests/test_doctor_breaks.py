@@ -1150,3 +1150,22 @@ def test_breaks_inside_ddps_own_forward_are_named_as_by_design():
         assert "trace_jobs.py" in b.frame.filename  # the user's line that led there is shown beside it
     (cid,) = report.ddp_splits
     assert not [b for b in report.graph_breaks if b.compile_id == cid]
+
+
+def test_a_dimension_marked_dynamic_that_the_code_specialises_is_marked_maybe_dynamic():
+    """test_misc.py's test_raise_guard_full_constraint: `mark_dynamic(x, 0)`, then `if x.shape[0] == 3:`
+    makes the compile raise ConstraintViolationError; `maybe_mark_dynamic`, as the answer says, compiles."""
+    cell = "if x.shape[0] == 3:\n    out = x.sin()\nelse:\n    out = x.cos()\nout"
+    y = torch.randn(3, 3, 3)
+    expected = y.sin()
+    torch._dynamo.mark_dynamic(y, 0)
+    got, report = run(cell, ns_with(y))
+    assert isinstance(got, Exception) and type(got).__name__ == "ConstraintViolationError", got
+    s = only_suggestion(report)
+    assert s.kind == "maybe_mark_dynamic" and s.code == ""
+    assert "torch._dynamo.maybe_mark_dynamic(x, 0)" in s.explanation and "`if x.shape[0] == 3:`" in s.explanation, s.explanation
+    y = torch.randn(3, 3, 3).copy_(y)
+    torch._dynamo.maybe_mark_dynamic(y, 0)
+    got, after = run(cell, ns_with(y))
+    assert_clean(after)
+    assert_close(got, expected)

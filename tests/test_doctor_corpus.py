@@ -20,6 +20,11 @@ SLICE = (
     "error_messages::skipfile_inline",
     "error_messages::nested_compile_user_frames",
     "error_messages::traceback_above_dynamo_f2",
+    "error_messages::traceback_above_dynamo_f3",  # one break in a function three user lines call
+    "reorder_logs::reorder_custom_log_fn",
+    "misc::raise_guard_full_constraint",  # a failure whose user stack follows "User stack:"
+    "misc::map_side_effects",  # a compile error raised into the call (a failure, not a break)
+    "misc::cond_side_effect_in_one_branches",
     "recompiles::recompiles_true_false_flop",
     "recompiles::simple_module_recompile",
     "recompiles::verbose_tensor_check_dtype",
@@ -109,3 +114,56 @@ def test_the_harness_calls_a_fix_wrong_when_it_names_what_the_users_code_lacks()
     s = Suggestion("mark", code="torch._dynamo.mark_dynamic(___stack0, 0)  # before the first call", kind="mark_dynamic")
     item = _judge("error_messages::data_dependent_branching_gb", s)
     assert item.fix == "wrong" and "___stack0" in item.fix_detail, item.fix_detail
+
+
+def _judge_doctor(case_id: str, line: int) -> harness.Item:
+    """The harness's verdict on the doctor's own answer to the case's break at ``line``."""
+    c = {x.id: x for x in doctor_corpus.load([case_id.split("::")[0]])}[case_id]
+    eager_outs, eager_err = harness._eager(c)
+    before = harness._compiled_run(c)
+    (b,) = [b for b in before.report.graph_breaks if b.frame.lineno == line]
+    item = harness.Item("break", b.gb_code, b.suggestion.kind, True, line)
+    harness._try_fix(c, item, b.suggestion, before, eager_outs, eager_err)
+    return item
+
+
+def test_a_rewritten_case_sees_the_module_data_the_unfixed_run_saw():
+    """Re-executing the fixed module would draw `global_var = torch.randn(3)` again: the fix is
+    judged against the same global values, and proven."""
+    c = {x.id: x for x in doctor_corpus.load(["higher_order_ops"])}["higher_order_ops::fallback_on_graph_break_complicated"]
+    line = harness.expected_lines(c)[0]
+    item = _judge_doctor(c.id, line)
+    assert item.kind == "remove_graph_break" and item.fix == "proven", item.fix_detail
+
+
+def test_each_of_several_graph_break_lines_is_judged_at_its_own_site():
+    """Removing the `graph_break()` in the try block removes that break; the code after it, which torch
+    ran uncompiled, now compiles and reaches the next `graph_break()` line (answered on its own)."""
+    c = {x.id: x for x in doctor_corpus.load(["misc"])}["misc::nested_sequential_try_with_graph_break"]
+    line = harness.expected_lines(c)[1]
+    item = _judge_doctor(c.id, line)
+    assert item.fix == "proven" and f"the break at line {line} is gone" in item.fix_detail, item.fix_detail
+
+
+def test_a_statement_moved_out_keeps_the_names_it_used():
+    """`warnings.warn("test")` moved before the call still sees `warnings` (imported in the case)."""
+    c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::warnings_warn"]
+    item = _judge_doctor(c.id, harness.expected_lines(c)[0])
+    assert item.kind == "move_out" and item.fix == "proven", item.fix_detail
+
+
+def test_a_break_in_a_shared_function_is_shown_reached_from_each_user_line():
+    """Three `Foo().attr = x` lines reach `__setattr__`'s `graph_break()`: the text summary and the
+    graph-breaks table list the three lines, not only the shared one."""
+    from ipycompile.report.summary import shared_callers
+    from ipycompile.widgets.tabs import graph_breaks_tab
+
+    c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::traceback_above_dynamo_f3"]
+    report = harness._compiled_run(c).report
+    lines = harness.expected_lines(c)
+    (b,) = report.graph_breaks
+    assert [f.lineno for f in shared_callers(report, b)] == lines
+    wheres = ", ".join(report.where(b.frame.filename, n) for n in lines)
+    assert f"reached from {wheres}" in str(report)
+    table = graph_breaks_tab(report)[1]
+    assert table.rows[0][3] == wheres

@@ -298,6 +298,89 @@ def test_recompile_limit_is_said_prominently_and_both_fixes_work():
         torch._dynamo.config.recompile_limit = old
 
 
+def add(x, y):
+    return x + y
+
+
+DTYPES = (torch.float32, torch.float64, torch.float16)
+
+
+def test_a_limit_given_to_torch_compile_is_never_answered_with_the_global_setting():
+    """``torch.compile(recompile_limit=2)`` overrides the global setting for the function: raising
+    ``torch._dynamo.config.recompile_limit`` changes nothing there, so it is not offered as code;
+    the words say to raise it in the torch.compile call, and that works."""
+    calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in DTYPES]
+    f = torch.compile(add, backend="eager", recompile_limit=2)
+    r, before = captured(*(lambda a=a: f(*a) for a in calls))
+    (rc,) = [x for x in r.recompiles if x.limit_hit]
+    assert (rc.limit_type, rc.limit) == ("recompile_limit", 2)
+    assert r.recompile_limits["recompile_limit"] == torch._dynamo.config.recompile_limit != 2
+    s = rc.suggestion
+    assert kind(s) == "recompile_limit" and "torch._dynamo.config" not in s.code, s.code
+    m = re.search(r"`recompile_limit=(\d+)`", s.explanation)
+    assert m and "torch.compile(..., recompile_limit=2)" in s.explanation, s.explanation
+
+    # the global line would not have helped: the function's own limit still wins
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 16
+    try:
+        f = torch.compile(add, backend="eager", recompile_limit=2)
+        still, _ = captured(*(lambda a=a: f(*a) for a in calls))
+        assert any(x.limit_hit for x in still.recompiles)
+    finally:
+        torch._dynamo.config.recompile_limit = old
+    # what the words say does: the limit raised where it was given
+    f = torch.compile(add, backend="eager", recompile_limit=int(m.group(1)))
+    raised, after = captured(*(lambda a=a: f(*a) for a in calls))
+    assert raised.recompiles and not any(x.limit_hit for x in raised.recompiles) and not raised.failures
+    same(before, after)
+
+
+def test_a_limit_whose_setting_is_unknown_is_answered_in_words_naming_both_ways():
+    """A log torch wrote alone does not say the global setting: no code for the limit, both ways in words."""
+    calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in DTYPES]
+    f = torch.compile(add, backend="eager", recompile_limit=2)
+    r, _ = captured(*(lambda a=a: f(*a) for a in calls))
+    import dataclasses
+
+    unknown = explain_recompiles(dataclasses.replace(r, recompile_limits={}))
+    (rc,) = [x for x in unknown.recompiles if x.limit_hit]
+    s = rc.suggestion
+    assert kind(s) == "recompile_limit" and s.code == ""
+    assert "in the torch.compile(...) call if one was passed there" in s.explanation
+    assert "torch._dynamo.config.recompile_limit = " in s.explanation
+
+
+def loop_torture(input, iters):
+    out = input
+    for _ in range(iters):  # a tensor count: a graph break, the loop runs in a resume function
+        out += input
+    return out
+
+
+def test_a_limit_on_a_value_torch_carries_across_a_break_gets_no_limit_code():
+    """test_recompile_ux.py's loop_torture under recompile_limit=1: what changes is ``___stack0.stop``
+    (torch's value, in the code after the break); with the limit raised, the next version is one torch
+    gives up on (a frame runs without compiling), so the global line is not offered."""
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 1
+    try:
+        f = torch.compile(loop_torture, backend="eager")
+        r, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
+        (rc,) = [x for x in r.recompiles if x.limit_hit]
+        assert r.recompile_limits["recompile_limit"] == rc.limit == 1
+        s = rc.suggestion
+        assert kind(s) == "recompile_limit" and "recompile_limit =" not in s.code, s.code
+        assert "___stack0" in s.explanation and "fix the graph break first" in s.explanation
+        if torch.__version__ >= "2.13":  # what torch 2.13 does with the limit raised: it gives up on the frame
+            torch._dynamo.config.recompile_limit = 5
+            f = torch.compile(loop_torture, backend="eager")
+            raised, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
+            assert raised.ran_without_compiling
+    finally:
+        torch._dynamo.config.recompile_limit = old
+
+
 def test_every_suggestion_kind_has_a_test_here():
     import inspect
     import sys

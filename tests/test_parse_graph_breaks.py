@@ -21,6 +21,7 @@ from ipycompile.capture.parse.recompiles import (
     parse_recompile_limit_warning,
     parse_recompile_reasons,
     recompile_limit_type,
+    recompile_limit_value,
     resume_origin,
 )
 from ipycompile.report.model import CompileId, GraphBreak
@@ -430,6 +431,9 @@ def test_recompile_limit() -> None:
     assert limit["fail_type"] == "Unsupported" and limit.get("co_name") is None
     assert is_recompile_limit_message(limit["fail_reason"])
     assert recompile_limit_type(limit["fail_reason"]) == "recompile_limit"
+    assert recompile_limit_value(limit["fail_reason"]) == 8  # "... (currently set to 8)"
+    assert recompile_limit_value("Hard failure due to fullgraph=True", limit["dynamo_config"]) == 8  # the config torch logged
+    assert recompile_limit_value("Hard failure due to fullgraph=True") is None
     gb = parse_graph_break(limit["fail_reason"])
     assert gb.gb_code == "GB0039" and gb.gb_type == "Dynamo recompile limit exceeded"
 

@@ -711,7 +711,7 @@ RULES: list[RecompileRule] = [
                "dtypes never become dynamic: each dtype of `{x}` is a version of its own, kept side by side, and "
                "calls with a dtype seen before reuse it. Nothing to fix for a few dtypes. If the dtype change is "
                "unintended, convert where `{x}` is made (`.float()`, `.to(torch.float32)`) so every call sees one "
-               "dtype; past torch._dynamo.config.recompile_limit (8) versions, the function runs uncompiled."),
+               "dtype; past torch._dynamo.config.recompile_limit (8 by default) versions, the function runs uncompiled."),
     _explained(Kind.RANK_CHANGE, ("rank",), "one compiled version per number of dimensions of `{x}`",
                "the number of dimensions never becomes dynamic: each rank of `{x}` is a version of its own, kept "
                "and reused. Nothing to fix for a few ranks; if one rank is meant, reshape where `{x}` is made "
@@ -774,20 +774,50 @@ def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     return None
 
 
-def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int) -> Suggestion:
+def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, setting: Optional[int],
+                      subject: str) -> Suggestion:
+    """The recompile limit's answer: the cause's fix first; a higher limit as code only where it
+    is known to be the global setting that is in effect (``setting``: the global value while
+    the capture was open; a ``torch.compile(recompile_limit=...)`` overrides it for the
+    function, and then the global line changes nothing) and the change is in an input of the
+    user's code (``subject``; a value torch carries across a graph break, ``___stack0``, is not:
+    what its next version compiles to is unknown). Otherwise both ways, in words."""
     has_fix = root is not None and bool(root.code)
     fix = (f"First fix what changes: {root.title}.\n" if has_fix else f"What changes: {root.title}.\n" if root else "")
+    name = rc.limit_type or "recompile_limit"
     raise_to = max(2 * versions, versions + 4) if versions else 16
-    code = (root.code + "\n\n" if has_fix else "") + (
-        "# only if every version is really needed (a few dtypes, a few shapes):\n"
-        f"torch._dynamo.config.recompile_limit = {raise_to}  # before the calls; {versions} versions were compiled"
-    )
+    words = ("Torch keeps a bounded number of compiled versions per function; past it the function runs "
+             "uncompiled. A higher limit helps only when each version is needed and the set of versions is small; "
+             "if something changes on every call, a higher limit only delays this. ")
+    global_line = f"torch._dynamo.config.{name} = {raise_to}"
+    per_function = name == "recompile_limit"
+    code = root.code if has_fix else ""
+    if rc.limit is not None and setting == rc.limit and _simple(subject):
+        words += (f"The limit in effect ({rc.limit}) is the global `torch._dynamo.config.{name}`"
+                  + (" (a `recompile_limit=` passed to torch.compile would override it: raise it there if one was "
+                     "passed)." if per_function else "."))
+        code = (code + "\n\n" if code else "") + (
+            "# only if every version is really needed (a few dtypes, a few shapes):\n"
+            f"{global_line}  # before the calls; {versions} versions were compiled")
+    elif rc.limit is not None and setting is not None and setting != rc.limit and per_function:
+        words += (f"The limit in effect here ({rc.limit}) is not the global `torch._dynamo.config.recompile_limit` "
+                  f"({setting}): it was set for this function, by `torch.compile(..., recompile_limit={rc.limit})`, "
+                  "which overrides the global setting (or the setting was changed around the calls, as a "
+                  "`torch._dynamo.config.patch` does), so changing the global line does nothing: raise it where it "
+                  f"was set (`recompile_limit={raise_to}`).")
+    elif not _simple(subject) and subject:
+        words += (f"What changes (`{subject}`) is a value torch carries across a graph break, not an input of "
+                  "your code: whether one more version would compile is unknown, so fix the graph break first. "
+                  f"To raise the limit anyway: `recompile_limit={raise_to}` in the torch.compile(...) call if one "
+                  f"was passed there (it overrides the global setting), else `{global_line}` before the calls.")
+    else:
+        words += ("Where the limit was set is unknown here: raise it there: "
+                  + (f"`recompile_limit={raise_to}` in the torch.compile(...) call if one was passed there (it "
+                     "overrides the global setting), else " if per_function else "")
+                  + f"`{global_line}` before the calls.")
     return Suggestion(
         f"recompile_limit: `{rc.function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
-        fix + "Torch keeps a bounded number of compiled versions per function; past it the function runs "
-        "uncompiled. Raising `torch._dynamo.config.recompile_limit` helps only when each version is needed and "
-        "the set of versions is small; if something changes on every call, a higher limit only delays this.",
-        code,
+        fix + words, code,
         Confidence.MEDIUM if root is None else root.confidence,
         Kind.RECOMPILE_LIMIT,
     )
@@ -827,7 +857,9 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         versions = sum(1 for x in frame if x.status != "recompile limit")
         parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
                         f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
-        suggestion = _limit_suggestion(rc, root, versions)
+        subject = read[0][0].change.subject if read else ""
+        suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
+                                       subject)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 

@@ -30,11 +30,11 @@ from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
-from .parse.failures import parse_failure
+from .parse.failures import parse_failure, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
-from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons
+from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_value, describe
 from .records import TraceRecord, compile_id_from_text
@@ -445,6 +445,8 @@ def _finish(st: _State) -> CompileReport:
                 rc = Recompile(c.compile_id, c.function, c.filename)
                 r.recompiles.append(rc)
             rc.limit_hit, rc.limit_message = True, c.fail_reason
+            rc.limit_type = recompile_limit_type(c.fail_reason) or "recompile_limit"
+            rc.limit = recompile_limit_value(c.fail_reason, c.metrics.get("dynamo_config"), rc.limit_type)
     for k in r.kernels:
         info = st.kernel_info.get((k.compile_id, k.name))
         if info:
@@ -503,9 +505,9 @@ _TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (
 
 
 def _frame_at(text: str, filename: str, lineno: Optional[int]) -> Optional[UserFrame]:
-    """The frame of torch's "from user code:" stack at ``filename:lineno``, with its function and line."""
-    _, found, stack = (text or "").rpartition("from user code:")
-    if not found or lineno is None:
+    """The frame of torch's user stack ("from user code:", "User stack:") at ``filename:lineno``, with its function and line."""
+    stack = user_stack_text(text or "")
+    if not stack or lineno is None:
         return None
     for m in _TRACE_FRAME.finditer(stack):
         if m.group("file") == filename and int(m.group("line")) == lineno:
@@ -514,10 +516,10 @@ def _frame_at(text: str, filename: str, lineno: Optional[int]) -> Optional[UserF
 
 
 def _last_user_frame(text: str, r: CompileReport) -> Optional[UserFrame]:
-    """The innermost frame of torch's "from user code:" stack that is not torch's own
+    """The innermost frame of torch's user stack ("from user code:", "User stack:") that is not torch's own
     (a failure inside ``scan`` is the user's ``scan(...)`` call, not scan.py)."""
-    _, found, stack = (text or "").rpartition("from user code:")
-    if not found:
+    stack = user_stack_text(text or "")
+    if not stack:
         return None
     frames = [m for m in _TRACE_FRAME.finditer(stack) if r.owner(m.group("file")) is not Owner.TORCH]
     if not frames:

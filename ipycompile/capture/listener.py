@@ -25,7 +25,7 @@ from .builder import build_report
 from .layout import current_layout
 from .routing import ROUTER
 from .sources import notebook_sources, source_context
-from .tracefile import CONTEXT_ARTIFACT, LAYOUT_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
+from .tracefile import CONTEXT_ARTIFACT, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 
 class Capture:
@@ -50,6 +50,8 @@ class Capture:
         self._earlier_strings: Optional[list] = None
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
+        self._limits_open: dict[str, int] = {}  # torch._dynamo.config's recompile limits when it opened
+        self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
         self._lock = threading.Lock()
@@ -73,6 +75,7 @@ class Capture:
         self._report = None
         self._raw = None
         self.thread = threading.get_ident()
+        self._limits_open, self._limits_closed = _recompile_limits(), None
         self.active = True
         ROUTER.open(self)
         return self
@@ -86,6 +89,7 @@ class Capture:
             return
         ROUTER.close(self)
         self.active = False
+        self._limits_closed = _recompile_limits()
         self._earlier_strings = _earlier_strings(self.records)
         self._sources = notebook_sources()
         if self.trace_path is not None:
@@ -118,6 +122,8 @@ class Capture:
         if self._raw is not None and self._raw.source_context:  # the source kept around breaks and failures
             spans = [dataclasses.asdict(sp) for sp in self._raw.source_context]
             head.append(({"artifact": {"name": CONTEXT_ARTIFACT, "encoding": "json"}}, json.dumps(spans, indent=0), opened))
+        if self._raw is not None and self._raw.recompile_limits:  # the global limits, to tell a function's own
+            head.append(({"artifact": {"name": LIMITS_ARTIFACT, "encoding": "json"}}, json.dumps(self._raw.recompile_limits), opened))
         head += [(meta, payload, opened) for meta, payload in self._earlier_strings or []]
         body = (
             (meta, payload, glog_prefix(t, pid, make_module_path_relative(path), line, _LEVELS.get(level, "V")))
@@ -132,6 +138,8 @@ class Capture:
         report.torch_version = _torch_version()
         report.sources.update(self._sources if self._sources is not None else notebook_sources())
         report.source_context = source_context(report)
+        closed = self._limits_closed if self._limits_closed is not None else _recompile_limits()
+        report.recompile_limits = {k: v for k, v in self._limits_open.items() if closed.get(k) == v}
         return report
 
     @property
@@ -145,6 +153,18 @@ class Capture:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report
             return self._report
+
+
+def _recompile_limits() -> dict[str, int]:
+    """torch._dynamo.config's global recompile limits, now (those that exist in this torch)."""
+    from torch._dynamo import config
+
+    out = {}
+    for name in ("recompile_limit", "accumulated_recompile_limit"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
 
 
 def _torch_version() -> str:

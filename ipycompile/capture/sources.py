@@ -37,7 +37,6 @@ WHOLE_FILE_LINES = 400
 #: Lines kept around a line in library code (shown, never rewritten).
 LIBRARY_CONTEXT = 3
 
-_FROM_USER_CODE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.M)
 
 
 def _matches(lines: list[str], recorded: dict[int, str]) -> bool:
@@ -65,13 +64,12 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
                 recorded.setdefault(filename, {})[int(lineno)] = line
 
     for b in report.graph_breaks:
-        for f in [b.frame, b.break_frame, *b.user_stack]:
+        for f in [b.frame, b.break_frame, *b.user_stack, *b.callers]:
             want(f.filename, f.lineno, f.source_line)
     for fl in report.failures:
         want(fl.frame.filename, fl.frame.lineno, fl.frame.source_line)
-        _, found, stack = (fl.traceback or fl.message or "").rpartition("from user code:")
-        for m in _FROM_USER_CODE.finditer(stack if found else ""):
-            want(m.group("file"), int(m.group("line")))
+        for u in fl.user_stack:  # read by capture from torch's "from user code:" / "User stack:"
+            want(u.filename, u.lineno, u.source_line)
 
     loop_files, attrs = _graph_places(report)
 

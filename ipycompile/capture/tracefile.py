@@ -78,6 +78,7 @@ SUMMARY_PAYLOADS = frozenset(
         "artifact:torch_version",
         "artifact:ipycompile_sources",
         "artifact:ipycompile_code_layout",
+        "artifact:ipycompile_recompile_limits",
     }
 )
 #: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
@@ -91,6 +92,10 @@ CONTEXT_ARTIFACT = "ipycompile_source_context"
 #: whose code a file is as the live report did; a log torch wrote alone has none (path
 #: shapes decide).
 LAYOUT_ARTIFACT = "ipycompile_code_layout"
+#: The artifact a capture's log carries for torch._dynamo.config's global recompile limits while it
+#: was open (``CompileReport.recompile_limits``): whether a limit hit was the global one or one given
+#: to torch.compile for the function, read anywhere as live.
+LIMITS_ARTIFACT = "ipycompile_recompile_limits"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
@@ -98,7 +103,7 @@ _SUMMARY_WITHOUT_PAYLOAD = frozenset(
 
 #: Artifacts the reader itself reads (properties of the file), not passed on as events.
 _READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}",
-                        f"artifact:{LAYOUT_ARTIFACT}"})
+                        f"artifact:{LAYOUT_ARTIFACT}", f"artifact:{LIMITS_ARTIFACT}"})
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 
@@ -140,6 +145,7 @@ class _Reader:
         self.torch_version = ""
         self.sources: dict[str, str] = {}
         self.source_context: list[dict] = []
+        self.recompile_limits: dict[str, int] = {}
         self.layout = CodeLayout()  # filled in place from LAYOUT_ARTIFACT (the builder holds the same object)
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
@@ -321,6 +327,9 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                     for f in dataclasses.fields(CodeLayout):
                         value = data.get(f.name)
                         setattr(rd.layout, f.name, [str(d) for d in value if isinstance(d, str)] if isinstance(value, list) else [])
+            elif cur_key == "artifact:" + LIMITS_ARTIFACT:  # written by ipycompile.capture: the global limits
+                if isinstance(data, dict):
+                    rd.recompile_limits.update({str(k): v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)})
             elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
@@ -452,6 +461,7 @@ def read_trace(
     report.torch_version = reader.torch_version
     report.sources.update(reader.sources)
     report.source_context = _spans(reader.source_context)
+    report.recompile_limits = dict(reader.recompile_limits)
     return report
 
 

@@ -233,6 +233,7 @@ class Kind(StrEnum):
     RECONSTRUCTION = "reconstruction"
     RAISED_EXCEPTION = "raised_exception"
     GENERATOR_MUTATION = "generator_mutation"
+    MAYBE_MARK_DYNAMIC = "maybe_mark_dynamic"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"
@@ -341,6 +342,10 @@ class Recompile:
     failed_compile_ids: list[CompileId] = field(default_factory=list)  # the compiles whose guards failed
     limit_hit: bool = False  # torch hit the recompile limit and fell back to eager
     limit_message: str = ""
+    # with limit_hit: which limit ("recompile_limit", "accumulated_recompile_limit") and its value in
+    # effect for this function (a torch.compile(recompile_limit=...) overrides the global setting), as torch said
+    limit_type: str = ""
+    limit: Optional[int] = None
     explanation: str = ""  # plain words from the doctor: which input changed how
     suggestion: Optional[Suggestion] = None
     changes: list["GuardChange"] = field(default_factory=list)  # from the doctor: one per reason

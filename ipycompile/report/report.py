@@ -100,6 +100,10 @@ class CompileReport:
     origin: Optional[TraceOrigin] = None  # set when read from a TORCH_TRACE log (ipycompile.load_trace); None: captured here
     # where code lived where this was captured (whose code a file is: report.owners); None: judged by path shape
     code_layout: Optional[CodeLayout] = None
+    # torch._dynamo.config's global recompile limits ("recompile_limit", "accumulated_recompile_limit") while
+    # the capture was open (read when it opened and when it closed; one that changed meanwhile is left out);
+    # empty where unknown (a log torch wrote alone). A limit in effect that differs was set for the function.
+    recompile_limits: dict[str, int] = field(default_factory=dict)
 
     # -- queries --------------------------------------------------------
     def owner(self, filename: str) -> Owner:

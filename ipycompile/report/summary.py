@@ -205,6 +205,18 @@ def reached_from(b) -> bool:
     return bool(b.frame.filename) and (b.frame.filename, b.frame.lineno) != (stop.filename, stop.lineno)
 
 
+def shared_callers(r: "CompileReport", b) -> list:
+    """The user's lines that reach break ``b`` where torch stopped in the user's own function
+    called from several of them (three ``Foo().attr = x`` lines reaching ``__setattr__``'s
+    ``graph_break()``): its ``callers`` in the user's code, when there are two or more; else []."""
+    if reached_from(b):
+        return []
+    from .owners import Owner
+
+    frames = [c for c in b.callers if c.filename and r.owner(c.filename) is Owner.USER]
+    return frames if len(frames) >= 2 else []
+
+
 def first_line_of(r: "CompileReport", compile_id):
     c = r.compile(compile_id) if compile_id is not None else None
     return c.first_line if c is not None else None
@@ -384,6 +396,9 @@ def _summary(r: "CompileReport", hints: Hints) -> str:
             if reached_from(b):
                 src = f": {b.frame.source_line.strip()}" if b.frame.source_line.strip() else ""
                 lines.append(f"      reached from {r.where(b.frame.filename, b.frame.lineno)}{src}")
+            callers = shared_callers(r, b)
+            if callers:
+                lines.append(f"      reached from {', '.join(r.where(c.filename, c.lineno) for c in callers)}")
             if b.suggestion is not None:
                 lines += suggestion_lines(b.suggestion)
             elif b.hints:

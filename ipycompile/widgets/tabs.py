@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
 from ..report.summary import (roofline_line, fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
-                              stop_frame)
+                              shared_callers, stop_frame)
 from ..analysis.roofline import roofline
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
@@ -165,12 +165,16 @@ def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     for b in r.graph_breaks:
         stop = stop_frame(b)
         where = r.where(stop.filename, stop.lineno)
-        reached = r.where(b.frame.filename, b.frame.lineno) if reached_from(b) else ""
+        callers = shared_callers(r, b)
+        reached = (r.where(b.frame.filename, b.frame.lineno) if reached_from(b)
+                   else ", ".join(r.where(c.filename, c.lineno) for c in callers))
         s = b.suggestion
         fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
         rows.append([where, stop.function, stop.source_line.strip(), reached, b.reason, b.gb_code, b.count, fix])
         d: list[Block] = excerpt_blocks(r, stop, f"where torch stopped: {where}")
-        if reached:
+        for c in callers:
+            d += excerpt_blocks(r, c, f"your line that led there: {r.where(c.filename, c.lineno)}")
+        if reached and not callers:
             d += excerpt_blocks(r, b.frame, f"your line that led there: {reached}")
             path = call_path(r, b)
             if path:

@@ -9,8 +9,9 @@ returns a :class:`Result`:
   of the same run (one ``graph_breaks`` record per break hit: "Graph break in user
   code", its duplicate form, and the "skip" form for a frame torch could not resume;
   one ``recompiles`` record per recompile);
-* **located**: each break's line in the report (``GraphBreak.frame``) is a line of the
-  case marked ``# BREAK``, and every marked line is reported (without markers: the
+* **located**: each break's line in the report (``GraphBreak.frame``, or the user's lines
+  the report shows it reached from when it is inside a function they share) is a line of
+  the case marked ``# BREAK``, and every marked line is reported (without markers: the
   case's own line in torch's record, the innermost frame of the corpus file in its
   user traceback); each recompile names the function and file torch's record names;
 * the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
@@ -22,7 +23,12 @@ returns a :class:`Result`:
   the case runs again with it: ``proven`` when that break or recompile is gone, nothing
   new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why);
   ``unchecked`` when the code is not of a form applied here (counted apart, never as
-  proven).
+  proven). A rewrite that keeps the file's lines in place is judged at its own break's
+  line (several `graph_break()` lines each have their own fix); a break at a new line is
+  accepted only where the fix let code that ran uncompiled before compile now (the
+  break hidden behind it, answered on its own). The rewritten module keeps the data
+  the unfixed run saw (module-level tensors are not drawn again), and a statement
+  moved out of the compiled code keeps the names it used.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ import torch
 
 import ipycompile
 from ipycompile.analysis.source import apply_suggestion
+from ipycompile.report.model import Failure
+from ipycompile.report.summary import shared_callers
 
 from . import Case, cases_in
 
@@ -223,13 +231,15 @@ class _Run:
 
 
 def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
-                  before_call: str = "") -> _Run:
+                  before_call: str = "", names: Optional[dict] = None) -> _Run:
     torch._dynamo.reset()
     fn, calls = _build(c)
     if arg_fix is not None:
         calls = [arg_fix(fn, call) for call in calls]
-    if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace
-        ns = _names_of(fn)
+    if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace:
+        # the names the function sees, and those the unfixed function saw (``names``), which the moved
+        # statement took with it (`warnings` in `warnings.warn("test")`, a closed-over module)
+        ns = {**(names or {}), **_names_of(fn)}
         calls = [_preceded(call, before_call, ns) for call in calls]
     compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
     settings = {**c.config, **(config or {})}
@@ -376,6 +386,11 @@ def _rewritten_case(c: Case, s) -> Case:
         exec(compile(new, path, "exec"), vars(mod))
     finally:
         sys.modules.pop(mod.__name__, None)
+    # the module's data as the unfixed run saw them (re-executing it redraws `global_var = torch.randn(3)`)
+    original = sys.modules.get(c.make.__module__)
+    for name, value in vars(original).items() if original is not None else ():
+        if not name.startswith("__") and name in vars(mod) and not isinstance(value, (types.FunctionType, type, types.ModuleType, Case)):
+            setattr(mod, name, value)
     found = [x for x in cases_in(vars(mod)) if x.name == c.name]
     if not found:
         raise _Unchecked("the rewritten module has no such case")
@@ -394,13 +409,14 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     if not code:
         return
     filename = case_file(c)
-    case2, config, arg_fix, before_call = c, None, None, ""
+    case2, config, arg_fix, before_call, names = c, None, None, "", None
     try:
         if s.first_line is not None and s.filename == filename:
             case2 = _rewritten_case(c, s)
             moved = re.match(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
             if moved:
                 before_call = moved.group("stmt")
+                names = _names_of(_build(c)[0])
         else:
             lines = _code_lines(code)
             imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
@@ -442,7 +458,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                         return call
             else:
                 raise _Unchecked("code of a form not applied by the harness")
-        after = _compiled_run(case2, config, arg_fix, before_call)
+        after = _compiled_run(case2, config, arg_fix, before_call, names)
     except _Unchecked as exc:
         item.fix, item.fix_detail = "unchecked", str(exc)
         return
@@ -465,14 +481,29 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         if any(rc.limit_hit for rc in after.report.recompiles):
             problems.append("the recompile limit is still hit")
     elif item.what == "break":
-        def hits(r) -> int:
-            return sum(b.count for b in r.graph_breaks if (b.gb_code or (b.gb_type or b.reason)[:40]) == item.code)
+        # judged at its own site where the rewrite kept the case's lines where they were (each of
+        # several `graph_break()` lines has its own fix), else over every break of its code
+        site = item.line if case2 is not c and item.line is not None and _same_lines(c, s) else None
 
+        def hits(r) -> int:
+            return sum(b.count for b in r.graph_breaks if (b.gb_code or (b.gb_type or b.reason)[:40]) == item.code
+                       and (site is None or (b.frame.filename == filename and b.frame.lineno == site)))
+
+        sites = {(b.frame.filename, b.frame.lineno) for b in before.report.graph_breaks}
+        new_sites = sorted(b.frame.lineno or 0 for b in after.report.graph_breaks if (b.frame.filename, b.frame.lineno) not in sites)
+        # code that ran uncompiled before the fix (a break torch could not resume after) compiles now
+        uncovered = len(after.report.ran_without_compiling) < len(before.report.ran_without_compiling)
         if hits(after.report) >= hits(before.report):
-            problems.append(f"{item.code} still breaks ({hits(after.report)}x)")
+            problems.append(f"{item.code} still breaks ({hits(after.report)}x)" + (f" at line {site}" if site else ""))
         elif after.report.graph_break_count >= before.report.graph_break_count:
-            new_codes = sorted({b.gb_code for b in after.report.graph_breaks} - {b.gb_code for b in before.report.graph_breaks})
-            problems.append(f"the break moved, not removed ({', '.join(new_codes) or 'as many breaks as before'})")
+            if site is not None and uncovered and new_sites and not any(
+                    s.first_line <= n <= (s.last_line or s.first_line) for n in new_sites):
+                item.fix_detail = (f"the break at line {site} is gone; the code after it, which ran uncompiled before, "
+                                   f"compiles now and reaches the break(s) at line(s) {', '.join(map(str, new_sites))}, "
+                                   "each answered on its own")
+            else:
+                new_codes = sorted({b.gb_code for b in after.report.graph_breaks} - {b.gb_code for b in before.report.graph_breaks})
+                problems.append(f"the break moved, not removed ({', '.join(new_codes) or 'as many breaks as before'})")
     elif item.what == "recompile":
         if len(after.report.recompiles) >= len(before.report.recompiles):
             problems.append(f"still {len(after.report.recompiles)} recompile(s)")
@@ -483,6 +514,12 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         problems.append("a frame now runs without compiling")
     item.fix = "wrong" if problems else "proven"
     item.fix_detail = "; ".join(problems) or item.fix_detail
+
+
+def _same_lines(c: Case, s) -> bool:
+    """Whether the rewrite ``s`` keeps the lines of ``c``'s file where they were (a line rewritten in place)."""
+    text = Path(case_file(c)).read_text()
+    return len(apply_suggestion(text, s).splitlines()) == len(text.splitlines())
 
 
 # -- one case ---------------------------------------------------------------------------------------
@@ -509,7 +546,7 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
     res.report_breaks = report.graph_break_count
     res.report_recompiles = len(report.recompiles)
-    failures = [f for f in _answered(report) if not hasattr(f, "gb_code") and not hasattr(f, "reasons")]
+    failures = [f for f in _answered(report) if isinstance(f, Failure)]
     res.report_failures = len(failures)
     res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
                     and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
@@ -520,8 +557,19 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     expected = set(marked) if marked else set(log.break_lines(filename))
     res.expected_lines = sorted(expected)
     located_items = [*report.graph_breaks, *failures]
-    shown = {b.frame.lineno for b in located_items if b.frame.filename == filename}
-    elsewhere = [f"{b.frame.filename}:{b.frame.lineno}" for b in located_items if b.frame.filename != filename]
+    shown: set = set()
+    elsewhere = []
+    for b in located_items:
+        # a break in a function the user's code calls from several lines is shown "reached from" those
+        # lines (report.summary.shared_callers): they are its place when the case marks them
+        callers = [c.lineno for c in shared_callers(report, b)] if hasattr(b, "callers") else []
+        if callers and all(c.filename == filename for c in b.callers) and set(callers) <= expected \
+                and b.frame.lineno not in expected:
+            shown.update(callers)
+        elif b.frame.filename == filename:
+            shown.add(b.frame.lineno)
+        else:
+            elsewhere.append(f"{b.frame.filename}:{b.frame.lineno}")
     problems = []
     if elsewhere:
         problems.append(f"shown outside the case: {', '.join(elsewhere)}")

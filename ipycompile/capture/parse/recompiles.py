@@ -69,6 +69,7 @@ __all__ = [
     "RecompileLimit",
     "is_recompile_limit_message",
     "recompile_limit_type",
+    "recompile_limit_value",
     "parse_recompile_limit_warning",
     "is_skip_message",
     "resume_origin",
@@ -170,6 +171,31 @@ def recompile_limit_type(text: Optional[str]) -> Optional[str]:
         if m and "type" in p.groupindex and m.group("type"):
             return m.group("type")
     return None
+
+
+_LIMIT_VALUES = (
+    re.compile(r"\bcache size limit \(currently set to (?P<n>\d+)\)"),  # GB0039's explanation (2.6+)
+    re.compile(r"\bhit config\.\w+ \((?P<n>\d+)\)"),  # the warning
+)
+
+
+def recompile_limit_value(text: Optional[str], dynamo_config: Any = None, limit_type: str = "recompile_limit") -> Optional[int]:
+    """The value of the limit torch hit, as it was in effect for the function (a
+    ``torch.compile(recompile_limit=...)`` overrides the global setting while its frames
+    compile): from the limit's text (``... (currently set to 2)``), else from the
+    ``dynamo_config`` that ``compilation_metrics`` logs (a JSON string); None when neither says."""
+    for p in _LIMIT_VALUES:
+        m = p.search(text or "")
+        if m:
+            return int(m.group("n"))
+    config = dynamo_config
+    if isinstance(config, str):
+        try:
+            config = loads(config)
+        except ValueError:
+            return None
+    value = config.get(limit_type) if isinstance(config, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)

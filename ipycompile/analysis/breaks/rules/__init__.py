@@ -30,6 +30,7 @@ from . import (
     hop_return_value,
     ignore_logging_functions,
     keep_tensor,
+    maybe_mark_dynamic,
     move_out,
     numpy_to_torch,
     remove_print,
@@ -75,6 +76,7 @@ RULES: list[Rule] = [
     reconstruction.RULE,
     raised_exception.RULE,
     generator_mutation.RULE,
+    maybe_mark_dynamic.RULE,
 ]
 
 __all__ = ["RULES"]
