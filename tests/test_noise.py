@@ -4,8 +4,9 @@ The quickstart's three timed cells (benchmarks/noise.py holds them: the model wi
 break, the fixed model, ``run_cell``) run with ``compare_eager`` quiet, then with two busy
 processes beside them (``python -c`` loops, killed after the cells). Each loaded speedup
 either stays within 1.5x of the quiet one or is marked noisy; the quiet run is not marked.
-"Quiet" needs a machine that is: the test is skipped, saying so, when the load average
-already exceeds half the cores before it starts (other work would make the quiet run noisy).
+"Quiet" needs a machine that is: the quiet baseline is the first of a few runs that nothing
+marked, and the test is skipped, saying what was seen, when none is (other work, or a VM's
+neighbours, disturbed every one).
 The cells run on one thread: the quickstart's model is 8x64, and with 16 OpenMP threads its
 eager time is erratic even on an idle machine (measured on the H100 machine's 16 cores:
 eager blocks' IQR up to 9x their median), which ipycompile rightly calls noisy.
@@ -13,7 +14,6 @@ eager blocks' IQR up to 9x their median), which ipycompile rightly calls noisy.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -24,16 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from noise import busy, quickstart_namespace, run_cells  # noqa: E402
 
 
-def _load_note() -> str:
-    cores = os.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return f"load average {load:.1f} on {cores} cores" if load > cores / 2 else ""
-
-
 def test_loaded_speedups_hold_or_are_marked_noisy():
-    busy_now = _load_note()
-    if busy_now:
-        pytest.skip(f"the machine is not quiet ({busy_now}): the quiet run could not be quiet")
     import torch
 
     threads = torch.get_num_threads()
@@ -44,10 +35,24 @@ def test_loaded_speedups_hold_or_are_marked_noisy():
         torch.set_num_threads(threads)
 
 
+#: quiet runs tried before the machine is taken to be disturbed from outside (a VM's neighbours)
+QUIET_TRIES = 3
+
+
 def _check_quiet_and_loaded():
     ns = quickstart_namespace()
     run_cells(ns)  # compile once; the measured runs below reuse the compiled code
-    quiet = run_cells(ns)
+    # A shared VM's neighbours can disturb a run that nothing on this machine disturbs (seen here:
+    # blocks' IQR 30-47 % on an idle machine, 2-6 % minutes later), and then the mark is right. So the
+    # quiet baseline is the first of a few runs that nothing marked; none: skip, saying what was seen.
+    tries = []
+    for _ in range(QUIET_TRIES):
+        quiet = run_cells(ns)
+        tries.append({cell: q["noise"] for cell, q in quiet.items() if q["noise"]})
+        if not tries[-1]:
+            break
+    else:
+        pytest.skip(f"no quiet run in {QUIET_TRIES} tries (disturbed from outside this machine?): {tries}")
     with busy(2, seconds=60):
         loaded = run_cells(ns)
     for cell, q in quiet.items():
