@@ -1169,3 +1169,23 @@ def test_a_dimension_marked_dynamic_that_the_code_specialises_is_marked_maybe_dy
     got, after = run(cell, ns_with(y))
     assert_clean(after)
     assert_close(got, expected)
+
+
+# -- an operator without a meta kernel (GB0037) ---------------------------------------------------------
+def test_an_operator_without_a_meta_kernel_is_named_and_the_alternative_it_offers_compiles():
+    """test_error_messages.py's test_dynamic_shape_operator_no_meta_kernel: `torch.linalg.lstsq` under
+    `capture_dynamic_output_shape_ops` breaks (GB0037). The doctor names the kind "no_meta_kernel" and
+    the op, writes no code, and the alternative its words offer for a square, well-conditioned system
+    (`torch.linalg.solve`) compiles without a break and gives the same solution."""
+    a = torch.randn(6, 6, generator=torch.Generator().manual_seed(0)) + 6 * torch.eye(6)
+    b = torch.randn(6, 3, generator=torch.Generator().manual_seed(1))
+    ns = ns_with(a, b=b)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        got, report = run("torch.linalg.lstsq(x, b).solution", ns)
+        s = only_suggestion(report)
+        assert report.graph_breaks[0].gb_code == "GB0037"
+        assert s.kind == "no_meta_kernel" and s.code == "" and "`aten.linalg_lstsq.default`" in s.title
+        assert "torch.linalg.solve" in s.explanation
+        fixed, clean = run("torch.linalg.solve(x, b)", ns)
+    assert_clean(clean)
+    assert_close(fixed, got, rtol=1e-4, atol=1e-5)

@@ -224,6 +224,7 @@ class Kind(StrEnum):
     # breaks no code change of ours removes: what to do, in words
     COMPILER_DISABLE = "compiler_disable"
     DDP_WRAPPER = "ddp_wrapper"
+    NO_META_KERNEL = "no_meta_kernel"
     TORCH_EQUAL = "torch_equal"
     SORT_TENSORS = "sort_tensors"
     CLASS_OUTSIDE = "class_outside"

@@ -11,6 +11,7 @@ from . import (
     class_outside,
     compiler_disable,
     ddp_wrapper,
+    no_meta_kernel,
     generator_mutation,
     raised_exception,
     generator_outside,
@@ -67,6 +68,7 @@ RULES: list[Rule] = [
     custom_op.RULE,
     # breaks no code change of ours removes: what to do, in words
     compiler_disable.RULE,
+    no_meta_kernel.RULE,
     torch_equal.RULE,
     sort_tensors.RULE,
     class_outside.RULE,
