@@ -121,19 +121,11 @@ def _save(rows, prefix: str, out: Path, done: Optional[set] = None) -> list[dict
 
 
 def _old_per_call_timer(fn, runs: int = 50) -> list[float]:
-    """ipycompile's earlier run-time method: synchronise, event, call, event, synchronise, per call."""
-    import torch
+    """ipycompile's earlier run-time method: synchronise, event, call, event, synchronise, per call
+    (the run layer's own per-call CUDA-event timer, kept for latency)."""
+    from ipycompile.run.timing import _time_with_cuda_events
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(runs):
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return times
+    return _time_with_cuda_events(fn, runs)
 
 
 def training_step(shell, out: Path) -> dict:

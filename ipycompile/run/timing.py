@@ -26,17 +26,11 @@ __all__ = ["Timing", "time_calls", "BlockTiming", "time_blocks", "plan_blocks", 
            "block_seconds", "estimate_call_s", "TIMER_OVERHEAD_SHARE", "BLOCK_MIN_S", "PROBES"]
 
 
-@dataclasses.dataclass
-class Timing:
-    """Wall time of individually timed, device-synchronised calls."""
+class _Samples:
+    """Statistics of ``times_s``, shared by :class:`Timing` (one figure per call) and
+    :class:`BlockTiming` (one figure per block)."""
 
-    times_s: list[float]  # each timed call, seconds
-    warmup: int  # untimed calls made before timing (including the auto-range probe)
-    auto: bool  # runs and/or warmup were chosen automatically
-
-    @property
-    def runs(self) -> int:
-        return len(self.times_s)
+    times_s: list[float]
 
     @property
     def median_s(self) -> float:
@@ -56,12 +50,12 @@ class Timing:
 
     @property
     def stdev_s(self) -> float:
-        """Sample standard deviation; 0.0 for a single run."""
+        """Sample standard deviation; 0.0 for a single figure."""
         return statistics.stdev(self.times_s) if len(self.times_s) > 1 else 0.0
 
     @property
     def iqr_s(self) -> float:
-        """Interquartile range (linear interpolation, as numpy's default); 0.0 for a single run."""
+        """Interquartile range (linear interpolation, as numpy's default); 0.0 for a single figure."""
         if len(self.times_s) < 2:
             return 0.0
         q1, _, q3 = statistics.quantiles(self.times_s, n=4, method="inclusive")
@@ -72,6 +66,19 @@ class Timing:
         """Relative noise: IQR / median (0.0 when the median is 0)."""
         median = self.median_s
         return self.iqr_s / median if median > 0 else 0.0
+
+
+@dataclasses.dataclass
+class Timing(_Samples):
+    """Wall time of individually timed, device-synchronised calls."""
+
+    times_s: list[float]  # each timed call, seconds
+    warmup: int  # untimed calls made before timing (including the auto-range probe)
+    auto: bool  # runs and/or warmup were chosen automatically
+
+    @property
+    def runs(self) -> int:
+        return len(self.times_s)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
@@ -191,7 +198,7 @@ def _time_with_cuda_events(fn: Callable[[], Any], runs: int) -> list[float]:
 
 
 @dataclasses.dataclass
-class BlockTiming:
+class BlockTiming(_Samples):
     """Run time: blocks of ``block_calls`` calls made back to back between two synchronisations.
 
     ``times_s`` holds one figure per block: the block's wall time divided by its
@@ -212,17 +219,6 @@ class BlockTiming:
     @property
     def blocks(self) -> int:
         return len(self.times_s)
-
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.times_s)
-
-    @property
-    def iqr_s(self) -> float:
-        if len(self.times_s) < 2:
-            return 0.0
-        q1, _, q3 = statistics.quantiles(self.times_s, n=4, method="inclusive")
-        return q3 - q1
 
 
 #: ``blocked_autorange``'s rule: the timer's own cost (a clock reading between two
