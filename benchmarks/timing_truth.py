@@ -33,7 +33,7 @@ templates and CUDA graphs are GPU features; reduce-overhead on the CPU is the de
 other processes used while it was measured (``other_processes_cores``, from /proc), so a
 row measured on a busy machine says so.
 
-    python benchmarks/timing_truth.py [--quick] [--rounds 5] [--diagnose] [--only NAME[,NAME]] [--out PATH]
+    python benchmarks/timing_truth.py [--quick] [--rounds 5] [--diagnose] [--only NAME[,NAME]] [--out PATH] [--append]
 
 Prints the table and writes JSON to ``benchmarks/results/timing_truth-<device>.json``.
 """
@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import re
 import statistics
@@ -60,6 +61,7 @@ from ipycompile.run.profile import device_name, synchronize, time_blocks, time_d
 
 HERE = Path(__file__).parent
 TARGET = 0.05
+PROCESS = f"{platform.node()}:{os.getpid()}:{time.strftime('%Y-%m-%dT%H:%M:%S')}"  # which run made a row
 
 
 def _resnet18(cuda: bool) -> nn.Module:
@@ -285,6 +287,9 @@ def main(argv=None) -> int:
     ap.add_argument("--diagnose", action="store_true",
                     help="also time blocks of blocked_autorange's size, and blocks with the garbage collector off")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows already in --out (same device) and replace only the workloads measured now: "
+                         "a device's rows measured over several processes (each row names its process)")
     args = ap.parse_args(argv)
     cuda = torch.cuda.is_available()
     if args.threads:
@@ -294,6 +299,12 @@ def main(argv=None) -> int:
     slug = re.sub(r"[^A-Za-z0-9]+", "-", dev).strip("-").lower()
     out = Path(args.out) if args.out else HERE / "results" / f"timing_truth-{slug}.json"
     rows = []
+    if args.append and out.exists():
+        old = json.loads(out.read_text())
+        if old.get("device") != dev:
+            print(f"--append: {out} holds rows of {old.get('device')!r}, not {dev!r}", file=sys.stderr)
+            return 2
+        rows = list(old.get("results", []))
     for w in workloads(cuda):
         if args.only and w["name"] not in args.only.split(","):
             continue
@@ -302,7 +313,8 @@ def main(argv=None) -> int:
                 row = measure_one(w, mode, cuda, args.rounds, args.diagnose)
             except Exception as exc:  # a workload that fails is reported, not hidden
                 row = {"workload": w["name"], "mode": mode, "error": f"{type(exc).__name__}: {exc}"[:500]}
-            rows.append(row)
+            row["process"] = PROCESS
+            rows = [r for r in rows if (r.get("workload"), r.get("mode")) != (w["name"], mode)] + [row]
             _write(out, dev, rows, args)  # after every workload: a run stopped by a time limit keeps what it measured
             print(json.dumps({k: v for k, v in row.items() if not isinstance(v, (list, dict))}, default=str), flush=True)
 
