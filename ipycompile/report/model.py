@@ -546,6 +546,7 @@ class EagerComparison:
     speedup_ci95: list[float] = field(default_factory=list)  # its 95 % interval [low, high] (order statistics)
     pairs: int = 0  # pairs of blocks (one compiled, one eager) the speedup is the median of
     compiled_run_median_s: Optional[float] = None  # the compiled side's median in those pairs
+    block_calls: list[int] = field(default_factory=list)  # calls per block in those pairs: [compiled, eager]
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
     outputs_match: Optional[bool] = None
