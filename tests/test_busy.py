@@ -62,3 +62,21 @@ def test_plain_blocks_last_at_least_the_shortest_block():
     assert plain_calls(20, 400e-6) == 25  # 10 ms of 400 us calls
     assert plain_calls(20, 10e-6) == 1000 and plain_calls(3, 0.1) == 3
     assert plain_calls(5, 0.0) == 100_000
+
+
+def test_the_summary_marks_each_noisy_busy_share_by_its_own_name():
+    from ipycompile.report import CompileReport, DeviceBusy, EagerComparison, Profile
+
+    def busy(run_times):
+        return busy_beside_run(iter(run_times).__next__, lambda: BusyBlock(40e-6, 3), calls=5, cudagraphs=False,
+                               suggest=False)
+
+    compiled, eager = busy([100e-6, 101e-6, 100e-6]), busy([100e-6, 140e-6, 100e-6])
+    report = CompileReport()
+    report.profile = Profile(busy=compiled, eager=EagerComparison(run_median_s=1e-4, busy=eager),
+                             noise=[n for n in (busy_noise(compiled), busy_noise(eager, "eager GPU busy share")) if n])
+    lines = str(report).splitlines()
+    assert isinstance(compiled, DeviceBusy) and len(report.profile.noise) == 1
+    assert any(line.startswith("GPU busy 40.0 us of each 100.0 us call") and "NOISY" not in line for line in lines)
+    assert any(line.startswith("eager: GPU busy 40.0 us of each 100.0 us call") and line.endswith("NOISY")
+               for line in lines), lines
