@@ -256,6 +256,9 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
                    device_share_of_run_time=statistics.median(seen["device_time"]) / row["run_time_s"],
                    # the report's GPU busy time per call (kernels from the profiler) and its verdict
                    busy_s=p.busy.busy_s if p.busy else None, busy_share=p.busy.share if p.busy else None,
+                   # the run time the share is judged against: plain blocks timed between the profiled ones
+                   busy_run_s=p.busy.run_s if p.busy else None,
+                   busy_run_times_s=list(p.busy.run_times_s) if p.busy else None,
                    verdict=p.busy.verdict if p.busy else "", advice=p.busy.advice if p.busy else "",
                    kernels_per_call=p.busy.kernels_per_call if p.busy else None)
     if diagnose:
@@ -351,7 +354,8 @@ def main(argv=None) -> int:
     missed = [f"{r['workload']}/{r['mode']}" for r in ok if not r["within_target"]]
     if cuda:
         print("\ndev/run: device time (do_bench's method) over run time; busy: the GPU's busy time per call (the calls'"
-              " kernels from the profiler, in the report), share: busy over the report's run time")
+              " kernels from the profiler, in the report), share: busy over the run time of plain blocks of the same calls"
+              " timed between the profiled ones")
         for r in rows:
             if r.get("advice"):
                 print(f"{r['workload']}/{r['mode']}: {r['advice']}")

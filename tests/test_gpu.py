@@ -236,7 +236,11 @@ def test_busy_time_and_verdict_for_a_launch_bound_cell(launch_bound):
     assert b.verdict == "host-bound", b.text
     assert "reduce-overhead" in b.advice  # default mode, inductor: the suggestion
     assert b.kernels_per_call >= 12
+    # judged against plain blocks of the same calls timed between the two profiled blocks
+    assert len(b.run_times_s) == 3 and b.run_s == statistics.median(b.run_times_s) and len(b.busy_times_s) == 2
+    assert "GPU busy: 2 blocks of" in p.timing_method
     assert p.eager.busy is not None and p.eager.busy.busy_s > 0  # the eager comparison gets the same figures
+    assert len(p.eager.busy.run_times_s) == 3
     text = str(launch_bound["default"].report)
     assert "GPU busy" in text and "host-bound" in text and "eager: GPU busy" in text
 

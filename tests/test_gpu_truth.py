@@ -424,3 +424,27 @@ def test_blocks_are_sized_again_when_every_probe_was_slow():
     timing = time_blocks(fn, target_s=0.3)
     assert timing.block_calls * min(timing.times_s) >= BLOCK_MIN_S / 4, (timing.block_calls, timing.times_s[:5])
     assert timing.block_calls >= 10  # 10 ms blocks of calls of 0.2-0.5 ms
+
+
+def test_paired_blocks_are_sized_again_when_one_sides_probes_were_slow():
+    """Side a's first 40 calls take 5 ms, then 0.2 ms (a busy machine, a call still settling): its
+    probes sized blocks of two calls, far shorter than a block should last once the calls are
+    fast. As in time_blocks, its blocks are sized again from their median and both sides start
+    over, so the pairs stay pairs of adjacent blocks."""
+    import time
+
+    from ipycompile.run.timing import BLOCK_MIN_S, time_paired
+
+    calls = [0]
+
+    def a():
+        calls[0] += 1
+        time.sleep(0.005 if calls[0] <= 40 else 0.0002)
+
+    def b():
+        time.sleep(0.0002)
+
+    ta, tb = time_paired(a, b, target_s=0.6)
+    assert ta.block_calls >= 10 and ta.block_calls * min(ta.times_s) >= BLOCK_MIN_S / 4, (ta.block_calls, ta.times_s)
+    assert len(ta.times_s) == len(tb.times_s) >= 6 and ta.probe_calls >= 40
+    assert max(ta.times_s) < 0.002  # no slow call left in the kept blocks

@@ -509,16 +509,23 @@ class Stats:
 @dataclass
 class DeviceBusy:
     """How much of each call the GPU works (ipycompile.run.busy): the calls' device activity
-    from the profiler (CUPTI), against the run time."""
+    from the profiler (CUPTI), against the run time of the same calls measured next to it:
+    plain blocks (no profiler, at least 10 ms each) alternate with the profiled ones (plain,
+    profiled, plain, profiled, plain); ``run_s`` is the plain blocks' median time per call, ``busy_s`` the
+    profiled blocks' median busy time per call. (Reports saved before this judged it against
+    the steady state's run time, measured earlier; ``run_times_s`` is empty in them.)"""
 
     busy_s: float = 0.0  # device activity per call (kernels, copies, fills; overlaps counted once)
-    run_s: float = 0.0  # the run time per call it is judged against
+    run_s: float = 0.0  # the run time per call it is judged against: the median of run_times_s
     share: float = 0.0  # busy_s / run_s, at most 1
     verdict: str = ""  # "device-bound" | "host-bound" | "in between"
     advice: str = ""  # what to try (reduce-overhead), or what remains on the host under CUDA graphs
     kernels_per_call: float = 0.0  # device activities per call
     calls: int = 0  # calls profiled
     host_ops: list[str] = field(default_factory=list)  # the largest top-level host operations per call
+    run_times_s: list[float] = field(default_factory=list)  # the plain blocks beside the profiled ones, per call
+    run_block_calls: int = 0  # calls in each plain block
+    busy_times_s: list[float] = field(default_factory=list)  # the profiled blocks' busy time, per call
 
     @property
     def text(self) -> str:
@@ -539,6 +546,7 @@ class EagerComparison:
     speedup_ci95: list[float] = field(default_factory=list)  # its 95 % interval [low, high] (order statistics)
     pairs: int = 0  # pairs of blocks (one compiled, one eager) the speedup is the median of
     compiled_run_median_s: Optional[float] = None  # the compiled side's median in those pairs
+    block_calls: list[int] = field(default_factory=list)  # calls per block in those pairs: [compiled, eager]
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
     outputs_match: Optional[bool] = None
@@ -762,7 +770,8 @@ class Profile:
                 setattr(self, name, value)
 
     def noisy(self, figure: str) -> str:
-        """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share") is noisy, or ""."""
+        """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share",
+        "eager GPU busy share") is noisy, or ""."""
         return next((n for n in self.noise if n.startswith(figure + ":")), "")
 
     @property

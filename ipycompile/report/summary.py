@@ -150,7 +150,7 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         match = f"outputs match{method}" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
         if getattr(e, "busy", None) is not None:
-            out.append(f"eager: {e.busy.text}")
+            out.append(f"eager: {e.busy.text}" + (" NOISY" if p.noisy("eager GPU busy share") else ""))
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     if p.trace_logging_s is not None and p.compile_s:

@@ -3,28 +3,32 @@
 Everything ``%%compile`` does is here, as plain Python: the magic only parses
 its arguments and displays what this returns. One run is
 
-1. the cell's code becomes one function (:mod:`ipycompile.cell`), cached by
+1. the cell's code becomes one function (:mod:`ipycompile.run.cell`), cached by
    (code, settings) so re-running an unchanged cell reuses compiled code;
-2. one-time process start-up (the first Inductor compile in a process) is
-   paid before the timed compile, and reported separately;
-3. the first call runs under :func:`ipycompile.capture` and :class:`PeakMemory`:
-   its wall time (synchronised) is ``compile_s``;
-4. warm-up calls (still captured, so late compiles are seen), then timed
-   calls with the capture detached (:func:`ipycompile.profile.time_calls`);
-5. optionally (``profile_kernels``) a few more calls under ``torch.profiler``,
-   their time charged to the report's kernels (:mod:`ipycompile.kernel_times`);
-6. optionally the same, uncompiled, for the comparison with eager;
-7. the report gets a :class:`Profile` and a row in the history.
+2. :func:`measure`, as the data flows, one phase after another, each returning its record
+   (and its notes and noise lines) and never writing into the :class:`Profile`:
+   one-time process start-up (the first Inductor compile in a process) is paid first;
+   the first call under :func:`ipycompile.capture` and :class:`PeakMemory`
+   (:func:`_first_call` -> ``FirstCall``, its wall time ``compile_s``); warm-up calls
+   (still captured, so late compiles are seen); with the capture detached, the steady
+   state (``SteadyState``: run time, latency and device time, the GPU's busy time,
+   what torch compiled meanwhile); optionally a few calls under ``torch.profiler``
+   (``KernelTimes``, charged to the report's kernels by :mod:`ipycompile.run.kernel_times`)
+   and the comparison with eager (``EagerComparison``); memory (``Memory``);
+3. ``measure`` assembles the :class:`Profile` from the records of the phases that
+   finished (all of them, unless the user's code raised), and the report gets a row
+   in the history.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 import time
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
 
 from . import history_log as _history
 from . import reuse as _reuse
@@ -38,14 +42,16 @@ from .device_time import time_device
 from .devices import device_name, synchronize
 from .memory import PeakMemory
 from .timing import time_blocks, time_calls, time_paired
-from .busy import measure_busy
+from .busy import busy_method, busy_noise, measure_busy
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.roofline import roofline
-from ..report import CompileReport, EagerComparison, Kernel, Profile
+from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
+                      SteadyState)
 from .options import OPTION_NAMES, RunOptions
 from .settings import CompileSettings
 
+R = TypeVar("R")
 
 
 @dataclass
@@ -204,21 +210,24 @@ class Target:
     reference: Optional[Callable[[], Any]] = None  # the eager snapshot with float64 inputs (raises when not possible)
 
 
-def new_profile(settings: CompileSettings, **fields: Any) -> Profile:
-    """A :class:`Profile` filled with the run's settings, torch version and device."""
+def new_profile(settings: CompileSettings, *, observe: bool = False, label: str = "", fresh: bool = False) -> Profile:
+    """A :class:`Profile` whose settings record says what the run was asked for: the compile
+    settings, the torch config the user changed, the torch version and the device."""
     import torch
 
-    return Profile(
-        config=changed_config(),
-        torch_version=str(torch.__version__),
-        device=device_name(),
+    return Profile(settings=RunSettings(
         mode=settings.mode,
         backend=settings.backend_name,
         dynamic=settings.dynamic,
         fullgraph=settings.fullgraph,
         options=dict(settings.options),
-        **fields,
-    )
+        config=changed_config(),
+        observe=observe,
+        fresh=fresh,
+        label=label,
+        torch_version=str(torch.__version__),
+        device=device_name(),
+    ))
 
 
 def changed_config() -> dict[str, str]:
@@ -247,17 +256,54 @@ def changed_config() -> dict[str, str]:
     return out
 
 
+@dataclass
+class Measured(Generic[R]):
+    """What one phase of :func:`measure` returns: its record, and what it says beside it (notes,
+    and noise: figures whose spread is large, each with why)."""
+
+    record: R
+    notes: list[str] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Said:
+    """The notes and noise lines of a run's phases, in the order the phases ran."""
+
+    notes: list[str] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)
+
+    def take(self, measured: Measured[R]) -> R:
+        self.notes += measured.notes
+        self.noise += measured.noise
+        return measured.record
+
+
+@dataclass
+class FirstCallRun:
+    """What the first call hands on: its record, the cell's value, what eager's output is
+    compared with, whether it worked on the device, how host memory was measured."""
+
+    record: FirstCall
+    value: Any = None
+    expected: Any = None
+    device_work: bool = False
+    host_method: str = ""
+    recorder: Any = None  # the allocator's history of the call (--memory-timeline), else None
+
+
 def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernels: Sequence[Kernel] = ()) -> CellRun:
     """Profile one compiled call as ``opts`` says: the captured first call, warm-up, timed
-    steady state, the GPU's busy time, eager.
+    steady state, the GPU's busy time, eager; ``profile`` (its settings filled) gets the
+    records the phases return.
 
     Never raises the user's exception: it is returned in ``CellRun.error`` with
-    the partial report. ``opts.fresh`` resets Dynamo and uses fresh Inductor caches.
-    ``opts.profile_kernels``: after the timed runs, a few calls under the profiler,
-    their time charged to the report's kernels (``Profile.kernel_times``), or, when
-    nothing was compiled, to ``reused_kernels`` (those of the compiled code reused).
-    ``opts.memory_timeline``: the CUDA allocator's history of the compiling call and of
-    one steady-state call (``Profile.memory_timelines``).
+    the partial report (the records of the phases that finished). ``opts.fresh`` resets
+    Dynamo and uses fresh Inductor caches. ``opts.profile_kernels``: after the timed runs, a
+    few calls under the profiler, their time charged to the report's kernels
+    (``Profile.kernels``), or, when nothing was compiled, to ``reused_kernels`` (those of the
+    compiled code reused). ``opts.memory_timeline``: the CUDA allocator's history of the
+    compiling call and of one steady-state call (``Profile.memory.timelines``).
 
     Times (see :mod:`ipycompile.run.timing` and :mod:`ipycompile.run.device_time`):
     ``compile_s`` is the first call's wall time net of the trace logging torch tallied for
@@ -269,24 +315,22 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     """
     import torch
 
-    settings, runs, warmup, fresh = opts.settings, opts.runs, opts.warmup, opts.fresh
-    compare_eager, profile_kernels = opts.compare_eager, opts.profile_kernels
-    trace_dir, memory_timeline = opts.trace_dir, opts.memory_timeline
+    settings, runs = opts.settings, opts.runs
+    said = _Said()
     one_time = _one_time_startup(settings)
     if one_time is not None:
-        profile.one_time_s = one_time
-        profile.notes.append(
-            f"first Inductor use in this process: {one_time:.2f} s of one-time start-up was paid "
-            "before the timed compile and is not in compile_s"
-        )
-    if fresh:
+        said.notes.append(f"first Inductor use in this process: {one_time:.2f} s of one-time start-up was paid "
+                          "before the timed compile and is not in compile_s")
+    if opts.fresh:
         torch._dynamo.reset()
 
-    value: Any = None
+    # the records, as the phases return them; those of phases that did not finish keep their defaults
+    first, steady, kernels, eager = FirstCall(one_time_s=one_time), SteadyState(), KernelTimes(), None
+    call = FirstCallRun(first)
     error: Optional[BaseException] = None
     events = None  # the kernel profile's events
-    fresh_ctx = fresh_inductor_cache() if fresh else contextlib.nullcontext()
-    cap = capture(trace_dir)
+    fresh_ctx = fresh_inductor_cache() if opts.fresh else contextlib.nullcontext()
+    cap = capture(opts.trace_dir)
     compiled = target.compiled
     activity = CompileActivity()
     recorders = []
@@ -294,109 +338,299 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     with fresh_ctx, activity:
         try:
             with cap:
-                recorder = _memory_recorder("compiling call") if memory_timeline else contextlib.nullcontext()
-                with PeakMemory() as mem, target.scope(), recorder:
-                    logged = _trace_logging_s()
-                    synchronize()
-                    t0 = time.perf_counter()
-                    value = compiled()
-                    synchronize()
-                    wall = time.perf_counter() - t0
-                    if logged is not None:
-                        profile.trace_logging_s = max(0.0, _trace_logging_s() - logged)
-                profile.compile_wall_s = wall
-                profile.compile_s = wall - (profile.trace_logging_s or 0.0)
-                if memory_timeline:
-                    recorders.append(recorder)
-                graphs = settings.uses_cudagraphs()
-                if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
-                    value = _copy_tensors(value)
-                snap = target.snapshot(value)
-                expected = _copy_tensors(snap) if compare_eager and graphs else snap
-                profile.peak_device_bytes_compile, profile.peak_host_bytes_compile = mem.device_bytes, mem.host_bytes
-                profile.host_memory_method = mem.host_method
-                device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
-                n_warm = warmup if warmup is not None else settings.warmup_calls
-                last = activity.count
-                for _ in range(n_warm):
-                    last = activity.count
-                    compiled()
-                profile.warmup = n_warm
-                if n_warm and activity.count != last:  # the last warm-up call compiled or recorded: warm up more
-                    for _ in range(10):
-                        seen = activity.count
-                        compiled()
-                        synchronize()
-                        profile.warmup += 1
-                        if activity.count == seen:
-                            break
+                call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
+                                   keep_expected=opts.compare_eager)
+                first = call.record
+                recorders += [call.recorder] if call.recorder is not None else []
+                warmed = _warm_up(compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls,
+                                  activity)
             # the capture is closed: timed runs carry none of its cost
+            cuda = call.device_work and torch.cuda.is_available()
             before = dict(activity.by_trigger)
-            with PeakMemory() as mem, Contention() as contention:
-                blocks = time_blocks(compiled, runs=runs, activity=activity)
-            profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
-            device_work = device_work or _has_cuda_tensor(snap)
-            _fill_timing(profile, blocks, auto=runs is None)
-            if contention.why("run time") and not profile.noisy("run time"):
-                profile.noise.append(contention.why("run time"))
-            _extra_timings(profile, compiled, runs, device_work and torch.cuda.is_available())
-            if device_work and torch.cuda.is_available() and runs != 1 and profile.run_median_s:
-                graphs = settings.uses_cudagraphs()
-                profile.busy = measure_busy(compiled, profile.run_median_s, cudagraphs=graphs,
-                                            suggest=settings.uses_inductor and not graphs)
-                if profile.noisy("run time"):  # the share is judged against the run time
-                    profile.noise.append("GPU busy share: judged against a noisy run time, so it is uncertain too")
-            after = activity.by_trigger
-            profile.recorded_in_timing = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
-            if profile.recorded_in_timing:
-                what = ", ".join(f"{n} {k.lower().replace('_', ' ')}" for k, n in profile.recorded_in_timing.items())
-                profile.notes.append(f"torch compiled or recorded during the timed runs ({what}): "
-                                     f"{profile.run_dropped_blocks} block(s) with it were dropped and re-run")
-            if memory_timeline:
-                with _memory_recorder("steady-state call") as rec:
-                    compiled()
-                recorders.append(rec)
-                profile.notes.append("--memory-timeline: the compiling call ran with the CUDA allocator's history "
-                                     "recording (Python stacks of every allocation): compile_s includes that cost")
-            if profile_kernels:
-                events = _profile_kernels(compiled, profile)
-            if compare_eager:
-                profile.eager = _compare_eager(target, expected, profile, runs, warmup, device_work)
+            steady = said.take(_run_time(compiled, runs, activity, warmed))
+            steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
+            steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
+            steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
+            if opts.memory_timeline:
+                recorders.append(said.take(_steady_memory_timeline(compiled)))
+            if opts.profile_kernels:
+                kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
+            if opts.compare_eager:
+                eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
+                                                 device_work=call.device_work, first=first, steady=steady))
+                steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
         except (Exception, KeyboardInterrupt) as exc:
             error = exc
-            profile.error = f"{type(exc).__name__}: {exc}"
     t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
     if events is not None:
-        kernels = report.kernels if not report.compiled_nothing else list(reused_kernels)
-        profile.kernel_times = attribute(events, kernels, device=profile.kernel_times_device == "cuda")
-    if profile_kernels and dict(settings.options).get(KERNEL_PROFILE_OPTION) and profile.kernel_times_device != "cuda":
-        profile.notes.append(
-            f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
-            "profiler record-function, in the timed runs too"
-        )
-    _finish_memory(profile, recorders, report)
-    _note_cudagraphs(report, settings, profile)
+        kernels = _attributed(kernels, events, report.kernels if not report.compiled_nothing else list(reused_kernels))
+    said.notes += _kernel_option_note(settings, opts.profile_kernels, kernels)
+    memory = said.take(_memory(call.host_method, recorders, report))
+    _note_cudagraphs(report, settings)
+    profile.first_call, profile.steady, profile.memory, profile.kernels = first, steady, memory, kernels
+    profile.eager = eager
+    profile.notes += said.notes
+    profile.noise += said.noise
+    if error is not None:
+        profile.error = f"{type(error).__name__}: {error}"
     report.profile = profile
-    if profile.kernel_times:
+    if profile.kernels.times:
         roof = roofline(report)
         profile.roofline = roof.shares if roof is not None else None
-    profile.caches = _cache_summary(report, False, fresh)
+    profile.caches = _cache_summary(report, False, opts.fresh)
     _note_trace(cap, profile)
-    return CellRun(value, report, error, compiled, cap.records)
+    return CellRun(call.value, report, error, compiled, cap.records)
 
 
-def _memory_recorder(label: str):
-    from .memory_timeline import MemoryRecorder
-
-    return MemoryRecorder(label)
+# --------------------------------------------------------------------------- the phases, in order
 
 
-def _finish_memory(profile: Profile, recorders: list, report: CompileReport) -> None:
-    """The recorded timelines, their generated-code allocations named by the user's lines."""
+def _first_call(target: Target, settings: CompileSettings, *, one_time_s: Optional[float], memory_timeline: bool,
+                keep_expected: bool) -> FirstCallRun:
+    """The first call (compile and one run), synchronised, under :class:`PeakMemory` (and the
+    allocator's history with ``memory_timeline``); ``keep_expected``: its output is kept for the
+    comparison with eager (copied out of CUDA-graph memory, which later replays overwrite)."""
+    recorder = _memory_recorder("compiling call") if memory_timeline else contextlib.nullcontext()
+    logging_s = None
+    with PeakMemory() as mem, target.scope(), recorder:
+        logged = _trace_logging_s()
+        synchronize()
+        t0 = time.perf_counter()
+        value = target.compiled()
+        synchronize()
+        wall = time.perf_counter() - t0
+        if logged is not None:
+            logging_s = max(0.0, _trace_logging_s() - logged)
+    graphs = settings.uses_cudagraphs()
+    if graphs:  # keep the first call's output: warm-up and timed replays overwrite it
+        value = _copy_tensors(value)
+    snap = target.snapshot(value)
+    record = FirstCall(compile_s=wall - (logging_s or 0.0), compile_wall_s=wall, trace_logging_s=logging_s,
+                       one_time_s=one_time_s, peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
+    device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
+    return FirstCallRun(record, value, _copy_tensors(snap) if keep_expected and graphs else snap,
+                        device_work or _has_cuda_tensor(snap), mem.host_method,
+                        recorder if memory_timeline else None)
+
+
+def _warm_up(compiled: Callable[[], Any], calls: int, activity: CompileActivity) -> int:
+    """``calls`` calls, and up to 10 more while the last one compiled or recorded a CUDA graph:
+    the calls made."""
+    last = activity.count
+    for _ in range(calls):
+        last = activity.count
+        compiled()
+    made = calls
+    if calls and activity.count != last:  # the last warm-up call compiled or recorded: warm up more
+        for _ in range(10):
+            seen = activity.count
+            compiled()
+            synchronize()
+            made += 1
+            if activity.count == seen:
+                break
+    return made
+
+
+def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: CompileActivity,
+              warmed: int) -> Measured[SteadyState]:
+    """Run time (:func:`time_blocks`: blocks of calls back to back), the steady state's peak
+    memory, and whether the blocks disagree or the machine was oversubscribed meanwhile."""
+    with PeakMemory() as mem, Contention() as contention:
+        blocks = time_blocks(compiled, runs=runs, activity=activity)
+    steady = SteadyState(
+        run_times_s=list(blocks.times_s), run_median_s=blocks.median_s, run_iqr_s=blocks.iqr_s,
+        run_min_s=min(blocks.times_s), run_max_s=max(blocks.times_s), runs=blocks.runs,
+        warmup=warmed + blocks.probe_calls,  # the probe calls that sized the blocks count as warm-up
+        auto_runs=runs is None, run_block_calls=blocks.block_calls, run_dropped_blocks=blocks.dropped_blocks,
+        timing_method=(f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
+                       "each block between two device synchronisations, sized by blocked_autorange's rule "
+                       "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe "
+                       "blocks"),
+        peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
+    why = run_time_noise(blocks.times_s)
+    noise = [why] if why and blocks.blocks >= 3 else []
+    if contention.why("run time") and not noise:
+        noise.append(contention.why("run time"))
+    return Measured(steady, noise=noise)
+
+
+def _latency_and_device_time(steady: SteadyState, fn: Callable[[], Any], runs: Optional[int],
+                             cuda: bool) -> Measured[SteadyState]:
+    """Latency (single synchronised calls) and, on CUDA, device time, beside the run time in
+    ``steady``; skipped for ``runs=1`` (one call is all that was asked for)."""
+    median = steady.run_median_s or 0.0
+    if runs == 1:
+        return Measured(dataclasses.replace(
+            steady, timing_method=steady.timing_method + "; latency and device time not measured (--runs 1)"))
+    n = _latency_calls(median)
+    latency = time_calls(fn, runs=n, warmup=0, use_cuda_events=False)
+    more: dict[str, Any] = {"latency_times_s": list(latency.times_s), "latency_median_s": latency.median_s}
+    method = steady.timing_method
+    if cuda:
+        times = time_device(fn, target_s=0.1, estimate_s=median if median > 0.02 else None)
+        more.update(device_times_s=times, device_median_s=statistics.median(times))
+        method += (f"; device time: CUDA events around each of {len(times)} calls, L2 flushed "
+                   "before each (do_bench's method)")
+    method += f"; latency: {n} single calls, each between two synchronisations"
+    return Measured(dataclasses.replace(steady, timing_method=method, **more))
+
+
+def _latency_calls(run_s: float) -> int:
+    """Single calls for the latency: about 0.3 s of them, 3 to 50 (1 to 3 for calls over 0.1 s)."""
+    if run_s < 0.1:
+        return max(3, min(50, int(0.3 / max(run_s, 1e-9))))
+    return max(1, min(3, int(1.0 / max(run_s, 1e-9))))
+
+
+def _gpu_busy(steady: SteadyState, fn: Callable[[], Any], settings: CompileSettings, runs: Optional[int],
+              cuda: bool) -> Measured[SteadyState]:
+    """On CUDA, the GPU's busy time per call and its verdict (:func:`measure_busy`: judged
+    against a run time measured next to it), unless ``runs=1``."""
+    if not cuda or runs == 1 or not steady.run_median_s:
+        return Measured(steady)
+    graphs = settings.uses_cudagraphs()
+    busy = measure_busy(fn, steady.run_median_s, cudagraphs=graphs, suggest=settings.uses_inductor and not graphs)
+    why = busy_noise(busy, "GPU busy share")
+    return Measured(dataclasses.replace(steady, busy=busy, timing_method=f"{steady.timing_method}; {busy_method(busy)}"),
+                    noise=[why] if why else [])
+
+
+def _recorded_in_timing(steady: SteadyState, before: dict[str, int], after: dict[str, int]) -> Measured[SteadyState]:
+    """What torch compiled or recorded (by trigger) between ``before`` and ``after``: the timed runs."""
+    recorded = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+    if not recorded:
+        return Measured(steady)
+    what = ", ".join(f"{n} {k.lower().replace('_', ' ')}" for k, n in recorded.items())
+    return Measured(dataclasses.replace(steady, recorded_in_timing=recorded),
+                    notes=[f"torch compiled or recorded during the timed runs ({what}): "
+                           f"{steady.run_dropped_blocks} block(s) with it were dropped and re-run"])
+
+
+def _steady_memory_timeline(compiled: Callable[[], Any]) -> Measured[Any]:
+    """``--memory-timeline``: one steady-state call with the allocator's history recording."""
+    with _memory_recorder("steady-state call") as rec:
+        compiled()
+    return Measured(rec, notes=["--memory-timeline: the compiling call ran with the CUDA allocator's history "
+                                "recording (Python stacks of every allocation): compile_s includes that cost"])
+
+
+def _kernel_profile(fn: Callable[[], Any], run_s: Optional[float]) -> Measured[tuple[KernelTimes, Optional[list]]]:
+    """A few steady-state calls (5; fewer when a call is slow) under the profiler: what they
+    measure and how many calls ran (their times come from :func:`_attributed`, once the report
+    names the kernels), and the profiler's events, or None (and a note) when profiling failed.
+    The timed runs are over: this changes none of their figures."""
+    import torch
+
+    calls = max(1, min(5, int(1.0 / run_s))) if run_s else 5  # about a second at most
+    try:
+        events = profile_calls(fn, calls, cuda=torch.cuda.is_initialized())
+    except Exception as exc:  # the profiler's failure, not the run's
+        return Measured((KernelTimes(), None), notes=[f"kernel profiling failed: {type(exc).__name__}: {exc}"])
+    # device time when the calls ran device kernels; a CPU cell on a GPU machine (CUDA initialised) is CPU time
+    device = "cuda" if any(e.on_device for e in events) else "cpu"
+    return Measured((KernelTimes(device=device, calls=profiled_call_count(events)), events))
+
+
+def _attributed(kernels: KernelTimes, events: list, report_kernels: Sequence[Kernel]) -> KernelTimes:
+    """``kernels`` with the profiled time charged to ``report_kernels`` (:func:`attribute`)."""
+    return dataclasses.replace(kernels, times=attribute(events, list(report_kernels), device=kernels.device == "cuda"))
+
+
+def _kernel_option_note(settings: CompileSettings, profile_kernels: bool, kernels: KernelTimes) -> list[str]:
+    if profile_kernels and dict(settings.options).get(KERNEL_PROFILE_OPTION) and kernels.device != "cuda":
+        return [f"--profile-kernels compiled with {KERNEL_PROFILE_OPTION}=True: each C++ kernel call opens a "
+                "profiler record-function, in the timed runs too"]
+    return []
+
+
+def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup: Optional[int], device_work: bool,
+                   first: FirstCall, steady: SteadyState) -> Measured[EagerComparison]:
+    """The comparison with eager: outputs checked, steady-state peak memory, compiled and eager
+    blocks in ABBA pairs (the speedup the median of the pairs' ratios), latency, on CUDA device
+    time and busy time, break-even from the same pairs."""
+    import torch
+
+    eager_value = target.eager()
+    eager_snap = target.snapshot(eager_value)
+    check = check_outputs(expected, eager_snap)
+    if check.method == "dtype tolerances" and target.reference is not None:  # not even close: judge against float64
+        fp64, why = fp64_reference(target.reference)
+        check = check_outputs(expected, eager_snap, fp64, fp64_note=why)
+    elif check.method == "dtype tolerances":
+        check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
+    n_warm = warmup if warmup is not None else 1
+    with PeakMemory() as mem:  # eager's steady-state peak: its warm-up calls (at least one)
+        for _ in range(max(1, n_warm)):
+            target.eager()
+    with Contention() as contention:
+        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
+    ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
+    fields: dict[str, Any] = {}
+    noise = [why for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
+                             run_time_noise(eager_blocks.times_s, "eager run time")) if why]
+    if runs != 1:
+        median = eager_blocks.median_s
+        n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
+        fields["latency_median_s"] = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
+        if device_work and torch.cuda.is_available():
+            fields["device_median_s"] = statistics.median(
+                time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
+            fields["busy"] = measure_busy(target.eager, median, cudagraphs=False, suggest=False)
+            why = busy_noise(fields["busy"], "eager GPU busy share")
+            noise += [why] if why else []
+    if first.compile_s is not None and compiled_blocks.median_s:
+        # the same pairs: compiled's median in them, eager's as that times the paired speedup
+        compiled_run = compiled_blocks.median_s
+        fields["break_even_calls"] = break_even_calls(max(first.compile_s, compiled_run), compiled_run,
+                                                      compiled_run * ratio.median)
+    on_device = bool(mem.device_bytes) and bool(steady.peak_device_bytes)  # 0: nothing ran on the device
+    compiled_peak = steady.peak_device_bytes if on_device else steady.peak_host_bytes
+    eager_peak = mem.device_bytes if on_device else mem.host_bytes
+    if compiled_peak and eager_peak:
+        fields["memory_ratio"] = compiled_peak / eager_peak
+    eager = EagerComparison(
+        run_times_s=list(eager_blocks.times_s),
+        run_median_s=eager_blocks.median_s,
+        peak_device_bytes=mem.device_bytes,
+        peak_host_bytes=mem.host_bytes,
+        outputs_match=check.match,
+        max_abs_diff=check.max_abs_diff,
+        message=check.message,
+        check_method=check.method,
+        compiled_error=check.compiled_error,
+        eager_error=check.eager_error,
+        allowed_error=check.allowed_error,
+        check_details=check.leaves,
+        speedup=ratio.median,
+        speedup_ci95=list(ratio.ci95),
+        pairs=ratio.pairs,
+        compiled_run_median_s=compiled_blocks.median_s,
+        block_calls=[compiled_blocks.block_calls, eager_blocks.block_calls],
+        **fields,
+    )
+    notes = []
+    if not check.match:
+        notes.append(f"compiled and eager outputs differ: {check.message}")
+        warnings.warn(f"ipycompile: compiled and eager outputs differ: {check.message}", RuntimeWarning, stacklevel=2)
+    return Measured(eager, notes=notes, noise=noise)
+
+
+def _eager_method(eager: EagerComparison) -> str:
+    """How the comparison with eager was timed, in words (for the timing method)."""
+    compiled_calls, eager_calls = eager.block_calls or [0, 0]
+    return (f"; vs eager: {eager.pairs} pairs of blocks (compiled {compiled_calls} calls, eager {eager_calls}) in "
+            "alternating order (ABBA), the speedup the median of the pairs' ratios with its 95 % interval")
+
+
+def _memory(host_method: str, recorders: list, report: CompileReport) -> Measured[Memory]:
+    """How host memory was measured, and the recorded timelines, their generated-code
+    allocations named by the user's lines."""
+    memory = Memory(host_method=host_method)
     if not recorders:
-        return
+        return Measured(memory)
     from ..capture.parse.provenance import graph_node_lines
     from .memory_timeline import resolve_user_lines
 
@@ -405,15 +639,23 @@ def _finish_memory(profile: Profile, recorders: list, report: CompileReport) -> 
         for m in maps:
             for node, (frame, _) in m.items():
                 node_lines.setdefault(node, frame)
+    notes = []
     for rec in recorders:
         if rec.timeline is not None:
-            profile.memory_timelines.append(rec.timeline)
+            memory.timelines.append(rec.timeline)
         elif rec.error:
-            profile.notes.append(f"--memory-timeline: the {rec.label} could not be recorded ({rec.error})")
-    resolve_user_lines(profile.memory_timelines, node_lines)
+            notes.append(f"--memory-timeline: the {rec.label} could not be recorded ({rec.error})")
+    resolve_user_lines(memory.timelines, node_lines)
+    return Measured(memory, notes=notes)
 
 
-def _note_cudagraphs(report: CompileReport, settings: CompileSettings, profile: Profile) -> None:
+def _memory_recorder(label: str):
+    from .memory_timeline import MemoryRecorder
+
+    return MemoryRecorder(label)
+
+
+def _note_cudagraphs(report: CompileReport, settings: CompileSettings) -> None:
     """With CUDA graphs on, a compile that generated GPU kernels but neither recorded nor was skipped says so."""
     try:
         on = settings.uses_cudagraphs()
@@ -444,44 +686,6 @@ def _has_cuda_tensor(tree: Any) -> bool:
     return False
 
 
-def _extra_timings(profile: Any, fn: Callable[[], Any], runs: Optional[int], cuda: bool) -> None:
-    """Latency (single synchronised calls) and, on CUDA, device time, beside the run time
-    already in ``profile``; skipped for ``runs=1`` (one call is all that was asked for)."""
-    median = profile.run_median_s or 0.0
-    if runs == 1:
-        profile.timing_method += "; latency and device time not measured (--runs 1)"
-        return
-    n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else max(1, min(3, int(1.0 / max(median, 1e-9))))
-    latency = time_calls(fn, runs=n, warmup=0, use_cuda_events=False)
-    profile.latency_times_s = list(latency.times_s)
-    profile.latency_median_s = latency.median_s
-    if cuda:
-        times = time_device(fn, target_s=0.1, estimate_s=median if median > 0.02 else None)
-        profile.device_times_s = times
-        profile.device_median_s = statistics.median(times)
-        profile.timing_method += (f"; device time: CUDA events around each of {len(times)} calls, L2 flushed "
-                                  "before each (do_bench's method)")
-    profile.timing_method += f"; latency: {n} single calls, each between two synchronisations"
-
-
-def _profile_kernels(fn: Callable[[], Any], profile: Profile) -> Optional[list]:
-    """A few steady-state calls (5; fewer when a call is slow) under the profiler: its events, or None
-    (and a note) when profiling failed. The timed runs are over: this changes none of their figures."""
-    import torch
-
-    median = profile.run_median_s
-    calls = max(1, min(5, int(1.0 / median))) if median else 5  # about a second at most
-    try:
-        events = profile_calls(fn, calls, cuda=torch.cuda.is_initialized())
-    except Exception as exc:  # the profiler's failure, not the run's
-        profile.notes.append(f"kernel profiling failed: {type(exc).__name__}: {exc}")
-        return None
-    # device time when the calls ran device kernels; a CPU cell on a GPU machine (CUDA initialised) is CPU time
-    profile.kernel_times_device = "cuda" if any(e.on_device for e in events) else "cpu"
-    profile.kernel_times_calls = profiled_call_count(events)
-    return events
-
-
 def _trace_logging_s() -> Optional[float]:
     """Seconds torch has spent in structured logging so far in this process (its own
     running tally; read, never changed). The difference around a call is what
@@ -490,91 +694,6 @@ def _trace_logging_s() -> Optional[float]:
 
     tally = getattr(_internal, "structured_logging_overhead", None)
     return float(sum(tally.values())) if isinstance(tally, dict) else None
-
-
-def _fill_timing(profile: Profile, blocks, auto: bool) -> None:
-    profile.run_times_s = list(blocks.times_s)
-    profile.run_median_s = blocks.median_s
-    profile.run_iqr_s = blocks.iqr_s
-    profile.run_min_s, profile.run_max_s = min(blocks.times_s), max(blocks.times_s)
-    profile.runs = blocks.runs
-    profile.run_block_calls = blocks.block_calls
-    profile.run_dropped_blocks = blocks.dropped_blocks
-    profile.warmup += blocks.probe_calls  # the probe calls that sized the blocks
-    profile.auto_runs = auto
-    profile.timing_method = (f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
-                             "each block between two device synchronisations, sized by blocked_autorange's rule "
-                             "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe blocks")
-    why = run_time_noise(blocks.times_s)
-    if why and blocks.blocks >= 3:
-        profile.noise.append(why)
-
-
-def _compare_eager(target: Target, expected: Any, profile: Profile, runs, warmup, device_work: bool = False) -> EagerComparison:
-    import torch
-
-    eager_value = target.eager()
-    eager_snap = target.snapshot(eager_value)
-    check = check_outputs(expected, eager_snap)
-    if check.method == "dtype tolerances" and target.reference is not None:  # not even close: judge against float64
-        fp64, why = fp64_reference(target.reference)
-        check = check_outputs(expected, eager_snap, fp64, fp64_note=why)
-    elif check.method == "dtype tolerances":
-        check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
-    n_warm = warmup if warmup is not None else 1
-    with PeakMemory() as mem:  # eager's steady-state peak: its warm-up calls (at least one)
-        for _ in range(max(1, n_warm)):
-            target.eager()
-    with Contention() as contention:
-        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
-    ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
-    eager = EagerComparison(
-        run_times_s=list(eager_blocks.times_s),
-        run_median_s=eager_blocks.median_s,
-        peak_device_bytes=mem.device_bytes,
-        peak_host_bytes=mem.host_bytes,
-        outputs_match=check.match,
-        max_abs_diff=check.max_abs_diff,
-        message=check.message,
-        check_method=check.method,
-        compiled_error=check.compiled_error,
-        eager_error=check.eager_error,
-        allowed_error=check.allowed_error,
-        check_details=check.leaves,
-        speedup=ratio.median,
-        speedup_ci95=list(ratio.ci95),
-        pairs=ratio.pairs,
-        compiled_run_median_s=compiled_blocks.median_s,
-    )
-    profile.timing_method += (f"; vs eager: {ratio.pairs} pairs of blocks (compiled {compiled_blocks.block_calls} calls, "
-                              f"eager {eager_blocks.block_calls}) in alternating order (ABBA), the speedup the median of "
-                              "the pairs' ratios with its 95 % interval")
-    for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
-                run_time_noise(eager_blocks.times_s, "eager run time")):
-        if why:
-            profile.noise.append(why)
-    if runs != 1:
-        median = eager_blocks.median_s
-        n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
-        eager.latency_median_s = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
-        if device_work and torch.cuda.is_available():
-            eager.device_median_s = statistics.median(
-                time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
-            eager.busy = measure_busy(target.eager, median, cudagraphs=False, suggest=False)
-    if profile.compile_s is not None and compiled_blocks.median_s:
-        # the same pairs: compiled's median in them, eager's as that times the paired speedup
-        compiled_run = compiled_blocks.median_s
-        eager.break_even_calls = break_even_calls(max(profile.compile_s, compiled_run), compiled_run,
-                                                  compiled_run * ratio.median)
-    on_device = bool(mem.device_bytes) and bool(profile.peak_device_bytes_run)  # 0: nothing ran on the device
-    compiled_peak = profile.peak_device_bytes_run if on_device else profile.peak_host_bytes_run
-    eager_peak = mem.device_bytes if on_device else mem.host_bytes
-    if compiled_peak and eager_peak:
-        eager.memory_ratio = compiled_peak / eager_peak
-    if not check.match:
-        profile.notes.append(f"compiled and eager outputs differ: {check.message}")
-        warnings.warn(f"ipycompile: compiled and eager outputs differ: {check.message}", RuntimeWarning, stacklevel=2)
-    return eager
 
 
 def _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir=None) -> CellRun:
@@ -592,30 +711,30 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
     value = error = None
     cap = capture(trace_dir)
-    if profile.fresh:  # recompile from scratch whatever the cell calls
+    fresh = profile.settings.fresh
+    if fresh:  # recompile from scratch whatever the cell calls
         import torch
 
         torch._dynamo.reset()
     try:
-        with fresh_inductor_cache() if profile.fresh else contextlib.nullcontext(), cap, PeakMemory() as mem:
+        with fresh_inductor_cache() if fresh else contextlib.nullcontext(), cap, PeakMemory() as mem:
             synchronize()
             t0 = time.perf_counter()
             exec(body, namespace)
             if tail is not None:
                 value = eval(tail, namespace)
             synchronize()
-            profile.run_times_s = [time.perf_counter() - t0]
-        profile.run_median_s = profile.run_times_s[0]
-        profile.runs = 1
-        profile.peak_device_bytes_run, profile.peak_host_bytes_run = mem.device_bytes, mem.host_bytes
-        profile.host_memory_method = mem.host_method
+            elapsed = time.perf_counter() - t0
+        profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
+                                     peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
+        profile.memory = Memory(host_method=mem.host_method)
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"
     report = cap.report
     report.profile = profile
     report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, False, profile.fresh)
+    profile.caches = _cache_summary(report, False, fresh)
     _note_trace(cap, profile)
     if record:
         _history.record(report, execution_count=execution_count)

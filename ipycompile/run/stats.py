@@ -109,6 +109,21 @@ def run_time_noise(times_s: Sequence[float], what: str = "run time") -> str:
             f"more than {RUN_NOISE:.0%})")
 
 
+def range_noise(times_s: Sequence[float], what: str, which: str = "the blocks") -> str:
+    """Why a few blocks (too few for an IQR) are noisy: their range over their median above
+    :data:`RUN_NOISE` (one line), or "" when they agree."""
+    if len(times_s) < 2:
+        return ""
+    median = statistics.median(times_s)
+    spread = (max(times_s) - min(times_s)) / median if median > 0 else 0.0
+    if spread <= RUN_NOISE:
+        return ""
+    from ..report.summary import fmt_seconds
+
+    return (f"{what}: {which} disagree ({len(times_s)} blocks from {fmt_seconds(min(times_s))} to "
+            f"{fmt_seconds(max(times_s))} per call, {spread:.0%} of their median, more than {RUN_NOISE:.0%})")
+
+
 def verdict(ci: tuple[float, float], n: int, target: float = 0.02) -> str:
     """Whether a 95 % interval over ``n`` pairs settles a +-``target`` question:
     "within", "outside" or "not resolved" (always so with fewer than :data:`MIN_PAIRS`)."""

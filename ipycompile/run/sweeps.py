@@ -113,7 +113,7 @@ def sweep_params(report: Any) -> dict[str, Any]:
 
 
 def _keep_params(profile: Any, point: Mapping[str, Any]) -> None:
-    profile.params, notes = stored_params(point)
+    profile.settings.params, notes = stored_params(point)
     profile.notes.extend(notes)
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 from .devices import _cuda_in_use, synchronize
 
 __all__ = ["Timing", "time_calls", "BlockTiming", "time_blocks", "plan_blocks", "time_paired", "timer_overhead_s",
-           "block_seconds", "estimate_call_s", "TIMER_OVERHEAD_SHARE", "BLOCK_MIN_S", "PROBES"]
+           "block_seconds", "estimate_call_s", "sized_again", "TIMER_OVERHEAD_SHARE", "BLOCK_MIN_S", "PROBES"]
 
 
 class _Samples:
@@ -321,16 +321,28 @@ def time_blocks(
             dropped += 1
             continue
         times.append(elapsed / per_block)
-        if block_s and replans < MAX_REPLANS and len(times) % PROBES == 0:
-            # the probes were slow (a busy machine, calls still settling): the last timed blocks are far
-            # shorter than a block should last; size the blocks again from their median, and start over
-            call_s = statistics.median(times[-PROBES:])
-            if call_s * per_block < block_s / 4:
+        if block_s and replans < MAX_REPLANS:
+            again = sized_again(times, per_block, block_s)
+            if again is not None:
                 probes += per_block * len(times)
-                per_block = max(1, math.ceil(block_s / max(call_s, 1e-9)))
+                per_block, call_s = again
                 blocks = max(min_blocks, min(max_blocks, round(target_s / max(call_s * per_block, 1e-9))))
                 times, replans = [], replans + 1
     return BlockTiming(times, per_block, dropped, probes)
+
+
+def sized_again(times: list[float], per_block: int, block_s: float) -> Optional[tuple[int, float]]:
+    """The re-planning rule of :func:`time_blocks` and :func:`time_paired`: after every
+    :data:`PROBES` timed blocks, when their median per call makes a block of ``per_block`` calls
+    last under a quarter of ``block_s``, the probes were slow (a busy machine, calls still
+    settling): ``(calls per block sized again from that median, that median)``, and timing
+    starts over; else None."""
+    if not times or len(times) % PROBES:
+        return None
+    call_s = statistics.median(times[-PROBES:])
+    if call_s * per_block >= block_s / 4:
+        return None
+    return max(1, math.ceil(block_s / max(call_s, 1e-9))), call_s
 
 
 def plan_blocks(fn: Callable[[], Any], *, runs: Optional[int] = None, target_s: float = 1.0, min_blocks: int = 5,
@@ -372,27 +384,50 @@ def time_paired(
     Each side's blocks are sized as :func:`time_blocks` sizes them (``blocked_autorange``'s
     rule, from the median of probe blocks); auto (``runs=None``): pairs until about
     ``target_s`` is spent (both sides), between ``min_pairs`` and ``max_pairs`` (one pair
-    when a pair would last over ``5 * target_s``). With ``runs``: about that many calls of
-    each side, in ``min(runs, min_pairs)`` pairs."""
+    when a pair would last over ``5 * target_s``), and a side whose first timed blocks come
+    out far shorter than planned is sized again as :func:`time_blocks` does (:func:`sized_again`;
+    both sides start over, their discarded blocks counted as probe calls). With ``runs``: about
+    that many calls of each side, in ``min(runs, min_pairs)`` pairs."""
     if runs is not None:
         _check_int("runs", runs, 1)
     _check_number("target_s", target_s, positive=True)
     _check_int("min_pairs", min_pairs, 1)
     _check_int("max_pairs", max_pairs, min_pairs)
     probes = [0, 0]
+    block_s = 0.0
     if runs is None:
         block_s = block_seconds(timer_overhead_s(), target_s / 2, min_pairs)
-        est_a, probes[0] = estimate_call_s(a, block_s=block_s, budget_s=0.1 * target_s)
-        est_b, probes[1] = estimate_call_s(b, block_s=block_s, budget_s=0.1 * target_s)
-        calls = [max(1, math.ceil(block_s / max(est_a, 1e-9))), max(1, math.ceil(block_s / max(est_b, 1e-9)))]
-        pair_s = calls[0] * est_a + calls[1] * est_b
-        pairs = 1 if est_a + est_b > 5 * target_s else max(min_pairs, min(max_pairs, round(target_s / max(pair_s, 1e-9))))
+        est = [estimate_call_s(fn, block_s=block_s, budget_s=0.1 * target_s) for fn in (a, b)]
+        probes = [calls for _, calls in est]
+        est = [e for e, _ in est]
+        calls = [max(1, math.ceil(block_s / max(e, 1e-9))) for e in est]
+        pairs = 1 if sum(est) > 5 * target_s else _pairs(calls, est, target_s, min_pairs, max_pairs)
     else:
         pairs = min(runs, min_pairs)
         calls = [max(1, runs // pairs)] * 2
     times: tuple[list[float], list[float]] = ([], [])
     sides = ((0, a), (1, b))
-    for i in range(pairs):
-        for side, fn in (sides if i % 2 == 0 else sides[::-1]):
+    replans = [0, 0]
+    while len(times[0]) < pairs:
+        order = sides if len(times[0]) % 2 == 0 else sides[::-1]
+        for side, fn in order:
             times[side].append(_timed_block(fn, calls[side]) / calls[side])
+        if not block_s:
+            continue
+        # each side by time_blocks' rule; a side sized again starts both over (a pair is two adjacent blocks)
+        again = [sized_again(times[s], calls[s], block_s) if replans[s] < MAX_REPLANS else None for s in (0, 1)]
+        if any(again):
+            for s in (0, 1):
+                probes[s] += calls[s] * len(times[s])
+                if again[s] is not None:
+                    calls[s], est[s] = again[s]
+                    replans[s] += 1
+                times[s].clear()
+            pairs = _pairs(calls, est, target_s, min_pairs, max_pairs)
     return (BlockTiming(times[0], calls[0], 0, probes[0]), BlockTiming(times[1], calls[1], 0, probes[1]))
+
+
+def _pairs(calls: list[int], est: list[float], target_s: float, min_pairs: int, max_pairs: int) -> int:
+    """Pairs of blocks that spend about ``target_s`` (both sides), between ``min_pairs`` and ``max_pairs``."""
+    pair_s = calls[0] * est[0] + calls[1] * est[1]
+    return max(min_pairs, min(max_pairs, round(target_s / max(pair_s, 1e-9))))
