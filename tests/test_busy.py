@@ -80,3 +80,25 @@ def test_the_summary_marks_each_noisy_busy_share_by_its_own_name():
     assert any(line.startswith("GPU busy 40.0 us of each 100.0 us call") and "NOISY" not in line for line in lines)
     assert any(line.startswith("eager: GPU busy 40.0 us of each 100.0 us call") and line.endswith("NOISY")
                for line in lines), lines
+
+
+def test_why_compiled_is_slower_names_the_host_or_the_gpu():
+    """Issue 21, item 3: the eager comparison's busy figures say why compiled is slower."""
+    from ipycompile.run.busy import judge, why_slower
+
+    def busy(busy_s, run_s, kernels):
+        return judge(busy_s, run_s, kernels=kernels, calls=10, cudagraphs=False, suggest=False)
+
+    # compiled: one fused kernel (3 us) in a 40 us call; eager: two kernels (4 us) in a 12 us call
+    host = why_slower(busy(3e-6, 40e-6, 1), busy(4e-6, 12e-6, 2), 0.3, [0.28, 0.33])
+    assert host.startswith("compiled is slower on the host, not on the GPU"), host
+    assert "3.0 us per call against eager's 4.0 us" in host and "37.0 us of each compiled call" in host
+    assert "8.0 us of each eager call" in host
+    # compiled's kernels take longer: the GPU, with where to look
+    gpu = why_slower(busy(90e-6, 100e-6, 3), busy(50e-6, 60e-6, 5), 0.6, [0.55, 0.65])
+    assert gpu.startswith("compiled is slower on the GPU: its 3 kernels keep it busy 90.0 us"), gpu
+    assert "--profile-kernels" in gpu
+    # not slower beyond doubt, or a side not profiled: nothing said
+    assert why_slower(busy(3e-6, 40e-6, 1), busy(4e-6, 12e-6, 2), 0.9, [0.7, 1.1]) == ""
+    assert why_slower(busy(3e-6, 40e-6, 1), busy(4e-6, 12e-6, 2), 1.2, [1.1, 1.3]) == ""
+    assert why_slower(None, busy(4e-6, 12e-6, 2), 0.3, [0.2, 0.4]) == ""

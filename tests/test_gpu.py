@@ -255,3 +255,13 @@ def test_reduce_overhead_raises_the_busy_share_and_lowers_run_time(launch_bound)
     assert "reduce-overhead" not in after.busy.advice  # under CUDA graphs: no suggestion to turn them on
     if after.busy.verdict == "host-bound":
         assert "under CUDA graphs the host still spends" in after.busy.advice
+
+
+def test_a_compiled_call_slower_than_eager_says_it_is_the_host():
+    """One small elementwise op: eager launches one ATen kernel; compiled adds Dynamo's guards and
+    Inductor's wrapper around one Triton kernel, so it is slower, and the GPU is not why."""
+    run = _run("(x * 2).sin()", {"x": torch.randn(256, device="cuda")}, compare_eager=True)
+    e = run.report.profile.eager
+    assert e.speedup_ci95 and max(e.speedup_ci95) < 1, (e.speedup, e.speedup_ci95)
+    assert e.why_slower.startswith("compiled is slower on the host, not on the GPU"), e.why_slower
+    assert e.why_slower in str(run.report)

@@ -562,6 +562,8 @@ class EagerComparison:
     device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
     latency_median_s: Optional[float] = None
     busy: Optional[DeviceBusy] = None  # how much of each eager call the GPU works (CUDA)
+    # when compiled is slower beyond doubt and both sides' busy time is known: on the host or on the GPU, and by how much
+    why_slower: str = ""
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report

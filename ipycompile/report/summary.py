@@ -151,6 +151,8 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
         if getattr(e, "busy", None) is not None:
             out.append(f"eager: {e.busy.text}" + (" NOISY" if p.noisy("eager GPU busy share") else ""))
+        if getattr(e, "why_slower", ""):
+            out.append(e.why_slower)
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     if p.trace_logging_s is not None and p.compile_s:

@@ -31,7 +31,7 @@ import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from ..report import DeviceBusy
 from .stats import range_noise
@@ -199,3 +199,32 @@ def judge(busy_s: float, run_s: float, *, kernels: float, calls: int, cudagraphs
         verdict, advice = "in between", ""
     return DeviceBusy(busy_s=busy_s, run_s=run_s, share=share, verdict=verdict, advice=advice,
                       kernels_per_call=kernels, calls=calls, host_ops=list(host_ops or []))
+
+
+#: kernels this much slower (or faster) than eager's are "slower" (else the GPU's work is about the same)
+KERNELS_DIFFER = 1.1
+
+
+def why_slower(compiled: Optional[DeviceBusy], eager: Optional[DeviceBusy], speedup: Optional[float],
+               ci95: Sequence[float] = ()) -> str:
+    """Why compiled is slower than eager, from both sides' busy time (pure): on the host (the
+    GPU works no longer per compiled call, but waits longer for it: guards, the compiled
+    wrapper, launches) or on the GPU (the compiled kernels take longer). "" unless compiled
+    is slower beyond doubt (the speedup's interval below 1 where there is one) and both sides
+    were profiled."""
+    if compiled is None or eager is None or speedup is None or speedup >= 1 or (ci95 and max(ci95) >= 1):
+        return ""
+    if compiled.run_s <= 0 or eager.run_s <= 0:
+        return ""
+    us = lambda s: f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"  # noqa: E731
+    c_wait, e_wait = max(0.0, compiled.run_s - compiled.busy_s), max(0.0, eager.run_s - eager.busy_s)
+    if compiled.busy_s > KERNELS_DIFFER * eager.busy_s:
+        return (f"compiled is slower on the GPU: its {compiled.kernels_per_call:.0f} kernels keep it busy "
+                f"{us(compiled.busy_s)} per call against eager's {us(eager.busy_s)} ({eager.kernels_per_call:.0f} "
+                "kernels); --profile-kernels shows which kernels take the time")
+    if c_wait > e_wait:
+        return (f"compiled is slower on the host, not on the GPU: its kernels keep the GPU busy "
+                f"{us(compiled.busy_s)} per call against eager's {us(eager.busy_s)}, but the GPU waits "
+                f"{us(c_wait)} of each compiled call for the host (guards, the compiled wrapper, "
+                f"{compiled.kernels_per_call:.0f} launches) against {us(e_wait)} of each eager call")
+    return ""

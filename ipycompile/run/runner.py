@@ -42,7 +42,7 @@ from .device_time import time_device
 from .devices import device_name, synchronize
 from .memory import PeakMemory
 from .timing import time_blocks, time_calls, time_paired
-from .busy import busy_method, busy_noise, measure_busy
+from .busy import busy_method, busy_noise, measure_busy, why_slower
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.roofline import roofline
@@ -611,6 +611,7 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
         block_calls=[compiled_blocks.block_calls, eager_blocks.block_calls],
         **fields,
     )
+    eager.why_slower = why_slower(steady.busy, eager.busy, eager.speedup, eager.speedup_ci95)
     notes = []
     if not check.match:
         notes.append(f"compiled and eager outputs differ: {check.message}")
