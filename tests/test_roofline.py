@@ -144,13 +144,56 @@ def test_verdicts_on_the_h100s_roofs():
 
     line = roofline_line(s)
     assert line.startswith("roofline: of ") and "within 70% of a roof" in line and "latency-bound" in line
-    assert "host gap: not measured here" in line
+    assert "host gap: not measured (no GPU busy-time phase" in line  # the report has no Profile.busy
+
+
+def _h100_matmul_report() -> CompileReport:
+    half = ["c10::Half"] * 3
+    times = [KernelTime("extern_kernels.mm", "extern_kernels.mm", total_s=2 * 4096 ** 3 / 700e12, calls=1,
+                        launches=[KernelLaunch("aten::mm", [[4096, 4096]] * 3, half, [], 1)])]
+    return _gpu_report(times, [Kernel("extern_kernels.mm", "extern", "extern")])
+
+
+def test_host_gap_is_the_busy_phases_idle_time_per_call():
+    """The host gap: the busy-time phase's run time less its GPU busy time (the record
+    run.busy's own judge makes from those two numbers), in the shares, the summary and the Kernels view."""
+    from ipycompile.report.summary import roofline_line
+    from ipycompile.run.busy import judge
+    from ipycompile.widgets.html import render_html
+    from ipycompile.widgets.tabs import kernels_tab
+
+    r = _h100_matmul_report()
+    r.profile.run_median_s = 260e-6
+    r.profile.busy = judge(196e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    roof = roofline(r)
+    s = roof.shares
+    assert s.host_gap_s == pytest.approx(64e-6) and s.run_s == 260e-6
+    r.profile.roofline = s  # as the run layer stores it
+    line = roofline_line(s)
+    assert "host gap 64.0 us of each 260.0 us call (the GPU idle while the host runs Python" in line
+    assert "not measured" not in line
+    assert line in str(r)  # the text summary's line
+    texts = [b.text for b in kernels_tab(r) if type(b).__name__ == "Text"]
+    assert line in texts  # the Kernels view shows the same line
+    assert "host gap 64.0 us of each 260.0 us call" in render_html(r)
+    assert CompileReport.from_json(r.to_json()).profile.roofline == s
+
+    # the busy phase measured more busy time than its run time (two phases, two samples): no negative gap
+    r.profile.busy = judge(300e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    assert roofline(r).shares.host_gap_s == 0.0
+
+    # no busy phase (the CPU, or --runs 1): None, and the line promises nothing
+    r.profile.busy = None
+    s = roofline(r).shares
+    assert s.host_gap_s is None and s.run_s is None
+    assert "host gap: not measured (no GPU busy-time phase in this run" in roofline_line(s)
 
 
 @pytest.mark.slow
 def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     """A real compile on the CPU: the extern matmul's bytes and FLOPs from its recorded shapes; no
     peak for a CPU, so no verdicts, and the summary says so; the view shows the columns and the figure."""
+    from ipycompile.report.summary import roofline_line
     from ipycompile.widgets.html import render_html
     from ipycompile.widgets.tabs import kernels_tab
 
@@ -168,6 +211,8 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     assert cpp.flops_per_launch == 0 and "C++ source" in cpp.how
     assert r.profile.roofline is not None and not r.profile.roofline.peak_known
     assert "no verdicts: the peak of cpu" in str(r)
+    assert r.profile.busy is None and r.profile.roofline.host_gap_s is None  # no GPU busy-time phase on the CPU
+    assert "host gap" not in roofline_line(r.profile.roofline)  # nothing promised
     blocks = kernels_tab(r)
     table = next(b for b in blocks if type(b).__name__ == "Table")
     assert "GB/s" in table.columns and "verdict" in table.columns

@@ -16,6 +16,12 @@ Verdicts, from the arithmetic intensity (FLOPs per byte) against the ridge point
 
 A kernel at :data:`NEAR_ROOF` (70 %) or more of the roof that bounds it is
 "near the roof": little is left to gain inside it.
+
+The **host gap** beside the kernels' shares is the GPU's idle time per call while
+the host runs Python, guards and launches: from the run layer's GPU busy-time phase
+(``Profile.busy``, :mod:`ipycompile.run.busy`), its run time per call less its busy
+time, at least 0. That phase runs on CUDA only, with more than one timed run; without
+it the gap is None (not measured), never a guess.
 """
 
 from __future__ import annotations
@@ -109,6 +115,9 @@ def roofline(r: "CompileReport") -> Optional[Roofline]:
     peak = device_peak(p.device) if p.kernel_times_device == "cuda" else None
     calls = max(p.kernel_times_calls, 1)
     shares = RooflineShares(device=p.device, peak_known=peak is not None)
+    busy = p.busy  # the GPU busy-time phase (CUDA, more than one timed run): its idle time is the host gap
+    if busy is not None and busy.run_s > 0:
+        shares.host_gap_s, shares.run_s = max(0.0, busy.run_s - busy.busy_s), busy.run_s
     rows = []
     for t in p.kernel_times:
         if t.name == OTHER_CPU_TIME:
