@@ -78,7 +78,7 @@ def test_peaks_agree_with_torchs_own_table():
 
 def test_cpp_kernel_bytes_from_its_loops():
     """Each pointer's elements from the loop nest around each access (the innermost loop of a name);
-    a loop bound that is no number (dynamic shapes) gives no estimate."""
+    a loop bound that is no number (dynamic shapes) gives no estimate, and says so."""
     from ipycompile.analysis.kernel_costs import cpp_source_cost
 
     src = """extern "C"  void  kernel(const float* in_ptr0, const float* in_ptr1, float* out_ptr0)
@@ -99,7 +99,8 @@ def test_cpp_kernel_bytes_from_its_loops():
     c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=src))
     assert c.bytes == (512 * 256 + 256 + 512) * 4 and c.dtype == "float32"
     dynamic = src.replace("x0<static_cast<int64_t>(512L)", "x0<static_cast<int64_t>(ks0)")
-    assert cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic)) is None
+    c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic))
+    assert c.bytes is None and c.how == "not estimated: dynamic shapes (loop bounds are symbols)"
 
 
 def _gpu_report(times: list[KernelTime], kernels: list[Kernel]) -> CompileReport:
@@ -245,3 +246,45 @@ def test_roofline_of_recorded_h100_runs():
         if name == "mlp":  # the two matmul templates: 2*M*N*K from their operands' shapes
             tem = sorted(x.flops_per_launch for x in rows if x.kernel.kind == "template")
             assert tem == [2 * 8192 * 1024 * 4096] * 2
+
+
+@pytest.fixture(scope="module")
+def cpp_bmm():
+    """max-autotune on the CPU with only the C++ GEMM backend: a batched matmul becomes
+    Inductor's C++ GEMM template (CppBmmTemplate: a micro_gemm per batch)."""
+    a, b = torch.randn(4, 64, 128), torch.randn(4, 128, 256)
+    return ipycompile.run_cell("torch.bmm(a, b)", {"a": a, "b": b, "torch": torch}, mode="max-autotune",
+                               options={"max_autotune_gemm_backends": "CPP"}, profile_kernels=True, fresh=True,
+                               runs=3, record=False)
+
+
+@pytest.mark.slow
+def test_cpp_gemm_template_costs_2mnk_and_its_matrices_from_its_sizes(cpp_bmm):
+    from ipycompile.analysis.kernel_costs import cpp_template_cost
+
+    r = cpp_bmm.report
+    (tem,) = [k for k in r.kernels if k.backend == "cpp" and k.kind == "template"]
+    assert "micro_gemm" in tem.source
+    row = next(x for x in roofline(r).rows if x.kernel is tem)
+    # timed under the template's own record-function (graph_N_gemm_m64n256k128_kernel), found in its source
+    assert row.time.kernel == tem.name and row.time.calls > 0
+    # a launch is one batch's GEMM: its record-function is in the per-batch GEMM
+    assert row.flops_per_launch == 2 * 64 * 256 * 128
+    assert row.bytes_per_launch == (64 * 128 + 128 * 256 + 64 * 256) * 4 and row.dtype == "float32"
+    assert "C++ GEMM template's sizes (B=4 M=64 N=256 K=128)" in row.how and "one batch's GEMM" in row.how
+    assert row.bytes_s > 0 and row.verdict == ""  # a CPU: no peak, no verdict
+    # the same source without the per-batch record-function: one launch is the whole batch
+    whole = cpp_template_cost(Kernel(tem.name, "cpp", "template", source=tem.source.replace(
+        "RAIIAtenRecordFunctionHandle", "NoRecordFunction")))
+    assert whole.flops == 4 * 2 * 64 * 256 * 128 and whole.bytes == 4 * (64 * 128 + 128 * 256 + 64 * 256) * 4
+
+
+@pytest.mark.slow
+def test_cpp_kernel_with_dynamic_shapes_is_not_estimated_and_says_why():
+    run = ipycompile.run_cell("(a.sin() * 2).sum(1)", {"a": torch.randn(64, 128), "torch": torch}, dynamic=True,
+                              profile_kernels=True, fresh=True, runs=3, record=False)
+    roof = roofline(run.report)
+    (row,) = [x for x in roof.rows if x.kernel is not None and x.kernel.backend == "cpp"]
+    assert "ks0" in row.kernel.source and row.time.calls > 0
+    assert row.bytes_per_launch is None and row.how == "not estimated: dynamic shapes (loop bounds are symbols)"
+    assert roof.shares.unknown_s > 0

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, Kernel, KernelTime, RooflineShares
 from .device_peaks import DevicePeak, device_peak
-from .kernel_costs import Cost, cpp_source_cost, launch_cost, meta_cost
+from .kernel_costs import Cost, cpp_source_cost, cpp_template_cost, launch_cost, meta_cost
 
 if TYPE_CHECKING:
     from ..report import CompileReport
@@ -81,13 +81,10 @@ def _cost(t: KernelTime, kernel: Optional[Kernel]) -> Cost:
         dtype = next((launch_cost(x, kernel).dtype for x in t.launches), "")
         return Cost(meta.bytes, meta.flops, meta.how, dtype)
     if not t.launches:
-        if kernel is not None and kernel.backend == "cpp" and kernel.kind != "template":
-            cpp = cpp_source_cost(kernel)
-            if cpp is not None:
-                return cpp
-            return Cost(how="a C++ kernel whose loops have no constant bounds (dynamic shapes): not estimated")
-        return Cost(how="no shapes recorded (profiled without record_shapes, or a C++ template: its record-function "
-                        "has no inputs)")
+        if kernel is not None and kernel.backend == "cpp":
+            cpp = cpp_template_cost(kernel) if kernel.kind == "template" else cpp_source_cost(kernel)
+            return cpp if cpp is not None else Cost(how="not estimated: a C++ kernel whose source gives no sizes to count")
+        return Cost(how="no shapes recorded (profiled without record_shapes)")
     costs = [(launch_cost(x, kernel), x.count) for x in t.launches]
     known = [(c, n) for c, n in costs if c.bytes is not None]
     if not known:
