@@ -280,6 +280,25 @@ def test_cpp_gemm_template_costs_2mnk_and_its_matrices_from_its_sizes(cpp_bmm):
 
 
 @pytest.mark.slow
+def test_cpp_gemm_template_of_a_frozen_linear():
+    """The unbatched template (CppGemmTemplate) needs a constant weight: an nn.Linear under
+    freezing, in inference. Freezing goes in torch's global config: Dynamo decides at trace time
+    from it (``torch._dynamo.utils.is_parameter_freezing``) whether parameters enter the graph as
+    constants, and ``torch.compile(options={"freezing": True})`` reaches only Inductor."""
+    lin, x = torch.nn.Linear(128, 256, bias=False).eval(), torch.randn(64, 128)
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        run = ipycompile.run_cell("lin(x)", {"lin": lin, "x": x}, mode="max-autotune",
+                                  options={"max_autotune_gemm_backends": "CPP"}, profile_kernels=True, fresh=True,
+                                  runs=3, record=False)
+    (tem,) = [k for k in run.report.kernels if k.backend == "cpp" and k.kind == "template"]
+    row = next(x for x in roofline(run.report).rows if x.kernel is tem)
+    assert row.time.kernel == tem.name and row.time.calls > 0
+    assert row.flops_per_launch == 2 * 64 * 256 * 128  # one launch: the whole product
+    assert row.bytes_per_launch == (64 * 128 + 128 * 256 + 64 * 256) * 4
+    assert "C++ GEMM template's sizes (M=64 N=256 K=128)" in row.how and "batch" not in row.how
+
+
+@pytest.mark.slow
 def test_cpp_kernel_with_dynamic_shapes_is_not_estimated_and_says_why():
     run = ipycompile.run_cell("(a.sin() * 2).sum(1)", {"a": torch.randn(64, 128), "torch": torch}, dynamic=True,
                               profile_kernels=True, fresh=True, runs=3, record=False)
