@@ -156,7 +156,7 @@ def _h100_matmul_report() -> CompileReport:
 
 
 def test_host_gap_is_the_busy_phases_idle_time_per_call():
-    """The host gap: the busy-time phase's run time less its GPU busy time (the record
+    """The host gap: the run time less the busy-time phase's GPU busy time (the record
     run.busy's own judge makes from those two numbers), in the shares, the summary and the Kernels view."""
     from ipycompile.report.summary import roofline_line
     from ipycompile.run.busy import judge

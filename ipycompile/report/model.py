@@ -610,8 +610,9 @@ class RooflineShares:
     compute_far_s: float = 0.0  # compute-bound kernels further from their roof
     latency_s: float = 0.0  # latency-bound: too short to approach either roof
     unknown_s: float = 0.0  # kernels with no estimate of bytes (or no peak)
-    # The GPU's idle time per call while the host runs Python, guards and launches: the
-    # busy-time phase's (``Profile.busy``) run time less its busy time; None without that phase.
+    # The GPU's idle time per call while the host runs Python, guards and launches: the run
+    # time per call less the GPU busy time of the busy-time phase (``Profile.busy``: ``run_s -
+    # busy_s``, at least 0); None without that phase.
     host_gap_s: Optional[float] = None
     run_s: Optional[float] = None  # the run time per call the host gap is taken against
 

@@ -94,7 +94,7 @@ def roofline_line(s) -> str:
     if s.host_gap_s is not None:
         run = f" of each {fmt_seconds(s.run_s)} call" if s.run_s else " per call"
         gap = (f"; host gap {fmt_seconds(s.host_gap_s)}{run} (the GPU idle while the host runs Python, guards and "
-               "launches: the busy-time phase's run time less its GPU busy time)")
+               "launches: the run time less the GPU busy time of the busy-time phase)")
     else:
         gap = "; host gap: not measured (no GPU busy-time phase in this run: it needs CUDA and more than one timed run)"
     if not s.peak_known:
