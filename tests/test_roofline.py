@@ -78,7 +78,7 @@ def test_peaks_agree_with_torchs_own_table():
 
 def test_cpp_kernel_bytes_from_its_loops():
     """Each pointer's elements from the loop nest around each access (the innermost loop of a name);
-    a loop bound that is no number (dynamic shapes) gives no estimate."""
+    a loop bound that is no number (dynamic shapes) gives no estimate, and says so."""
     from ipycompile.analysis.kernel_costs import cpp_source_cost
 
     src = """extern "C"  void  kernel(const float* in_ptr0, const float* in_ptr1, float* out_ptr0)
@@ -99,7 +99,8 @@ def test_cpp_kernel_bytes_from_its_loops():
     c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=src))
     assert c.bytes == (512 * 256 + 256 + 512) * 4 and c.dtype == "float32"
     dynamic = src.replace("x0<static_cast<int64_t>(512L)", "x0<static_cast<int64_t>(ks0)")
-    assert cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic)) is None
+    c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic))
+    assert c.bytes is None and c.how == "not estimated: dynamic shapes (loop bounds are symbols)"
 
 
 def _gpu_report(times: list[KernelTime], kernels: list[Kernel]) -> CompileReport:
@@ -144,13 +145,56 @@ def test_verdicts_on_the_h100s_roofs():
 
     line = roofline_line(s)
     assert line.startswith("roofline: of ") and "within 70% of a roof" in line and "latency-bound" in line
-    assert "host gap: not measured here" in line
+    assert "host gap: not measured (no GPU busy-time phase" in line  # the report has no Profile.busy
+
+
+def _h100_matmul_report() -> CompileReport:
+    half = ["c10::Half"] * 3
+    times = [KernelTime("extern_kernels.mm", "extern_kernels.mm", total_s=2 * 4096 ** 3 / 700e12, calls=1,
+                        launches=[KernelLaunch("aten::mm", [[4096, 4096]] * 3, half, [], 1)])]
+    return _gpu_report(times, [Kernel("extern_kernels.mm", "extern", "extern")])
+
+
+def test_host_gap_is_the_busy_phases_idle_time_per_call():
+    """The host gap: the run time less the busy-time phase's GPU busy time (the record
+    run.busy's own judge makes from those two numbers), in the shares, the summary and the Kernels view."""
+    from ipycompile.report.summary import roofline_line
+    from ipycompile.run.busy import judge
+    from ipycompile.widgets.html import render_html
+    from ipycompile.widgets.tabs import kernels_tab
+
+    r = _h100_matmul_report()
+    r.profile.run_median_s = 260e-6
+    r.profile.busy = judge(196e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    roof = roofline(r)
+    s = roof.shares
+    assert s.host_gap_s == pytest.approx(64e-6) and s.run_s == 260e-6
+    r.profile.roofline = s  # as the run layer stores it
+    line = roofline_line(s)
+    assert "host gap 64.0 us of each 260.0 us call (the GPU idle while the host runs Python" in line
+    assert "not measured" not in line
+    assert line in str(r)  # the text summary's line
+    texts = [b.text for b in kernels_tab(r) if type(b).__name__ == "Text"]
+    assert line in texts  # the Kernels view shows the same line
+    assert "host gap 64.0 us of each 260.0 us call" in render_html(r)
+    assert CompileReport.from_json(r.to_json()).profile.roofline == s
+
+    # the busy phase measured more busy time than its run time (two phases, two samples): no negative gap
+    r.profile.busy = judge(300e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    assert roofline(r).shares.host_gap_s == 0.0
+
+    # no busy phase (the CPU, or --runs 1): None, and the line promises nothing
+    r.profile.busy = None
+    s = roofline(r).shares
+    assert s.host_gap_s is None and s.run_s is None
+    assert "host gap: not measured (no GPU busy-time phase in this run" in roofline_line(s)
 
 
 @pytest.mark.slow
 def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     """A real compile on the CPU: the extern matmul's bytes and FLOPs from its recorded shapes; no
     peak for a CPU, so no verdicts, and the summary says so; the view shows the columns and the figure."""
+    from ipycompile.report.summary import roofline_line
     from ipycompile.widgets.html import render_html
     from ipycompile.widgets.tabs import kernels_tab
 
@@ -168,6 +212,8 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     assert cpp.flops_per_launch == 0 and "C++ source" in cpp.how
     assert r.profile.roofline is not None and not r.profile.roofline.peak_known
     assert "no verdicts: the peak of cpu" in str(r)
+    assert r.profile.busy is None and r.profile.roofline.host_gap_s is None  # no GPU busy-time phase on the CPU
+    assert "host gap" not in roofline_line(r.profile.roofline)  # nothing promised
     blocks = kernels_tab(r)
     table = next(b for b in blocks if type(b).__name__ == "Table")
     assert "GB/s" in table.columns and "verdict" in table.columns
@@ -200,3 +246,64 @@ def test_roofline_of_recorded_h100_runs():
         if name == "mlp":  # the two matmul templates: 2*M*N*K from their operands' shapes
             tem = sorted(x.flops_per_launch for x in rows if x.kernel.kind == "template")
             assert tem == [2 * 8192 * 1024 * 4096] * 2
+
+
+@pytest.fixture(scope="module")
+def cpp_bmm():
+    """max-autotune on the CPU with only the C++ GEMM backend: a batched matmul becomes
+    Inductor's C++ GEMM template (CppBmmTemplate: a micro_gemm per batch)."""
+    a, b = torch.randn(4, 64, 128), torch.randn(4, 128, 256)
+    return ipycompile.run_cell("torch.bmm(a, b)", {"a": a, "b": b, "torch": torch}, mode="max-autotune",
+                               options={"max_autotune_gemm_backends": "CPP"}, profile_kernels=True, fresh=True,
+                               runs=3, record=False)
+
+
+@pytest.mark.slow
+def test_cpp_gemm_template_costs_2mnk_and_its_matrices_from_its_sizes(cpp_bmm):
+    from ipycompile.analysis.kernel_costs import cpp_template_cost
+
+    r = cpp_bmm.report
+    (tem,) = [k for k in r.kernels if k.backend == "cpp" and k.kind == "template"]
+    assert "micro_gemm" in tem.source
+    row = next(x for x in roofline(r).rows if x.kernel is tem)
+    # timed under the template's own record-function (graph_N_gemm_m64n256k128_kernel), found in its source
+    assert row.time.kernel == tem.name and row.time.calls > 0
+    # a launch is one batch's GEMM: its record-function is in the per-batch GEMM
+    assert row.flops_per_launch == 2 * 64 * 256 * 128
+    assert row.bytes_per_launch == (64 * 128 + 128 * 256 + 64 * 256) * 4 and row.dtype == "float32"
+    assert "C++ GEMM template's sizes (B=4 M=64 N=256 K=128)" in row.how and "one batch's GEMM" in row.how
+    assert row.bytes_s > 0 and row.verdict == ""  # a CPU: no peak, no verdict
+    # the same source without the per-batch record-function: one launch is the whole batch
+    whole = cpp_template_cost(Kernel(tem.name, "cpp", "template", source=tem.source.replace(
+        "RAIIAtenRecordFunctionHandle", "NoRecordFunction")))
+    assert whole.flops == 4 * 2 * 64 * 256 * 128 and whole.bytes == 4 * (64 * 128 + 128 * 256 + 64 * 256) * 4
+
+
+@pytest.mark.slow
+def test_cpp_gemm_template_of_a_frozen_linear():
+    """The unbatched template (CppGemmTemplate) needs a constant weight: an nn.Linear under
+    freezing, in inference. Freezing goes in torch's global config: Dynamo decides at trace time
+    from it (``torch._dynamo.utils.is_parameter_freezing``) whether parameters enter the graph as
+    constants, and ``torch.compile(options={"freezing": True})`` reaches only Inductor."""
+    lin, x = torch.nn.Linear(128, 256, bias=False).eval(), torch.randn(64, 128)
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        run = ipycompile.run_cell("lin(x)", {"lin": lin, "x": x}, mode="max-autotune",
+                                  options={"max_autotune_gemm_backends": "CPP"}, profile_kernels=True, fresh=True,
+                                  runs=3, record=False)
+    (tem,) = [k for k in run.report.kernels if k.backend == "cpp" and k.kind == "template"]
+    row = next(x for x in roofline(run.report).rows if x.kernel is tem)
+    assert row.time.kernel == tem.name and row.time.calls > 0
+    assert row.flops_per_launch == 2 * 64 * 256 * 128  # one launch: the whole product
+    assert row.bytes_per_launch == (64 * 128 + 128 * 256 + 64 * 256) * 4
+    assert "C++ GEMM template's sizes (M=64 N=256 K=128)" in row.how and "batch" not in row.how
+
+
+@pytest.mark.slow
+def test_cpp_kernel_with_dynamic_shapes_is_not_estimated_and_says_why():
+    run = ipycompile.run_cell("(a.sin() * 2).sum(1)", {"a": torch.randn(64, 128), "torch": torch}, dynamic=True,
+                              profile_kernels=True, fresh=True, runs=3, record=False)
+    roof = roofline(run.report)
+    (row,) = [x for x in roof.rows if x.kernel is not None and x.kernel.backend == "cpp"]
+    assert "ks0" in row.kernel.source and row.time.calls > 0
+    assert row.bytes_per_launch is None and row.how == "not estimated: dynamic shapes (loop bounds are symbols)"
+    assert roof.shares.unknown_s > 0

@@ -10,6 +10,12 @@ Pure functions; no torch. Sources, best first, each named in :attr:`Cost.how`:
   argument's elements are the product of the ranges of the loop variables its
   accesses use (``in_ptr0 + static_cast<int64_t>(x0 + 512L*x1)``: x0 and x1),
   times the C type's size, twice for ``in_out_ptr`` s; static shapes only.
+  A C++ GEMM template (max-autotune's ``CppGemmTemplate`` / ``CppBmmTemplate``:
+  a ``micro_gemm``) from the constants it declares (``constexpr int64_t M = 64L``,
+  ``N``, ``K``, and a batched one's ``B``): ``2*B*M*N*K`` FLOPs, and X, W and Y each
+  once (``B*M*K``, ``B*K*N``, ``B*M*N`` elements of their C types); a batched
+  template opens its record-function in each batch's GEMM, so a launch there is
+  one GEMM (B=1).
 - **the launching op's shapes** (the profiler's ``record_shapes``, kept in
   :class:`~ipycompile.report.KernelLaunch`): bytes are each tensor input read
   or written once, as ``torch/_inductor/analysis/profile_analysis.py`` counts
@@ -36,7 +42,11 @@ from typing import Any, Optional
 
 from ..report.model import Kernel, KernelLaunch
 
-__all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost"]
+__all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost",
+           "cpp_template_cost", "written_bytes", "DYNAMIC"]
+
+#: ``how`` of a C++ kernel whose sizes are symbols in its source (compiled with dynamic shapes)
+DYNAMIC = "not estimated: dynamic shapes (loop bounds are symbols)"
 
 #: Ops whose cost has a formula here: the profiler's launching event is walked out to one of them.
 COSTED_OPS = frozenset({
@@ -193,12 +203,32 @@ def _template_flops(shapes: list[list[int]]) -> Optional[float]:
     return None
 
 
-def _in_out(kernel: Optional[Kernel]) -> list[bool]:
-    """Per argument of a Triton kernel, whether it is read and written (``in_out_ptrN``), from its ``def``."""
+def _arg_names(kernel: Optional[Kernel]) -> list[str]:
+    """A Triton kernel's argument names (``in_ptr0``, ``out_ptr0``, ``in_out_ptr0``, ``xnumel``), from its ``def``."""
     if kernel is None or not kernel.source:
         return []
     m = re.search(rf"def {re.escape(kernel.name)}\(([^)]*)\)", kernel.source)
-    return [a.strip().startswith("in_out_ptr") for a in m.group(1).split(",")] if m else []
+    return [a.split(":")[0].strip() for a in m.group(1).split(",")] if m else []
+
+
+def _in_out(kernel: Optional[Kernel]) -> list[bool]:
+    """Per argument of a Triton kernel, whether it is read and written (``in_out_ptrN``), from its ``def``."""
+    return [a.startswith("in_out_ptr") for a in _arg_names(kernel)]
+
+
+def written_bytes(launch: KernelLaunch, kernel: Optional[Kernel]) -> Optional[float]:
+    """The bytes a Triton kernel's launch writes, each output once: its ``out_ptrN`` and
+    ``in_out_ptrN`` arguments' recorded shapes. None when its ``def`` or shapes are not known
+    (extern and C++ kernels, a kernel without source)."""
+    names = _arg_names(kernel)
+    if not names or not launch.shapes:
+        return None
+    total = 0.0
+    for i, name in enumerate(names[:len(launch.shapes)]):
+        size = itemsize(launch.dtypes[i]) if i < len(launch.dtypes) else None
+        if name.startswith(("out_ptr", "in_out_ptr")) and size is not None and _is_shape(launch.shapes[i]):
+            total += _numel(launch.shapes[i]) * size
+    return total
 
 
 def launch_cost(launch: KernelLaunch, kernel: Optional[Kernel] = None) -> Cost:
@@ -250,9 +280,51 @@ _C_LOOP = re.compile(r"for\s*\(\s*int64_t\s+(?P<var>\w+)\s*=\s*(?:static_cast<in
                      r"\s*(?P=var)\s*<\s*(?:static_cast<int64_t>\()?(?P<hi>-?\d+)L?\)?\s*;")
 
 
+_C_CONST = r"(?:constexpr|const)\s+int64_t\s+{}\s*=\s*(?:static_cast<int64_t>\()?\s*(?P<v>[^;]+?)\)?\s*;"
+
+
+def cpp_template_cost(kernel: Kernel) -> Optional[Cost]:
+    """A C++ GEMM template's bytes and FLOPs from its declared sizes (see the module's doc); a
+    :data:`DYNAMIC` cost when one of them is a symbol (``const int64_t M = ks0;``); None when
+    its source is not one (no ``M``, ``N``, ``K``)."""
+    src = kernel.source or ""
+    sig = re.search(r'extern\s+"C"[^{]*?\bkernel\s*\(([^)]*)\)', src)
+    sizes: dict[str, Optional[int]] = {}
+    for name in ("M", "N", "K", "B"):
+        m = re.search(_C_CONST.format(name), src)
+        if m is None:
+            continue
+        v = m.group("v").strip().rstrip("L")
+        sizes[name] = int(v) if re.fullmatch(r"\d+", v) else None
+    if sig is None or not {"M", "N", "K"} <= set(sizes):
+        return None
+    if any(v is None for v in sizes.values()):
+        return Cost(how=DYNAMIC)
+    types = {}
+    for param in sig.group(1).split(","):
+        m = _C_PARAM.match(param)
+        if m and m.group("type") in _C_TYPES:
+            types[m.group("name")] = m.group("type")
+    b, m_, n, k = sizes.get("B") or 1, sizes["M"], sizes["N"], sizes["K"]
+    # a launch is one call of its record-function: in a batched template that is each batch's GEMM
+    record = src.find("RAIIAtenRecordFunctionHandle")
+    per_gemm = "B" in sizes and 0 <= record < sig.start()
+    if per_gemm:
+        b = 1
+    size = lambda name: _C_TYPES.get(types.get(name, ""), 4)  # noqa: E731
+    moved = b * (m_ * k * size("X") + k * n * size("W") + m_ * n * size("Y"))
+    dtype = _C_DTYPES.get(types.get("X", ""), "")
+    batch = f"B={sizes['B']} " if "B" in sizes else ""
+    each = "; per launch one batch's GEMM (its record-function is in the per-batch GEMM)" if per_gemm else ""
+    return Cost(float(moved), 2.0 * b * m_ * n * k,
+                f"its C++ GEMM template's sizes ({batch}M={m_} N={n} K={k}): 2*M*N*K, X, W and Y each once "
+                f"(a bias or epilogue inputs not counted){each}", dtype)
+
+
 def cpp_source_cost(kernel: Kernel) -> Optional[Cost]:
-    """A C++ kernel's bytes from its source (see the module's doc); None when the source does not
-    allow it (no ``kernel(...)`` signature, a loop bound that is not a number: dynamic shapes)."""
+    """A C++ kernel's bytes from its source (see the module's doc); a :data:`DYNAMIC` cost (no
+    bytes) when a loop bound is not a number (a size symbol: dynamic shapes); None when the
+    source has no ``kernel(...)`` signature with pointers."""
     src = kernel.source or ""
     sig = re.search(r'extern\s+"C"[^(]*\bkernel\s*\(([^)]*)\)', src)
     if not sig:
@@ -266,7 +338,7 @@ def cpp_source_cost(kernel: Kernel) -> Optional[Cost]:
         return None
     body = src[sig.end():]
     if re.search(r"for\s*\(\s*int64_t\s+\w+\s*=[^;]*;\s*\w+\s*<\s*(?!static_cast<int64_t>\(-?\d)(?!-?\d)", body):
-        return None  # a bound that is no number
+        return Cost(how=DYNAMIC)  # a bound that is no number: a size symbol (ks0), dynamic shapes
     match, stack = {}, []  # each brace's partner, to find each loop's body
     for i, ch in enumerate(body):
         if ch == "{":

@@ -16,6 +16,12 @@ Verdicts, from the arithmetic intensity (FLOPs per byte) against the ridge point
 
 A kernel at :data:`NEAR_ROOF` (70 %) or more of the roof that bounds it is
 "near the roof": little is left to gain inside it.
+
+The **host gap** beside the kernels' shares is the GPU's idle time per call while
+the host runs Python, guards and launches: from the run layer's GPU busy-time phase
+(``Profile.busy``, :mod:`ipycompile.run.busy`): the run time per call it judges
+against (the timed runs') less the GPU busy time per call it measured, at least 0. That phase runs on CUDA only, with more than one timed run; without
+it the gap is None (not measured), never a guess.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, Kernel, KernelTime, RooflineShares
 from .device_peaks import DevicePeak, device_peak
-from .kernel_costs import Cost, cpp_source_cost, launch_cost, meta_cost
+from .kernel_costs import Cost, cpp_source_cost, cpp_template_cost, launch_cost, meta_cost
 
 if TYPE_CHECKING:
     from ..report import CompileReport
@@ -75,13 +81,10 @@ def _cost(t: KernelTime, kernel: Optional[Kernel]) -> Cost:
         dtype = next((launch_cost(x, kernel).dtype for x in t.launches), "")
         return Cost(meta.bytes, meta.flops, meta.how, dtype)
     if not t.launches:
-        if kernel is not None and kernel.backend == "cpp" and kernel.kind != "template":
-            cpp = cpp_source_cost(kernel)
-            if cpp is not None:
-                return cpp
-            return Cost(how="a C++ kernel whose loops have no constant bounds (dynamic shapes): not estimated")
-        return Cost(how="no shapes recorded (profiled without record_shapes, or a C++ template: its record-function "
-                        "has no inputs)")
+        if kernel is not None and kernel.backend == "cpp":
+            cpp = cpp_template_cost(kernel) if kernel.kind == "template" else cpp_source_cost(kernel)
+            return cpp if cpp is not None else Cost(how="not estimated: a C++ kernel whose source gives no sizes to count")
+        return Cost(how="no shapes recorded (profiled without record_shapes)")
     costs = [(launch_cost(x, kernel), x.count) for x in t.launches]
     known = [(c, n) for c, n in costs if c.bytes is not None]
     if not known:
@@ -109,6 +112,9 @@ def roofline(r: "CompileReport") -> Optional[Roofline]:
     peak = device_peak(p.device) if p.kernel_times_device == "cuda" else None
     calls = max(p.kernel_times_calls, 1)
     shares = RooflineShares(device=p.device, peak_known=peak is not None)
+    busy = p.busy  # the GPU busy-time phase (CUDA, more than one timed run): its idle time is the host gap
+    if busy is not None and busy.run_s > 0:
+        shares.host_gap_s, shares.run_s = max(0.0, busy.run_s - busy.busy_s), busy.run_s
     rows = []
     for t in p.kernel_times:
         if t.name == OTHER_CPU_TIME:

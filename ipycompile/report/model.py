@@ -620,9 +620,11 @@ class RooflineShares:
     compute_far_s: float = 0.0  # compute-bound kernels further from their roof
     latency_s: float = 0.0  # latency-bound: too short to approach either roof
     unknown_s: float = 0.0  # kernels with no estimate of bytes (or no peak)
-    # The host gap (the call's time in which the GPU is idle) comes from the GPU busy-time work
-    # (issue 21, item 3: branch ``timing``); None until that fills it.
+    # The GPU's idle time per call while the host runs Python, guards and launches: the run
+    # time per call less the GPU busy time of the busy-time phase (``Profile.busy``: ``run_s -
+    # busy_s``, at least 0); None without that phase.
     host_gap_s: Optional[float] = None
+    run_s: Optional[float] = None  # the run time per call the host gap is taken against
 
 
 @dataclass

@@ -91,9 +91,16 @@ def roofline_line(s) -> str:
     """Where the profiled kernel time of a call goes against the roofs (``Profile.roofline``), one line."""
     if s is None or s.busy_s <= 0:
         return ""
+    if s.host_gap_s is not None:
+        run = f" of each {fmt_seconds(s.run_s)} call" if s.run_s else " per call"
+        gap = (f"; host gap {fmt_seconds(s.host_gap_s)}{run} (the GPU idle while the host runs Python, guards and "
+               "launches: the run time less the GPU busy time of the busy-time phase)")
+    else:
+        gap = "; host gap: not measured (no GPU busy-time phase in this run: it needs CUDA and more than one timed run)"
     if not s.peak_known:
         return (f"roofline: {fmt_seconds(s.busy_s)} of kernel time per call; no verdicts: the peak of "
-                f"{s.device or 'this device'} is unknown (bytes and FLOPs per kernel in the Kernels tab)")
+                f"{s.device or 'this device'} is unknown (bytes and FLOPs per kernel in the Kernels tab)"
+                + (gap if s.host_gap_s is not None else ""))
     pct = lambda v: f"{100 * v / s.busy_s:.0f}%"  # noqa: E731
     parts = [f"{pct(s.near_roof_s)} within 70% of a roof", f"{pct(s.memory_far_s)} memory-bound further from it"]
     if s.compute_far_s:
@@ -101,8 +108,6 @@ def roofline_line(s) -> str:
     parts.append(f"{pct(s.latency_s)} latency-bound (too small for either roof)")
     if s.unknown_s:
         parts.append(f"{pct(s.unknown_s)} not estimated")
-    gap = (f"; host gap {fmt_seconds(s.host_gap_s)} per call" if s.host_gap_s is not None
-           else "; host gap: not measured here (the GPU busy-time work)")
     return f"roofline: of {fmt_seconds(s.busy_s)} GPU busy time per call, " + ", ".join(parts) + gap
 
 

@@ -19,7 +19,8 @@ all the device time.
 
 On CPU the time is the calling thread's: Inductor's C++ kernels show up as
 ``graph_<id>_<kernel name>`` record-functions (only when compiled with
-``cpp.enable_kernel_profile=True``), extern kernels as their ops
+``cpp.enable_kernel_profile=True``; a C++ GEMM template names its own,
+``graph_<id>_gemm_m64n256k128_kernel``, found in the source that opens it), extern kernels as their ops
 (``aten::mm``, outermost under Inductor's graph call). Shares are of the
 calls' wall time; what no kernel accounts for (the Python wrapper, guards,
 allocation, eager code) is :data:`OTHER_CPU_TIME`.
@@ -111,6 +112,8 @@ _REGION = re.compile(r"^Torch-Compiled Region: (?P<cid>\S+)$")  # Dynamo's recor
 _GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's record-function around one compiled graph
 _CPP_KERNEL = re.compile(r"^graph_\d+_(?P<name>\w+)$")  # cpp.enable_kernel_profile's record-function
 _OP = re.compile(r"^\w+::\w+$")  # a dispatcher op as the profiler names it: aten::mm
+#: a record-function a C++ kernel's source opens; a GEMM template names its own (``graph_1_gemm_m64n256k128_kernel``)
+_CPP_RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\(\s*"(graph_\d+_\w+)"')
 
 
 @dataclass(frozen=True)
@@ -299,11 +302,15 @@ class _Kernels:
     def __init__(self, kernels: Iterable[Kernel]) -> None:
         self.by_name: dict[str, list[Kernel]] = {}
         self.by_op: dict[str, list[Kernel]] = {}
+        self.by_record: dict[str, list[Kernel]] = {}
         for k in kernels:
             self.by_name.setdefault(k.name, []).append(k)
             op = extern_op(k)
             if op:
                 self.by_op.setdefault(op, []).append(k)
+            if k.backend == "cpp":  # the record-functions its source opens (a GEMM template's: graph_1_gemm_m64n256k128_kernel)
+                for record in dict.fromkeys(_CPP_RECORD.findall(k.source or "")):
+                    self.by_record.setdefault(record, []).append(k)
 
     @staticmethod
     def pick(found: list[Kernel], where: tuple[Optional[CompileId], str]) -> Kernel:
@@ -314,6 +321,11 @@ class _Kernels:
 
     def named(self, name: str, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
         found = self.by_name.get(name)
+        return self.pick(found, where) if found else None
+
+    def recorded(self, record: str, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
+        """The C++ kernel whose source opens the record-function ``record``."""
+        found = self.by_record.get(record)
         return self.pick(found, where) if found else None
 
     def extern(self, ops: Iterable[str], where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
@@ -407,7 +419,8 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
             cpp = _CPP_KERNEL.match(e.name)
             if cpp and not any(_CPP_KERNEL.match(op) for op in inner):
                 name = cpp.group("name")
-                tally.add(name, table.named(name, where), where, e.duration_us)
+                kernel = table.named(name, where) or table.recorded(e.name, where)
+                tally.add(kernel.name if kernel is not None else name, kernel, where, e.duration_us)
             elif _OP.match(e.name) and _outermost(_in_graph(inner)):
                 extern = table.extern([e.name], where)
                 if extern is not None:
