@@ -19,9 +19,10 @@ A kernel at :data:`NEAR_ROOF` (70 %) or more of the roof that bounds it is
 
 The **host gap** beside the kernels' shares is the GPU's idle time per call while
 the host runs Python, guards and launches: from the run layer's GPU busy-time phase
-(``Profile.busy``, :mod:`ipycompile.run.busy`): the run time per call it judges
-against (the timed runs') less the GPU busy time per call it measured, at least 0. That phase runs on CUDA only, with more than one timed run; without
-it the gap is None (not measured), never a guess.
+(``Profile.busy``, :mod:`ipycompile.run.busy`): the run time per call of the plain
+blocks timed between its profiled ones, less the GPU busy time per call it measured,
+at least 0. That phase runs on CUDA only, with more than one timed run; without it the
+gap is None (not measured), never a guess.
 """
 
 from __future__ import annotations
