@@ -145,7 +145,7 @@ def training_step(shell, out: Path) -> dict:
         return info
     rep = shell.user_ns["rep_train"]
     p = rep.profile
-    fn = next(compiled for key, (cf, compiled) in SESSION.compiled.items() if "last_loss = loss.item()" in key[0])
+    fn = next(SESSION.compiled[key][1] for key in SESSION.compiled if "last_loss = loss.item()" in key[0])
     autorange = torch.utils.benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=1.0)
     info.update(reported_run_time_s=p.run_median_s, reported_device_time_s=p.device_median_s,
                 reported_latency_s=p.latency_median_s, run_block_calls=p.run_block_calls,
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     from IPython.core.interactiveshell import InteractiveShell
     from ipycompile.run.profile import device_name
 
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # the tutorials run in their own folder
     out.mkdir(parents=True, exist_ok=True)
     index_path = out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {"runs": {}}

@@ -347,7 +347,7 @@ def main(argv=None) -> int:
         print("\ndiagnostics (median of the rounds' ratios to blocked_autorange): time_blocks with the garbage collector "
               "off, blocks of blocked_autorange's size")
         for r in rows:
-            if "error" not in r:
+            if "error" not in r and "ratio_run_time_gc_off_to_autorange" in r:  # rows of this run (--append keeps others)
                 print(f"{r['workload']:<32} {r['mode']:<15} gc off {r['ratio_run_time_gc_off_to_autorange']:6.3f}  "
                       f"autorange-size blocks {r['ratio_autorange_blocks_to_autorange']:6.3f}")
     ok = [r for r in rows if "error" not in r]
