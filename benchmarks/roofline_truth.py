@@ -26,9 +26,11 @@ transformers Llama (tiny config, random weights, bf16, inference) -- in three st
    never; per workload the matmul/convolution FLOPs against the FLOP counter.
 
 Targets: within 20 % for memory-bound kernels over 10 us (ncu's duration), within 5 %
-for the FLOPs. ``all`` runs the three steps (ncu as a child process).
+for the FLOPs. ``all`` runs the three steps (ncu as a child process); ``compare --from
+DIR[,DIR]`` runs the third again over the work folders earlier runs left (no GPU).
 
     python benchmarks/roofline_truth.py all [--only mlp,resnet,llama] [--out PATH]
+    python benchmarks/roofline_truth.py compare --from WORK1,WORK2 [--out PATH]
 """
 
 from __future__ import annotations
@@ -302,15 +304,89 @@ def _table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def document(result: dict, *, device: str, torch_version: str, metrics: str, only: str, ncu_command: str = "") -> dict:
+    """The JSON written under benchmarks/results/: the comparison and how it was made."""
+    ncu_command = ncu_command or (f"ncu --target-processes all --profile-from-start off --clock-control none --metrics "
+                                   f"{metrics} --csv --page raw python roofline_truth.py target --only {only}")
+    return dict(device=device, torch=torch_version, python=platform.python_version(), metrics=metrics,
+                ncu_command=ncu_command,
+                targets="bytes and achieved bandwidth within 20 % of ncu for memory-bound kernels over 10 us; "
+                        "matmul/conv FLOPs within 5 % of FlopCounterMode", workloads=result,
+                notes=[
+                   "ncu's DRAM writes miss outputs still in the 50 MB L2 when the kernel ends; DRAM reads + the "
+                   "kernel's L2 writes (lts__t_sectors_srcunit_tex_op_write x 32 B) is the traffic it causes: the "
+                   "estimate (each tensor once) is compared with both",
+                   "why_differs (kernels that are not compute-bound, bytes off by more than 20 %): from ncu's "
+                   "counters: under 10 us; outputs still in L2 (DRAM writes below the kernel's L2 writes); L2 reuse "
+                   "of inputs (DRAM reads below its L2 reads); inputs read more than once (DRAM reads above the "
+                   "estimate's reads) or never (L2 reads below them); report_written_bytes: its output arguments",
+                   "report GB/s uses torch.profiler's time of the steady state (inputs often still in L2 from the "
+                   "producer, clocks as they run); ncu flushes the caches before each kernel: small kernels run "
+                   "faster in the report, so its GB/s is higher (and may exceed the DRAM peak: L2 reuse)",
+                   "extern kernels (cuBLAS, cuDNN) are not matched by name here: their FLOPs are checked in the "
+                   "workload's total against FlopCounterMode",
+                ])
+
+
+def _write(doc: dict, out_arg: str, work: "Path | None") -> Path:
+    device = doc["device"]
+    out = Path(out_arg) if out_arg else ROOT / "benchmarks" / "results" / f"roofline_truth-{re.sub(r'[^a-z0-9]+', '-', device.lower()).strip('-')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1, default=str))
+    if work is not None:
+        (work / out.name).write_text(out.read_text())
+    return out
+
+
+def step_compare_saved(works: list[Path], out_arg: str) -> dict:
+    """``compare``: the comparison again from the work folders of earlier ``all`` runs (each
+    its ``roofline_report.json`` and ``ncu_stdout.csv``; gzipped too), e.g. after the compare
+    step changed, or to join workloads measured in separate runs; no GPU needed."""
+    import gzip
+
+    def read(folder: Path, name: str) -> str:
+        plain, packed = folder / name, folder / (name + ".gz")
+        return plain.read_text() if plain.exists() else gzip.decompress(packed.read_bytes()).decode()
+
+    result, device, metrics, only = {}, "", "", []
+    for folder in works:
+        report = json.loads(read(folder, "roofline_report.json"))
+        ncu_text = read(folder, "ncu_stdout.csv")
+        names = list(report)
+        result.update(step_compare(report, parse_ncu_csv(ncu_text), names))
+        device = device or next((w.get("device", "") for w in report.values()), "")
+        metrics = metrics or ",".join(m for m in METRICS.split(",") if m in ncu_text)
+        only += names
+    torch_version = ""
+    for folder in works:  # the reports kept beside (report_<name>.json.gz) name torch's version
+        for path in sorted(folder.glob("report_*.json.gz")):
+            torch_version = json.loads(gzip.decompress(path.read_bytes())).get("profile", {}).get("torch_version", "")
+            torch_version = torch_version or json.loads(gzip.decompress(path.read_bytes())).get(
+                "profile", {}).get("settings", {}).get("torch_version", "")
+            break
+    doc = document(result, device=device, torch_version=torch_version, metrics=metrics, only=",".join(only))
+    doc["compared_from"] = [str(f) for f in works]
+    out = _write(doc, out_arg, None)
+    print(_table(result))
+    print(f"wrote {out}")
+    return doc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("step", choices=["all", "report", "target"])
+    ap.add_argument("step", choices=["all", "report", "target", "compare"])
     ap.add_argument("--only", default="mlp,resnet,llama")
     ap.add_argument("--out", default="")
     ap.add_argument("--work", default=os.environ.get("OUT", "/tmp"))
     ap.add_argument("--ncu", default="ncu")
+    ap.add_argument("--from", dest="works", default="", help="compare: the work folders of earlier runs, comma-separated")
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n]
+    if a.step == "compare":
+        if not a.works:
+            ap.error("compare needs --from DIR[,DIR...]: the work folders of earlier 'all' runs")
+        step_compare_saved([Path(w) for w in a.works.split(",")], a.out)
+        return
     if a.step == "target":
         step_target(names)
         return
@@ -339,29 +415,9 @@ def main() -> None:
     result = step_compare(report, ncu_rows, names)
     import torch
 
-    device = torch.cuda.get_device_name()
-    doc = dict(device=device, torch=torch.__version__, python=platform.python_version(), metrics=metrics,
-               ncu_command=" ".join(cmd[:-5] + ["python", "roofline_truth.py", "target", "--only", a.only]),
-               targets="bytes and achieved bandwidth within 20 % of ncu for memory-bound kernels over 10 us; "
-                       "matmul/conv FLOPs within 5 % of FlopCounterMode", workloads=result,
-               notes=[
-                   "ncu's DRAM writes miss outputs still in the 50 MB L2 when the kernel ends; DRAM reads + the "
-                   "kernel's L2 writes (lts__t_sectors_srcunit_tex_op_write x 32 B) is the traffic it causes: the "
-                   "estimate (each tensor once) is compared with both",
-                   "why_differs (kernels that are not compute-bound, bytes off by more than 20 %): from ncu's "
-                   "counters: under 10 us; outputs still in L2 (DRAM writes below the kernel's L2 writes); L2 reuse "
-                   "of inputs (DRAM reads below its L2 reads); inputs read more than once (DRAM reads above the "
-                   "estimate's reads) or never (L2 reads below them); report_written_bytes: its output arguments",
-                   "report GB/s uses torch.profiler's time of the steady state (inputs often still in L2 from the "
-                   "producer, clocks as they run); ncu flushes the caches before each kernel: small kernels run "
-                   "faster in the report, so its GB/s is higher (and may exceed the DRAM peak: L2 reuse)",
-                   "extern kernels (cuBLAS, cuDNN) are not matched by name here: their FLOPs are checked in the "
-                   "workload's total against FlopCounterMode",
-               ])
-    out = Path(a.out) if a.out else ROOT / "benchmarks" / "results" / f"roofline_truth-{re.sub(r'[^a-z0-9]+', '-', device.lower()).strip('-')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1, default=str))
-    (work / out.name).write_text(out.read_text())
+    doc = document(result, device=torch.cuda.get_device_name(), torch_version=torch.__version__, metrics=metrics,
+                   only=a.only, ncu_command=" ".join(cmd[:-5] + ["python", "roofline_truth.py", "target", "--only", a.only]))
+    _write(doc, a.out, work)
     print(_table(result))
 
 

@@ -123,4 +123,34 @@ def test_help_runs_without_a_gpu():
     p = subprocess.run([sys.executable, str(BENCH / "roofline_truth.py"), "--help"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "{all,report,target}" in p.stdout and "--only" in p.stdout
+    assert "{all,report,target,compare}" in p.stdout and "--only" in p.stdout and "--from" in p.stdout
+
+
+def test_compare_again_from_saved_work_folders(tmp_path):
+    """``compare --from A,B``: two earlier runs' folders (one plain, one gzipped) joined in one JSON."""
+    import gzip
+    import json
+
+    one, two = tmp_path / "a", tmp_path / "b"
+    one.mkdir(), two.mkdir()
+    row = _row("triton_poi_fused_gelu_1", "memory-bound", 134.22 * MB, 67.11 * MB, 45.0, 0.2)
+    (one / "roofline_report.json").write_text(json.dumps({"mlp": dict(
+        rows=[row], flop_counter=1e9, report_flops=1e9, roofline_line=[], device="NVIDIA H100 80GB HBM3")}))
+    (one / "ncu_stdout.csv").write_text(_csv([("triton_poi_fused_gelu_1", 67.11 * MB, 43 * MB, 48_900, 67.11 * MB,
+                                               67.11 * MB)]))
+    (two / "roofline_report.json.gz").write_bytes(gzip.compress(json.dumps({"resnet": dict(
+        rows=[_row("triton_poi_fused_add_0", "memory-bound", 200 * MB, 100 * MB, 70.0, 0.3)], flop_counter=2e9,
+        report_flops=2e9, roofline_line=[], device="NVIDIA H100 80GB HBM3")}).encode()))
+    (two / "ncu_stdout.csv.gz").write_bytes(gzip.compress(_csv([("triton_poi_fused_add_0", 100 * MB, 100 * MB, 80_000,
+                                                                 100 * MB, 100 * MB)]).encode()))
+    out = tmp_path / "joined.json"
+    r = subprocess.run([sys.executable, str(BENCH / "roofline_truth.py"), "compare", "--from", f"{one},{two}",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert set(doc["workloads"]) == {"mlp", "resnet"} and doc["device"] == "NVIDIA H100 80GB HBM3"
+    assert doc["workloads"]["mlp"]["kernels"][0]["why_differs"].startswith("outputs still in L2")
+    assert doc["workloads"]["resnet"]["bytes_within_20pct"] == 1 and doc["compared_from"] == [str(one), str(two)]
+    assert "lts__t_sectors_srcunit_tex_op_read.sum" in doc["metrics"]
+    missing = subprocess.run([sys.executable, str(BENCH / "roofline_truth.py"), "compare"], capture_output=True, text=True)
+    assert missing.returncode == 2 and "compare needs --from" in missing.stderr
