@@ -58,8 +58,11 @@ def test_three_times_are_measured_and_named(tiny):
 
 
 def test_device_time_agrees_with_the_profilers_kernel_sum():
-    """An independent instrument: the kernel sum of --profile-kernels on a compute-bound call."""
-    a, b = (torch.randn(2048, 2048, device="cuda", dtype=torch.float16) for _ in range(2))
+    """An independent instrument: the kernel sum of --profile-kernels on a compute-bound call. The
+    matmul is large (8192^3 in fp16, about 2 ms on an H100): do_bench's method times from the end of
+    its cache flush, so a call whose host side (guards, wrapper, launch) outlasts the flush reads
+    that host time too; at 2048^3 (25 us of kernel) a slow host read 72 us on the H100."""
+    a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.float16) for _ in range(2))
     run = _run("a @ b", {"a": a, "b": b}, profile_kernels=True)
     p = run.report.profile
     kernels = sum(t.per_call_s for t in p.kernel_times)

@@ -145,8 +145,9 @@ def _as_saved(now, saved):
 
 
 def test_saved_schema_1_reports_load_into_profile_records():
-    """The reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat
-    Profile): they load into the records, every flat value where it now lives, and round-trip."""
+    """Reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat Profile;
+    tutorial 07's, from the run before the records): they load into the records, every flat value
+    where it now lives. Those saved with schema 2 (regenerated since) load and save unchanged."""
     import gzip
     import json
     from pathlib import Path
@@ -155,9 +156,13 @@ def test_saved_schema_1_reports_load_into_profile_records():
     from ipycompile.report.serialize import to_jsonable
 
     files = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "gpu").glob("*.json.gz"))
-    assert files
+    versions = {path.name: json.loads(gzip.decompress(path.read_bytes())).get("schema_version", 1) for path in files}
+    assert 1 in versions.values(), versions  # old reports stay, to keep this conversion tested
     for path in files:
         data = json.loads(gzip.decompress(path.read_bytes()))
+        if versions[path.name] == SCHEMA_VERSION:
+            assert to_jsonable(CompileReport.from_dict(data).profile) == data["profile"], path.name
+            continue
         assert data.get("schema_version", 1) == 1
         report = CompileReport.from_dict(data)
         p = report.profile
