@@ -360,9 +360,8 @@ def step_compare_saved(works: list[Path], out_arg: str) -> dict:
     torch_version = ""
     for folder in works:  # the reports kept beside (report_<name>.json.gz) name torch's version
         for path in sorted(folder.glob("report_*.json.gz")):
-            torch_version = json.loads(gzip.decompress(path.read_bytes())).get("profile", {}).get("torch_version", "")
-            torch_version = torch_version or json.loads(gzip.decompress(path.read_bytes())).get(
-                "profile", {}).get("settings", {}).get("torch_version", "")
+            profile = json.loads(gzip.decompress(path.read_bytes())).get("profile") or {}
+            torch_version = profile.get("torch_version") or (profile.get("settings") or {}).get("torch_version", "")
             break
     doc = document(result, device=device, torch_version=torch_version, metrics=metrics, only=",".join(only))
     doc["compared_from"] = [str(f) for f in works]

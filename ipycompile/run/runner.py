@@ -470,12 +470,17 @@ def _latency_and_device_time(steady: SteadyState, fn: Callable[[], Any], runs: O
     more: dict[str, Any] = {"latency_times_s": list(latency.times_s), "latency_median_s": latency.median_s}
     method = steady.timing_method
     if cuda:
-        times = time_device(fn, target_s=0.1, estimate_s=median if median > 0.02 else None)
+        times = _device_times(fn, median)
         more.update(device_times_s=times, device_median_s=statistics.median(times))
         method += (f"; device time: CUDA events around each of {len(times)} calls, L2 flushed "
                    "before each (do_bench's method)")
     method += f"; latency: {n} single calls, each between two synchronisations"
     return Measured(dataclasses.replace(steady, timing_method=method, **more))
+
+
+def _device_times(fn: Callable[[], Any], run_s: float) -> list[float]:
+    """Device time per call (do_bench's method), about 0.1 s of calls; ``run_s`` sizes them where calls are long."""
+    return time_device(fn, target_s=0.1, estimate_s=run_s if run_s > 0.02 else None)
 
 
 def _latency_calls(run_s: float) -> int:
@@ -573,11 +578,10 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
                              run_time_noise(eager_blocks.times_s, "eager run time")) if why]
     if runs != 1:
         median = eager_blocks.median_s
-        n = max(3, min(50, int(0.3 / max(median, 1e-9)))) if median < 0.1 else 1
-        fields["latency_median_s"] = time_calls(target.eager, runs=n, warmup=0, use_cuda_events=False).median_s
+        fields["latency_median_s"] = time_calls(target.eager, runs=_latency_calls(median), warmup=0,
+                                                use_cuda_events=False).median_s
         if device_work and torch.cuda.is_available():
-            fields["device_median_s"] = statistics.median(
-                time_device(target.eager, target_s=0.1, estimate_s=median if median > 0.02 else None))
+            fields["device_median_s"] = statistics.median(_device_times(target.eager, median))
             fields["busy"] = measure_busy(target.eager, median, cudagraphs=False, suggest=False)
             why = busy_noise(fields["busy"], "eager GPU busy share")
             noise += [why] if why else []
