@@ -23,6 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..report.text import one_line, printable
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
@@ -332,7 +334,7 @@ def _break_line(d: BreakDiff) -> str:
 
 
 def render_text(c: Comparison) -> str:
-    lines = [f"ipycompile comparison: A = {c.a}, B = {c.b}"]
+    lines = [f"ipycompile comparison: A = {one_line(c.a)}, B = {one_line(c.b)}"]
     if c.comparable:
         lines.append("comparable: same torch, device and settings")
     else:
@@ -367,4 +369,4 @@ def render_text(c: Comparison) -> str:
     if c.metrics:
         width = max(len(m.name) for m in c.metrics)
         lines += [f"{m.name:<{width}}  {metric_text(m)}" for m in c.metrics]
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # names and reasons come from traces: escaped

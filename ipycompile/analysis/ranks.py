@@ -23,6 +23,7 @@ from typing import Any, Mapping, Optional
 
 from ..report import CompileReport, GraphBreak
 from ..report.summary import fmt_ranks, plural
+from ..report.text import printable
 
 __all__ = ["rank_divergence", "RankDivergence", "Presence", "CountDifference", "RankGroup", "CompileTimes", "is_collective_break"]
 
@@ -175,7 +176,7 @@ class RankDivergence:
             lines += _listing(self.collective_breaks, CountDifference.describe)
         if self.unreadable:
             lines.append("Unreadable events skipped: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(self.unreadable.items())))
-        return "\n".join(lines)
+        return printable("\n".join(lines))  # reasons and names come from traces: escaped
 
     def __repr__(self) -> str:
         state = f"{len(self.behaviours)} behaviours" if self.diverged else "alike"

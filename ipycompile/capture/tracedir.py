@@ -36,6 +36,7 @@ from typing import Callable, Iterator, Optional
 
 from ..report import CompileReport, CompileTime
 from ..report.summary import fmt_ranks as rank_ranges
+from ..report.text import one_line, printable
 from .tracefile import Progress, TraceFileError, check_path, os_reason, read_trace, sniff_trace
 
 __all__ = ["load_trace", "RankReports", "find_rank_logs"]
@@ -202,23 +203,23 @@ class RankReports(Mapping):
         return {r: s.origin.problems for r, s in self.summaries.items() if s.origin is not None and s.origin.problems}
 
     def __str__(self) -> str:
-        lines = [f"{len(self)} rank logs in {self.path} (ranks {rank_ranges(self.files)})"]
+        lines = [f"{len(self)} rank logs in {one_line(self.path)} (ranks {rank_ranges(self.files)})"]
         if self.unreadable:
             lines.append(f"{len(self.unreadable)} rank log(s) could not be read: the comparison covers ranks "
                          f"{rank_ranges(self.files)} only (--strict, or strict=True, makes this an error)")
         for rank, probs in self.problems.items():
             n = self.summaries[rank].origin.problem_count
-            lines.append(f"  rank {rank}: {n} unreadable event(s) skipped, e.g. {probs[0]}")
+            lines.append(f"  rank {rank}: {n} unreadable event(s) skipped, e.g. {one_line(probs[0])}")
         if self.ignored:
             lines.append(f"ignored {len(self.ignored)} other file(s):")
-            lines += [f"  {name}: {why}" for name, why in self.ignored[:10]]
+            lines += [f"  {one_line(name)}: {one_line(why)}" for name, why in self.ignored[:10]]
             if len(self.ignored) > 10:
                 lines.append(f"  ... and {len(self.ignored) - 10} more")
-        return "\n".join(lines)
+        return printable("\n".join(lines))  # file names are untrusted: escaped
 
     def __repr__(self) -> str:
         ign = f", {len(self.ignored)} other files ignored" if self.ignored else ""
-        return f"<RankReports {len(self)} ranks ({rank_ranges(self.files)}) from {self.path}{ign}>"
+        return f"<RankReports {len(self)} ranks ({rank_ranges(self.files)}) from {one_line(self.path)}{ign}>"
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(repr(self) if cycle else str(self))
@@ -259,7 +260,10 @@ def load_trace(
     if not stat.S_ISDIR(check_path(name).st_mode):
         report = read_trace(name, strict=strict, summary=summary, progress=progress)
         got = report.origin.rank if report.origin is not None else None
-        if rank is not None and got is not None and got != rank:
+        if rank is not None and got is None:
+            raise TraceFileError(f"{name} is the log of one process, without a rank: rank= (--rank) picks a log "
+                                 "from a directory of rank logs; leave it out to read this log")
+        if rank is not None and got != rank:
             raise TraceFileError(f"{name} is the log of rank {got}, not rank {rank}; "
                                  "rank= picks a log from a directory of rank logs")
         return done(report)

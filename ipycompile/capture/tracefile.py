@@ -29,6 +29,7 @@ import dataclasses
 import errno
 import gzip
 import hashlib
+import io
 import json
 import os
 import stat
@@ -38,6 +39,7 @@ import zlib
 from typing import Any, Callable, IO, Iterable, Iterator, Optional
 
 from ..report import CompileReport, TraceOrigin
+from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import build_report
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
@@ -63,6 +65,13 @@ _SNIFF_LINES = 200
 #: A log's first bytes must hold one of torch's line prefixes.
 _HEAD_BYTES = 1 << 20
 _PROGRESS_STEP = 1 << 22  # report progress every 4 MiB read
+#: The longest line a log may hold (an envelope, or one line of a payload): a longer one is not
+#: read (memory while reading is bounded by this, whatever the file or its gzip stream holds),
+#: its event is skipped and counted as a problem. torch's lines are a few KB; generated code's
+#: longest lines, a few hundred KB.
+MAX_LINE_BYTES = 16 << 20
+#: A UTF-8 byte order mark, which an editor may put at the start of a log it saved.
+_BOM = b"\xef\xbb\xbf"
 
 #: Payloads a summary pass reads: small ones the summary needs (Dynamo's graph for graph counts and
 #: control flow, graph breaks, recompile reasons, errors, compile-time events, cache bypass reasons).
@@ -179,6 +188,28 @@ def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
     except BaseException:
         raw.close()
         raise
+
+
+def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[tuple[bytes, int]]:
+    """``(line, 0)`` for each line of ``stream`` of at most ``limit`` bytes (its newline
+    included), ``(first bytes, length)`` for a longer one, which is read through in pieces
+    and never held whole: memory stays bounded by ``limit``."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n") and len(line) == limit + 1:
+            yield line, 0
+            continue
+        n = len(line)
+        head = line[:64]
+        del line
+        while True:
+            rest = stream.readline(1 << 20)
+            n += len(rest)
+            if not rest or rest.endswith(b"\n"):
+                break
+        yield head, n
 
 
 def iter_records(
@@ -342,9 +373,30 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         return rec
 
     try:
-        for line in stream:
+        for line, too_long in _bounded_lines(stream, MAX_LINE_BYTES):
             lineno += 1
-            read_bytes += len(line)
+            if lineno == 1 and line.startswith(_BOM):  # saved by an editor: not part of the log
+                line = line[len(_BOM):]
+            read_bytes += too_long or len(line)
+            if too_long:
+                what = f"a line of {too_long:,} bytes, longer than the {MAX_LINE_BYTES >> 20} MiB a log's line may have"
+                if line[:1] == b"\t" and cur_meta is not None:  # in a payload: the event cannot be read
+                    rd.problem(cur_line, f"this {cur_key or 'event'} event's payload has {what} (line {lineno}): "
+                               "not read", cur_lines + 1)
+                    cur_meta, cur_payload, cur_skip = None, None, True
+                elif line[:1] == b"\t":
+                    o.skipped_lines += 1
+                else:
+                    if cur_meta is not None:
+                        rec = finish()
+                        if rec is not None:
+                            yield rec
+                        cur_meta = None
+                    rd.problem(lineno, f"{what}: not read")
+                    cur_skip = True
+                if not line.endswith(b"\n"):
+                    ended_cleanly = False
+                continue
             if line[:1] == b"\t":
                 if cur_payload is not None:
                     cur_lines += 1
@@ -521,9 +573,15 @@ def write_trace(
     in torch's TORCH_TRACE format; returns the number written. ``.gz`` paths are gzipped."""
     if isinstance(out, (str, os.PathLike)):
         name = os.fspath(out)
-        opener = gzip.open if name.endswith(".gz") else open
-        with opener(name, "wt", encoding="utf-8", newline="\n") as f:
-            return write_trace(records, f)
+        with atomic_writer(name, "wb") as raw:  # a failed write leaves no half log (and no earlier one cut)
+            zipped = gzip.GzipFile(fileobj=raw, mode="wb", filename="") if name.endswith(".gz") else None
+            f = io.TextIOWrapper(zipped or raw, encoding="utf-8", newline="\n")
+            n = write_trace(records, f)
+            f.flush()
+            f.detach()  # the writer closes the file
+            if zipped is not None:
+                zipped.close()
+            return n
     n = 0
     for rec in records:
         meta, payload = rec[0], rec[1]
@@ -541,26 +599,37 @@ def trace_file_name(rank: Optional[int] = None) -> tuple[str, str]:
 
 
 def sniff_trace(path: str, lines: int = 50) -> tuple[bool, Optional[int]]:
-    """``(is a TORCH_TRACE log, the rank its first events name)`` from the first ``lines`` lines.
+    """``(is a TORCH_TRACE log, the rank its first events name)`` from the first ``lines`` lines
+    (within the first MiB: a file whose first MiB holds no torch line prefix is not read further).
     Raises ``OSError`` when the file cannot be opened or read (the caller says why)."""
     found, rank = False, None
     stream, raw = _open_binary(path)
     with raw, stream:
+        head = b""
         try:
-            for i, line in enumerate(stream):
-                if i >= lines:
+            while len(head) < _HEAD_BYTES:
+                chunk = stream.read(min(1 << 16, _HEAD_BYTES - len(head)))
+                if not chunk:
                     break
-                m = _PREFIX.match(line)
-                if m is None:
-                    continue
-                try:
-                    meta = loads(line[m.end():])
-                except ValueError:  # a line the reading pass reports
-                    continue
-                if isinstance(meta, dict):
-                    found = True
-                    if isinstance(meta.get("rank"), int) and not isinstance(meta["rank"], bool):
-                        return True, meta["rank"]
+                head += chunk
         except (EOFError, zlib.error):  # a broken gzip stream: a log if its first lines were events
             pass
+        if not _PREFIX.search(head):
+            return False, None
+        if head.startswith(_BOM):
+            head = head[len(_BOM):]
+        for i, line in enumerate(head.split(b"\n")):
+            if i >= lines:
+                break
+            m = _PREFIX.match(line)
+            if m is None:
+                continue
+            try:
+                meta = loads(line[m.end():])
+            except ValueError:  # a line the reading pass reports
+                continue
+            if isinstance(meta, dict):
+                found = True
+                if isinstance(meta.get("rank"), int) and not isinstance(meta["rank"], bool):
+                    return True, meta["rank"]
     return found, rank

@@ -6,6 +6,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..report.text import one_line
 from ..run.traces import open_trace
 
 
@@ -24,7 +25,7 @@ class TraceMagics(Magics):
         try:
             loaded, shown = open_trace(args.path, rank=args.rank, strict=args.strict)
         except ValueError as exc:  # TraceFileError: the path and the reason
-            raise UsageError(str(exc)) from None
+            raise UsageError(one_line(str(exc))) from None  # the path is the user's, its file names untrusted
         if args.output:
             self.shell.user_ns[args.output] = loaded
         from IPython.display import display

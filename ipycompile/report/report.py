@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import re
-import tempfile
+import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -30,7 +30,9 @@ from .model import (
     UnrolledLoop,
 )
 from .owners import CodeLayout, Owner, display_path, owner
+from .files import refuse_input, write_atomic
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
+from .text import one_line
 
 if TYPE_CHECKING:
     from .summary import Hints
@@ -61,10 +63,29 @@ def register_html_writer(write) -> None:
         _html_writers.append(write)
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+#: A saved report larger than this is refused before it is read (reports of large models are tens of MB).
+MAX_REPORT_BYTES = 256 << 20
+
+
+_JSON_STARTS = frozenset(bytes([c]) for c in b'{["-0123456789tfnIN')
+
+
+def _read_report_file(name: str) -> bytes:
+    """The bytes of a saved report, checked before they are read (see :meth:`CompileReport.load`)."""
+    st = os.stat(name)  # FileNotFoundError etc. name the path
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory (a saved report is a JSON file)", name)
+    if not stat.S_ISREG(st.st_mode):
+        raise ReportFormatError(f"{name}: not a regular file (a pipe, a socket or a device): a saved report is a JSON file")
+    if st.st_size > MAX_REPORT_BYTES:
+        raise ReportFormatError(f"{name}: {st.st_size:,} bytes, larger than a saved report may be "
+                                f"({MAX_REPORT_BYTES >> 20} MiB): not read")
+    with open(name, "rb") as f:
+        head = f.read(4096)
+        start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+        if start not in _JSON_STARTS and (start or len(head) == 4096):  # refused before the rest is read
+            raise ReportFormatError(f"{name}: not a report: the text is not JSON (it starts with {head[:16]!r})")
+        return head + f.read()
 
 
 @dataclass
@@ -168,8 +189,10 @@ class CompileReport:
         return report_from_dict(cls, data, SCHEMA_VERSION)
 
     def to_json(self, **kwargs: Any) -> str:
+        """The report as standard JSON (no ``Infinity``/``NaN`` tokens: non-finite floats are saved
+        as the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` and read back as floats)."""
         try:
-            return json.dumps(self.to_dict(), **kwargs)
+            return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
         except ReportFormatError as exc:
             raise ReportFormatError(f"{unjsonable_field(self)}: {exc}") from None
 
@@ -183,32 +206,30 @@ class CompileReport:
 
     def save(self, path: "str | os.PathLike[str]") -> None:
         """Write the report as JSON to ``path``: serialised first, then written to a temporary file
-        beside it and renamed over ``path``, so that a failure leaves an earlier file as it was."""
+        beside it and renamed over ``path`` (:func:`~ipycompile.report.files.atomic_writer`), so that
+        a failure leaves an earlier file as it was. The trace log the report was read from is never
+        overwritten (:class:`~ipycompile.report.files.OutputIsInputError`)."""
         text = self.to_json()
-        path = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.",
-                                   suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        refuse_input(path, self._inputs(), "the report's path")
+        write_atomic(path, text)
+
+    def _inputs(self) -> list[str]:
+        """The files this report was read from (its trace log), which no output may overwrite."""
+        return [self.origin.path] if self.origin is not None and self.origin.path else []
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]") -> "CompileReport":
-        """The report saved at ``path``; ``ValueError`` naming the file (and the field) when it is not one."""
-        with open(path, "rb") as f:
-            text = f.read()
+        """The report saved at ``path``; ``ValueError`` naming the file (and the field) when it is not one.
+
+        The file is checked before it is read: a path that is not a regular file (a directory,
+        a FIFO, a device) is refused at once, as is one whose first bytes are not a JSON object
+        or that is larger than :data:`MAX_REPORT_BYTES`."""
+        name = os.fspath(path)
+        text = _read_report_file(name)
         try:
             return cls.from_json(text)
         except ValueError as exc:
-            raise ReportFormatError(f"{os.fspath(path)}: {exc}") from None
+            raise ReportFormatError(f"{name}: {exc}") from None
 
     def where(self, filename: str, lineno: Optional[int] = None) -> str:
         """A place as the user knows it: ``In [7], line 3`` for notebook cells,
@@ -217,7 +238,7 @@ class CompileReport:
         label = self.sources.get(filename)
         if label:
             return f"{label}, line {lineno}" if lineno is not None else label
-        name = display_path(filename, self.code_layout) if filename else "?"
+        name = one_line(display_path(filename, self.code_layout)) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
     def readable(self, text: str) -> str:
@@ -262,6 +283,7 @@ class CompileReport:
             UserWarning,
             stacklevel=2,
         )
+        refuse_input(path, self._inputs(), "the HTML page's path")
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------

@@ -77,7 +77,44 @@ def to_jsonable(obj: Any) -> Any:
     if not isinstance(obj, _JSON_SCALARS):
         raise ReportFormatError(f"a {type(obj).__module__}.{type(obj).__qualname__} value ({_short(obj)}) "
                                 "cannot be saved as JSON")
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return nonfinite_text(obj)
     return obj
+
+
+#: How a float JSON cannot hold is saved: standard JSON has no Infinity or NaN (``jq`` and
+#: ``JSON.parse`` refuse Python's tokens), so they are saved as these strings and read back
+#: as floats (in a field typed ``float``, and in free-form fields such as ``Compile.metrics``,
+#: where these three strings always read back as floats).
+NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def nonfinite_text(value: float) -> str:
+    """``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: how a non-finite float is saved."""
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` (JSON-able: dicts, lists, scalars) with every non-finite float written as
+    :func:`nonfinite_text`, so that ``json.dumps(..., allow_nan=False)`` takes it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else nonfinite_text(value)
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def _any_value(data: Any) -> Any:
+    """A free-form (``Any``) value as saved, with :data:`NONFINITE`'s strings read back as floats."""
+    if isinstance(data, str):
+        return NONFINITE.get(data, data) if len(data) <= 9 else data
+    if isinstance(data, dict):
+        return {k: _any_value(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_any_value(v) for v in data]
+    return data
 
 
 def unjsonable_field(obj: Any, where: str = "report") -> str:
@@ -156,7 +193,7 @@ def from_jsonable(tp: Any, data: Any, where: str = "report") -> Any:
     """Rebuild a value of type ``tp`` from what :func:`to_jsonable` produced, checking every
     field against the model: :class:`ReportFormatError` names the first that does not fit."""
     if tp is Any:
-        return data
+        return _any_value(data)
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -209,6 +246,8 @@ def from_jsonable(tp: Any, data: Any, where: str = "report") -> Any:
     if tp is float:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             return data
+        if isinstance(data, str) and data in NONFINITE:  # how to_jsonable saves inf and nan
+            return NONFINITE[data]
     elif tp is int:
         if isinstance(data, int) and not isinstance(data, bool):
             return data

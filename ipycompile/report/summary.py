@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from .model import AutotuneGroup, group_autotuning
+from .text import one_line, printable
 
 if TYPE_CHECKING:
     from .report import CompileReport
-
-#: Control characters (C0 but newline and tab, DEL, C1): a trace is untrusted input, and a
-#: message or file name holding ``\x1b]0;...\x07`` or ``\x1b[2J`` must not drive the terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (all C0 and C1 but newline and tab) written as escapes
-    (``\x1b``): what every text output of a report, on a terminal or in a file, goes through."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
 
 class Hints(NamedTuple):
     """How the summary tells the reader to get more, in the words of where it is shown
@@ -257,7 +246,7 @@ def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
         return []
     rank = f" (rank {o.rank})" if o.rank is not None else ""
     torch = f", torch {r.torch_version}" if r.torch_version else ""
-    out = [f"read from {o.path}{rank}: {plural(o.records, 'trace event')}{torch}"]
+    out = [f"read from {one_line(o.path)}{rank}: {plural(o.records, 'trace event')}{torch}"]
     if o.summary:
         out.append(f"first-pass summary: {plural(sum(o.unread.values()), 'bulky event')} (generated code, "
                    f"graphs after Dynamo's, guards) not read; {hints.read_all}")

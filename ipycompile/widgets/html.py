@@ -17,6 +17,7 @@ import time
 from typing import Optional
 
 from ..report import CompileReport
+from ..report.files import write_atomic
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -448,8 +449,7 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>{_e(title)}</title></head><body>\n{render_html(report)}\n</body></html>\n"
     )
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
+    write_atomic(path, page)  # a failed write leaves an earlier page as it was
     return path
 
 

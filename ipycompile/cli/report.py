@@ -1,0 +1,215 @@
+"""``python -m ipycompile report TRACE_OR_DIR [-o report.html|-] [--json PATH|-] [--rank R]``.
+
+Reads a TORCH_TRACE log (plain or gzip) or a directory of rank logs and prints
+a one-screen text summary on stdout; ``-o`` writes the report as a standalone
+HTML page, ``--json`` as ipycompile's lossless JSON (standard JSON: ``jq`` and
+``JSON.parse`` read it). ``-`` for either writes it to stdout, and the summary
+then goes to stderr. For a directory without ``--rank`` it prints how the
+ranks differ. A progress bar goes to stderr on large inputs.
+
+Outputs are written atomically (a temporary file beside the target, renamed
+over it): a failed write leaves an earlier file as it was. An output that is
+(or resolves to) the input, or lies inside an input directory, is refused
+before anything is read. Exit status: see :mod:`ipycompile.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from typing import IO
+
+from .output import check_outputs, fail, open_output, output_name, say
+
+PROG = "ipycompile report"
+#: Inputs at least this large get a progress bar (when stderr is a terminal).
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+class ProgressBar:
+    """``[#####.....]  45%  120/300 MB  3.2 s`` redrawn in place on a stream."""
+
+    def __init__(self, stream: IO[str], label: str, width: int = 30) -> None:
+        self.stream, self.label, self.width = stream, label, width
+        self.t0 = time.perf_counter()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done < total and now - getattr(self, "_last", 0.0) < 0.1:  # redraw at most 10 times a second
+            return
+        self._last = now
+        frac = min(1.0, done / total) if total else 1.0
+        n = int(frac * self.width)
+        bar = "#" * n + "." * (self.width - n)
+        self.stream.write(f"\r{self.label} [{bar}] {frac:4.0%} {done / 1e6:,.0f}/{total / 1e6:,.0f} MB "
+                          f"{time.perf_counter() - self.t0:.1f} s")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _input_bytes(path: str) -> int:
+    try:
+        return _bytes_under(path)
+    except OSError:  # unreadable: the reading says why
+        return 0
+
+
+def _bytes_under(path: str) -> int:
+    if os.path.isdir(path):
+        total = 0
+        for name in os.listdir(path):
+            full = os.path.join(path, name)
+            if os.path.isfile(full):
+                total += os.path.getsize(full)
+        return total
+    return os.path.getsize(path) if os.path.isfile(path) else 0
+
+
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of processes, 1 or more") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 or more")
+    return n
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    rep = sub.add_parser(
+        "report",
+        help="read a TORCH_TRACE log or a directory of rank logs",
+        description="Read a TORCH_TRACE log (plain or gzip) or a directory of rank logs: a one-screen "
+        "summary on stdout, the report as HTML (-o) or JSON (--json). Exit status: 0 on success, 1 when "
+        "the input cannot be read or an output cannot be written, 2 for a usage error.",
+    )
+    rep.add_argument("path", metavar="TRACE_OR_DIR", help="a TORCH_TRACE log, or a directory of rank logs")
+    rep.add_argument("-o", "--output", metavar="REPORT.html",
+                     help="write the report as a standalone HTML page; '-' for stdout")
+    rep.add_argument("--json", metavar="PATH", help="write the report as JSON (ipycompile's lossless form); '-' for stdout")
+    rep.add_argument("--rank", type=int, metavar="R", help="with a directory: read rank R's log only")
+    rep.add_argument("--strict", action="store_true", help="fail on the first unreadable line (as tlparse --strict)")
+    rep.add_argument("--full", action="store_true",
+                     help="read everything even for the text summary (by default, without -o/--json, a quick first "
+                     "pass leaves generated code and later graphs unread)")
+    rep.add_argument("--workers", type=_workers, metavar="N",
+                     help="processes reading a directory's rank logs (default: one per CPU)")
+    bar = rep.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
+    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    rep.set_defaults(run=report_command, parser=rep)
+    return rep
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from ..capture.tracefile import TraceFileError, check_path
+    from ..report import CompileReport
+    from ..report.summary import CLI_HINTS
+    from ..run.traces import one_screen, open_trace
+
+    path = os.path.expanduser(args.path)
+    check_outputs(args.parser, {"-o": args.output, "--json": args.json}, [path])  # exit 2: nothing read yet
+    try:
+        check_path(path)
+    except TraceFileError as exc:
+        return fail(PROG, str(exc))
+    show_bar = args.progress if args.progress is not None else (
+        sys.stderr.isatty() and _input_bytes(path) >= PROGRESS_MIN_BYTES)
+    bar = ProgressBar(sys.stderr, f"reading {os.path.basename(os.path.normpath(path))}") if show_bar else None
+    first_pass = not (args.output or args.json or args.full)
+    try:
+        try:
+            loaded, shown = open_trace(path, rank=args.rank, strict=args.strict, summary=first_pass,
+                                       workers=args.workers, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    except TraceFileError as exc:
+        return fail(PROG, str(exc))
+    except OSError as exc:
+        return fail(PROG, f"{path}: {exc.strerror or exc}")
+
+    to_stdout = "-" in (args.json, args.output)
+    text_out = sys.stderr if to_stdout else sys.stdout
+    if isinstance(shown, CompileReport):
+        say(one_screen(shown.summary(CLI_HINTS)), text_out)
+    else:
+        say(f"{loaded}\n\n{shown}", text_out)
+    for target, write, note in ((args.json, _write_json, ""),
+                                (args.output, _write_html, " (it holds the model's code: share it as you would the code)")):
+        if not target:
+            continue
+        try:
+            with open_output(target) as f:
+                write(f, path, loaded, shown)
+        except BrokenPipeError:
+            raise  # stdout closed early: the command stops quietly (see ipycompile.cli.main)
+        except OSError as exc:
+            return fail(PROG, f"cannot write {output_name(target)}: {(exc.strerror or str(exc)).lower()}")
+        if target != "-":
+            say(f"wrote {output_name(target)}{note}", text_out)
+    return 0
+
+
+def _write_json(f: IO[str], path: str, loaded, shown) -> None:
+    from ..report import CompileReport
+    from ..report.serialize import finite_json
+
+    if isinstance(shown, CompileReport):
+        f.write(shown.to_json())
+    else:
+        json.dump(finite_json(_directory_json(loaded, shown)), f, allow_nan=False)
+    f.write("\n")
+
+
+def _write_html(f: IO[str], path: str, loaded, shown) -> None:
+    from ..report import CompileReport
+    from ..widgets.html import render_html
+
+    if isinstance(shown, CompileReport):
+        f.write(_page(f"ipycompile: {os.path.basename(os.path.normpath(path))}", render_html(shown)))
+    else:
+        f.write(_directory_page(loaded, shown))
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def _directory_json(reports, divergence) -> dict:
+    return {
+        "path": reports.path,
+        "files": {str(r): p for r, p in reports.files.items()},
+        "ignored": [{"name": n, "why": why} for n, why in reports.ignored],
+        "divergence": asdict(divergence),
+        "summaries": {str(r): s.to_dict() for r, s in reports.summaries.items()},
+    }
+
+
+def _directory_page(reports, divergence) -> str:
+    """One page: the ranks' divergence, then the full report of one rank of each behaviour."""
+    from ..widgets.html import render_html
+
+    parts = [
+        f"<h2>{html.escape(reports.path)}</h2>",
+        f"<pre>{html.escape(str(reports))}\n\n{html.escape(str(divergence))}</pre>",
+    ]
+    for group in divergence.behaviours or []:
+        r = group.ranks[0]
+        who = f"rank {r}" + (f" (as ranks {', '.join(map(str, group.ranks[1:6]))}{' ...' if len(group.ranks) > 6 else ''})"
+                             if len(group.ranks) > 1 else "")
+        parts.append(f"<h3>{html.escape(who)}: {html.escape(group.text)}</h3>")
+        parts.append(render_html(reports[r]))
+    return _page(f"ipycompile: {os.path.basename(os.path.normpath(reports.path))}", "\n".join(parts))

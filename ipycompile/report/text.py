@@ -1,0 +1,63 @@
+"""The one escaping rule for text that leaves a report, and the one cap on its length.
+
+A trace is untrusted input: a file name, a graph-break reason or an exception
+message may hold ``\\x1b]0;...\\x07`` (set the terminal's title), ``\\x1b[2J``
+(clear it), a newline that forges a line of output, or a bidirectional override
+(U+202E) that shows text in another order than it reads (the Trojan Source
+class). :func:`printable` writes all of them as escapes; every text output of
+ipycompile (the summary, the CLI, ``str`` of rank and comparison results, the
+magics' messages) goes through it. :func:`one_line` also escapes line breaks
+and tabs, for a value shown inside one line (a file name).
+
+:func:`capped` cuts a text field for a view (a 1 MB graph-break reason must not
+make megabytes of notebook output): the views call it where a report's text
+enters them and say where the full text is.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["printable", "one_line", "capped", "VIEW_TEXT_LIMIT", "BIDI"]
+
+#: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
+#: U+202A-202E, isolates U+2066-2069, the marks U+200E/U+200F and the Arabic letter mark U+061C.
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+#: Control characters (C0 but newline and tab, DEL, C1) and bidirectional formatting characters.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI + "]")
+#: The same, and line breaks and tabs (U+2028/2029 too: some terminals and editors break lines there).
+_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI + "]")
+
+
+def _escape(m: "re.Match[str]") -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (all C0 and C1 but newline and tab) and bidirectional
+    formatting characters written as escapes (``\\x1b``, ``\\u202e``): what every text output
+    of a report, on a terminal or in a file, goes through."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def one_line(text: str) -> str:
+    """:func:`printable`, with newlines, carriage returns and tabs escaped too: for a value
+    (a file name, a label) shown inside a line, which must not start another."""
+    return _UNSAFE_IN_LINE.sub(_escape, str(text))
+
+
+#: Characters of one text field a view shows before cutting it (a graph-break reason, an
+#: exception message, a guard): ample for anything torch writes for a reader.
+VIEW_TEXT_LIMIT = 2000
+
+
+def capped(text: str, limit: int = VIEW_TEXT_LIMIT, where: str = "") -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit`` characters and
+    a note of how much was cut and, with ``where``, where the full text is
+    (``report.graph_breaks[0].reason``, the full page)."""
+    if len(text) <= limit:
+        return text
+    note = f" ... [{len(text) - limit:,} more characters"
+    return text[:limit] + note + (f": {where}]" if where else "]")
