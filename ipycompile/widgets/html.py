@@ -18,6 +18,7 @@ from typing import Optional
 
 from ..report import CompileReport
 from ..report.files import write_atomic
+from ..report.text import VIEW_TEXT_LIMIT, capped
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -190,6 +191,9 @@ class Limits:
 FULL = Limits()
 COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=36_000, dpi=72)
 
+#: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
+CAPPED_WHERE = "report.to_html(path) shows it whole"
+
 #: The note a compact page carries, saying where every detail is.
 FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep the notebook small. Every detail: "
                "the live report widget (%%compile), report.to_html(path) for the full page, or report.save(path) "
@@ -248,10 +252,11 @@ def _highlight(code: str, language: str, page: _Page) -> str:
 def _block(b, out: list, page: _Page) -> None:
     if isinstance(b, Text):
         cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
+        text = capped(b.text, where=CAPPED_WHERE) if page.limits.cuts else b.text  # a 1 MB reason stays out of notebooks
         if b.url:
-            out.append(f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(b.text)}</a></p>')
+            out.append(f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(text)}</a></p>')
         else:
-            out.append(f"<p{cls}>{_e(b.text)}</p>")
+            out.append(f"<p{cls}>{_e(text)}</p>")
     elif isinstance(b, Table):
         _table(b, out, page)
     elif isinstance(b, Code):
@@ -279,6 +284,8 @@ def _code(b: Code, out: list, page: _Page) -> None:
             return
         code, rest = _split_lines(b.code, page.limits.code_lines)
         more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
+    if page.limits.cuts and len(code) > VIEW_TEXT_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
+        code = "\n".join(capped(line, where=CAPPED_WHERE) for line in code.split("\n"))
     out.append('<div class="code">')
     if b.title:
         out.append(f'<div class="ct">{_e(b.title)}</div>')
@@ -293,10 +300,12 @@ def _code(b: Code, out: list, page: _Page) -> None:
 SHORT_CELL = 24
 
 
-def _cell(v, short: bool) -> str:
+def _cell(v, short: bool, cap: bool = False) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return f'<td class="n">{_e(v)}</td>'
     text = "" if v is None else str(v)
+    if cap:
+        text = capped(text, where=CAPPED_WHERE)
     return f'<td class="{"s" if short or len(text) <= SHORT_CELL else "l"}">{_e(text)}</td>'
 
 
@@ -348,7 +357,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
     if not any(expandable):
         out.append(f"<table>{head}")
         for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s) for v, s in zip(row, short)) + "</tr>")
+            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts) for v, s in zip(row, short)) + "</tr>")
         out.append("</table>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
@@ -358,7 +367,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
         plain: list[str] = []
         for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s) for v, s in zip(row, short))
+            cells = "".join(_cell(v, s, page.limits.cuts) for v, s in zip(row, short))
             if not expandable[i] or (page.cut_code and page.over(out)):
                 plain.append(f"<tr>{cells}</tr>")
                 continue

@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 import ipywidgets as W
 
 from ..report import CompileReport
+from ..report.text import capped
 from .html import style_block
 from .blocks import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
 from .viewmodel import view_model
@@ -98,9 +99,10 @@ def _highlight(code: str, language: str) -> str:
 
 def text_html(b: Text) -> str:
     cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
+    text = capped(b.text, where="report.to_html(path) shows it whole")  # the widget's state is saved in the notebook
     if b.url:
-        return f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(b.text)}</a></p>'
-    return f"<p{cls}>{_e(b.text)}</p>"
+        return f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(text)}</a></p>'
+    return f"<p{cls}>{_e(text)}</p>"
 
 
 def code_html(b: Code) -> str:
