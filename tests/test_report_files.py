@@ -118,3 +118,191 @@ def test_what_loads_renders(tmp_path):
 
     r = CompileReport.load(write(tmp_path, good()))
     assert str(r) and render_html(r)
+
+
+# -- issue 28: never lose a file, bounded reading, standard JSON ---------------------------------
+import functools  # noqa: E402
+import math  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "gpu-h100"
+
+
+def _python(code: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=300, **kwargs)
+
+
+def test_a_write_cut_by_a_file_size_limit_leaves_every_earlier_file_as_it_was(tmp_path):
+    """``setrlimit(RLIMIT_FSIZE)``: every writer fails midway (EFBIG), as on a full disk."""
+    p = _python(f"""
+        import json, os, resource, warnings
+        import ipycompile
+        from ipycompile.capture.tracefile import iter_records, write_trace
+        from ipycompile.widgets.html import save_html
+        warnings.simplefilter("ignore")
+        d = {str(tmp_path)!r}
+        report = ipycompile.load_trace({str(DATA / "quickstart.log.gz")!r})
+        records = [(r.metadata, r.payload) for r in iter_records({str(DATA / "quickstart.log.gz")!r})]
+        names = ["r.json", "r.html", "page.html", "t.log", "t.log.gz"]
+        for name in names:
+            with open(os.path.join(d, name), "w") as f:
+                f.write("the earlier file\\n")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # a few KB: each output is larger
+        out = {{}}
+        for name, write in [("r.json", lambda p: report.save(p)), ("r.html", lambda p: report.to_html(p)),
+                            ("page.html", lambda p: save_html(report, p)),
+                            ("t.log", lambda p: write_trace(records, p)), ("t.log.gz", lambda p: write_trace(records * 20, p))]:
+            path = os.path.join(d, name)
+            try:
+                write(path)
+                out[name] = "written"
+            except OSError as exc:
+                out[name] = [exc.errno, exc.filename]
+        print(json.dumps(out))
+    """)
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    import errno
+
+    for name in ("r.json", "r.html", "page.html", "t.log", "t.log.gz"):
+        assert result[name] == [errno.EFBIG, str(tmp_path / name)], (name, result)
+        assert (tmp_path / name).read_text() == "the earlier file\n", name
+    assert sorted(os.listdir(tmp_path)) == sorted(result)  # no temporary file left behind
+
+
+def test_save_into_a_missing_folder_names_the_path_given(tmp_path):
+    os.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as err:
+        CompileReport().save("missing/r.json")
+    assert err.value.filename == "missing/r.json" and "missing/r.json" in str(err.value)
+    assert ".tmp" not in str(err.value) and os.listdir(tmp_path) == []
+
+
+def test_a_report_never_overwrites_the_log_it_was_read_from(tmp_path):
+    import shutil
+
+    from ipycompile.report.files import OutputIsInputError
+
+    log = tmp_path / "trace.log.gz"
+    shutil.copy(DATA / "max_autotune.log.gz", log)
+    before = log.read_bytes()
+    report = ipycompile.load_trace(log)
+    os.symlink(log, tmp_path / "link.log")
+    os.link(log, tmp_path / "hard.log")
+    for path in (log, tmp_path / "link.log", tmp_path / "hard.log", str(tmp_path / ".." / tmp_path.name / "trace.log.gz")):
+        with pytest.raises(OutputIsInputError, match="writing it would destroy the input"):
+            report.save(path)
+        with pytest.raises(OutputIsInputError, match="writing it would destroy the input"), pytest.warns(UserWarning):
+            report.to_html(path)
+    assert log.read_bytes() == before
+    report.save(tmp_path / "r.json")
+    assert CompileReport.load(tmp_path / "r.json").to_json() == report.to_json()
+
+
+def test_save_writes_through_a_symlink_and_keeps_the_file_mode(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    os.chmod(target, 0o600)
+    os.symlink(target, tmp_path / "link.json")
+    CompileReport().save(tmp_path / "link.json")
+    assert os.path.islink(tmp_path / "link.json") and CompileReport.load(target) == CompileReport()
+    assert (os.stat(target).st_mode & 0o777) == 0o600
+
+
+def test_load_refuses_a_fifo_at_once_and_a_huge_file_by_its_first_bytes(tmp_path):
+    fifo = tmp_path / "r.json"
+    os.mkfifo(fifo)
+    p = _python(f"""
+        import resource
+        from ipycompile import CompileReport
+        for path in ({str(fifo)!r}, {str(tmp_path / "zeros.json")!r}):
+            try:
+                CompileReport.load(path)
+            except ValueError as exc:
+                print(exc)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """, stdin=subprocess.DEVNULL) if _sparse(tmp_path / "zeros.json", 1 << 30) else None
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0, p.stderr
+    assert lines[0] == f"{fifo}: not a regular file (a pipe, a socket or a device): a saved report is a JSON file"
+    assert lines[1].startswith(f"{tmp_path / 'zeros.json'}: 1,073,741,824 bytes, larger than a saved report may be")
+    assert int(lines[2]) < 400  # MiB: the gigabyte was never read
+    with open(tmp_path / "zeros.json", "r+b") as f:
+        f.truncate(1 << 20)  # a small file of zeros: refused by its first bytes, before the rest is read
+    with pytest.raises(ReportFormatError, match=r"not a report: the text is not JSON \(it starts with b'\\x00"):
+        CompileReport.load(tmp_path / "zeros.json")
+
+
+def _sparse(path: Path, size: int) -> bool:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return True
+
+
+def _strict_json(text: str):
+    """``json.loads`` as jq and JSON.parse read: no NaN, Infinity or -Infinity tokens."""
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_floats_save_as_standard_json_and_read_back(tmp_path):
+    c = Compile(CompileId(0, 0), function="f", start_time=math.inf,
+                metrics={"dynamo_time_before_restart_s": math.nan, "x": -math.inf, "label": "NaN?"})
+    report = CompileReport(compiles=[c])
+    text = report.to_json()
+    data = _strict_json(text)
+    assert data["compiles"][0]["start_time"] == "Infinity" and data["compiles"][0]["metrics"]["x"] == "-Infinity"
+    back = CompileReport.from_json(text)
+    assert back.compiles[0].start_time == math.inf and math.isnan(back.compiles[0].metrics["dynamo_time_before_restart_s"])
+    assert back.compiles[0].metrics["x"] == -math.inf and back.compiles[0].metrics["label"] == "NaN?"
+    assert back.to_json() == text  # lossless
+    # a report saved by an earlier version, with Python's tokens, still loads
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(report.to_dict() | {"compiles": [{**report.to_dict()["compiles"][0], "start_time": math.inf}]}))
+    assert "Infinity" in old.read_text() and CompileReport.load(old).compiles[0].start_time == math.inf
+
+
+@functools.cache
+def _quickstart_json() -> str:
+    return ipycompile.load_trace(DATA / "quickstart.log.gz", summary=True).to_json()
+
+
+finite_or_not = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(start=finite_or_not, metrics=st.dictionaries(st.text(max_size=8), st.one_of(finite_or_not, st.text(max_size=8),
+                                                                                     st.lists(finite_or_not, max_size=3)),
+                                                    max_size=4))
+def test_any_float_saves_as_standard_json_that_round_trips(start, metrics):
+    report = CompileReport(compiles=[Compile(CompileId(0, 0), function="f", start_time=start, metrics=metrics)])
+    text = report.to_json()
+    _strict_json(text)  # standard JSON
+    back = CompileReport.from_json(text)
+    assert back.to_json() == text or any(v in ("NaN", "Infinity", "-Infinity") for v in metrics.values())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cut=st.floats(0, 1))
+def test_truncated_report_json_is_refused_naming_the_file(tmp_path, cut):
+    text = _quickstart_json()
+    path = tmp_path / "cut.json"
+    n = int(len(text) * cut)
+    path.write_text(text[:n])
+    if n == len(text):
+        assert CompileReport.load(path).to_json() == text
+        return
+    with pytest.raises(ValueError) as err:
+        CompileReport.load(path)
+    assert str(err.value).startswith(f"{path}: ")

@@ -389,3 +389,82 @@ def test_an_unreadable_rank_log_is_named_as_unreadable_and_strict_makes_it_fatal
         load_trace(d, strict=True)
     with pytest.raises(TraceFileError, match="is not a regular file"):
         load_trace(d / "dedicated_log_torch_trace_rank_5_fifo.log")
+
+
+# -- bounded memory, whatever the file holds (issue 28) -----------------------------------------
+def _bytes_read() -> int:
+    """Bytes this process has read through read(2) so far (Linux's /proc/self/io ``rchar``)."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_a_log_saved_with_a_utf8_bom_reads_as_the_log(tmp_path):
+    version = ({"artifact": {"name": "torch_version", "encoding": "json"}}, '{"pytorch_version": "2.13.0"}')
+    plain = tmp_path / "plain.log"  # led by torch's version, as torch writes a log
+    write_trace([version] + [(r.metadata, r.payload) for r in iter_records(DATA / "max_autotune.log.gz")], plain)
+    bom = tmp_path / "bom.log"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    r = load_trace(bom)
+    assert not r.origin.problems and r.torch_version == "2.13.0"  # the first event (torch's version) is read
+    assert comparable(r) == comparable(load_trace(plain))
+    zipped = tmp_path / "dedicated_log_torch_trace_rank_0_x.log.gz"
+    zipped.write_bytes(gzip.compress(bom.read_bytes()))
+    assert load_trace(zipped).torch_version == r.torch_version
+
+
+@pytest.mark.parametrize("where", ["envelope", "payload"])
+def test_a_line_longer_than_the_limit_is_a_counted_problem_never_read_whole(tmp_path, where):
+    from ipycompile.capture.tracefile import MAX_LINE_BYTES
+
+    lines = lines_of(plain_copy("quickstart", tmp_path))
+    envelopes = [i for i, line in enumerate(lines) if not line.startswith(b"\t")]
+    at = next(i for i in envelopes[5:] if i + 1 < len(lines) and lines[i + 1].startswith(b"\t"))
+    huge = (b"\t" if where == "payload" else b"V1123 ") + b"0" * (MAX_LINE_BYTES + 5) + b"\n"
+    lines.insert(at + 1 if where == "payload" else at, huge)
+    path = tmp_path / "bomb.log.gz"
+    path.write_bytes(gzip.compress(b"".join(lines), 1))  # a few KB that inflate past the limit
+    r = load_trace(path)
+    o = r.origin
+    assert o.problem_count == 1 and "longer than the 16 MiB a log's line may have" in o.problems[0], o.problems
+    clean = load_trace(DATA / "quickstart.log.gz")
+    assert r.stats.records == clean.stats.records - (1 if where == "payload" else 0)  # the rest is read
+    with pytest.raises(TraceFileError, match="longer than the 16 MiB"):
+        load_trace(path, strict=True)
+
+
+def test_a_rank_directory_beside_a_huge_file_reads_only_its_head(tmp_path):
+    d = make_rank_dir(tmp_path / "job", ranks=(0, 1))
+    with open(d / "core.dump", "wb") as f:  # 512 MiB of zeros (sparse: no disk used)
+        f.truncate(512 << 20)
+    before = _bytes_read()
+    files, ignored = find_rank_logs(str(d))
+    assert sorted(files) == [0, 1] and ("core.dump", "not a TORCH_TRACE log") in ignored
+    assert _bytes_read() - before < 16 << 20  # the first MiB of it, not 512 MiB
+
+
+def test_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "trace.log"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceFileError, match="not a regular file"):
+        load_trace(fifo)
+    d = make_rank_dir(tmp_path / "job", ranks=(0, 1))
+    os.mkfifo(d / "dedicated_log_torch_trace_rank_2_x.log")
+    files, ignored = find_rank_logs(str(d))
+    assert sorted(files) == [0, 1] and ("dedicated_log_torch_trace_rank_2_x.log", "not a regular file") in ignored
+
+
+def test_write_trace_is_atomic(tmp_path):
+    path = tmp_path / "dedicated_log_torch_trace_x.log.gz"
+    records = [(r.metadata, r.payload) for r in iter_records(DATA / "max_autotune.log.gz")]
+    write_trace(records, path)
+    before = path.read_bytes()
+
+    def failing():
+        yield from records[:20]
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left on device") as err:
+        write_trace(failing(), path)
+    assert err.value.filename == str(path)  # the path given, not a temporary one
+    assert path.read_bytes() == before and os.listdir(tmp_path) == [path.name]
+    assert load_trace(path).stats.records == len(records)
