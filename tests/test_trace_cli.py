@@ -186,3 +186,111 @@ def test_control_characters_in_a_trace_never_reach_the_terminal(tmp_path):
     p = cli("report", d)
     assert p.returncode == 0 and "\x1b" not in p.stdout + p.stderr and "notes\\x1b[2J.txt" in p.stdout
     assert "\x1b" not in ipycompile.load_trace(path).summary()
+
+
+# -- issue 28: the command line never loses a file, never forges a line, keeps its contract ------------
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
+    log = tmp_path / "trace.log.gz"
+    shutil.copy(DATA / "max_autotune.log.gz", log)
+    before = log.read_bytes()
+    os.symlink(log, tmp_path / "link.html")
+    os.link(log, tmp_path / "hard.json")
+    d = tmp_path / "job"
+    d.mkdir()
+    shutil.copy(log, d / "dedicated_log_torch_trace_rank_0_x.log.gz")
+    for args, what in [((log, "--json", log), "--json"), ((log, "-o", log), "-o"),
+                       ((log, "-o", tmp_path / "link.html"), "-o"), ((log, "--json", tmp_path / "hard.json"), "--json"),
+                       ((d, "-o", d / "report.html"), "inside the input directory"),
+                       ((log, "-o", "-", "--json", "-"), "both write to stdout"),
+                       ((log, "-o", tmp_path / "x", "--json", tmp_path / "x"), "name the same file"),
+                       ((log, "--workers", "0"), "--workers: 0: give 1 or more")]:
+        p = cli("report", *args)
+        assert p.returncode == 2 and what in p.stderr and "usage:" in p.stderr and not p.stdout, (args, p.stderr)
+    assert log.read_bytes() == before and (tmp_path / "hard.json").read_bytes() == before
+    assert sorted(os.listdir(d)) == ["dedicated_log_torch_trace_rank_0_x.log.gz"]
+
+
+def test_dash_writes_html_to_stdout_and_a_closed_pipe_ends_quietly(tmp_path):
+    log = DATA / "max_autotune.log.gz"
+    p = cli("report", log, "-o", "-", cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("<!DOCTYPE html>") and p.stdout.rstrip().endswith("</html>")
+    assert p.stderr.startswith("ipycompile report: 1 compile") and os.listdir(tmp_path) == []  # no file named '-'
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for opt in ("--json", "-o", None):  # the reader of stdout is gone before it is written (`| head -c 10` that ended)
+        args = [sys.executable, "-m", "ipycompile", "report", str(log)] + ([opt, "-"] if opt else [])
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=300) == 141  # 128 + SIGPIPE, as a shell reports a tool that a pipe stopped
+        assert "Broken pipe" not in err and "Traceback" not in err and "error" not in err, err
+
+
+def test_a_failed_write_leaves_the_earlier_output_as_it_was(tmp_path):
+    import resource
+
+    out = tmp_path / "report.html"
+    out.write_text("the earlier page\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-m", "ipycompile", "report", str(DATA / "max_autotune.log.gz"), "-o", str(out),
+                        "--json", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, env=env, timeout=300,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000)))
+    assert p.returncode == 1 and f"cannot write {tmp_path / 'r.json'}: file too large" in p.stderr, p.stderr
+    assert out.read_text() == "the earlier page\n" and sorted(os.listdir(tmp_path)) == ["report.html"]
+
+
+def test_rank_on_a_log_without_ranks_is_refused():
+    p = cli("report", DATA / "max_autotune.log.gz", "--rank", "3")
+    assert p.returncode == 1 and "without a rank" in p.stderr and "leave it out" in p.stderr and not p.stdout
+
+
+def test_file_names_and_text_can_neither_forge_lines_nor_reorder_them(tmp_path):
+    forged = "x.log\nipycompile report: 0 compiles, FORGED LINE"
+    bidi = "\u202e\u2066evil\u2069\u200f\u061c"
+    unsafe = set("\u202e\u2066\u2069\u200f\u061c")
+    recs = []
+    for meta, payload in trace_inputs.records("max_autotune"):
+        if "str" in meta:
+            meta = {**meta, "str": [meta["str"][0] + bidi, meta["str"][1]]}
+        recs.append((meta, payload))
+    path = trace_inputs.write_log(tmp_path / forged, recs)
+    p = cli("report", path, "--json", tmp_path / f"out{bidi}\n.json")
+    assert p.returncode == 0, p.stderr
+    assert not any(line.startswith("ipycompile report: 0 compiles") for line in p.stdout.splitlines()), p.stdout
+    assert "x.log\\x0aipycompile report: 0 compiles, FORGED LINE" in p.stdout
+    assert not unsafe & set(p.stdout + p.stderr) and "\\u202e\\u2066evil\\u2069" in p.stdout
+    json.loads((tmp_path / f"out{bidi}\n.json").read_text())
+    d = tmp_path / "job"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(path, d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
+    (d / f"notes\n  FORGED: {bidi}.txt").write_text("hello\n")
+    p = cli("report", d)
+    assert p.returncode == 0 and "FORGED" not in "".join(line for line in p.stdout.splitlines() if line.startswith("  FORGED"))
+    assert "notes\\x0a  FORGED: \\u202e" in p.stdout and not unsafe & set(p.stdout)
+
+
+def test_json_output_is_standard_json_for_jq(tmp_path):
+    recs = []
+    for meta, payload in trace_inputs.records("max_autotune"):
+        if "compilation_metrics" in meta:  # torch writes Infinity for some times (e.g. a compile it never ended)
+            meta = {**meta, "compilation_metrics": {**meta["compilation_metrics"], "dynamo_time_before_restart_s": float("inf"),
+                                                    "entire_frame_compile_time_s": float("nan")}}
+        recs.append((meta, payload))
+    path = trace_inputs.write_log(tmp_path / "inf.log", recs)
+    assert "Infinity" in path.read_text()
+    p = cli("report", path, "--json", "-")
+    assert p.returncode == 0, p.stderr
+
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+
+    data = json.loads(p.stdout, parse_constant=refuse)
+    back = CompileReport.from_dict(data)
+    assert back.to_json() == json.dumps(data, allow_nan=False)
+    d = tmp_path / "job"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(path, d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
+    p = cli("report", d, "--json", "-")
+    assert p.returncode == 0 and json.loads(p.stdout, parse_constant=refuse)["summaries"]
