@@ -164,3 +164,102 @@ def test_any_report_json_loads_as_a_report_that_renders_or_is_refused_clearly(re
         return
     assert str(report) and render_html(report)
     report.save(path)
+
+
+# -- issue 28: names that forge lines, bytes of any kind, compressed bombs ------------------------
+import os  # noqa: E402
+import unicodedata  # noqa: E402
+
+from ipycompile.capture import tracefile  # noqa: E402
+from ipycompile.capture.tracedir import RankReports  # noqa: E402
+from ipycompile.report import TraceOrigin  # noqa: E402
+from ipycompile.report.text import BIDI, one_line, printable  # noqa: E402
+
+#: What no text output of ipycompile may hold raw: C0 but newline and tab, DEL, C1, bidi formatting.
+UNSAFE = {chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0)] if chr(c) not in "\n\t"} | set(BIDI)
+hostile_text = st.text(alphabet=st.one_of(st.sampled_from(sorted(UNSAFE | {"\n", "\t", "\r", "\u2028"})),
+                                          st.characters(codec="utf-8")), min_size=1, max_size=40)
+
+
+@FUZZ
+@given(name=hostile_text)
+def test_no_name_reaches_the_output_raw_or_forges_a_line(name):
+    assert not UNSAFE & set(printable(name)) and not (UNSAFE | {"\n", "\r", "\u2028", "\u2029"}) & set(one_line(name))
+    plain = CompileReport(origin=TraceOrigin(path="trace.log"))
+    evil = CompileReport(origin=TraceOrigin(path=name))
+    for text in (str(evil), evil.summary()):
+        assert not UNSAFE & set(text)
+        assert len(text.splitlines()) == len(str(plain).splitlines())  # a name is one line, whatever it holds
+    job = RankReports(name, {0: name + "/0", 1: "r1"}, [(name, "not a TORCH_TRACE log")], {0: plain, 1: plain})
+    shown = str(job)
+    assert not UNSAFE & set(shown) and len(shown.splitlines()) == 3 and not UNSAFE & set(repr(job))
+
+
+@st.composite
+def raw_logs(draw) -> bytes:
+    """A log of arbitrary bytes around real event lines: a BOM, NULs, CRs, lines over the cap."""
+    parts = []
+    if draw(st.booleans()):
+        parts.append(b"\xef\xbb\xbf")
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["event", "bytes", "long", "long_payload"]))
+        if kind == "event":
+            parts.append(draw(events()).encode("utf-8", "surrogatepass") + b"\n")
+        elif kind == "bytes":
+            parts.append(draw(st.binary(max_size=80)))
+        else:
+            n = draw(st.integers(LIMIT + 1, LIMIT * 4))
+            parts.append((b"\t" if kind == "long_payload" else PREFIX.encode() + b" ") + b"{" * n + b"\n")
+    return b"".join(parts)
+
+
+LIMIT = 300  # the line cap, made small so that hypothesis can go past it cheaply
+
+
+@FUZZ
+@given(data=raw_logs(), gz=st.booleans(), summary=st.booleans())
+def test_any_bytes_read_as_a_report_with_every_long_line_counted_or_are_refused(tmp_path_factory, data, gz, summary):
+    path = tmp_path_factory.mktemp("bytes") / ("t.log.gz" if gz else "t.log")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    saved = tracefile.MAX_LINE_BYTES
+    tracefile.MAX_LINE_BYTES = LIMIT
+    try:
+        report = load_trace(path, summary=summary)
+    except TraceFileError as exc:
+        assert str(path) in str(exc)
+        return
+    finally:
+        tracefile.MAX_LINE_BYTES = saved
+    longest = max((len(line) for line in data.split(b"\n")), default=0)
+    assert report.origin.lines <= data.count(b"\n") + 1
+    if longest > LIMIT + 1 and data.lstrip(b"\xef\xbb\xbf").startswith(PREFIX.encode()):
+        assert report.origin.problem_count >= 1 or report.origin.skipped_lines >= 1
+    assert not UNSAFE & set(report.summary()) and render_html(report)
+    back = CompileReport.from_json(report.to_json())
+    assert back.to_json() == report.to_json()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(inflated=st.integers(2, 24), filler=st.sampled_from([b"0", b"\x00", b"{", b"\t"]), where=st.integers(1, 50))
+def test_a_gzip_bomb_is_read_line_by_line_within_the_cap(tmp_path_factory, inflated, filler, where):
+    """A line of ``inflated`` MiB after line ``where`` of a real log, gzipped to a few KB: the reading
+    stays within the cap (never holds the line) and every other event is read (a tab-indented one is
+    a payload line of the event before it: that event is lost, counted). A file whose first MiB holds
+    no event is refused as not a log (test_tracefile)."""
+    lines = gzip.decompress((DATA / "max_autotune.log.gz").read_bytes()).splitlines(keepends=True)
+    at = min(where, len(lines))
+    while at < len(lines) and lines[at].startswith(b"\t"):  # between events: the bomb is a line of its own
+        at += 1
+    lines.insert(at, filler * (inflated << 20) + b"\n")
+    path = tmp_path_factory.mktemp("bomb") / "t.log.gz"
+    path.write_bytes(gzip.compress(b"".join(lines), 1))
+    saved = tracefile.MAX_LINE_BYTES
+    tracefile.MAX_LINE_BYTES = 1 << 20
+    try:
+        report = load_trace(path)
+    finally:
+        tracefile.MAX_LINE_BYTES = saved
+    clean = load_trace(DATA / "max_autotune.log.gz")
+    assert report.origin.problem_count + report.origin.skipped_lines >= 1
+    assert report.stats.records == clean.stats.records - (filler == b"\t")
+    assert any("longer than the 1 MiB" in p for p in report.origin.problems)

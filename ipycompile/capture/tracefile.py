@@ -379,7 +379,8 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 line = line[len(_BOM):]
             read_bytes += too_long or len(line)
             if too_long:
-                what = f"a line of {too_long:,} bytes, longer than the {MAX_LINE_BYTES >> 20} MiB a log's line may have"
+                limit = f"{MAX_LINE_BYTES >> 20} MiB" if MAX_LINE_BYTES % (1 << 20) == 0 else f"{MAX_LINE_BYTES:,} bytes"
+                what = f"a line of {too_long:,} bytes, longer than the {limit} a log's line may have"
                 if line[:1] == b"\t" and cur_meta is not None:  # in a payload: the event cannot be read
                     rd.problem(cur_line, f"this {cur_key or 'event'} event's payload has {what} (line {lineno}): "
                                "not read", cur_lines + 1)
