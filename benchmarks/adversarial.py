@@ -30,7 +30,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,14 @@ _PARENT = textwrap.dedent("""
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps({"rc": rc, "peak_mib": round(peak, 1), "wall_s": round(wall, 2), "out": out}))
 """)
+
+
+def host_name() -> str:
+    """``cpu-amd-epyc``: the CPU's first words (as ``trace_load.py`` names its results)."""
+    sys.path.insert(0, str(HERE))
+    from trace_load import host_name as name
+
+    return name()
 
 
 def _sparse(path: Path, size: int) -> Path:
@@ -132,13 +139,13 @@ def main() -> None:
         sizes = {k: os.path.getsize(p) for k, p in inputs.items() if p.is_file()}
         for name, code in cases(inputs).items():
             p = subprocess.run([sys.executable, "-c", _PARENT, code, str(args.timeout)], capture_output=True, text=True,
-                               env=env, timeout=args.timeout + 60)
+                               env=env, timeout=args.timeout + 60, cwd=tmp)  # not the checkout: -c imports from cwd
             row = {"input": name, **json.loads(p.stdout)}
             rows.append(row)
             print(f"{name:28} {row['peak_mib']:8.1f} MiB {row['wall_s']:7.2f} s  rc={row['rc']}  {row['out'][:150]}", flush=True)
-    host = platform.machine() + "-" + (platform.processor() or "cpu").replace(" ", "-").lower()
+    host = host_name()
     out = Path(args.out) if args.out else HERE / "results" / f"adversarial-{host}.json"
-    out.write_text(json.dumps({"benchmark": "adversarial", "tree": str(Path(args.tree).resolve()), "python": sys.version.split()[0],
+    out.write_text(json.dumps({"benchmark": "adversarial", "tree": str(Path(args.tree).resolve()), "python": sys.version.split()[0], "host": host,
                                "input_bytes": {"bomb_gz": sizes.get("bomb")}, "results": rows}, indent=1) + "\n")
     print(f"wrote {out}")
 
