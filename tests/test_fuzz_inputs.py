@@ -263,3 +263,17 @@ def test_a_gzip_bomb_is_read_line_by_line_within_the_cap(tmp_path_factory, infla
     assert report.origin.problem_count + report.origin.skipped_lines >= 1
     assert report.stats.records == clean.stats.records - (filler == b"\t")
     assert any("longer than the 1 MiB" in p for p in report.origin.problems)
+
+
+@FUZZ
+@given(a=hostile_text, b=hostile_text, reason=hostile_text)
+def test_a_comparison_text_never_carries_raw_control_characters(a, b, reason):
+    from ipycompile.analysis.compare import compare
+    from ipycompile.report import GraphBreak, UserFrame
+
+    frame = UserFrame(filename=f"/x/{reason}.py", lineno=3, function=reason, source_line=reason)
+    ra = CompileReport(graph_breaks=[GraphBreak(reason=f"because {reason}", frame=frame)])
+    text = str(compare(ra, CompileReport(), names=(a, b)))
+    plain = str(compare(ra, CompileReport(), names=("A", "B")))
+    assert not UNSAFE & set(text) and text.splitlines()[0].startswith("ipycompile comparison: A = ")
+    assert len(text.splitlines()) == len(plain.splitlines())  # the names forge no line

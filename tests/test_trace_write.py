@@ -207,3 +207,30 @@ def test_compile_trace_counts_deep_json_and_shows_a_one_process_directory(ip, tm
     assert isinstance(ip.user_ns["one"], ipycompile.CompileReport)
     res, out = run(ip, f"%compile_trace {path} --strict")
     assert "UsageError" in out.stdout + out.stderr and "nested too deeply" in out.stdout + out.stderr
+
+
+def test_compile_trace_output_never_carries_raw_control_or_bidi_characters(ip, tmp_path):
+    """Issue 28: the rank view's text and the magic's errors go through the one escaping rule."""
+    import shutil
+
+    import trace_inputs
+
+    evil = "\x1b]0;TITLE\x07\u202e"
+    recs = []
+    for meta, payload in trace_inputs.records():
+        if meta.get("artifact", {}).get("name") == "dynamo_graph_break_reason":
+            payload = payload.replace("Data-dependent branching", f"Data-dependent{evil} branching")
+        recs.append((meta, payload))
+    log = trace_inputs.write_log(tmp_path / "evil.log", recs)
+    d = tmp_path / "job"
+    d.mkdir()
+    for rank in (0, 1):
+        shutil.copy(log, d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
+    (d / f"notes{evil}\nFORGED.txt").write_text("hello\n")
+    res, out = run(ip, f"%compile_trace {d} -o evil_job")
+    assert res.error_in_exec is None, res.error_in_exec
+    shown = "".join(o.data.get("text/plain", "") for o in out.outputs) + str(ip.user_ns["evil_job"]) + out.stdout
+    assert shown and not set("\x1b\x07\u202e") & set(shown) and "notes\\x1b]0;TITLE\\x07\\u202e\\x0aFORGED.txt" in shown
+    res, out = run(ip, f"%compile_trace '{tmp_path}/gone{evil}.log'")
+    text = out.stdout + out.stderr
+    assert "UsageError" in text and "gone\\x1b]0;TITLE\\x07\\u202e.log" in text and not set("\x1b\x07\u202e") & set(text)
