@@ -307,3 +307,32 @@ def test_cpp_kernel_with_dynamic_shapes_is_not_estimated_and_says_why():
     assert "ks0" in row.kernel.source and row.time.calls > 0
     assert row.bytes_per_launch is None and row.how == "not estimated: dynamic shapes (loop bounds are symbols)"
     assert roof.shares.unknown_s > 0
+
+
+def test_cuda_graph_replays_are_estimated_from_the_wrapper_codes_shapes():
+    """Under CUDA graphs (mode max-autotune) the profiler records no shapes for replayed kernels: the
+    max-autotune MLP's template GEMMs (recorded on the H100) are estimated from the arguments Inductor's
+    wrapper passes them, with 2*M*N*K of the sizes their source declares, and say so."""
+    from tracefile import gpu_records
+
+    from ipycompile import build_report
+    from ipycompile.analysis.roofline import FROM_WRAPPER
+
+    r = build_report(gpu_records("max_autotune"))
+    templates = [k for k in r.kernels if k.kind == "template"]
+    times = [KernelTime(k.name, k.name, k.compile_id, k.graph_stage, total_s=30e-6, calls=1) for k in templates]
+    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda", kernel_times_calls=1)
+    rows = {x.time.name: x for x in roofline(r).rows}
+    first = rows["triton_tem_fused_addmm_gelu_t_0"]
+    assert first.flops_per_launch == 2 * 512 * 4096 * 1024 and first.dtype == "float16"
+    assert first.bytes_per_launch == 2 * (4096 + 512 * 1024 + 4096 * 1024 + 512 * 4096)
+    assert FROM_WRAPPER in first.how and first.verdict in ("compute-bound", "memory-bound", "latency-bound")
+    assert rows["triton_tem_fused_addmm_gelu_t_1"].flops_per_launch == 2 * 512 * 1024 * 4096
+    assert roofline(r).shares.unknown_s == 0
+    # with the profiler's shapes the same launch costs the same, and the shapes it recorded win
+    recorded = [KernelLaunch(first.kernel.name, l.shapes, ["c10::Half"] * 4 + ["Scalar"] * 3, l.concrete, 5)
+                for l in first.kernel.static_launches]
+    times[0].launches = recorded
+    again = {x.time.name: x for x in roofline(r).rows}["triton_tem_fused_addmm_gelu_t_0"]
+    assert (again.bytes_per_launch, again.flops_per_launch) == (first.bytes_per_launch, first.flops_per_launch)
+    assert FROM_WRAPPER not in again.how
