@@ -123,7 +123,8 @@ def step_report(names: list[str], work: "Path | None" = None) -> dict:
         ns = _ns(name)
         flop_counter = _eager_flops(name, ns)
         t0 = time.perf_counter()
-        run = ipycompile.run_cell(w["cell"], ns, mode=w["mode"], profile_kernels=True, record=False)
+        trace = {"trace_dir": str(work / f"trace_{name}")} if work is not None else {}  # the wrapper code, for replays
+        run = ipycompile.run_cell(w["cell"], ns, mode=w["mode"], profile_kernels=True, record=False, **trace)
         roof = roofline(run.report)
         if work is not None:  # the report itself, for replay tests (tests/data/gpu-h100/roofline_*.json.gz)
             import gzip

@@ -123,9 +123,15 @@ _OP = re.compile(r"^\w+::\w+$")  # a dispatcher op as the profiler names it: ate
 _CPP_RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\(\s*"(graph_\d+_\w+)"')
 #: the runtime call that replays a CUDA graph: the CPU event its device kernels are linked to
 _GRAPH_LAUNCH = re.compile(r"^cu(?:da)?GraphLaunch")
-#: names of library matrix-product kernels (cuBLAS, cuBLASLt, CUTLASS), which a graph replay of extern mm-family calls runs
-_LIBRARY_GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|wgmma|s16816|s1688|h16816|h1688", re.I)
-_GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm", "aten::_scaled_mm")
+#: Library kernels a CUDA-graph replay runs, by family: (the kernel-name pattern, the ops of the extern
+#: kernels that launch them), tried in order (cuDNN's attention kernels have "gemm"-like parts in their names)
+_LIBRARY_FAMILIES = (
+    (re.compile(r"sdpa|fmha|flash|attention", re.I), ("aten::_scaled_dot_product_cudnn_attention",
+     "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention")),
+    (re.compile(r"conv|dgrad|wgrad", re.I), ("aten::convolution", "aten::convolution_backward")),
+    (re.compile(r"gemm|nvjet|cutlass|xmma|cublas|wgmma|s16816|s1688|h16816|h1688", re.I),
+     ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm", "aten::_scaled_mm")),
+)
 _COPY = re.compile(r"^(?:Memcpy|Memset)\b|copy", re.I)
 
 
@@ -333,14 +339,16 @@ class _Kernels:
         found = self.by_record.get(record)
         return self.pick(found, where) if found else None
 
-    def replayed_gemm(self, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
-        """The extern matrix-product kernel of the event's compile (and stage) that a library GEMM kernel
-        replayed from a CUDA graph ran for: only when that compile holds exactly one (no op records
-        which call a replayed kernel belongs to); None otherwise."""
+    def replayed(self, name: str, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
+        """The extern kernel of the event's compile (and stage) that a library kernel replayed from a
+        CUDA graph ran for: of the family its name tells (attention, convolution, matrix product),
+        only when that compile holds exactly one such extern kernel (no op records which call a
+        replayed kernel belongs to); None otherwise."""
         region, stage = where
-        if region is None:
+        ops = next((ops for pattern, ops in _LIBRARY_FAMILIES if pattern.search(name)), None)
+        if region is None or ops is None:
             return None
-        found = [k for op in _GEMM_OPS for k in self.by_op.get(op, ()) if k.compile_id == region]
+        found = [k for op in ops for k in self.by_op.get(op, ()) if k.compile_id == region]
         staged = [k for k in found if stage and k.graph_stage == stage] or found
         return staged[0] if len({k.name for k in staged}) == 1 else None
 
@@ -397,8 +405,10 @@ class _Tally:
 
 
 def _replayed(e: ProfiledEvent) -> bool:
-    """Whether a device event ran in a CUDA graph's replay (launched by the graph-launch runtime call)."""
-    return any(_GRAPH_LAUNCH.match(op) for op in e.ops[:3])
+    """Whether a device event ran in a CUDA graph's replay: the profiler links a replayed kernel to the
+    graph-launch runtime call, or (torch 2.11 on an H100, cudagraph trees) straight to the compiled
+    region's record-function, with no op or kernel record-function of its own in between."""
+    return bool(e.ops) and (bool(_GRAPH_LAUNCH.match(e.ops[0])) or bool(_REGION.match(e.ops[0])))
 
 
 def _other_cause(e: ProfiledEvent, replayed: bool, where: tuple[Optional[CompileId], str],
@@ -446,9 +456,9 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
                 tally.add(e.name, None, where, e.duration_us, inputs=e.inputs)
             else:
                 replayed = _replayed(e)
-                gemm = table.replayed_gemm(where) if replayed and _LIBRARY_GEMM.search(e.name) else None
-                if gemm is not None:
-                    tally.add(gemm.name, gemm, where, e.duration_us)
+                library = table.replayed(e.name, where) if replayed else None
+                if library is not None:
+                    tally.add(library.name, library, where, e.duration_us)
                 else:
                     tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
                     tally.other_part(_other_cause(e, replayed, where, graph), e.duration_us)

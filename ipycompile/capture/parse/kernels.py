@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ...report.model import CompileId, Kernel, KernelLaunch
-from .launches import TensorTable, launch_of
+from .launches import TensorTable, launch_of, signature_dtypes
 
 __all__ = ["parse_output_code", "ops_from_kernel_name"]
 
@@ -236,7 +236,8 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
             entry.kernel.launches += 1
             entry.launch_lines.append(stripped)
             if entry.kernel.backend in ("triton", "extern"):
-                entry.add_launch(launch_of(entry.kernel.name, entry.kernel.backend, line, launch.end() - 1, table))
+                hint = signature_dtypes(entry.kernel.source) if entry.kernel.backend == "triton" else None
+                entry.add_launch(launch_of(entry.kernel.name, entry.kernel.backend, line, launch.end() - 1, table, hint))
             if pending is not None:
                 entry.origins.append(pending)
                 pending = None

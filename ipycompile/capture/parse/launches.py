@@ -5,7 +5,9 @@ launch: the graph's inputs in ``get_args()`` (``arg0_1 = rand_strided((4096, 102
 (1024, 1), device='cuda:0', dtype=torch.float16)``) and in ``assert_size_stride``,
 its buffers with ``empty_strided_cuda((512, 4096), (4096, 1), torch.float16)`` (or
 ``empty_strided_cpu`` / ``empty_strided``), a buffer reused under another name
-(``buf5 = buf1; del buf1  # reuse``), and views with ``reinterpret_tensor(buf3, (8,
+(``buf5 = buf1; del buf1  # reuse``), the first output of a fallback op (``buf1 =
+buf0[0]`` after ``buf0 = torch.ops.aten...(arg0_1, ...)``: its shape from the
+``assert_size_stride`` that follows, its dtype its first input's), and views with ``reinterpret_tensor(buf3, (8,
 16), (16, 1), 0)``, inline in a launch's arguments or assigned to a name. A launch
 (``triton_poi_fused_gelu_1.run(buf1, buf2, 33554432, stream=stream0)``,
 ``extern_kernels.mm(buf0, reinterpret_tensor(arg2_1, ...), out=buf1)``) is read
@@ -29,7 +31,7 @@ from typing import Optional
 
 from ...report.model import KernelLaunch
 
-__all__ = ["TensorTable", "launch_of", "extern_op_name", "EXTERN_ALIASES"]
+__all__ = ["TensorTable", "launch_of", "signature_dtypes", "extern_op_name", "EXTERN_ALIASES"]
 
 _TUPLE = r"\((?P<{}>[^()]*)\)"
 _RAND_STRIDED = re.compile(
@@ -43,6 +45,10 @@ _ALIAS = re.compile(r"^\s*(?P<name>\w+)\s*=\s*(?P<src>[A-Za-z_]\w*)\s*;\s*del\s+
 _NAMED_VIEW = re.compile(r"^\s*(?P<name>\w+)\s*=\s*(?P<view>reinterpret_tensor\(.*\))\s*(?:;.*)?(?:#.*)?$")
 _VIEW = re.compile(r"^reinterpret_tensor\(\s*(?P<src>\w+)\s*,\s*" + _TUPLE.format("shape"))
 _INT = re.compile(r"^-?\d+$")
+# a fallback op's result (``buf0 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(arg0_1, ...)``)
+# and its first output taken out of it (``buf1 = buf0[0]``, whose shape an ``assert_size_stride`` then gives)
+_OP_RESULT = re.compile(r"^\s*(?P<name>\w+)\s*=\s*torch\.ops\.[\w.]+\((?P<args>.*)\)\s*$")
+_FIRST_ITEM = re.compile(r"^\s*(?P<name>\w+)\s*=\s*(?P<src>\w+)\[0\]\s*$")
 
 #: Inductor's extern kernels that are its own Python functions around an ATen op (max-autotune's
 #: ``bias_addmm``, torch/_inductor/kernel/mm.py, calls ``torch.addmm``): the op they run.
@@ -74,6 +80,7 @@ class TensorTable:
 
     def __init__(self, code: str) -> None:
         self.tensors: dict[str, tuple[Optional[list[int]], str]] = {}
+        self.results: dict[str, str] = {}  # a fallback op's result: the dtype of its first tensor argument
         for m in _RAND_STRIDED.finditer(code):  # the graph's inputs, at the module's end
             self.tensors[m.group("name")] = (_shape(m.group("shape")), m.group("dtype"))
 
@@ -97,6 +104,18 @@ class TensorTable:
         m = _ALIAS.match(line)
         if m and m.group("src") in self.tensors:
             self.tensors[m.group("name")] = self.tensors[m.group("src")]
+            return
+        m = _OP_RESULT.match(line)
+        if m:
+            first = next((t for t in map(self._arg, _split_args(m.group("args"))) if t is not None), None)
+            if first is not None and first[1]:
+                self.results[m.group("name")] = first[1]
+            return
+        m = _FIRST_ITEM.match(line)
+        if m and m.group("src") in self.results:
+            # the first output of the fallback ops Inductor runs (attention's output, topk's and max's
+            # values, a norm's output) has its first input's dtype; its shape comes from the assert after it
+            self.tensors[m.group("name")] = (None, self.results[m.group("src")])
 
     def _arg(self, text: str) -> Optional[tuple[Optional[list[int]], str]]:
         """A tensor argument's (shape, dtype), or None when ``text`` names no declared tensor."""
@@ -137,10 +156,32 @@ def _call_args(line: str, at: int) -> Optional[str]:
     return None
 
 
-def launch_of(kernel_name: str, backend: str, line: str, open_paren: int, table: TensorTable) -> Optional[KernelLaunch]:
+_SIGNATURE = re.compile(r"""['"]signature['"]\s*:\s*\{(?P<body>[^{}]*)\}""")
+_SIGNATURE_ITEM = re.compile(r"""['"](?P<name>\w+)['"]\s*:\s*['"](?P<type>[^'"]*)['"]""")
+#: Triton's pointer types (``*bf16``) as torch names the dtype
+_TRITON_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "i64": "int64",
+                  "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "i1": "bool",
+                  "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
+
+
+def signature_dtypes(source: str) -> list[str]:
+    """A Triton kernel's argument dtypes in order, from the ``signature`` of its ``triton_meta``
+    (``'*bf16'`` -> ``bfloat16``; ``""`` for a number or an unknown type)."""
+    m = _SIGNATURE.search(source or "")
+    if not m:
+        return []
+    return [_TRITON_DTYPES.get(t.group("type").lstrip("*"), "") if t.group("type").startswith("*") else ""
+            for t in _SIGNATURE_ITEM.finditer(m.group("body"))]
+
+
+def launch_of(kernel_name: str, backend: str, line: str, open_paren: int, table: TensorTable,
+              dtypes_hint: Optional[list[str]] = None) -> Optional[KernelLaunch]:
     """The launch of ``kernel_name`` whose argument list opens at ``line[open_paren]``, as a
     :class:`KernelLaunch` (``count`` 0: the caller counts), or None when an argument's shape
-    is not known (a symbol, or not declared in the text) or the call is not whole on the line."""
+    is not known (a symbol, or not declared in the text) or the call is not whole on the line.
+    ``dtypes_hint``: per positional argument, the dtype the kernel declares for it (a Triton
+    kernel's signature), for a tensor whose shape the wrapper asserts but whose dtype it does
+    not say (the output of a fallback op, taken out of its result: ``buf8 = buf7[0]``)."""
     args = _call_args(line, open_paren)
     if args is None:
         return None
@@ -150,12 +191,14 @@ def launch_of(kernel_name: str, backend: str, line: str, open_paren: int, table:
     dtypes: list[str] = []
     concrete: list = []
     keywords: dict[str, str] = {}
+    hint = dtypes_hint or []
     for arg in _split_args(args):
         kw = re.match(r"^(\w+)\s*=(?!=)\s*(.*)$", arg, re.S)
         if kw:
             keywords[kw.group(1)] = kw.group(2).strip()
             continue
-        if not _add(arg, table, shapes, dtypes, concrete):
+        at = len(shapes)
+        if not _add(arg, table, shapes, dtypes, concrete, hint[at] if at < len(hint) else ""):
             return None
     if extern:
         if op == "aten::convolution":  # its keywords at their positions: (input, weight, bias, stride, ...)
@@ -175,11 +218,12 @@ def launch_of(kernel_name: str, backend: str, line: str, open_paren: int, table:
     return KernelLaunch(op, shapes, dtypes, concrete, 0)
 
 
-def _add(arg: str, table: TensorTable, shapes: list, dtypes: list, concrete: list) -> bool:
-    """Append one positional argument; False when it is a tensor of unknown shape."""
+def _add(arg: str, table: TensorTable, shapes: list, dtypes: list, concrete: list, hint: str = "") -> bool:
+    """Append one positional argument; False when it is a tensor of unknown shape (or dtype)."""
     tensor = table._arg(arg)
     if tensor is not None:
         shape, dtype = tensor
+        dtype = dtype or hint
         if shape is None or not dtype:
             return False
         shapes.append(shape)
