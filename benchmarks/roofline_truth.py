@@ -83,6 +83,10 @@ ids = torch.randint(0, 4096, (8, 512), device="cuda")
 torch.set_grad_enabled(False)
 """, cell="model(ids).logits"),
 }
+# The same MLP and Llama under max-autotune with CUDA graphs (issue 29): the profiler records no launch
+# shapes for kernels replayed from a graph, so their bytes and FLOPs come from Inductor's wrapper code.
+WORKLOADS["mlp_cg"] = dict(WORKLOADS["mlp"], mode="max-autotune")
+WORKLOADS["llama_cg"] = dict(WORKLOADS["llama"], mode="max-autotune")
 L2_READ = "lts__t_sectors_srcunit_tex_op_read.sum"  # the SMs' reads at the L2, in 32-byte sectors
 METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,"
            f"{L2_READ},lts__t_sectors_srcunit_tex_op_write.sum")
@@ -119,13 +123,21 @@ def step_report(names: list[str], work: "Path | None" = None) -> dict:
         ns = _ns(name)
         flop_counter = _eager_flops(name, ns)
         t0 = time.perf_counter()
-        run = ipycompile.run_cell(w["cell"], ns, mode=w["mode"], profile_kernels=True, record=False)
+        trace = {"trace_dir": str(work / f"trace_{name}")} if work is not None else {}  # the wrapper code, for replays
+        run = ipycompile.run_cell(w["cell"], ns, mode=w["mode"], profile_kernels=True, record=False, **trace)
         roof = roofline(run.report)
         if work is not None:  # the report itself, for replay tests (tests/data/gpu-h100/roofline_*.json.gz)
             import gzip
 
             with gzip.open(work / f"report_{name}.json.gz", "wt") as f:
                 f.write(run.report.to_json())
+        if work is not None:  # the profiler's events of a few more calls, to replay the attribution on a CPU
+            from dataclasses import asdict
+
+            from ipycompile.run.kernel_times import profile_calls
+
+            events = profile_calls(run.fn, 3, cuda=True)
+            (work / f"events_{name}.json").write_text(json.dumps([asdict(e) for e in events], default=str))
         calls = max(run.report.profile.kernel_times_calls, 1)
         rows = []
         for x in roof.rows:

@@ -282,3 +282,54 @@ def test_gpu_triton_and_extern_kernels_get_device_time():
     stages = {t.graph_stage for t in times if t.kernel}
     assert {"forward", "backward"} <= stages, times
     assert sum(t.share for t in times) == pytest.approx(1)
+
+
+def test_wrapper_launch_shapes_cost_what_the_profilers_shapes_cost(run):
+    """The extern mm's arguments read from Inductor's wrapper code (what a CUDA-graph replay leaves
+    the roofline) cost what the profiler's record_shapes of the same launch cost."""
+    from ipycompile.analysis.kernel_costs import launch_cost
+
+    (mm,) = [k for k in run.report.kernels if k.name == "extern_kernels.mm"]
+    (static,) = mm.static_launches
+    (timed,) = [t for t in run.report.profile.kernel_times if t.kernel == mm.name]
+    (recorded,) = timed.launches
+    assert static.op == recorded.op == "aten::mm" and static.shapes[:2] == recorded.shapes[:2] == [[64, 128], [128, 32]]
+    a, b = launch_cost(static, mm), launch_cost(recorded, mm)
+    assert (a.bytes, a.flops) == (b.bytes, b.flops) == ((64 * 128 + 128 * 32 + 64 * 32) * 4, 2 * 64 * 128 * 32)
+
+
+def test_cuda_graph_replays_library_gemm_and_the_other_time_by_cause():
+    """Kernels replayed from a CUDA graph hang off the graph-launch runtime call, not an op: a library GEMM
+    there is the compile's one extern mm-family kernel; what stays unmatched is told by cause."""
+    from ipycompile.report.model import OTHER_CAUSES
+
+    r = h100_report()
+    # compile 0/0's forward graph: one extern mm-family kernel (addmm; its backward has an mm)
+    replay = ("cudaGraphLaunch", "CompiledFunction", "Torch-Compiled Region: 0/0", CALL_MARKER)
+    events = [
+        ProfiledEvent(CALL_MARKER, 100.0),
+        ProfiledEvent("triton_poi_fused_gelu_0", 2.0, True, replay, 1),
+        ProfiledEvent("sm90_xmma_gemm_f32f32_tn_n", 6.0, True, replay, 1),
+        ProfiledEvent("void at::native::vectorized_elementwise_kernel<4, at::native::CopyFunctor>", 1.5, True,
+                      ("aten::copy_", "Torch-Compiled Region: 0/0", CALL_MARKER), 2),
+        ProfiledEvent("Memcpy DtoD (Device -> Device)", 0.5, True, ("cudaMemcpyAsync", CALL_MARKER), 3),
+        ProfiledEvent("void at::native::reduce_kernel<512, 1>", 3.0, True, ("aten::sum", CALL_MARKER), 4),
+        ProfiledEvent("void cudnn::some_kernel", 4.0, True, ("cudaGraphLaunch", "Torch-Compiled Region: 7/0"), 5),
+    ]
+    mm_family = {k.name for k in r.kernels if str(k.compile_id) == "0/0" and k.graph_stage == "forward"
+                 and k.name.startswith("extern_kernels.")}
+    assert mm_family == {"extern_kernels.addmm"}
+    by = {t.name: t for t in attribute(events, r.kernels, device=True)}
+    (gemm,) = [by[name] for name in mm_family]
+    assert str(gemm.compile_id) == "0/0" and gemm.graph_stage == "forward"
+    assert gemm.total_s == pytest.approx(6e-6) and gemm.calls == 1
+    # the backward's replay in a compile with two extern mm-family names in one stage would not be guessed:
+    # its kernel joins the other time, as the 7/0 event here (no report kernel at all)
+    assert by["triton_poi_fused_gelu_0"].total_s == pytest.approx(2e-6)
+    other = by[OTHER_DEVICE_TIME]
+    assert other.total_s == pytest.approx(9e-6) and sum(other.parts.values()) == pytest.approx(other.total_s)
+    assert other.parts == pytest.approx({OTHER_CAUSES["copies"]: 2e-6, OTHER_CAUSES["eager"]: 3e-6,
+                                         OTHER_CAUSES["replay"]: 4e-6})
+    # kept in the saved report
+    back = CompileReport.from_json(CompileReport(profile=ipycompile.report.Profile(kernel_times=list(by.values()))).to_json())
+    assert next(t for t in back.profile.kernel_times if t.name == OTHER_DEVICE_TIME).parts == other.parts

@@ -202,3 +202,40 @@ def test_truncated_output_code_keeps_the_kernels_before_the_cut():
     for end in range(0, len(payload), 97):
         parse_output_code(payload[:end])
         parse_output_code(payload[end:])
+
+
+# -- launches read from the wrapper code (what costs a CUDA-graph replay's kernels) ----------
+def test_gpu_launch_shapes_from_the_wrapper_code(gpu):
+    from ipycompile.analysis.kernel_costs import launch_cost, template_mnk
+
+    # max-autotune's fp16 MLP (batch 512): each template launch's arguments as record_shapes gives them
+    tem0, tem1 = [k for k in gpu["max_autotune"] if k.kind == "template"]
+    (launch,) = tem0.static_launches
+    assert launch.op == tem0.name and launch.count == 1
+    assert launch.shapes == [[4096], [512, 1024], [4096, 1024], [512, 4096], [], [], []]
+    assert launch.dtypes == ["float16"] * 4 + ["Scalar"] * 3 and launch.concrete == [None] * 4 + [256, 1, 1]
+    assert template_mnk(tem0) == (512, 4096, 1024) and template_mnk(tem1) == (512, 1024, 4096)
+    cost = launch_cost(launch, tem0)
+    assert cost.flops == 2 * 512 * 4096 * 1024 and cost.dtype == "float16"
+    assert cost.bytes == 2 * (4096 + 512 * 1024 + 4096 * 1024 + 512 * 4096)
+    # reduce-overhead: the launches sit in a CUDA-graph partition function; an extern mm writes into out=
+    mm = next(k for k in gpu["reduce_overhead"] if k.name == "extern_kernels.mm")
+    (launch,) = mm.static_launches
+    assert (launch.op, launch.shapes, launch.dtypes) == ("aten::mm", [[128, 128]] * 3, ["float32"] * 3)
+    assert launch_cost(launch).flops == 2 * 128 ** 3
+    # the quickstart: a view of a graph input (reinterpret_tensor) keeps the input's dtype
+    quick = gpu["quickstart"]
+    first_mm = next(k for k in quick if k.name == "extern_kernels.mm")
+    assert first_mm.static_launches[0].shapes == [[32, 512], [512, 256], [32, 256]]
+    # its dynamic-shape recompile: sizes are symbols, so those launches are left out, never guessed
+    dynamic = [k for k in quick if any("s" in str(s) for s in k.source.split("xnumel")[:1]) and not k.static_launches]
+    assert dynamic, "the recompiled graph's kernels launch with symbolic sizes"
+    assert all(all(isinstance(d, int) for s in l.shapes for d in s) for k in quick for l in k.static_launches)
+
+
+def test_static_launches_round_trip_in_json(gpu):
+    from ipycompile.report import CompileReport
+
+    r = CompileReport(kernels=gpu["max_autotune"])
+    back = CompileReport.from_json(r.to_json())
+    assert [k.static_launches for k in back.kernels] == [k.static_launches for k in r.kernels]

@@ -307,3 +307,66 @@ def test_cpp_kernel_with_dynamic_shapes_is_not_estimated_and_says_why():
     assert "ks0" in row.kernel.source and row.time.calls > 0
     assert row.bytes_per_launch is None and row.how == "not estimated: dynamic shapes (loop bounds are symbols)"
     assert roof.shares.unknown_s > 0
+
+
+def test_cuda_graph_replays_are_estimated_from_the_wrapper_codes_shapes():
+    """Under CUDA graphs (mode max-autotune) the profiler records no shapes for replayed kernels: the
+    max-autotune MLP's template GEMMs (recorded on the H100) are estimated from the arguments Inductor's
+    wrapper passes them, with 2*M*N*K of the sizes their source declares, and say so."""
+    from tracefile import gpu_records
+
+    from ipycompile import build_report
+    from ipycompile.analysis.roofline import FROM_WRAPPER
+
+    r = build_report(gpu_records("max_autotune"))
+    templates = [k for k in r.kernels if k.kind == "template"]
+    times = [KernelTime(k.name, k.name, k.compile_id, k.graph_stage, total_s=30e-6, calls=1) for k in templates]
+    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda", kernel_times_calls=1)
+    rows = {x.time.name: x for x in roofline(r).rows}
+    first = rows["triton_tem_fused_addmm_gelu_t_0"]
+    assert first.flops_per_launch == 2 * 512 * 4096 * 1024 and first.dtype == "float16"
+    assert first.bytes_per_launch == 2 * (4096 + 512 * 1024 + 4096 * 1024 + 512 * 4096)
+    assert FROM_WRAPPER in first.how and first.verdict in ("compute-bound", "memory-bound", "latency-bound")
+    assert rows["triton_tem_fused_addmm_gelu_t_1"].flops_per_launch == 2 * 512 * 1024 * 4096
+    assert roofline(r).shares.unknown_s == 0
+    # with the profiler's shapes the same launch costs the same, and the shapes it recorded win
+    recorded = [KernelLaunch(first.kernel.name, l.shapes, ["c10::Half"] * 4 + ["Scalar"] * 3, l.concrete, 5)
+                for l in first.kernel.static_launches]
+    times[0].launches = recorded
+    again = {x.time.name: x for x in roofline(r).rows}["triton_tem_fused_addmm_gelu_t_0"]
+    assert (again.bytes_per_launch, again.flops_per_launch) == (first.bytes_per_launch, first.flops_per_launch)
+    assert FROM_WRAPPER not in again.how
+
+
+@pytest.mark.parametrize("workload, flop_counter", [("mlp", 137438953472.0), ("llama", 81604411392.0)])
+def test_cuda_graph_workloads_recorded_on_the_h100_cost_what_the_flop_counter_counts(workload, flop_counter):
+    """max-autotune with CUDA graphs on the H100 (torch 2.11; benchmarks/roofline_truth.py's mlp_cg and
+    llama_cg): the run's own trace and its profiler events, replayed here. Every replayed kernel is
+    attributed (Triton by name; cuBLAS and cuDNN to their compile's one extern kernel of their family), its
+    bytes and FLOPs come from the wrapper code's launch shapes, their FLOPs per call equal FlopCounterMode's
+    count of the eager cell (measured in that run), and the time left over is the graph's input copies."""
+    import gzip
+    import json
+
+    from tracefile import DATA, read_records
+
+    from ipycompile import build_report
+    from ipycompile.report.model import OTHER_CAUSES, OTHER_DEVICE_TIME
+    from ipycompile.run.kernel_times import ProfiledEvent, attribute, profiled_call_count
+
+    r = build_report(read_records(DATA / "gpu-h100" / f"cudagraphs_{workload}.log.gz"))
+    with gzip.open(DATA / "gpu-h100" / f"cudagraphs_{workload}_events.json.gz", "rt") as f:
+        events = [ProfiledEvent(**{**e, "ops": tuple(e["ops"]), "inputs": None}) for e in json.load(f)]
+    assert not any(e.inputs for e in events if e.on_device)  # replayed: the profiler recorded no shapes
+    times = attribute(events, r.kernels, device=True)
+    calls = profiled_call_count(events)
+    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda",
+                        kernel_times_calls=calls)
+    roof = roofline(r)
+    flops = sum((x.flops_per_launch or 0) * x.time.calls / calls for x in roof.rows)
+    assert flops == pytest.approx(flop_counter, rel=1e-6)
+    other = next(t for t in times if t.name == OTHER_DEVICE_TIME)
+    assert set(other.parts) == {OTHER_CAUSES["copies"]}
+    assert other.share < 0.1 and roof.shares.unknown_s == pytest.approx(other.per_call_s)
+    library = [t for t in times if t.kernel.startswith(("extern_kernels.", "aten."))]
+    assert library and all(t.calls > 0 for t in library)

@@ -43,7 +43,7 @@ from typing import Any, Optional
 from ..report.model import Kernel, KernelLaunch
 
 __all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost",
-           "cpp_template_cost", "written_bytes", "DYNAMIC"]
+           "cpp_template_cost", "template_mnk", "written_bytes", "DYNAMIC"]
 
 #: ``how`` of a C++ kernel whose sizes are symbols in its source (compiled with dynamic shapes)
 DYNAMIC = "not estimated: dynamic shapes (loop bounds are symbols)"
@@ -190,9 +190,30 @@ def _op_cost(launch: KernelLaunch) -> Optional[Cost]:
     return None
 
 
-def _template_flops(shapes: list[list[int]]) -> Optional[float]:
-    """A Triton matmul template's FLOPs from its operands: A [.., M, K], B [.., K, N] and an output [.., M, N]."""
+_TEMPLATE_SIZE = r"^[ \t]*{}[ \t]*=[ \t]*(\d+)[ \t]*$"
+
+
+def template_mnk(kernel: Optional[Kernel]) -> Optional[tuple[int, int, int]]:
+    """A Triton matmul template's ``M``, ``N``, ``K`` as its source declares them (``M = 8192``), or
+    None (not a template, or sizes that are symbols: dynamic shapes)."""
+    if kernel is None or kernel.kind != "template" or not kernel.source:
+        return None
+    sizes = [re.search(_TEMPLATE_SIZE.format(name), kernel.source, re.M) for name in "MNK"]
+    if not all(sizes):
+        return None
+    m, n, k = (int(x.group(1)) for x in sizes)
+    return m, n, k
+
+
+def _template_flops(shapes: list[list[int]], kernel: Optional[Kernel] = None) -> Optional[float]:
+    """A Triton matmul template's FLOPs: ``2*M*N*K`` of the sizes its source declares (times the batch
+    of a 3-D operand), else from its operands: A [.., M, K], B [.., K, N] and an output [.., M, N]."""
     mats = [s for s in shapes if len(s) >= 2]
+    mnk = template_mnk(kernel)
+    if mnk is not None:
+        m, n, k = mnk
+        batch = max((_numel(s[:-2]) for s in mats if s[-2:] == [m, n]), default=1)
+        return 2.0 * batch * m * n * k
     for i, a in enumerate(mats):
         for j, b in enumerate(mats):
             if i == j or a[-1] != b[-2]:
@@ -248,7 +269,7 @@ def launch_cost(launch: KernelLaunch, kernel: Optional[Kernel] = None) -> Cost:
             moved += _numel(shape) * size * (2 if i < len(twice) and twice[i] else 1)
     dtype = matmul_dtype(launch.dtypes)
     if kernel is not None and kernel.kind == "template":
-        flops = _template_flops([s for s, _, _ in t])
+        flops = _template_flops([s for s, _, _ in t], kernel)
         if flops is not None:
             return Cost(moved, flops, "its buffers' shapes (each once); FLOPs 2*M*N*K of its operands", dtype)
     return Cost(moved, 0.0, "its buffers' shapes, each read or written once; no matmul: no FLOPs counted", dtype)

@@ -41,6 +41,10 @@ __all__ = ["KernelRoof", "Roofline", "roofline", "NEAR_ROOF", "LATENCY_S"]
 
 NEAR_ROOF = 0.7
 LATENCY_S = 5e-6
+#: ``how`` suffix of a cost from the shapes Inductor's wrapper code passes (no launch shapes recorded)
+FROM_WRAPPER = "shapes from Inductor's wrapper code (the profiler recorded none for these launches, as in CUDA-graph replays)"
+#: ``how`` of a kernel whose launches have no shapes recorded and none static in its wrapper code
+STATIC_UNKNOWN = "not estimated: no launch shapes recorded, and its wrapper's are symbols (dynamic shapes) or not declared"
 MEMORY, COMPUTE, LATENCY = "memory-bound", "compute-bound", "latency-bound"
 
 
@@ -81,12 +85,17 @@ def _cost(t: KernelTime, kernel: Optional[Kernel]) -> Cost:
     if meta is not None:
         dtype = next((launch_cost(x, kernel).dtype for x in t.launches), "")
         return Cost(meta.bytes, meta.flops, meta.how, dtype)
-    if not t.launches:
+    launches, static = t.launches, False
+    if not launches and kernel is not None and kernel.static_launches:
+        launches, static = kernel.static_launches, True  # CUDA-graph replays: no op records their shapes
+    if not launches:
         if kernel is not None and kernel.backend == "cpp":
             cpp = cpp_template_cost(kernel) if kernel.kind == "template" else cpp_source_cost(kernel)
             return cpp if cpp is not None else Cost(how="not estimated: a C++ kernel whose source gives no sizes to count")
+        if kernel is not None and kernel.backend in ("triton", "extern") and kernel.source:
+            return Cost(how=STATIC_UNKNOWN)
         return Cost(how="no shapes recorded (profiled without record_shapes)")
-    costs = [(launch_cost(x, kernel), x.count) for x in t.launches]
+    costs = [(launch_cost(x, kernel), max(x.count, 1)) for x in launches]
     known = [(c, n) for c, n in costs if c.bytes is not None]
     if not known:
         return costs[0][0]
@@ -94,6 +103,8 @@ def _cost(t: KernelTime, kernel: Optional[Kernel]) -> Cost:
     b = sum(c.bytes * k for c, k in known) / n
     f = sum((c.flops or 0.0) * k for c, k in known) / n
     hows = list(dict.fromkeys(c.how for c, _ in known))
+    if static:
+        hows.append(FROM_WRAPPER)
     dtype = next((c.dtype for c, _ in known if c.dtype), "")
     return Cost(b, f, "; ".join(hows), dtype)
 

@@ -69,6 +69,7 @@ __all__ = [
     "KERNEL_BACKENDS",
     "KERNEL_KINDS",
     "OTHER_DEVICE_TIME",
+    "OTHER_CAUSES",
     "OTHER_CPU_TIME",
 ]
 
@@ -403,6 +404,9 @@ class Kernel:
     # the user's source lines it computes (its FX nodes' recorded stack; see capture/parse/provenance.py)
     user_lines: list[UserFrame] = field(default_factory=list)
     user_lines_from: str = ""  # "provenance" | "nodes" | "ops" (approximate: matched by ATen op) | ""
+    # each launch site's arguments read from the wrapper code (shapes, dtypes), as record_shapes gives
+    # them: what costs a launch the profiler records no shapes for (CUDA-graph replays); capture/parse/launches.py
+    static_launches: list["KernelLaunch"] = field(default_factory=list)
 
 
 @dataclass
@@ -567,6 +571,13 @@ class EagerComparison:
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
+#: What the other device time was (``KernelTime.parts`` of the :data:`OTHER_DEVICE_TIME` entry)
+OTHER_CAUSES = {
+    "eager": "kernels of eager code (outside the compiled graphs)",
+    "copies": "memory copies and sets (a CUDA graph's input copies among them)",
+    "replay": "library kernels (cuBLAS, cuDNN) in CUDA-graph replays that no single extern kernel of the report launches",
+    "library": "library kernels in compiled code that no extern kernel of the report launches",
+}
 OTHER_CPU_TIME = "other CPU time"  # the KernelTime of CPU time in no kernel (wrapper, guards, eager code)
 
 
@@ -604,6 +615,8 @@ class KernelTime:
     calls: int = 0  # kernel launches (calls, on CPU) seen in the profiled calls
     share: float = 0.0  # of the profiled device time (CUDA) or CPU time of the calls
     launches: list[KernelLaunch] = field(default_factory=list)  # the launching ops' inputs, distinct ones counted
+    # the other-time entry's seconds (over all profiled calls) by what they were: OTHER_CAUSES' words
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -14,8 +14,14 @@ A device kernel named as one of the report's kernels (Triton's are) is that
 kernel; one launched by an op that an extern kernel calls (``aten::mm`` for
 ``extern_kernels.mm``: cuBLAS, cuDNN) inside compiled code is that extern
 kernel; an Inductor kernel the report does not hold (compiled code reused)
-keeps its own name; everything else is :data:`OTHER_DEVICE_TIME`. Shares are of
-all the device time.
+keeps its own name. Kernels replayed from a CUDA graph (``reduce-overhead``,
+``max-autotune``) are linked to the graph-launch runtime call, not to an op: a
+Triton kernel is still found by name; a library GEMM (cuBLAS, CUTLASS) there is
+the extern matrix-product kernel of its compile and stage when that holds exactly
+one (else it is not guessed). Everything else is :data:`OTHER_DEVICE_TIME`, its
+seconds split by cause in ``KernelTime.parts`` (:data:`~ipycompile.report.model.OTHER_CAUSES`:
+eager code, copies and memsets, unmatched library kernels in a replay or in
+compiled code). Shares are of all the device time.
 
 On CPU the time is the calling thread's: Inductor's C++ kernels show up as
 ``graph_<id>_<kernel name>`` record-functions (only when compiled with
@@ -35,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from ..analysis.kernel_costs import COSTED_OPS
-from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime
+from ..capture.parse.launches import extern_op_name
+from ..report.model import OTHER_CAUSES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime
 
 __all__ = [
     "CALL_MARKER",
@@ -114,6 +121,18 @@ _CPP_KERNEL = re.compile(r"^graph_\d+_(?P<name>\w+)$")  # cpp.enable_kernel_prof
 _OP = re.compile(r"^\w+::\w+$")  # a dispatcher op as the profiler names it: aten::mm
 #: a record-function a C++ kernel's source opens; a GEMM template names its own (``graph_1_gemm_m64n256k128_kernel``)
 _CPP_RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\(\s*"(graph_\d+_\w+)"')
+#: the runtime call that replays a CUDA graph: the CPU event its device kernels are linked to
+_GRAPH_LAUNCH = re.compile(r"^cu(?:da)?GraphLaunch")
+#: Library kernels a CUDA-graph replay runs, by family: (the kernel-name pattern, the ops of the extern
+#: kernels that launch them), tried in order (cuDNN's attention kernels have "gemm"-like parts in their names)
+_LIBRARY_FAMILIES = (
+    (re.compile(r"sdpa|fmha|flash|attention", re.I), ("aten::_scaled_dot_product_cudnn_attention",
+     "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention")),
+    (re.compile(r"conv|dgrad|wgrad", re.I), ("aten::convolution", "aten::convolution_backward")),
+    (re.compile(r"gemm|nvjet|cutlass|xmma|cublas|wgmma|s16816|s1688|h16816|h1688", re.I),
+     ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm", "aten::_scaled_mm")),
+)
+_COPY = re.compile(r"^(?:Memcpy|Memset)\b|copy", re.I)
 
 
 @dataclass(frozen=True)
@@ -280,15 +299,7 @@ def _in_graph(ops: tuple[str, ...]) -> Optional[tuple[str, ...]]:
 def extern_op(kernel: Kernel) -> str:
     """The op an extern kernel runs, as the profiler names it: ``extern_kernels.mm`` -> ``aten::mm``,
     ``aten.index_put_.default`` -> ``aten::index_put_``; ``""`` for other kernels."""
-    if kernel.backend != "extern" or "." not in kernel.name:
-        return ""
-    namespace, op = kernel.name.split(".")[:2]
-    return f"aten::{_EXTERN_ALIASES.get(op, op)}" if namespace == "extern_kernels" else f"{namespace}::{op}"
-
-
-#: Inductor's extern kernels that are its own Python functions around an ATen op (max-autotune's
-#: ``bias_addmm``, torch/_inductor/kernel/mm.py, calls ``torch.addmm``): the op the profiler sees.
-_EXTERN_ALIASES = {"bias_addmm": "addmm"}
+    return extern_op_name(kernel.name) if kernel.backend == "extern" else ""
 
 
 def _outermost(graph: Optional[tuple[str, ...]]) -> bool:
@@ -328,6 +339,19 @@ class _Kernels:
         found = self.by_record.get(record)
         return self.pick(found, where) if found else None
 
+    def replayed(self, name: str, where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
+        """The extern kernel of the event's compile (and stage) that a library kernel replayed from a
+        CUDA graph ran for: of the family its name tells (attention, convolution, matrix product),
+        only when that compile holds exactly one such extern kernel (no op records which call a
+        replayed kernel belongs to); None otherwise."""
+        region, stage = where
+        ops = next((ops for pattern, ops in _LIBRARY_FAMILIES if pattern.search(name)), None)
+        if region is None or ops is None:
+            return None
+        found = [k for op in ops for k in self.by_op.get(op, ()) if k.compile_id == region]
+        staged = [k for k in found if stage and k.graph_stage == stage] or found
+        return staged[0] if len({k.name for k in staged}) == 1 else None
+
     def extern(self, ops: Iterable[str], where: tuple[Optional[CompileId], str]) -> Optional[Kernel]:
         for op in ops:
             found = self.by_op.get(op)
@@ -355,6 +379,11 @@ class _Tally:
             self.entries[key].launches.append(seen[k])
         seen[k].count += 1
 
+    def other_part(self, cause: str, us: float) -> None:
+        """Add ``us`` to the cause's part of the other-time entry (added just before)."""
+        entry = self.entries[(OTHER_DEVICE_TIME, "", "", "")]
+        entry.parts[cause] = entry.parts.get(cause, 0.0) + us / 1e6
+
     def add(self, name: str, kernel: Optional[Kernel], where: tuple[Optional[CompileId], str], us: float,
             launch: Optional[int] = None, inputs: Optional[tuple] = None) -> None:
         cid, stage = where
@@ -373,6 +402,25 @@ class _Tally:
             self.launches[key].add(launch)
             entry.calls += 1
             self._count_inputs(key, inputs)
+
+
+def _replayed(e: ProfiledEvent) -> bool:
+    """Whether a device event ran in a CUDA graph's replay: the profiler links a replayed kernel to the
+    graph-launch runtime call, or (torch 2.11 on an H100, cudagraph trees) straight to the compiled
+    region's record-function, with no op or kernel record-function of its own in between."""
+    return bool(e.ops) and (bool(_GRAPH_LAUNCH.match(e.ops[0])) or bool(_REGION.match(e.ops[0])))
+
+
+def _other_cause(e: ProfiledEvent, replayed: bool, where: tuple[Optional[CompileId], str],
+                 graph: Optional[tuple[str, ...]]) -> str:
+    """Which of :data:`OTHER_CAUSES` a device event in no kernel of the report is."""
+    if _COPY.search(e.name):
+        return OTHER_CAUSES["copies"]
+    if replayed:
+        return OTHER_CAUSES["replay"]
+    if where[0] is None and graph is None:
+        return OTHER_CAUSES["eager"]
+    return OTHER_CAUSES["library"]
 
 
 def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, device: bool) -> list[KernelTime]:
@@ -407,7 +455,13 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
             elif e.name.startswith("triton_") or (e.ops and e.ops[0] == e.name):  # an Inductor kernel not in the report
                 tally.add(e.name, None, where, e.duration_us, inputs=e.inputs)
             else:
-                tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
+                replayed = _replayed(e)
+                library = table.replayed(e.name, where) if replayed else None
+                if library is not None:
+                    tally.add(library.name, library, where, e.duration_us)
+                else:
+                    tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
+                    tally.other_part(_other_cause(e, replayed, where, graph), e.duration_us)
         other = OTHER_DEVICE_TIME
     else:
         total_us = sum(e.duration_us for e in events if not e.on_device and e.name == CALL_MARKER)

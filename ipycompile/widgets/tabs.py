@@ -508,6 +508,10 @@ def _time_cells(t) -> list[Any]:
 
 def _untimed_note(t, what: str) -> str:
     if t.name == OTHER_DEVICE_TIME:
+        if t.parts:  # what it was, largest first
+            parts = sorted(t.parts.items(), key=lambda kv: -kv[1])
+            return "Device time in no kernel of this report: " + "; ".join(
+                f"{cause} {100 * s / t.total_s:.0f} %" if t.total_s else cause for cause, s in parts) + "."
         return ("Device time in no kernel of this report: kernels of eager code (outside the compiled graphs), "
                 "library kernels launched where no extern kernel of the report is, copies and memsets.")
     if t.name == OTHER_CPU_TIME:

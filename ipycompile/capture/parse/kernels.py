@@ -38,7 +38,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ...report.model import CompileId, Kernel
+from ...report.model import CompileId, Kernel, KernelLaunch
+from .launches import TensorTable, launch_of, signature_dtypes
 
 __all__ = ["parse_output_code", "ops_from_kernel_name"]
 
@@ -174,6 +175,13 @@ class _Found:
     kernel: Kernel
     origins: list[_Origin] = field(default_factory=list)
     launch_lines: list[str] = field(default_factory=list)
+    launches: dict[str, KernelLaunch] = field(default_factory=dict)  # by the launch's arguments
+
+    def add_launch(self, launch: Optional[KernelLaunch]) -> None:
+        if launch is None:
+            return
+        key = repr((launch.shapes, launch.dtypes, launch.concrete))
+        self.launches.setdefault(key, launch).count += 1
 
 
 def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_stage: str = "") -> list[Kernel]:
@@ -184,13 +192,16 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
     ``torch.ops.aten.xxx.default(...)``) with their launch lines. ``launches``
     counts the launch sites in ``call`` and the functions it runs (cudagraph
     partitions, control-flow subgraphs): a site inside a loop counts once.
-    Kernels come in the order the module first mentions them. Never raises;
-    empty or unrelated text gives ``[]``.
+    Kernels come in the order the module first mentions them. ``static_launches``:
+    each Triton or extern launch's arguments as shapes and dtypes, read from the
+    tensors the wrapper declares (:mod:`.launches`; none with dynamic shapes).
+    Never raises; empty or unrelated text gives ``[]``.
     """
     if not isinstance(code, str) or "(" not in code:
         return []
     found: dict[str, _Found] = {}
     skeleton, sources = _mask_sources(code)
+    table = TensorTable(code)
     pending: Optional[_Origin] = None
     skipping = False
     for number, line in enumerate(skeleton.split("\n")):
@@ -217,12 +228,16 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
         if _FUNCTION.match(line):
             pending = None
             continue
+        table.read(line)
         for launch in _LAUNCH.finditer(line):
             entry = _launched(launch, found)
             if entry is None:
                 continue
             entry.kernel.launches += 1
             entry.launch_lines.append(stripped)
+            if entry.kernel.backend in ("triton", "extern"):
+                hint = signature_dtypes(entry.kernel.source) if entry.kernel.backend == "triton" else None
+                entry.add_launch(launch_of(entry.kernel.name, entry.kernel.backend, line, launch.end() - 1, table, hint))
             if pending is not None:
                 entry.origins.append(pending)
                 pending = None
@@ -233,6 +248,7 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
         kernel = entry.kernel
         _settle(entry, vocabulary)
         kernel.compile_id, kernel.graph_stage = compile_id, graph_stage
+        kernel.static_launches = list(entry.launches.values())
         kernels.append(kernel)
     # An extern call runs its own op: the ops its comment shares with a generated kernel
     # of this module (e.g. the gelu fused just before an addmm) are that kernel's.
