@@ -157,6 +157,14 @@ class Compile:
     metrics: dict[str, Any] = field(default_factory=dict)  # every other compilation_metrics field
     # symbols torch made for this compile: its source ("L['k']", "L['x'].size()[0]") -> the value it saw
     symbols: dict[str, str] = field(default_factory=dict)
+    #: for a frame Dynamo made of the code after a graph break (``torch_dynamo_resume_in_f_at_7``):
+    #: the user's function it continues (``f``), read by capture; "" for an ordinary frame
+    resumes: str = ""
+
+    @property
+    def user_function(self) -> str:
+        """The user's function this compile ran: ``f`` for ``f`` and for the code of ``f`` after a break."""
+        return self.resumes or self.function
 
 
 GRAPH_STAGES = (
@@ -325,10 +333,33 @@ class GraphBreak:
     suggestion: Optional[Suggestion] = None
 
     @property
+    def stop(self) -> UserFrame:
+        """Where the break stopped: the line Dynamo was tracing when it gave up (``break_frame``,
+        often inside a library), else the user's own line (``frame``); with the function and
+        source line torch printed for that place in its traceback when ``break_frame`` lacks
+        them (torch's header names only file and line). The one answer to "where did this break
+        stop": every rule and view asks this."""
+        f = self.break_frame if self.break_frame.filename else self.frame
+        if f.function and f.source_line:
+            return f
+        same = [u for u in [*self.user_stack, self.frame] if (u.filename, u.lineno) == (f.filename, f.lineno)]
+        return UserFrame(f.filename, f.lineno, f.function or next((u.function for u in same if u.function), ""),
+                         f.source_line or next((u.source_line for u in same if u.source_line), ""))
+
+    @property
+    def reached_from(self) -> Optional[UserFrame]:
+        """The user's own line that led to the break when that is another place than where it
+        stopped (a call of library code that breaks inside), else None."""
+        stop = self.stop
+        if self.frame.filename and (self.frame.filename, self.frame.lineno) != (stop.filename, stop.lineno):
+            return self.frame
+        return None
+
+    @property
     def site(self) -> tuple:
-        """The de-duplication key: where Dynamo stopped (``break_frame``, else ``frame``),
-        the user's line that led there, and the kind of break."""
-        stop = self.break_frame if self.break_frame.filename else self.frame
+        """The de-duplication key: where Dynamo stopped (:attr:`stop`), the user's line that led
+        there, and the kind of break."""
+        stop = self.stop
         return (stop.filename, stop.lineno, self.frame.filename, self.frame.lineno, self.gb_code or self.reason)
 
 
@@ -470,6 +501,12 @@ class Failure:
     hints: list[str] = field(default_factory=list)
     context: str = ""
     user_stack: list[UserFrame] = field(default_factory=list)
+
+    @property
+    def stop(self) -> UserFrame:
+        """Where the failed compile stopped: the innermost frame of the user stack torch printed,
+        else :attr:`frame`."""
+        return self.user_stack[-1] if self.user_stack else self.frame
 
 
 @dataclass

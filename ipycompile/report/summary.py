@@ -202,8 +202,8 @@ def loop_headline(r: "CompileReport", u) -> str:
 
 
 def stop_frame(b):
-    """Where Dynamo stopped for graph break ``b`` (its ``break_frame``, else its user line)."""
-    return b.break_frame if b.break_frame.filename else b.frame
+    """Where Dynamo stopped for graph break ``b`` (:attr:`GraphBreak.stop`)."""
+    return b.stop
 
 
 def reached_from(b) -> bool:

@@ -4,7 +4,6 @@ rule fits (torch's own words, kind ``unknown``)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -37,7 +36,7 @@ class Facts:
 
     @classmethod
     def of_break(cls, b: GraphBreak, ctx: "Context") -> "Facts":
-        stop = b.break_frame if b.break_frame.filename else b.frame
+        stop = b.stop
         if not stop.source_line:
             stop = UserFrame(stop.filename, stop.lineno, stop.function, ctx.src.line(stop.filename, stop.lineno).strip())
         return cls(b.gb_type or b.reason, b.gb_code, b.explanation, list(b.hints), b.context, b.detail or b.reason,
@@ -45,7 +44,7 @@ class Facts:
 
     @classmethod
     def of_failure(cls, f: Failure, ctx: "Context") -> "Facts":
-        stop = f.user_stack[-1] if f.user_stack else f.frame
+        stop = f.stop
         return cls(f.gb_type or f.type, f.gb_code, f.explanation, list(f.hints), f.context, f.message or "",
                    stop, f.frame, list(f.user_stack), ctx.library(stop.filename))
 
@@ -68,11 +67,7 @@ class Context:
     def compiled_functions(self) -> set[tuple[str, str]]:
         """The functions torch compiled as frames, (file, function); a resume function
         (``torch_dynamo_resume_in_f_at_7``) counts as ``f``."""
-        out = set()
-        for c in self.report.compiles:
-            m = re.match(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$", c.function or "")
-            out.add((c.filename, m.group("fn") if m else c.function))
-        return out
+        return {(c.filename, c.user_function) for c in self.report.compiles}
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,7 @@ def user_lines(ctx: Context, facts: Facts) -> list[str]:
     inside a shared function is reached from several lines), as ``ctx.where`` writes it."""
     out: list[str] = []
     for b in ctx.report.graph_breaks:
-        stop = b.break_frame if b.break_frame.filename else b.frame
+        stop = b.stop
         if (stop.filename, stop.lineno) != (facts.stop.filename, facts.stop.lineno):
             continue
         frames = b.callers if (b.frame.filename, b.frame.lineno) == (stop.filename, stop.lineno) else [b.frame]

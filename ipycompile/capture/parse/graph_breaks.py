@@ -59,6 +59,7 @@ from typing import Any, Callable, Optional
 from ...report.model import GraphBreak, UserFrame
 from ...report.owners import is_user_code
 from ..layout import torch_package_dir
+from .frames import parse_traceback
 
 __all__ = [
     "parse_graph_break",
@@ -79,8 +80,6 @@ _GB_URL = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
 _GB_BARE = re.compile(r"\b(GB\d{4})\b")
 _NESTED = re.compile(r"^\s*\*\*\* While handling this graph break, another graph break occurred: \*\*\*\s*$")
 _USER_TB = re.compile(r"^\s*User code traceback:\s*$")
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.*?))?\s*$')
-_CARETS = re.compile(r"^[\s~^\-]*$")
 # lines that end the reason block without being part of the break description
 _BLOCK_END = re.compile(r"^\s*(User code traceback:|Traceback \(most recent call last\):|Stack variable source attribution:)")
 # Dynamo's own prefixes on the reason line, not the break kind
@@ -216,22 +215,9 @@ def registry_entry(gb_code: str, gb_type: str = "") -> Optional[dict[str, Any]]:
 
 
 def parse_user_traceback(lines: list[str]) -> list[UserFrame]:
-    """Frames of a ``File "...", line N, in f`` listing, outermost first.
-
-    Source lines are the first non-caret line indented under each frame;
-    other lines are ignored.  Parsing stops at the first non-indented,
-    non-empty line (e.g. ``Traceback (most recent call last):``).
-    """
-    frames: list[UserFrame] = []
-    for line in lines:
-        if line.strip() and not line[:1].isspace():
-            break
-        m = _FRAME.match(line)
-        if m:
-            frames.append(UserFrame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
-        elif frames and not frames[-1].source_line and line.strip() and not _CARETS.match(line):
-            frames[-1].source_line = line.strip()
-    return frames
+    """Frames of Dynamo's ``User code traceback:`` listing, outermost first, up to the
+    first non-indented line (``Traceback (most recent call last):``: torch's own frames)."""
+    return parse_traceback(lines, until_unindented=True)
 
 
 def _innermost_user_frame(stack: list[UserFrame], is_user: UserFileTest) -> Optional[UserFrame]:
