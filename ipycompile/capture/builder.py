@@ -31,6 +31,7 @@ from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
 from .parse.failures import parse_failure
+from .parse.fx import graph_nodes, layer_inputs
 from .parse.frames import parse_traceback, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
@@ -149,7 +150,11 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    st.report.graphs.append(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")))
+    g = Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or ""))
+    if stage == "dynamo" and code:
+        g.nodes, g.places = graph_nodes(code)
+        g.layer_inputs = layer_inputs(g.nodes)
+    st.report.graphs.append(g)
     if stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))

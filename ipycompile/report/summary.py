@@ -195,7 +195,9 @@ def loop_headline(r: "CompileReport", u) -> str:
     what = u.suggestion.title.split(": ", 1) if u.suggestion else ["", ""]
     copies = f"unrolled {u.repeats} times" if what[0] != "nested_compile_region" else f"{u.repeats} identical layers"
     where = f"loop at {r.where(u.filename, u.lineno)}" if u.lineno is not None else "a loop"
-    consider = f"; consider {what[0]}" if what[0] else ""
+    consider = f"; consider {what[0]}" if what[0] and u.suggestion.code else ""
+    if u.suggestion and not u.suggestion.code:  # a loop in code the user does not own: nothing of theirs to rewrite
+        consider = "; in code you do not own"
     if what[0] == "map":
         consider += " (its iterations are independent)"
     return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"

@@ -21,8 +21,9 @@ import re
 from typing import Optional
 
 from ...report.model import CompileId, Failure, UserFrame
+from .context import read_detail
 from .frames import parse_traceback, user_stack_text
-from .graph_breaks import debug_context
+from .graph_breaks import debug_context, hinted_settings
 
 __all__ = ["parse_failure", "user_stack_text"]
 
@@ -45,7 +46,9 @@ def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str,
         expl = _EXPLANATION.search(text)
         f.explanation = expl.group("text").strip() if expl else ""
         f.hints = [m.group("text").strip() for m in _HINT.finditer(text)]
+        f.hinted_settings = hinted_settings(f.hints)
         f.context = debug_context(text)
+        f.said = read_detail(f.context, f.explanation, text)
         tail = user_stack_text(traceback or text) or user_stack_text(text)
         f.user_stack = parse_traceback(tail)
     except Exception:  # noqa: BLE001 - a report must survive any text

@@ -59,10 +59,12 @@ from typing import Any, Callable, Optional
 from ...report.model import GraphBreak, UserFrame
 from ...report.owners import is_user_code
 from ..layout import torch_package_dir
+from .context import read_detail
 from .frames import parse_traceback
 
 __all__ = [
     "parse_graph_break",
+    "hinted_settings",
     "debug_context",
     "parse_user_traceback",
     "registry_entry",
@@ -97,6 +99,25 @@ _BOILERPLATE = re.compile(
 )
 _USER_STACK = re.compile(r"^\s*User Stack \(most recent call last\):\s*$")
 _CONTEXT = re.compile(r"Developer debug context:\s?(?P<ctx>.*?)(?:\n\s*\n|\n\s*For more details|\Z)", re.S)
+
+
+#: A setting torch's hints name, with its value: "`torch._dynamo.config.capture_scalar_outputs = True`",
+#: "Change `torch._dynamo.config.trace_autograd_ops` to `True`", "set torch._dynamo.config.x=True".
+_SETTING_IS = re.compile(r"`?(?P<name>torch\._(?:dynamo|inductor|functorch)\.config\.\w+)\s*=\s*(?P<value>True|False|\d+)`?")
+_SETTING_TO = re.compile(r"`(?P<name>torch\._(?:dynamo|inductor|functorch)\.config\.\w+)`\s+to\s+`?(?P<value>True|False|\d+)`?")
+
+
+def hinted_settings(hints: list[str]) -> list[str]:
+    """The settings torch's hints name, as code: ``["torch._dynamo.config.capture_scalar_outputs = True"]``
+    (in order, without repeats)."""
+    out: list[str] = []
+    for h in hints or []:
+        for pattern in (_SETTING_IS, _SETTING_TO):
+            for m in pattern.finditer(h):
+                code = f"{m.group('name')} = {m.group('value')}"
+                if code not in out:
+                    out.append(code)
+    return out
 
 
 def debug_context(text: str) -> str:
@@ -381,6 +402,8 @@ def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
         context=debug_context(text),
     )
     _fill_from_registry(gb, had_type=bool(gb_type))
+    gb.hinted_settings = hinted_settings(gb.hints)
+    gb.said = read_detail(gb.context, gb.explanation, text)
     return gb
 
 

@@ -31,10 +31,10 @@ from typing import Any, Iterable, Optional
 from ...report.model import CompileId, Graph, Kernel, UserFrame
 from ..records import loads
 from .frames import parse_traceback
+from .fx import place
 
 __all__ = ["node_lines", "kernel_stack_traces", "attach_user_lines", "graph_node_lines"]
 
-_FILE = re.compile(r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\"|\s*:\s*[\w.\[\], ]+)?\s*=\s*(?P<rhs>.*)$")
 _TARGET = re.compile(r"torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)")
 
@@ -44,9 +44,9 @@ def node_lines(graph_code: str) -> dict[str, tuple[UserFrame, str]]:
     out: dict[str, tuple[UserFrame, str]] = {}
     current: Optional[UserFrame] = None
     for line in graph_code.splitlines():
-        m = _FILE.match(line)
-        if m:
-            current = UserFrame(m.group("file"), int(m.group("line")), m.group("fn").strip(), m.group("code").strip())
+        p = place(line) if line.lstrip().startswith("#") else None
+        if p is not None:
+            current = p
             continue
         if not line.strip() or line.strip().startswith("#"):
             continue
