@@ -274,6 +274,20 @@ def test_move_out_leaves_a_method_of_an_object_alone():
     assert all(s.kind != "move_out" and "opt.step()  (moved" not in s.code for s in suggestions(report))
 
 
+def test_move_out_never_leaves_a_compiled_function_with_no_work():
+    """pytorch/pytorch#137068: a compiled ``debug()`` whose only statement is ``start = time.time()``:
+    moving the call out would leave the function doing nothing (its work removed, not fixed)."""
+    cell = """
+    import time
+    def debug():
+        start_time = time.time()
+    debug()
+    """
+    _, report = run(cell, {"torch": torch})
+    ss = suggestions(report)
+    assert ss and all(s.kind != "move_out" for s in ss), [(s.kind, s.code) for s in ss]
+
+
 # -- seeds and order --------------------------------------------------------------------------------------
 SEEDED = """
 torch.manual_seed(0)
