@@ -209,9 +209,9 @@ def stop_frame(b):
 
 
 def reached_from(b) -> bool:
-    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped."""
-    stop = stop_frame(b)
-    return bool(b.frame.filename) and (b.frame.filename, b.frame.lineno) != (stop.filename, stop.lineno)
+    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped
+    (:attr:`GraphBreak.reached_from`)."""
+    return b.reached_from is not None
 
 
 def shared_callers(r: "CompileReport", b) -> list:
