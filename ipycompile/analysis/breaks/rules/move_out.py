@@ -6,9 +6,10 @@ Not for a method of an object (``opt.step()``, ``sched.step()``: torch names a q
 and commenting it out removes the work. Not for a call whose place matters and cannot be
 kept: a seed (``torch.manual_seed``) goes before the compiled code, since the random numbers
 drawn after it come from it; where random numbers are drawn before it in the same code,
-neither place keeps them, and no fix is offered. Not when the call is all the compiled code
-does: moving it out would leave a compiled function with no work (its work removed, not
-fixed)."""
+neither place keeps them, and no fix is offered. Not when an assignment of the call's value
+is all the compiled code does (``def debug(): start = time.time()``): moving it out would
+leave a compiled function with no work (its work removed, not fixed); a call made for its
+effect alone (``warnings.warn(...)``) still moves, its effect kept outside."""
 
 from __future__ import annotations
 
@@ -34,15 +35,15 @@ def applies(f: Facts) -> bool:
 
 def _place(p, stmt: ast.stmt, name: str) -> Optional[str]:
     """Where the moved call goes: "before" or "after" the compiled code, with why; None when
-    neither keeps the results (a seed after random draws), or when the call is all the compiled
-    code does (``def debug(): start = time.time()``: moving it out leaves nothing, the work removed)."""
+    neither keeps the results (a seed after random draws), or when assigning the call's value is
+    all the compiled code does (``def debug(): start = time.time()``: moving it out leaves nothing)."""
     _, body = scope_body(p, stmt)
     top = next((s for s in body if s is stmt or stmt in walk_scope([s])), stmt)
     i = body.index(top) if top in body else 0
     before, after = body[:i], body[i + 1:]
     rest = [s for s in before + after if not _inert(s)]
-    if not rest:
-        return None
+    if not rest and not isinstance(top, ast.Expr):
+        return None  # its value was all the code computed: moving the call out leaves nothing (the work removed)
     if name in SEEDS:
         draws = [n for n in walk_scope(before) if isinstance(n, ast.Call) and call_name(n) in DRAWS]
         if draws:
