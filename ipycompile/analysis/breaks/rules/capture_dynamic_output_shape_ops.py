@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import re
+import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ..base import Context, Facts, Rule, explained, path, reset_note
+from ..base import Context, Facts, Rule, explained, path, reset_note, statement_at
 
 
 #: The ops torch 2.13 keeps in the graph with this setting (their meta kernels give a symbolic
@@ -25,6 +26,29 @@ def applies(f: Facts) -> bool:
     return (f.code == "GB0036" or f.kind.startswith("Dynamic shape operator")) and "(no meta kernel)" not in f.kind
 
 
+def _into_unchecked_call(f: Facts, ctx: Context) -> bool:
+    """The line hands a value to a call whose code the doctor cannot see into (a module,
+    ``self.norm(h[mask])``; a function of the user's or a library's), where a data-dependent size
+    may break again (pytorch/pytorch#194166: BatchNorm on ``h[mask]`` breaks inside
+    ``F.batch_norm`` with the setting). Torch's own functions and methods of tensors are not such calls."""
+    _, stmt = statement_at(f.stop, ctx)
+    if stmt is None:
+        return False
+    for n in ast.walk(stmt):
+        if not isinstance(n, ast.Call) or not (n.args or n.keywords):
+            continue
+        fn = n.func
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self":
+            return True  # a submodule or a method of the user's class
+        if isinstance(fn, ast.Name) and fn.id not in _BUILTINS:
+            return True  # a function of the user's (or one imported by name)
+    return False
+
+
+#: Builtins that take a tensor and need nothing of its size beyond what torch traces.
+_BUILTINS = {"len", "int", "float", "bool", "print", "isinstance", "tuple", "list", "range", "abs", "max", "min", "sum"}
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     op = f.said.aten_op
     if op in MOVES_ONLY:
@@ -38,6 +62,8 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             "`torch.linalg.solve`).", f)
     if op not in SUPPORTED:
         return None
+    if not f.in_library and _into_unchecked_call(f, ctx):
+        return None  # torch's hint stays torch's words (torch_hint): unverified here
     name = op
     where = "library code you cannot edit" if f.in_library else "your code"
     return Suggestion(
