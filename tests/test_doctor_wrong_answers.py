@@ -387,3 +387,28 @@ def test_a_hint_whose_precondition_cannot_be_checked_is_torchs_words_marked_unve
     (s,) = suggestions(report)
     assert s.kind == "torch_hint" and s.code == "" and "unverified" in s.explanation
     assert "torch._dynamo.config.capture_scalar_outputs = True" in s.explanation
+
+
+class MaskedBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(8)
+
+    def forward(self, h, mask):
+        out = h.clone()
+        out[mask] = self.norm(h[mask])
+        return out
+
+
+def test_a_data_dependent_shape_handed_to_a_module_gets_torchs_hint_in_words_only():
+    """pytorch/pytorch#194166: ``self.norm(h[mask])``. The setting keeps ``h[mask]`` in the graph
+    with a symbolic size, and BatchNorm then breaks on it inside ``F.batch_norm``: the setting is
+    not offered as a fix, only as torch's words, unverified."""
+    ns = {"torch": torch, "h": torch.randn(64, 8), "mask": torch.rand(64) > 0.3, "m": MaskedBN()}
+    _, report = run("y = m(h, mask)", dict(ns))
+    (b,) = report.graph_breaks
+    assert b.gb_code == "GB0036"
+    assert b.suggestion.kind == "torch_hint" and b.suggestion.code == ""
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True  # the mistake it rules out
+    _, moved = run("y = m(h, mask)", dict(ns))
+    assert moved.graph_break_count >= 1
