@@ -751,7 +751,9 @@ def test_an_unknown_kind_gets_torchs_words_and_no_invented_fix():
 
 
 def test_every_kind_is_proven_here():
+    """Here, or with the classes of wrong answer it rules out (tests/test_doctor_wrong_answers.py)."""
     here = open(__file__, encoding="utf-8").read()
+    here += open(os.path.join(os.path.dirname(__file__), "test_doctor_wrong_answers.py"), encoding="utf-8").read()
     untested = [k for k in KINDS if k != "unknown" and f'"{k}"' not in here]
     assert not untested, untested
 
@@ -826,7 +828,8 @@ def test_an_item_break_on_a_tensor_of_two_elements_gets_no_capture_scalar_output
     (gb,) = cap.report.graph_breaks
     assert gb.gb_code == "GB0124"
     s = gb.suggestion
-    assert s.kind == "unknown" and s.code == "" and "no specific fix" in s.explanation  # torch's words, no fix
+    # torch's words and its hint, marked unverified, and no fix to apply
+    assert s.kind == "torch_hint" and s.code == "" and "unverified" in s.explanation
     assert gb.explanation in s.explanation
     # the mistake it rules out: with the setting, the compile raises instead of breaking
     torch._dynamo.reset()
@@ -836,10 +839,11 @@ def test_an_item_break_on_a_tensor_of_two_elements_gets_no_capture_scalar_output
 
 
 def test_an_item_of_a_tensor_of_unknown_size_gets_torchs_words():
-    """``int(t)`` of a parameter: its size cannot be told from the code, so no setting is offered."""
+    """``int(t)`` of a parameter: its size cannot be told from the code, so no setting is offered to
+    apply: torch's hint is shown as its words, unverified."""
     _, report = run("n = int(x)\nout = torch.zeros(n) + 1\nout", ns_with(torch.tensor(3.0)))
     s = only_suggestion(report)
-    assert s.kind == "unknown" and s.code == ""
+    assert s.kind == "torch_hint" and s.code == "" and "unverified" in s.explanation
 
 
 # -- kinds to cover (issue 20, item 3) ---------------------------------------------------------------
@@ -1116,7 +1120,8 @@ def test_an_op_whose_data_dependent_shape_the_setting_does_not_fix_gets_no_setti
     _, report = run("out = torch.linalg.lstsq(x, b).solution\nout", ns_with(a, b=b))
     (gb,) = report.graph_breaks
     assert gb.gb_code == "GB0036" and "linalg_lstsq" in gb.context
-    assert gb.suggestion.kind == "unknown"
+    assert gb.suggestion.kind == "no_meta_kernel" and gb.suggestion.code == ""
+    assert "does not remove" in gb.suggestion.title
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
         _, moved = run("out = torch.linalg.lstsq(x, b).solution\nout", ns_with(a, b=b))
     assert moved.graph_break_count >= 1  # the mistake it rules out: the break stays

@@ -24,7 +24,8 @@ from torch import nn
 
 import ipycompile
 from ipycompile import CompileReport
-from ipycompile.analysis.loops import MIN_REPEATS, graph_nodes
+from ipycompile.analysis.loops import MIN_REPEATS
+from ipycompile.capture.parse.fx import graph_nodes
 from tracefile import gpu_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -266,9 +267,11 @@ def test_torch_2_11_graphs_parse_with_their_source_places_and_hold_no_loop():
     records = gpu_records("quickstart")
     r = ipycompile.analysis.diagnose(ipycompile.build_report(records))
     graphs = [g for g in r.graphs if g.stage == "dynamo"]
-    nodes = graph_nodes(graphs[0].code)
-    assert nodes and all(n.line is not None for n in nodes) and nodes[0].file.endswith("gpu_traces.py")
+    nodes, places = graph_nodes(graphs[0].code)
+    assert nodes and all(0 <= n.place < len(places) for n in nodes) and places[nodes[0].place].filename.endswith("gpu_traces.py")
+    assert all(places[n.place].lineno is not None for n in nodes)
     assert len(nodes) == graphs[0].op_count
+    assert (graphs[0].nodes, graphs[0].places) == (nodes, places)  # capture read them into the report
     assert not r.unrolled_loops and not [e for e in r.stats.errors if e.startswith("doctor:")]
 
 

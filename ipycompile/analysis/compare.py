@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..report.owners import is_notebook_cell
 from ..report.text import one_line, printable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,24 +116,22 @@ class Comparison:
 
 
 # -- keys -----------------------------------------------------------------------
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$")
-
-
-def _function(name: str) -> str:
-    m = _RESUME.match(name or "")
-    return f"{m.group('fn')} (after a graph break)" if m else (name or "?")
+def _function(name: str, resumes: str = "") -> str:
+    """A function as the user knows it: ``f (after a graph break)`` for a compile of the code of
+    ``f`` after a break (``Compile.resumes``: capture read Dynamo's resume-function name)."""
+    return f"{resumes} (after a graph break)" if resumes else (name or "?")
 
 
 def _stable_file(report: "CompileReport", filename: str) -> str:
     """The file, when it names the same code in another run; "" for notebook cells and
     temporary files (a cell's file changes with each execution)."""
-    if not filename or filename in report.sources or filename.startswith("<") or "ipykernel_" in filename:
+    if not filename or filename.startswith("<") or is_notebook_cell(filename, report.sources):
         return ""
     return filename
 
 
 def _break_key(report: "CompileReport", b) -> tuple:
-    frame = b.break_frame if getattr(b, "break_frame", None) is not None and b.break_frame.filename else b.frame
+    frame = b.stop
     code = (frame.source_line or "").strip()
     place = code or f"line {frame.lineno}"
     kind = b.gb_type or b.gb_code or " ".join((b.reason or "").split())[:120]
@@ -211,13 +210,13 @@ def _breaks(a: "CompileReport", b: "CompileReport", out: Comparison) -> None:
         na, ga = sa.get(key, (0, None))
         nb, gb = sb.get(key, (0, None))
         r, g = (b, gb) if gb is not None else (a, ga)
-        frame = g.break_frame if getattr(g, "break_frame", None) is not None and g.break_frame.filename else g.frame
+        frame = g.stop
         d = BreakDiff(r.where(frame.filename, frame.lineno), key[0], key[2], g.reason, na, nb)
         (out.breaks_unchanged if na and nb else out.breaks_fixed if na else out.breaks_introduced).append(d)
 
 
 def _per_function(r: "CompileReport") -> tuple[Counter, Counter, Counter]:
-    names = {c.compile_id: (_function(c.function), _stable_file(r, c.filename)) for c in r.compiles}
+    names = {c.compile_id: (_function(c.function, c.resumes), _stable_file(r, c.filename)) for c in r.compiles}
     recompiles: Counter = Counter()
     for rc in r.recompiles:
         recompiles[names.get(rc.compile_id, (_function(rc.function), _stable_file(r, rc.filename)))] += 1

@@ -3,10 +3,10 @@
 Dynamo traces a Python loop by running it: a loop of N iterations leaves N copies of
 its body in the graph, so compile time (and, for the loop's own recompiles, the
 number of versions) grows with the trip count. :func:`find_unrolled_loops` (a doctor
-pass) reads each Dynamo graph as torch printed it (``Graph.code``, stage
-``"dynamo"``: one line per node, ``name: "f32[8, 4][4, 1]cpu" = expr``, under
-``# File: path:line in fn, code: ...`` comments that torch writes whenever the
-source place changes; torch 2.11 and 2.13 print the same form) and looks for a
+pass) reads the op nodes capture read from each Dynamo graph (``Graph.nodes``, stage
+``"dynamo"``: each node's annotation, expression with names and numbers blanked, the
+names it reads, and the place of the ``# File:`` comment torch printed above it;
+``capture/parse/fx.py`` is the one reader of that text) and looks for a
 segment of nodes repeated back to back, where two nodes are alike when they come
 from the same source line and do the same thing to values of the same type and
 shape, whatever the names and numbers involved (the loop variable). Distinct layers
@@ -21,7 +21,8 @@ iteration only by the loop variable. Torch prints only each node's innermost fra
 (``print_readable`` writes the last frame of the node's ``stack_trace``; neither 2.11 nor
 2.13 logs the full stack in the trace), so the copies' printed places are the layer's own
 lines (an activation function's ``return``, in a library); capture/sources.py keeps the
-functions that loop over such a container. Otherwise: the ``for`` line where Dynamo
+functions that loop over such a container. A loop whose place is in code the user does
+not own gets no ``scan``/``map`` rewrite: the loop is the library's to change. Otherwise: the ``for`` line where Dynamo
 unpacked the loop's items (``for x in xs:``), else the body's first line in the compiled
 function, else the first line of the segment outside torch. Its suggestion is
 
@@ -40,7 +41,6 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
-import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
@@ -58,106 +58,33 @@ MIN_REPEATS = 3
 #: Candidate periods tried at each node (the next occurrences of the same node).
 _MAX_CANDIDATES = 32
 
-_PLACE = re.compile(r"File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>\S+), code: (?P<code>.*)$")
-_NODE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
-_ALIAS = re.compile(r"^(?:self(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*)$")  # ``l_x_ = L_x_``, ``w = self.w``: not ops
-_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
-_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_SUBSCRIPT = re.compile(r"^%\[.*\]$")
-
-
 @dataclasses.dataclass
 class Node:
-    """One node of a printed Dynamo graph."""
+    """One op node of a Dynamo graph with its place: capture's :class:`~ipycompile.report.FxNode`
+    record and the place torch printed above it (``Graph.place_of``)."""
 
     name: str
-    type: str  # the annotation, e.g. "f32[8, 4][4, 1]cpu" ("" when torch printed none)
-    expr: str  # the right-hand side, without the ``;  x = None`` clean-up
+    type: str
+    expr: str
     file: str = ""
     line: Optional[int] = None
     function: str = ""
     code: str = ""  # the user's line, as torch printed it
-    shape_key: str = ""  # the expression with names and numbers blanked
+    shape_key: str = ""
+    reads: list = dataclasses.field(default_factory=list)
 
 
-def _split_delete(rhs: str) -> str:
-    """``expr;  a = b = None`` -> ``expr`` (the clean-up torch prints after a node)."""
-    depth, quote = 0, ""
-    for i, ch in enumerate(rhs):
-        if quote:
-            if ch == quote and rhs[i - 1] != "\\":
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ";" and depth == 0:
-            return rhs[:i].rstrip()
-    return rhs.rstrip()
-
-
-def graph_nodes(code: str) -> list[Node]:
-    """The op nodes of the outermost ``forward`` of a printed Dynamo graph, in order, each
-    with the source place torch printed above it (nested subgraph classes are skipped)."""
-    lines = code.expandtabs(4).splitlines()
-    has_class = any(ln.lstrip().startswith("class ") for ln in lines[:3])
-    body_indent: Optional[int] = None
-    in_forward = not has_class
-    place: tuple = ("", None, "", "")
-    names: set[str] = set()
-    out: list[Node] = []
-    for raw in lines:
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        indent = len(raw) - len(raw.lstrip())
-        if has_class:
-            if indent == 4 and stripped.startswith("def forward"):
-                in_forward, body_indent = True, None
-                names.update(re.findall(r"([A-Za-z_]\w*)\s*:", _STRING.sub("''", stripped.split("(", 1)[-1])))
-                continue
-            if indent <= 4 and (stripped.startswith("class ") or stripped.startswith("def ")):
-                in_forward = False
-                continue
-        if not in_forward:
-            continue
-        if body_indent is None:
-            body_indent = indent
-        if indent != body_indent:
-            continue  # a nested class's lines, or a wrapped statement
-        if stripped.startswith("#"):
-            m = _PLACE.search(stripped)
-            place = (m.group("file"), int(m.group("line")), m.group("fn"), m.group("code").strip()) if m else ("", None, "", "")
-            continue
-        m = _NODE.match(stripped)
-        if m is None:
-            continue
-        name, expr = m.group("name"), _split_delete(m.group("expr"))
-        names.add(name)
-        if _ALIAS.match(expr):
-            continue  # a placeholder alias or a get_attr: not an op
-        out.append(Node(name, m.group("type") or "", expr, *place))
-    for n in out:
-        n.shape_key = _blank(n.expr, names)
+def graph_nodes(graph: Graph) -> list[Node]:
+    """The op nodes capture read from ``graph`` (``Graph.nodes``), each with its place."""
+    out = []
+    for n in graph.nodes:
+        p = graph.place_of(n)
+        out.append(Node(n.name, n.type, n.expr, p.filename, p.lineno, p.function, p.source_line, n.shape_key,
+                        list(n.reads)))
     return out
 
 
-def _blank(expr: str, names: set[str]) -> str:
-    """``expr`` with the graph's names as ``%`` and numbers as ``#``: what a loop's
-    iterations share (strings kept)."""
-    strings: list[str] = []
-
-    def keep(m: "re.Match[str]") -> str:
-        strings.append(m.group(0))
-        return f"\x00{len(strings) - 1}\x00"
-
-    s = _STRING.sub(keep, expr)
-    s = _IDENT.sub(lambda m: "%" if m.group(0) in names else m.group(0), s)
-    s = _NUMBER.sub("#", s)
-    return re.sub(r"\x00(\d+)\x00", lambda m: strings[int(m.group(1))], s)
+_SUBSCRIPT_KEY = ("%[", "]")
 
 
 # -- finding runs -----------------------------------------------------------------
@@ -222,9 +149,14 @@ def _runs(seq: list[int]) -> list[_Run]:
     return out
 
 
+def _is_subscript(key: str) -> bool:
+    """``%[#]``: an item of a graph value (unpacking), not an op."""
+    return key.startswith(_SUBSCRIPT_KEY[0]) and key.endswith(_SUBSCRIPT_KEY[1])
+
+
 def _trivial(nodes: list[Node]) -> bool:
     """Item unpacking only, or calls of code compiled once and reused: not a loop to report."""
-    ops = [n for n in nodes if not _SUBSCRIPT.match(n.shape_key)]
+    ops = [n for n in nodes if not _is_subscript(n.shape_key)]
     return not ops or all("invoke_subgraph" in n.expr for n in ops)
 
 
@@ -254,38 +186,27 @@ def _carried(nodes: list[Node], run: _Run) -> bool:
     """Whether an iteration reads a value the previous iteration computed."""
     p = run.period
     first = {n.name for n in nodes[run.start:run.start + p]}
-    for n in nodes[run.start + p:run.start + 2 * p]:
-        if first & set(_IDENT.findall(_STRING.sub("''", n.expr))):
-            return True
-    return False
+    return any(first & set(n.reads) for n in nodes[run.start + p:run.start + 2 * p])
 
 
-def _layer_container(nodes: list[Node], run: _Run, graph_inputs: set[str]) -> Optional[str]:
+def _layer_container(nodes: list[Node], run: _Run, graph_inputs: dict[str, str]) -> Optional[str]:
     """When each copy reads its own graph inputs (weights) where the copy before read others:
-    the container they share, ``s.layers`` for ``l_s_modules_layers_modules_0_...`` /
-    ``..._1_...``, or "" when it has no such name; None when the copies read the same
-    inputs (a loop). Copies 1 and 2 are compared where there are three (copy 0 reads the
-    loop's initial values, often graph inputs themselves)."""
+    the container they share (``s.layers`` for ``l_s_modules_layers_modules_0_...`` /
+    ``..._1_...``: capture's ``Graph.layer_inputs``), or "" when it has no such name; None
+    when the copies read the same inputs (a loop). Copies 1 and 2 are compared where there
+    are three (copy 0 reads the loop's initial values, often graph inputs themselves)."""
     p = run.period
     k = 1 if run.repeats >= 3 else 0
-
-    def tokens(n: Node) -> list[str]:
-        return _IDENT.findall(_STRING.sub("''", n.expr))
-
     pairs = []
     for a, b in zip(nodes[run.start + k * p:run.start + (k + 1) * p], nodes[run.start + (k + 1) * p:run.start + (k + 2) * p]):
-        ta, tb = tokens(a), tokens(b)
-        if len(ta) != len(tb):
+        if len(a.reads) != len(b.reads):
             continue
-        pairs += [(x, y) for x, y in zip(ta, tb) if x != y and x in graph_inputs and y in graph_inputs]
+        pairs += [(x, y) for x, y in zip(a.reads, b.reads) if x != y and x in graph_inputs and y in graph_inputs]
     if not pairs:
         return None
     for x, y in pairs:
-        m = re.match(r"^(?P<prefix>.*_modules_)\d+_", x)
-        if m and y.startswith(m.group("prefix")):
-            path = re.sub(r"^[lL]_", "", m.group("prefix")[: -len("_modules_")]).replace("_modules_", ".")
-            # a method called through a wrapper (``def wrapper(*args, **kwargs)``) sees self as args[0]
-            return re.sub(r"^args_0(?=\.|$)", "self", path)
+        if graph_inputs[x] and graph_inputs[x] == graph_inputs[y]:
+            return graph_inputs[x]
     return ""
 
 
@@ -348,6 +269,15 @@ def _suggestion(kind: str, code_line: str, repeats: int, ops_in: int, ops_total:
             f"for layer in {container or 'model.layers'}:\n    layer.compile()",
             "medium",
         )
+    if kind == "library":
+        return Suggestion(
+            f"loop unrolled {repeats} times, in code you do not own",
+            "Dynamo unrolled a loop of library code: " + grows + " The loop is written in that library, not in "
+            "your code: a `scan` or `map` rewrite of it would be a change to the library. What you can change is "
+            "what you pass it (a smaller count, where the count is yours) or what you compile (compile the code "
+            "around the call, or each repeated part on its own: regional compilation). " + measure,
+            "", "low",
+        )
     if kind == "map":
         return Suggestion(
             f"map: loop unrolled {repeats} times (its iterations are independent)",
@@ -372,14 +302,14 @@ def _suggestion(kind: str, code_line: str, repeats: int, ops_in: int, ops_total:
 
 def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoop]:
     """The unrolled loops of one Dynamo graph, most ops first."""
-    nodes = graph_nodes(graph.code)
+    nodes = graph_nodes(graph)
     if len(nodes) < 2 * MIN_REPEATS:
         return []
     keys: dict[tuple, int] = {}
     seq = [keys.setdefault((n.file, n.line, n.shape_key, n.type), len(keys)) for n in nodes]
     c = report.compile(graph.compile_id)
     function, filename = (c.function, c.filename) if c is not None else ("", "")
-    inputs = set(re.findall(r"\b([lL]_\w+)", " ".join(n.expr for n in nodes)))
+    inputs = graph.layer_inputs
     runs = _runs(seq)
     unpacks = [(r, nodes[r.start]) for r in runs if _trivial(nodes[r.start:r.start + r.period])]
     total = max(graph.op_count, len(nodes))
@@ -394,6 +324,8 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
         kind = "layers" if container is not None else ("scan" if _carried(nodes, run) else "map")
         ops_in = run.period * run.repeats
         code = place.code if place is not None else ""
+        if kind != "layers" and place is not None and report.owner(place.file) is not Owner.USER:
+            kind = "library"  # a loop written in code the user does not own: no rewrite of it is theirs to make
         out.append(UnrolledLoop(
             filename=place.file if place is not None else "",
             lineno=place.line if place is not None else None,
@@ -411,7 +343,7 @@ def find_unrolled_loops(report: "CompileReport") -> "CompileReport":
     """Doctor pass: ``report.unrolled_loops`` from every Dynamo graph. Returns a new report."""
     found: list[UnrolledLoop] = []
     for g in report.graphs:
-        if g.stage == "dynamo" and g.code:
+        if g.stage == "dynamo" and g.nodes:
             found.extend(unrolled_loops_in(report, g))
     if not found and not report.unrolled_loops:
         return report

@@ -30,7 +30,9 @@ from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
-from .parse.failures import parse_failure, user_stack_text
+from .parse.failures import parse_failure
+from .parse.fx import graph_nodes, layer_inputs
+from .parse.frames import parse_traceback, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
@@ -148,7 +150,11 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    st.report.graphs.append(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")))
+    g = Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or ""))
+    if stage == "dynamo" and code:
+        g.nodes, g.places = graph_nodes(code)
+        g.layer_inputs = layer_inputs(g.nodes)
+    st.report.graphs.append(g)
     if stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))
@@ -434,6 +440,9 @@ def _finish(st: _State) -> CompileReport:
     r.compiles = sorted(st.compiles.values(), key=lambda c: (c.start_time or float("inf"), c.compile_id))
     _ran_eagerly(r, st.gave_up)
     _share_frame_names(r)
+    for c in r.compiles:
+        origin = resume_origin(c.function)
+        c.resumes = origin[0] if origin else ""
     for rc in r.recompiles:
         c = st.compiles.get(rc.compile_id)
         if c is not None:
@@ -501,18 +510,12 @@ def _share_frame_names(r: CompileReport) -> None:
             f.frame = UserFrame(c.filename, c.first_line, c.function, f.frame.source_line)
 
 
-_TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
-
-
 def _frame_at(text: str, filename: str, lineno: Optional[int]) -> Optional[UserFrame]:
     """The frame of torch's user stack ("from user code:", "User stack:") at ``filename:lineno``, with its function and line."""
     stack = user_stack_text(text or "")
     if not stack or lineno is None:
         return None
-    for m in _TRACE_FRAME.finditer(stack):
-        if m.group("file") == filename and int(m.group("line")) == lineno:
-            return UserFrame(filename, lineno, m.group("fn"), m.group("src").strip())
-    return None
+    return next((fr for fr in parse_traceback(stack) if (fr.filename, fr.lineno) == (filename, lineno)), None)
 
 
 def _last_user_frame(text: str, r: CompileReport) -> Optional[UserFrame]:
@@ -521,11 +524,8 @@ def _last_user_frame(text: str, r: CompileReport) -> Optional[UserFrame]:
     stack = user_stack_text(text or "")
     if not stack:
         return None
-    frames = [m for m in _TRACE_FRAME.finditer(stack) if r.owner(m.group("file")) is not Owner.TORCH]
-    if not frames:
-        return None
-    m = frames[-1]
-    return UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("src").strip())
+    frames = [fr for fr in parse_traceback(stack) if r.owner(fr.filename) is not Owner.TORCH]
+    return frames[-1] if frames else None
 
 
 def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = None) -> CompileReport:

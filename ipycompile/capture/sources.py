@@ -9,7 +9,6 @@ when IPython is already running: this never imports it.
 from __future__ import annotations
 
 import linecache
-import re
 import sys
 from typing import TYPE_CHECKING, Optional
 
@@ -101,27 +100,22 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     return spans
 
 
-_GRAPH_PLACE = re.compile(r"# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$", re.M)
-#: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
-_NUMBERED_CHILD = re.compile(r"_modules_(?P<path>\w+?)_modules_\d+_")
-
-
 def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], set[str]]:
     """The source places of every Dynamo graph (``{file: {line: code}}``, torch's own files
     left out), and the attributes whose numbered children the graphs read (``layers`` for
-    ``self.layers[3]``): where the doctor looks for a loop over a stack of layers."""
+    ``self.layers[3]``): where the doctor looks for a loop over a stack of layers. Read from
+    the graphs' records (``Graph.places``, ``Graph.layer_inputs``: capture/parse/fx.py)."""
     from ..report.owners import Owner
 
     places: dict[str, dict[int, str]] = {}
     attrs: set[str] = set()
     for g in getattr(report, "graphs", None) or []:
-        if g.stage != "dynamo" or not g.code:
+        if g.stage != "dynamo":
             continue
-        for m in _GRAPH_PLACE.finditer(g.code):
-            f = m.group("file")
-            if report.owner(f) not in (Owner.TORCH, Owner.IPYCOMPILE):
-                places.setdefault(f, {})[int(m.group("line"))] = m.group("code")
-        attrs.update(m.group("path").split("_modules_")[-1] for m in _NUMBERED_CHILD.finditer(g.code))
+        for p in g.places:
+            if p.lineno is not None and report.owner(p.filename) not in (Owner.TORCH, Owner.IPYCOMPILE):
+                places.setdefault(p.filename, {})[p.lineno] = p.source_line
+        attrs.update(c.rsplit(".", 1)[-1] for c in g.layer_inputs.values() if c)
     return places, attrs
 
 

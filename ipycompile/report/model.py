@@ -27,11 +27,13 @@ __all__ = [
     "CacheStatus",
     "Compile",
     "Graph",
+    "FxNode",
     "Suggestion",
     "Kind",
     "Confidence",
     "SourceSpan",
     "GraphBreak",
+    "TorchDetail",
     "UnrolledLoop",
     "Recompile",
     "GuardChange",
@@ -158,6 +160,14 @@ class Compile:
     metrics: dict[str, Any] = field(default_factory=dict)  # every other compilation_metrics field
     # symbols torch made for this compile: its source ("L['k']", "L['x'].size()[0]") -> the value it saw
     symbols: dict[str, str] = field(default_factory=dict)
+    #: for a frame Dynamo made of the code after a graph break (``torch_dynamo_resume_in_f_at_7``):
+    #: the user's function it continues (``f``), read by capture; "" for an ordinary frame
+    resumes: str = ""
+
+    @property
+    def user_function(self) -> str:
+        """The user's function this compile ran: ``f`` for ``f`` and for the code of ``f`` after a break."""
+        return self.resumes or self.function
 
 
 GRAPH_STAGES = (
@@ -174,14 +184,38 @@ GRAPH_STAGES = (
 
 
 @dataclass
+class FxNode:
+    """One op node of a printed graph's outermost ``forward``, as capture read it
+    (``capture/parse/fx.py``): ``mm: "f32[8, 4][4, 1]cpu" = torch.mm(a, b)`` under the
+    ``# File:`` comment of its place."""
+
+    name: str
+    type: str = ""  # the annotation, "f32[8, 4][4, 1]cpu" ("" where torch printed none)
+    expr: str = ""  # the right-hand side, without the ``;  x = None`` clean-up
+    place: int = -1  # index into ``Graph.places`` of the source place torch printed above it; -1: none
+    shape_key: str = ""  # ``expr`` with the graph's names as % and numbers as #: what a loop's copies share
+    reads: list[str] = field(default_factory=list)  # the identifiers ``expr`` reads, in order
+
+
+@dataclass
 class Graph:
-    """One FX graph as torch printed it, at one stage of one compile."""
+    """One FX graph as torch printed it, at one stage of one compile. For a Dynamo graph,
+    capture also reads its op nodes (``nodes``), the source places they come from
+    (``places``) and its inputs, each with the container of numbered layers it belongs to
+    (``layer_inputs``: ``l_self_modules_layers_modules_3_...`` -> ``self.layers``; "" for others)."""
 
     compile_id: CompileId
     stage: str  # one of GRAPH_STAGES (or the artifact name for other graphs)
     code: str = ""
     op_count: int = 0
     name: str = ""  # a graph's own name where torch gives one (a DDP bucket's submodule: "submod_0")
+    nodes: list[FxNode] = field(default_factory=list)
+    places: list[UserFrame] = field(default_factory=list)
+    layer_inputs: dict[str, str] = field(default_factory=dict)
+
+    def place_of(self, node: FxNode) -> UserFrame:
+        """The source place torch printed above ``node`` (an empty frame where none)."""
+        return self.places[node.place] if 0 <= node.place < len(self.places) else UserFrame()
 
 
 class Confidence(StrEnum):
@@ -222,6 +256,9 @@ class Kind(StrEnum):
     REMOVE_GRAPH_BREAK = "remove_graph_break"
     REMOVE_UNUSED = "remove_unused"
     REGISTER_FAKE = "register_fake"
+    COMPILED_OPTIMIZER = "compiled_optimizer"
+    TORCH_HINT = "torch_hint"
+    LIBRARY_CODE = "library_code"
     # breaks no code change of ours removes: what to do, in words
     COMPILER_DISABLE = "compiler_disable"
     DDP_WRAPPER = "ddp_wrapper"
@@ -299,6 +336,41 @@ class SourceSpan:
 
 
 @dataclass
+class TorchDetail:
+    """What torch's words about a break or failure name, read by capture
+    (``capture/parse/context.py``) from its developer debug context, explanation and text:
+    what the doctor's rules read instead of the text. Empty fields: torch did not say."""
+
+    callee_module: str = ""  # a function torch skips: "torch.random"
+    callee_qualname: str = ""  # ... and its qualified name: "manual_seed", "Adam.step"
+    builtin: str = ""  # a builtin torch could not trace: "getpid"
+    numpy_function: str = ""  # a NumPy function torch could not trace: "digitize"
+    prints: bool = False  # the call was ``print``
+    print_types: list[str] = field(default_factory=list)  # what it printed, as torch names it: "TensorVariable"
+    print_kwargs: Optional[bool] = None  # whether the print had keyword arguments (None: not said)
+    logger_class: str = ""  # a logging call: "Logger", "RootLogger"
+    logger_name: str = ""  # "transformers.modeling_utils"
+    logger_level: str = ""
+    logger_method: str = ""  # "warning_once"
+    logger_message: str = ""  # its constant message, where torch shows one
+    raised_type: str = ""  # an exception raised while tracing: "TypeError"
+    raised_args: str = ""  # ... and its arguments as torch printed them
+    aten_op: str = ""  # the first ATen op named: "nonzero"
+    operator: str = ""  # the first operator named, as torch wrote it: "aten.linalg_lstsq.default", "mylib::op"
+    function: str = ""  # a function torch names as ``<function name at 0x...>``: "helper"
+    aliasing: str = ""  # "Input-to-output" / "Output-to-output" aliasing in a higher-order op
+    aliased_nodes: list[str] = field(default_factory=list)
+    marked_source: str = ""  # a dimension marked dynamic that the code specialised: "L['x']"
+    marked_dim: Optional[int] = None
+    marked_value: str = ""  # ... the constant it was specialised to
+    fake_op: str = ""  # a custom op without a working fake: "mylib::op"
+    fake_args: list[str] = field(default_factory=list)  # its arguments as torch printed them
+    fake_kwargs: str = ""
+    fake_missing: bool = False  # no fake at all (else: a fake that raises)
+    iterator_type: str = ""  # a builtin iterator torch cannot step through: "list_iterator"
+
+
+@dataclass
 class GraphBreak:
     """One graph-break site; ``count`` says how often it was hit.
 
@@ -324,12 +396,38 @@ class GraphBreak:
     #: (one break inside a shared function is reached from several lines of the user's code)
     callers: list[UserFrame] = field(default_factory=list)
     suggestion: Optional[Suggestion] = None
+    #: the settings torch's hints name, as code ("torch._dynamo.config.capture_scalar_outputs = True"), read by capture
+    hinted_settings: list[str] = field(default_factory=list)
+    said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name, read by capture
+
+    @property
+    def stop(self) -> UserFrame:
+        """Where the break stopped: the line Dynamo was tracing when it gave up (``break_frame``,
+        often inside a library), else the user's own line (``frame``); with the function and
+        source line torch printed for that place in its traceback when ``break_frame`` lacks
+        them (torch's header names only file and line). The one answer to "where did this break
+        stop": every rule and view asks this."""
+        f = self.break_frame if self.break_frame.filename else self.frame
+        if f.function and f.source_line:
+            return f
+        same = [u for u in [*self.user_stack, self.frame] if (u.filename, u.lineno) == (f.filename, f.lineno)]
+        return UserFrame(f.filename, f.lineno, f.function or next((u.function for u in same if u.function), ""),
+                         f.source_line or next((u.source_line for u in same if u.source_line), ""))
+
+    @property
+    def reached_from(self) -> Optional[UserFrame]:
+        """The user's own line that led to the break when that is another place than where it
+        stopped (a call of library code that breaks inside), else None."""
+        stop = self.stop
+        if self.frame.filename and (self.frame.filename, self.frame.lineno) != (stop.filename, stop.lineno):
+            return self.frame
+        return None
 
     @property
     def site(self) -> tuple:
-        """The de-duplication key: where Dynamo stopped (``break_frame``, else ``frame``),
-        the user's line that led there, and the kind of break."""
-        stop = self.break_frame if self.break_frame.filename else self.frame
+        """The de-duplication key: where Dynamo stopped (:attr:`stop`), the user's line that led
+        there, and the kind of break."""
+        stop = self.stop
         return (stop.filename, stop.lineno, self.frame.filename, self.frame.lineno, self.gb_code or self.reason)
 
 
@@ -474,6 +572,15 @@ class Failure:
     hints: list[str] = field(default_factory=list)
     context: str = ""
     user_stack: list[UserFrame] = field(default_factory=list)
+    #: the settings torch's hints name, as code, read by capture (as for a GraphBreak)
+    hinted_settings: list[str] = field(default_factory=list)
+    said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name, read by capture
+
+    @property
+    def stop(self) -> UserFrame:
+        """Where the failed compile stopped: the innermost frame of the user stack torch printed,
+        else :attr:`frame`."""
+        return self.user_stack[-1] if self.user_stack else self.frame
 
 
 @dataclass

@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["Owner", "CodeLayout", "owner", "is_user_code", "display_path"]
+__all__ = ["Owner", "CodeLayout", "owner", "is_user_code", "is_notebook_cell", "display_path"]
 
 
 class Owner(str, enum.Enum):
@@ -144,6 +144,21 @@ def owner(filename: str, layout: Optional[CodeLayout] = None) -> Owner:
 def is_user_code(filename: str, layout: Optional[CodeLayout] = None) -> bool:
     """Whether ``filename`` is the user's own code (see :func:`owner`)."""
     return owner(filename, layout) is Owner.USER
+
+
+#: The files IPython compiles a cell under, named after a hash of the cell's content (ipykernel's
+#: ``/tmp/ipykernel_<pid>/<hash>.py``, the terminal's ``<ipython-input-N-<hash>>``): the name is the content.
+_CELL_FILE = re.compile(r"(?:^|/)ipykernel_\d+/[^/]+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
+
+
+def is_notebook_cell(filename: str, cells: Optional[dict] = None) -> bool:
+    """Whether ``filename`` is a notebook cell: one a report names (``cells``, its
+    ``sources``: ``{filename: "In [7]"}``), or a file named the way IPython names a cell
+    after its content. A cell is the user's code (:func:`owner`) whose file name changes
+    with each execution. Never raises."""
+    if not isinstance(filename, str) or not filename:
+        return False
+    return bool(cells and filename in cells) or bool(_CELL_FILE.search(_norm(filename)))
 
 
 def display_path(filename: str, layout: Optional[CodeLayout] = None) -> str:

@@ -184,21 +184,23 @@ def loop_headline(r: "CompileReport", u) -> str:
     what = u.suggestion.title.split(": ", 1) if u.suggestion else ["", ""]
     copies = f"unrolled {u.repeats} times" if what[0] != "nested_compile_region" else f"{u.repeats} identical layers"
     where = f"loop at {r.where(u.filename, u.lineno)}" if u.lineno is not None else "a loop"
-    consider = f"; consider {what[0]}" if what[0] else ""
+    consider = f"; consider {what[0]}" if what[0] and u.suggestion.code else ""
+    if u.suggestion and not u.suggestion.code:  # a loop in code the user does not own: nothing of theirs to rewrite
+        consider = "; in code you do not own"
     if what[0] == "map":
         consider += " (its iterations are independent)"
     return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"
 
 
 def stop_frame(b):
-    """Where Dynamo stopped for graph break ``b`` (its ``break_frame``, else its user line)."""
-    return b.break_frame if b.break_frame.filename else b.frame
+    """Where Dynamo stopped for graph break ``b`` (:attr:`GraphBreak.stop`)."""
+    return b.stop
 
 
 def reached_from(b) -> bool:
-    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped."""
-    stop = stop_frame(b)
-    return bool(b.frame.filename) and (b.frame.filename, b.frame.lineno) != (stop.filename, stop.lineno)
+    """Whether the user's own line that led to break ``b`` is another place than where Dynamo stopped
+    (:attr:`GraphBreak.reached_from`)."""
+    return b.reached_from is not None
 
 
 def shared_callers(r: "CompileReport", b) -> list:

@@ -18,11 +18,10 @@ why the file was not shown.
 from __future__ import annotations
 
 import linecache
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from ..report.owners import Owner
+from ..report.owners import Owner, is_notebook_cell
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -32,7 +31,6 @@ __all__ = ["SOURCE_CONTEXT", "Excerpt", "source_excerpt", "local_lines", "intern
 #: Lines of source shown above and below a graph-break line.
 SOURCE_CONTEXT = 3
 
-_CELL_FILE = re.compile(r"(^|/)ipykernel_\d+/-?\d+\.py$|^<ipython-input-\d+-[0-9a-f]+>$")
 
 
 @dataclass
@@ -53,7 +51,7 @@ def _norm(line: str) -> str:
 def is_cell_file(filename: str, cells: Optional[dict] = None) -> bool:
     """Whether ``filename`` names a notebook cell (content-addressed by IPython, or
     named in the report's ``sources``)."""
-    return bool(filename) and (bool(cells and filename in cells) or bool(_CELL_FILE.search(filename)))
+    return is_notebook_cell(filename, cells)
 
 
 def local_lines(filename: str, lineno: Optional[int], recorded: str = "", cells: Optional[dict] = None) -> Optional[list[str]]:

@@ -18,12 +18,11 @@ that applies the fix and shows the break gone with the same outputs
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...report.model import Failure, GraphBreak, Kind, Suggestion
 from ..source import Sources
-from .base import Context, Facts, Rule, unknown
+from .base import Context, Facts, Rule, in_library, unknown
 from .rules import RULES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +33,8 @@ __all__ = ["suggest_break_fixes", "suggest_for_break", "suggest_for_failure", "K
 #: Every kind of suggestion this pass makes, with what it means: one per rule, and ``unknown``.
 KINDS: dict[str, str] = {
     **{str(r.kind): r.doc for r in RULES},
+    str(Kind.LIBRARY_CODE): "a break whose fix would be a change to code the user does not own (a library's, torch's): "
+                            "where it is, torch's words, and what the user can do instead",
     str(Kind.UNKNOWN): "a kind the doctor does not know: torch's own explanation and hints, no specific fix",
 }
 
@@ -46,12 +47,49 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
               for b in report.graph_breaks]
     failures = []
     for f in report.failures:
-        if _is_recompile_limit(f):  # recompiles are diagnosed by their own pass
+        if _is_recompile_limit(f, report):  # recompiles are diagnosed by their own pass
             failures.append(dataclasses.replace(f))
             continue
         failures.append(dataclasses.replace(f, suggestion=_guarded(lambda f=f: suggest_for_failure(f, ctx),
                                                                    Facts.of_failure(f, ctx))))
-    return dataclasses.replace(report, graph_breaks=breaks, failures=failures)
+    return _settings_together(dataclasses.replace(report, graph_breaks=breaks, failures=failures))
+
+
+def settings_of(s: Optional[Suggestion]) -> list[str]:
+    """The torch settings a suggestion's code sets (``torch._dynamo.config.capture_scalar_outputs``)."""
+    out = []
+    for line in (s.code if s else "").splitlines():
+        name = line.split("=", 1)[0].split(".add(", 1)[0].strip()
+        if name.startswith(("torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.")) \
+                and name.replace(".", "").replace("_", "").isalnum() and name not in out:
+            out.append(name)
+    return out
+
+
+def _settings_together(report: "CompileReport") -> "CompileReport":
+    """Where the answers for one report suggest several settings, each suggestion says so: each
+    is proven alone on its kind of break, not with the others (``capture_scalar_outputs`` and
+    ``capture_dynamic_output_shape_ops`` each work alone and fail together on some code)."""
+    items = [*report.graph_breaks, *report.failures]
+    names = []
+    for i in items:
+        names += [n for n in settings_of(i.suggestion) if n not in names]
+    if len(names) < 2:
+        return report
+
+    def noted(i):
+        mine = settings_of(i.suggestion)
+        if not mine:
+            return i
+        others = [n for n in names if n not in mine]
+        note = (f"\n\nThis code gets {len(names)} settings from the doctor ({', '.join(f'`{n}`' for n in names)}): each "
+                "is the fix for its own break, checked alone; together they are unproven (two settings that each "
+                f"work alone can fail together). Apply `{mine[0]}` with {', '.join(f'`{n}`' for n in others)} and "
+                "check that the breaks are gone and the outputs unchanged, or apply them one at a time.")
+        return dataclasses.replace(i, suggestion=dataclasses.replace(i.suggestion, explanation=i.suggestion.explanation + note))
+
+    return dataclasses.replace(report, graph_breaks=[noted(b) for b in report.graph_breaks],
+                               failures=[noted(f) for f in report.failures])
 
 
 def suggest_for_break(b: GraphBreak, ctx: Context) -> Suggestion:
@@ -68,6 +106,8 @@ def suggest(facts: Facts, ctx: Context) -> Suggestion:
     """The first rule that applies and whose fix holds in the user's code; else torch's words."""
     for rule in RULES:
         if rule.applies(facts):
+            if rule.user_code and facts.in_library:
+                return in_library(rule, facts, ctx)
             s = rule.fix(facts, ctx)
             if s is not None:
                 return s
@@ -82,6 +122,9 @@ def _guarded(make: Callable[[], Suggestion], facts: Optional[Facts]) -> Suggesti
     return s if s is not None else unknown(facts)
 
 
-def _is_recompile_limit(f: Failure) -> bool:
+def _is_recompile_limit(f: Failure, report: "CompileReport") -> bool:
+    """The failure is the recompile limit's: capture decided it (``Compile.status``, from torch's
+    ``fail_type`` and reason: ``capture/parse/recompiles.py``), or its exception type or code says so."""
+    c = report.compile(f.compile_id) if f.compile_id is not None else None
     return ("RecompileLimit" in f.type or "CacheLimit" in f.type or f.gb_code == "GB0039"
-            or bool(re.search(r"recompile limit|gb0039", f.message or "", re.I)))
+            or (c is not None and c.status == "recompile limit"))

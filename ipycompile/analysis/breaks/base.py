@@ -4,11 +4,10 @@ rule fits (torch's own words, kind ``unknown``)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
-from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion, UserFrame
+from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion, TorchDetail, UserFrame
 from ...report.owners import Owner
 from ..source import Parsed, Sources
 
@@ -34,20 +33,22 @@ class Facts:
     user: UserFrame  # the user's own line that led there
     stack: list[UserFrame] = field(default_factory=list)  # outermost first
     in_library: bool = False  # Dynamo stopped in code the user cannot edit (torch, a library, generated code)
+    hinted_settings: list[str] = field(default_factory=list)  # the settings torch's hints name, as code
+    said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name (capture read them)
 
     @classmethod
     def of_break(cls, b: GraphBreak, ctx: "Context") -> "Facts":
-        stop = b.break_frame if b.break_frame.filename else b.frame
+        stop = b.stop
         if not stop.source_line:
             stop = UserFrame(stop.filename, stop.lineno, stop.function, ctx.src.line(stop.filename, stop.lineno).strip())
         return cls(b.gb_type or b.reason, b.gb_code, b.explanation, list(b.hints), b.context, b.detail or b.reason,
-                   stop, b.frame, list(b.user_stack), ctx.library(stop.filename))
+                   stop, b.frame, list(b.user_stack), ctx.library(stop.filename), list(b.hinted_settings), b.said)
 
     @classmethod
     def of_failure(cls, f: Failure, ctx: "Context") -> "Facts":
-        stop = f.user_stack[-1] if f.user_stack else f.frame
+        stop = f.stop
         return cls(f.gb_type or f.type, f.gb_code, f.explanation, list(f.hints), f.context, f.message or "",
-                   stop, f.frame, list(f.user_stack), ctx.library(stop.filename))
+                   stop, f.frame, list(f.user_stack), ctx.library(stop.filename), list(f.hinted_settings), f.said)
 
 
 @dataclass
@@ -68,11 +69,7 @@ class Context:
     def compiled_functions(self) -> set[tuple[str, str]]:
         """The functions torch compiled as frames, (file, function); a resume function
         (``torch_dynamo_resume_in_f_at_7``) counts as ``f``."""
-        out = set()
-        for c in self.report.compiles:
-            m = re.match(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_\d+$", c.function or "")
-            out.add((c.filename, m.group("fn") if m else c.function))
-        return out
+        return {(c.filename, c.user_function) for c in self.report.compiles}
 
 
 @dataclass(frozen=True)
@@ -86,6 +83,9 @@ class Rule:
     doc: str
     applies: Callable[[Facts], bool]
     fix: Callable[[Facts, Context], Optional[Suggestion]]
+    #: its answer is a change to the code torch stopped at: given only where that code is the
+    #: user's; in a library's code the answer is :func:`in_library` (nothing the user can edit)
+    user_code: bool = False
 
 
 def unknown(facts: Optional[Facts]) -> Suggestion:
@@ -103,6 +103,22 @@ def unknown(facts: Optional[Facts]) -> Suggestion:
     return Suggestion("No specific fix is known for this", "\n\n".join(parts), "", Confidence.LOW, Kind.UNKNOWN)
 
 
+def in_library(rule: "Rule", facts: Facts, ctx: Context) -> Suggestion:
+    """A break whose only fix is a change to code the user does not own (a library's, torch's):
+    where it is, what that code does (torch's words), and what the user can do instead. Never
+    advice to edit that code."""
+    owner = ctx.report.owner(facts.stop.filename)
+    whose = "torch's own code" if owner is Owner.TORCH else "generated code" if owner is Owner.GENERATED \
+        else "library code"
+    said = f" torch says: {facts.explanation}" if facts.explanation else f" ({facts.kind})"
+    words = (f"torch stopped at {path(ctx, facts)}, in {whose}, which you do not own.{said} The change that would "
+             f"remove this break ({rule.doc}) is a change to that code, not to yours: unless the value it "
+             "stopped on is one you pass in, nothing in your code removes it. The code still runs correctly, as two graphs with Python between them. Keep the call into that "
+             "code outside the compiled region if the break costs too much, or report it to the code's "
+             "maintainers.")
+    return explained(Kind.LIBRARY_CODE, f"A break in {whose} you do not own ({facts.kind})", words, facts)
+
+
 def explained(kind: Kind, title: str, words: str, facts: Facts) -> Suggestion:
     """A break no code change of ours removes (or none is possible): its kind, what to do in
     words, and torch's hints after them."""
@@ -115,7 +131,7 @@ def user_lines(ctx: Context, facts: Facts) -> list[str]:
     inside a shared function is reached from several lines), as ``ctx.where`` writes it."""
     out: list[str] = []
     for b in ctx.report.graph_breaks:
-        stop = b.break_frame if b.break_frame.filename else b.frame
+        stop = b.stop
         if (stop.filename, stop.lineno) != (facts.stop.filename, facts.stop.lineno):
             continue
         frames = b.callers if (b.frame.filename, b.frame.lineno) == (stop.filename, stop.lineno) else [b.frame]

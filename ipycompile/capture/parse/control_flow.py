@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ...report.model import CompileId, ControlFlowNode, Subgraph
+from .fx import matching_close, place, split_top_level
 
 __all__ = ["parse_control_flow", "inlined_control_flow", "count_ops", "split_subgraphs"]
 
@@ -264,67 +265,12 @@ def _parse_tree(code: str) -> _Tree:
 
 
 def _call_args(text: str, open_paren: int) -> Optional[str]:
-    """The text between ``text[open_paren]`` (a ``(``) and its matching ``)``,
-    skipping brackets inside string literals; None if it never closes."""
-    depth = 0
-    quote = ""
-    i = open_paren
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return text[open_paren + 1 : i]
-        i += 1
-    return None
+    """The text between ``text[open_paren]`` (a ``(``) and its matching ``)``, or None if it never closes."""
+    end = matching_close(text, open_paren)
+    return text[open_paren + 1 : end] if end is not None else None
 
 
-def _split_top_level(args: str) -> list[str]:
-    """Split an argument list at its top-level commas."""
-    parts: list[str] = []
-    depth = 0
-    quote = ""
-    cur: list[str] = []
-    i = 0
-    while i < len(args):
-        ch = args[i]
-        if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(args):
-                cur.append(args[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-            cur.append(ch)
-        elif ch in "([{":
-            depth += 1
-            cur.append(ch)
-        elif ch in ")]}":
-            depth -= 1
-            cur.append(ch)
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    last = "".join(cur).strip()
-    if last:
-        parts.append(last)
-    return [p for p in parts if p]
+_split_top_level = split_top_level
 
 
 _KWARG = re.compile(r"^(?P<key>[A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*(?P<value>.*)$", re.S)
@@ -359,11 +305,8 @@ def _name_candidates(name: str) -> list[str]:
 
 def _source_of(comment: str) -> str:
     """The user code in a ``# File: ..., code: ...`` comment, else ``""``."""
-    for marker in (", code: ", "code: "):
-        pos = comment.find(marker)
-        if pos >= 0:
-            return comment[pos + len(marker) :].strip()
-    return ""
+    p = place(comment)
+    return p.source_line if p is not None else ""
 
 
 class _Parser:
@@ -560,9 +503,6 @@ def parse_control_flow(graph_code: str, compile_id: CompileId | None = None) -> 
         return []
 
 
-#: ``# File: PATH:LINE in FN, code: CODE``: the stack comment torch prints above a
-#: run of nodes (the innermost frame of their recorded stack).
-_FILE_COMMENT = re.compile(r"^#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
 #: A call of a control-flow operator in a line of user code.
 _CF_CALL = re.compile(r"(?<![\w])(?:[A-Za-z_][\w.]*\.)?(?P<op>associative_scan|scan|cond|while_loop)\s*\(")
 
@@ -587,8 +527,8 @@ def inlined_control_flow(graph_code: str, compile_id: CompileId | None = None) -
         for raw in tree.main_code().splitlines():
             line = raw.strip()
             if line.startswith("#"):
-                m = _FILE_COMMENT.match(line)
-                current = (m["file"], int(m["line"]), m["fn"].strip(), m["code"].strip()) if m else None
+                p = place(line)
+                current = (p.filename, p.lineno, p.function, p.source_line) if p is not None else None
                 continue
             if line and _count_op_lines(line):
                 ops.append(current)

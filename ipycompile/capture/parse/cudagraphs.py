@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 
 from ...report.model import CompileId, CudaGraphs, UserFrame
 from ...report.owners import CodeLayout, Owner, owner
-from .provenance import stack_frames
+from .frames import parse_traceback
 
 __all__ = ["cudagraphs_from_events", "parse_skip"]
 
@@ -41,7 +41,7 @@ def parse_skip(message: str, layout: Optional[CodeLayout] = None) -> tuple[str, 
     m = _PAREN.search(reason)
     if m and not m.group("what").isdigit():
         culprit = m.group("what")
-    frames = [f for f in stack_frames(found) if owner(f.filename, layout) is not Owner.TORCH]
+    frames = [f for f in parse_traceback(found) if owner(f.filename, layout) is not Owner.TORCH]
     frame = frames[-1] if frames else UserFrame()
     if frame.filename and not culprit:
         culprit = frame.source_line

@@ -21,28 +21,15 @@ import re
 from typing import Optional
 
 from ...report.model import CompileId, Failure, UserFrame
-from .graph_breaks import debug_context
+from .context import read_detail
+from .frames import parse_traceback, user_stack_text
+from .graph_breaks import debug_context, hinted_settings
 
 __all__ = ["parse_failure", "user_stack_text"]
 
 _EXPLANATION = re.compile(r"^\s*Explanation:\s?(?P<text>.*)$", re.M)
 _HINT = re.compile(r"^\s*Hint:\s?(?P<text>.*)$", re.M)
 _GB = re.compile(r"/gb/(gb\d+)\.html", re.I)
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<src>[^\n]*)', re.M)
-
-
-#: What precedes the user's frames in torch's text: Dynamo's "from user code:", and the "User stack:"
-#: of an error raised while building guards (a ConstraintViolationError from symbolic shapes).
-_USER_STACK = re.compile(r"(?:from user code:|^[ \t]*User stack:[ \t]*$)", re.M)
-
-
-def user_stack_text(text: str) -> str:
-    """The part of torch's ``text`` after its last "from user code:" / "User stack:" line
-    (the user's frames, outermost first); "" when it has none."""
-    last = None
-    for last in _USER_STACK.finditer(text or ""):
-        pass
-    return text[last.end():] if last is not None else ""
 
 
 def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str, frame: UserFrame,
@@ -59,10 +46,11 @@ def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str,
         expl = _EXPLANATION.search(text)
         f.explanation = expl.group("text").strip() if expl else ""
         f.hints = [m.group("text").strip() for m in _HINT.finditer(text)]
+        f.hinted_settings = hinted_settings(f.hints)
         f.context = debug_context(text)
+        f.said = read_detail(f.context, f.explanation, text)
         tail = user_stack_text(traceback or text) or user_stack_text(text)
-        f.user_stack = [UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("src").strip())
-                        for m in _FRAME.finditer(tail)]
+        f.user_stack = parse_traceback(tail)
     except Exception:  # noqa: BLE001 - a report must survive any text
         pass
     return f

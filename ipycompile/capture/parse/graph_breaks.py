@@ -59,9 +59,12 @@ from typing import Any, Callable, Optional
 from ...report.model import GraphBreak, UserFrame
 from ...report.owners import is_user_code
 from ..layout import torch_package_dir
+from .context import read_detail
+from .frames import parse_traceback
 
 __all__ = [
     "parse_graph_break",
+    "hinted_settings",
     "debug_context",
     "parse_user_traceback",
     "registry_entry",
@@ -79,8 +82,6 @@ _GB_URL = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
 _GB_BARE = re.compile(r"\b(GB\d{4})\b")
 _NESTED = re.compile(r"^\s*\*\*\* While handling this graph break, another graph break occurred: \*\*\*\s*$")
 _USER_TB = re.compile(r"^\s*User code traceback:\s*$")
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.*?))?\s*$')
-_CARETS = re.compile(r"^[\s~^\-]*$")
 # lines that end the reason block without being part of the break description
 _BLOCK_END = re.compile(r"^\s*(User code traceback:|Traceback \(most recent call last\):|Stack variable source attribution:)")
 # Dynamo's own prefixes on the reason line, not the break kind
@@ -98,6 +99,25 @@ _BOILERPLATE = re.compile(
 )
 _USER_STACK = re.compile(r"^\s*User Stack \(most recent call last\):\s*$")
 _CONTEXT = re.compile(r"Developer debug context:\s?(?P<ctx>.*?)(?:\n\s*\n|\n\s*For more details|\Z)", re.S)
+
+
+#: A setting torch's hints name, with its value: "`torch._dynamo.config.capture_scalar_outputs = True`",
+#: "Change `torch._dynamo.config.trace_autograd_ops` to `True`", "set torch._dynamo.config.x=True".
+_SETTING_IS = re.compile(r"`?(?P<name>torch\._(?:dynamo|inductor|functorch)\.config\.\w+)\s*=\s*(?P<value>True|False|\d+)`?")
+_SETTING_TO = re.compile(r"`(?P<name>torch\._(?:dynamo|inductor|functorch)\.config\.\w+)`\s+to\s+`?(?P<value>True|False|\d+)`?")
+
+
+def hinted_settings(hints: list[str]) -> list[str]:
+    """The settings torch's hints name, as code: ``["torch._dynamo.config.capture_scalar_outputs = True"]``
+    (in order, without repeats)."""
+    out: list[str] = []
+    for h in hints or []:
+        for pattern in (_SETTING_IS, _SETTING_TO):
+            for m in pattern.finditer(h):
+                code = f"{m.group('name')} = {m.group('value')}"
+                if code not in out:
+                    out.append(code)
+    return out
 
 
 def debug_context(text: str) -> str:
@@ -216,22 +236,9 @@ def registry_entry(gb_code: str, gb_type: str = "") -> Optional[dict[str, Any]]:
 
 
 def parse_user_traceback(lines: list[str]) -> list[UserFrame]:
-    """Frames of a ``File "...", line N, in f`` listing, outermost first.
-
-    Source lines are the first non-caret line indented under each frame;
-    other lines are ignored.  Parsing stops at the first non-indented,
-    non-empty line (e.g. ``Traceback (most recent call last):``).
-    """
-    frames: list[UserFrame] = []
-    for line in lines:
-        if line.strip() and not line[:1].isspace():
-            break
-        m = _FRAME.match(line)
-        if m:
-            frames.append(UserFrame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
-        elif frames and not frames[-1].source_line and line.strip() and not _CARETS.match(line):
-            frames[-1].source_line = line.strip()
-    return frames
+    """Frames of Dynamo's ``User code traceback:`` listing, outermost first, up to the
+    first non-indented line (``Traceback (most recent call last):``: torch's own frames)."""
+    return parse_traceback(lines, until_unindented=True)
 
 
 def _innermost_user_frame(stack: list[UserFrame], is_user: UserFileTest) -> Optional[UserFrame]:
@@ -395,6 +402,8 @@ def _parse(text: str, is_user: UserFileTest) -> GraphBreak:
         context=debug_context(text),
     )
     _fill_from_registry(gb, had_type=bool(gb_type))
+    gb.hinted_settings = hinted_settings(gb.hints)
+    gb.said = read_detail(gb.context, gb.explanation, text)
     return gb
 
 

@@ -30,13 +30,13 @@ from typing import Any, Iterable, Optional
 
 from ...report.model import CompileId, Graph, Kernel, UserFrame
 from ..records import loads
+from .frames import parse_traceback
+from .fx import place
 
-__all__ = ["node_lines", "stack_frames", "kernel_stack_traces", "attach_user_lines", "graph_node_lines"]
+__all__ = ["node_lines", "kernel_stack_traces", "attach_user_lines", "graph_node_lines"]
 
-_FILE = re.compile(r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\"|\s*:\s*[\w.\[\], ]+)?\s*=\s*(?P<rhs>.*)$")
 _TARGET = re.compile(r"torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)")
-_STACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<code>[^\n]*)')
 
 
 def node_lines(graph_code: str) -> dict[str, tuple[UserFrame, str]]:
@@ -44,9 +44,9 @@ def node_lines(graph_code: str) -> dict[str, tuple[UserFrame, str]]:
     out: dict[str, tuple[UserFrame, str]] = {}
     current: Optional[UserFrame] = None
     for line in graph_code.splitlines():
-        m = _FILE.match(line)
-        if m:
-            current = UserFrame(m.group("file"), int(m.group("line")), m.group("fn").strip(), m.group("code").strip())
+        p = place(line) if line.lstrip().startswith("#") else None
+        if p is not None:
+            current = p
             continue
         if not line.strip() or line.strip().startswith("#"):
             continue
@@ -58,12 +58,6 @@ def node_lines(graph_code: str) -> dict[str, tuple[UserFrame, str]]:
             t = _TARGET.search(n.group("rhs"))
             out.setdefault(n.group("name"), (current, f"{t.group('ns')}.{t.group('op')}" if t else ""))
     return out
-
-
-def stack_frames(text: str) -> list[UserFrame]:
-    """Frames of a Python traceback text, outermost first."""
-    return [UserFrame(m.group("file"), int(m.group("line")), m.group("fn"), m.group("code").strip())
-            for m in _STACK_FRAME.finditer(text or "")]
 
 
 def kernel_stack_traces(payload: Any) -> dict[str, list[UserFrame]]:
@@ -82,7 +76,7 @@ def kernel_stack_traces(payload: Any) -> dict[str, list[UserFrame]]:
         name = str(key).rsplit(":", 1)[0]
         frames = out.setdefault(name, [])
         for trace in traces if isinstance(traces, list) else [traces]:
-            fs = stack_frames(str(trace))
+            fs = parse_traceback(str(trace))
             if fs and fs[-1] not in frames:
                 frames.append(fs[-1])
     return {k: v for k, v in out.items() if v}

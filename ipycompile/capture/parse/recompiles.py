@@ -62,6 +62,7 @@ from typing import Any, Mapping, Optional
 
 from ...report.model import CompileId
 from ..records import loads
+from .frames import resume_origin  # noqa: F401 - re-exported: the one parser of resume-function names
 
 __all__ = [
     "parse_recompile_reasons",
@@ -263,17 +264,6 @@ def is_skip_message(text: Optional[str]) -> bool:
     """Whether ``text`` (a ``fail_reason`` or graph-break payload) says Dynamo
     skipped the frame and ran it eagerly instead of failing."""
     return bool(text) and any(p.search(text) for p in _SKIP_PATTERNS)  # type: ignore[arg-type]
-
-
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
-
-
-def resume_origin(co_name: Optional[str]) -> Optional[tuple[str, int]]:
-    """``("forward", 17)`` for Dynamo's continuation frame
-    ``torch_dynamo_resume_in_forward_at_17`` (the code after a graph break);
-    None for ordinary frames."""
-    m = _RESUME.match(co_name or "")
-    return (m.group("func"), int(m.group("line"))) if m else None
 
 
 def compile_status(metrics: Mapping[str, Any], *, graph_break: bool = False) -> str:

@@ -9,6 +9,7 @@ from ..base import Rule
 from . import (
     branch_in_library,
     class_outside,
+    compiled_optimizer,
     compiler_disable,
     ddp_wrapper,
     no_meta_kernel,
@@ -23,6 +24,7 @@ from . import (
     skipped_function,
     sort_tensors,
     torch_equal,
+    torch_hint,
     capture_dynamic_output_shape_ops,
     capture_scalar_outputs,
     custom_op,
@@ -45,6 +47,7 @@ from . import (
 
 RULES: list[Rule] = [
     ddp_wrapper.RULE,  # first: DDP's own wrapper breaks match other rules' patterns (a skipped function)
+    compiled_optimizer.RULE,  # before any rule that would move or delete `opt.step()`
     remove_graph_break.RULE,
     register_fake.RULE,
     hop_clone.RULE,
@@ -79,6 +82,7 @@ RULES: list[Rule] = [
     raised_exception.RULE,
     generator_mutation.RULE,
     maybe_mark_dynamic.RULE,
+    torch_hint.RULE,  # last: torch's own hint, unverified, where no rule could check a fix
 ]
 
 __all__ = ["RULES"]

@@ -4,16 +4,12 @@ names, and the user's call of it."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from ...rewrite import call_name, dotted
 from ...source import Parsed
 from ..base import Context, Facts, statement_at
 
-_NUMPY_FN = re.compile(r"numpy function: <function (?P<fn>\w+) at")
-_SKIPPED = re.compile(r"module: (?P<module>[\w.]+), qualname: (?P<qualname>[\w.<>]+)")
-_BUILTIN = re.compile(r"builtin operator `(?P<fn>\w+)`|^builtin (?P<fn2>\w+) \[")
 
 
 def is_unsupported_call(f: Facts) -> bool:
@@ -28,8 +24,7 @@ def is_numpy(f: Facts) -> bool:
 
 def numpy_function(f: Facts) -> str:
     """The NumPy function torch could not trace ("digitize"), or ""."""
-    m = _NUMPY_FN.search(f.context)
-    return m.group("fn") if m else ""
+    return f.said.numpy_function
 
 
 def numpy_call(stmt: ast.stmt, fn: str) -> Optional[ast.Call]:
@@ -42,12 +37,16 @@ def numpy_call(stmt: ast.stmt, fn: str) -> Optional[ast.Call]:
 
 def callee(f: Facts) -> tuple[str, str]:
     """``(name, full name)`` of the function torch could not call: ("perf_counter", "time.perf_counter")."""
-    m = _SKIPPED.search(f.context)
-    if m:
-        return m.group("qualname").split(".")[-1], f"{m.group('module')}.{m.group('qualname')}"
-    m = _BUILTIN.search(f.explanation) or _BUILTIN.search(f.context)
-    name = (m.group("fn") or m.group("fn2")) if m else ""
-    return name, name
+    if f.said.callee_qualname:
+        return f.said.callee_qualname.split(".")[-1], f"{f.said.callee_module}.{f.said.callee_qualname}"
+    return f.said.builtin, f.said.builtin
+
+
+def is_method(f: Facts) -> bool:
+    """torch named a method of a class (``module: torch.optim.adam, qualname: Adam.step``), not a function:
+    a call that works on its object."""
+    q = f.said.callee_qualname
+    return "." in q and "<locals>" not in q
 
 
 def user_call(f: Facts, ctx: Context) -> Optional[tuple[Parsed, ast.stmt, ast.Call, str]]:

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import re
 
 from ..base import Facts
 
-_PRINT = re.compile(r"^builtin print \[(?P<types>.*?)\] (?P<kw>True|False)")
 #: the argument kinds torch can hold back and print after the graph
 REORDERABLE = {"TensorVariable", "ConstantVariable", "StringFormatVariable"}
 
 
 def is_print(f: Facts) -> bool:
-    return bool(_PRINT.match(f.context)) or (f.code == "GB0296" and "built-in function print" in f.context)
+    return f.said.print_kwargs is not None or (f.code == "GB0296" and f.said.prints)
 
 
 def arg_types(f: Facts) -> list[str]:
     """The kinds of the printed values as torch names them (``TensorVariable``, ``SizeVariable``)."""
-    m = _PRINT.match(f.context)
-    return re.findall(r"\.(\w+Variable)'", m.group("types")) if m else []
+    return list(f.said.print_types)
 
 
 def reorderable(f: Facts) -> bool:
-    m = _PRINT.match(f.context)
-    return bool(m) and m.group("kw") == "False" and all(t in REORDERABLE for t in arg_types(f))
+    return f.said.print_kwargs is False and all(t in REORDERABLE for t in arg_types(f))

@@ -14,7 +14,17 @@ def is_item(f: Facts) -> bool:
 
 
 def is_tolist(f: Facts) -> bool:
-    return f.code == "GB0109" or f.kind.startswith("Tensor.tolist()")
+    """``.tolist()``: GB0109, or (torch 2.13) a data-dependent operator break on the
+    ``aten._local_scalar_dense`` each element's conversion calls."""
+    return (f.code == "GB0109" or f.kind.startswith("Tensor.tolist()")
+            or ((f.code == "GB0033" or f.kind.startswith("Data dependent operator")) and "_local_scalar_dense" in f.context))
+
+
+def tolist_calls(stmt: ast.stmt, lineno: int) -> list[ast.Call]:
+    """The ``t.tolist()`` calls of ``stmt`` that span ``lineno``."""
+    return [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "tolist" and not n.args and not n.keywords
+            and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
 
 
 def scalar_calls(stmt: ast.stmt, lineno: int) -> list[ast.Call]:

@@ -4,27 +4,67 @@
 from __future__ import annotations
 
 import re
+import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ..base import Context, Facts, Rule, path, reset_note
+from ..base import Context, Facts, Rule, explained, path, reset_note, statement_at
 
 
 #: The ops torch 2.13 keeps in the graph with this setting (their meta kernels give a symbolic
 #: size); another op (``linalg_lstsq``) only moves the break to its missing meta kernel.
 SUPPORTED = {"nonzero", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
-             "unique_consecutive", "repeat_interleave", "index", "nonzero_static"}
+             "unique_consecutive", "repeat_interleave", "index", "nonzero_static", "bincount"}
+
+
+#: Ops for which torch's hint (this setting) is known not to remove the break: it only moves it to
+#: the op's missing meta kernel (GB0037).
+MOVES_ONLY = {"linalg_lstsq"}
 
 
 def applies(f: Facts) -> bool:
     return (f.code == "GB0036" or f.kind.startswith("Dynamic shape operator")) and "(no meta kernel)" not in f.kind
 
 
+def _into_unchecked_call(f: Facts, ctx: Context) -> bool:
+    """The line hands a value to a call whose code the doctor cannot see into (a module,
+    ``self.norm(h[mask])``; a function of the user's or a library's), where a data-dependent size
+    may break again (pytorch/pytorch#194166: BatchNorm on ``h[mask]`` breaks inside
+    ``F.batch_norm`` with the setting). Torch's own functions and methods of tensors are not such calls."""
+    _, stmt = statement_at(f.stop, ctx)
+    if stmt is None:
+        return False
+    for n in ast.walk(stmt):
+        if not isinstance(n, ast.Call) or not (n.args or n.keywords):
+            continue
+        fn = n.func
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self":
+            return True  # a submodule or a method of the user's class
+        if isinstance(fn, ast.Name) and fn.id not in _BUILTINS:
+            return True  # a function of the user's (or one imported by name)
+    return False
+
+
+#: Builtins that take a tensor and need nothing of its size beyond what torch traces.
+_BUILTINS = {"len", "int", "float", "bool", "print", "isinstance", "tuple", "list", "range", "abs", "max", "min", "sum"}
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    op = re.search(r"aten\.(\w+)", f.context or f.explanation or "")
-    if op is None or op.group(1) not in SUPPORTED:
+    op = f.said.aten_op
+    if op in MOVES_ONLY:
+        return explained(
+            Kind.NO_META_KERNEL, f"`{op}`'s data-dependent output shape: torch's hint does not remove this break",
+            f"`{op}` at {path(ctx, f)} returns a tensor whose size depends on the values of its input, so torch "
+            "stops the graph there. torch's hint, `capture_dynamic_output_shape_ops`, does not help here: with it the "
+            "break moves to the op's missing meta kernel (torch works out shapes with it while it traces, and this op "
+            "has none that can). Nothing to fix if the break is affordable; otherwise compute it outside the "
+            "compiled function, or with an operator that has one (for a square, well-conditioned system: "
+            "`torch.linalg.solve`).", f)
+    if op not in SUPPORTED:
         return None
-    name = op.group(1)
+    if not f.in_library and _into_unchecked_call(f, ctx):
+        return None  # torch's hint stays torch's words (torch_hint): unverified here
+    name = op
     where = "library code you cannot edit" if f.in_library else "your code"
     return Suggestion(
         "Let torch trace data-dependent output shapes: capture_dynamic_output_shape_ops",

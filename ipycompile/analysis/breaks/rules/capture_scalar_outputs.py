@@ -13,19 +13,24 @@ from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
 from ..base import Context, Facts, Rule, path, reset_note, statement_at
-from ._scalar import converted, is_item, one_element, scalar_calls
+from ._scalar import converted, is_item, is_tolist, one_element, scalar_calls, tolist_calls
 
 CONFIG = "torch._dynamo.config.capture_scalar_outputs = True"
 
 
 def applies(f: Facts) -> bool:
-    return is_item(f)
+    return is_item(f) or is_tolist(f)
 
 
 def _holds(f: Facts, ctx: Context) -> bool:
-    """The line converts (``.item()``, ``int(t)``, ``float(t)``) only one-element tensors."""
+    """The line converts (``.item()``, ``int(t)``, ``float(t)``) only one-element tensors, or
+    is a ``.tolist()`` (each element becomes a symbolic number, whatever the count)."""
     p, stmt = statement_at(f.stop, ctx)
-    calls = scalar_calls(stmt, f.stop.lineno) if stmt is not None else []
+    if stmt is None:
+        return False
+    if is_tolist(f):
+        return bool(tolist_calls(stmt, f.stop.lineno))
+    calls = scalar_calls(stmt, f.stop.lineno)
     return bool(calls) and all(one_element(p, converted(c)) for c in calls)
 
 
@@ -46,5 +51,5 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         CONFIG, Confidence.MEDIUM, Kind.CAPTURE_SCALAR_OUTPUTS)
 
 
-RULE = Rule(Kind.CAPTURE_SCALAR_OUTPUTS, "`.item()` / `int(t)` whose Python number is needed: "
+RULE = Rule(Kind.CAPTURE_SCALAR_OUTPUTS, "`.item()` / `int(t)` / `.tolist()` whose Python numbers are needed: "
             "`torch._dynamo.config.capture_scalar_outputs = True`", applies, fix)

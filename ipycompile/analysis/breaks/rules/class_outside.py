@@ -22,4 +22,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "and the compiled code only uses it.", f)
 
 
-RULE = Rule(Kind.CLASS_OUTSIDE, "a `class` statement inside compiled code: define the class outside", applies, fix)
+RULE = Rule(Kind.CLASS_OUTSIDE, "a `class` statement inside compiled code: define the class outside", applies, fix, user_code=True)

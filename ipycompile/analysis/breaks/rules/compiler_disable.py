@@ -3,13 +3,11 @@ uncompiled as asked, so the graph breaks at the call. Say which function, and th
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ..base import Context, Facts, Rule, explained
 
-_FUNCTION = re.compile(r"<function (?P<name>[\w.<>]+) at 0x")
 
 
 def applies(f: Facts) -> bool:
@@ -17,8 +15,7 @@ def applies(f: Facts) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _FUNCTION.search(f.context)
-    name = m.group("name").rsplit(".", 1)[-1] if m else ""
+    name = f.said.function.rsplit(".", 1)[-1]
     fn = f"`{name}`" if name else "the function called"
     return explained(
         Kind.COMPILER_DISABLE, f"{fn} is wrapped in torch.compiler.disable: the graph breaks at each call",
@@ -30,4 +27,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.COMPILER_DISABLE, "a call to a `torch.compiler.disable`d function: the break is asked for; remove the "
-            "disable, or keep it (a custom op keeps untraceable code in the graph)", applies, fix)
+            "disable, or keep it (a custom op keeps untraceable code in the graph)", applies, fix, user_code=True)

@@ -25,4 +25,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.GENERATOR_MUTATION, "a generator that mutates outside state across a graph break: yield the values, "
-            "change the state in the consumer", applies, fix)
+            "change the state in the consumer", applies, fix, user_code=True)

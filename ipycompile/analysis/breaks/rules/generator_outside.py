@@ -23,4 +23,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "them in.", f)
 
 
-RULE = Rule(Kind.GENERATOR_OUTSIDE, "`torch.Generator` methods in compiled code: seed (or draw) outside", applies, fix)
+RULE = Rule(Kind.GENERATOR_OUTSIDE, "`torch.Generator` methods in compiled code: seed (or draw) outside", applies, fix, user_code=True)

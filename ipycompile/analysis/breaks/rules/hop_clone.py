@@ -4,7 +4,6 @@ the alias (torch requires new tensors as a higher-order op's outputs)."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
@@ -12,7 +11,6 @@ from ...rewrite import params, returns, stmt_replacement, stores
 from ..base import Context, Facts, Rule
 from ._hop import body_defs
 
-_ALIAS = re.compile(r"(?P<how>Output-to-output|Input-to-output) aliasing detected at nodes (?P<a>\w+) and (?P<b>\w+)")
 
 
 def applies(f: Facts) -> bool:
@@ -37,8 +35,9 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
                 changes.append((p, r, stmt_replacement(p, r, swaps), fn.name))
     if not changes:
         return None
-    m = _ALIAS.search(f.context)
-    how = (f"{m.group('how')} aliasing (`{m.group('a')}` and `{m.group('b')}`)" if m else "aliasing")
+    a = f.said
+    how = (f"{a.aliasing} aliasing (`{a.aliased_nodes[0]}` and `{a.aliased_nodes[1]}`)"
+           if a.aliasing and len(a.aliased_nodes) == 2 else "aliasing")
     op = defs[0][2]
     if len(changes) == 1:
         p, r, code, fn = changes[0]

@@ -9,26 +9,26 @@ from typing import Optional
 from ....report.model import Confidence, Kind, Suggestion
 from ..base import Context, Facts, Rule, path, reset_note
 
-_LOGGER = re.compile(r"method: <(?P<cls>\w*Logger) (?P<name>.+?) \((?P<level>\w+)\)>\.(?P<method>\w+), args: (?P<args>.*?), kwargs:", re.S)
 
 
 def applies(f: Facts) -> bool:
-    return f.code == "GB0291" or bool(_LOGGER.search(f.context))
+    return f.code == "GB0291" or bool(f.said.logger_method)
 
 
 def _torch_before(version: str, limit: tuple[int, int]) -> bool:
-    m = re.match(r"^(\d+)\.(\d+)", version or "")
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < limit
+    parts = (version or "").split(".")[:2]  # "2.13.0+cpu" (the report's torch version, not torch's text)
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        return False
+    return (int(parts[0]), int(parts[1])) < limit
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _LOGGER.search(f.context)
-    if not m:
+    d = f.said
+    if not d.logger_method:
         return None
-    name, method = m.group("name"), m.group("method")
-    logger = "logging.getLogger()" if m.group("cls") == "RootLogger" else f'logging.getLogger("{name}")'
-    message = re.search(r"ConstantVariable\(str: (?P<q>['\"])(?P<msg>.*?)(?P=q)\)", m.group("args"), re.S)
-    said = f" (“{message.group('msg')}”)" if message else ""
+    name, method = d.logger_name, d.logger_method
+    logger = "logging.getLogger()" if d.logger_class == "RootLogger" else f'logging.getLogger("{name}")'
+    said = f" (“{d.logger_message}”)" if d.logger_message else ""
     code = f"import logging\nimport torch\ntorch._dynamo.config.ignore_logging_functions.add({logger}.{method})"
     if f.in_library:
         head = (f"{path(ctx, f)} calls `{method}` on the logger '{name}'{said}: library code you cannot edit. "

@@ -3,13 +3,11 @@ torch cannot iterate it. Pass a list."""
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ..base import Context, Facts, Rule, explained
 
-_TYPE = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
 
 
 def applies(f: Facts) -> bool:
@@ -17,8 +15,7 @@ def applies(f: Facts) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _TYPE.search(f.context)
-    what = f" (a `{m.group('type') or m.group('it')}`)" if m else ""
+    what = f" (a `{f.said.iterator_type}`)" if f.said.iterator_type else ""
     return explained(
         Kind.ITERATOR_INPUT, "An iterator from outside the compiled code: pass a list",
         f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} iterates a builtin iterator{what} that was made "
@@ -28,4 +25,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.ITERATOR_INPUT, "a builtin iterator (`dict.items()`, `zip`) passed in: pass `list(...)` of it",
-            applies, fix)
+            applies, fix, user_code=True)

@@ -4,24 +4,20 @@
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ...recompiles import readable_source
 from ..base import Context, Facts, Rule, explained
 
-_MARKED = re.compile(r"You marked (?P<src>\S+?)\.size\(\)\[(?P<dim>\d+)\] as dynamic but your code specialized it "
-                     r"to be a constant \((?P<value>[^)]*)\)")
 
 
 def applies(f: Facts) -> bool:
-    return f.kind.startswith("Constraints violated") and _MARKED.search(f.text) is not None
+    return f.kind.startswith("Constraints violated") and bool(f.said.marked_source)
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _MARKED.search(f.text)
-    x, dim, value = readable_source(m.group("src")), m.group("dim"), m.group("value")
+    x, dim, value = readable_source(f.said.marked_source), f.said.marked_dim, f.said.marked_value
     line = f.stop.source_line.strip()
     at = f"`{line}` at {ctx.where(f.stop)}" if line else f"the code at {ctx.where(f.stop)}"
     return explained(

@@ -5,13 +5,11 @@ code removes the break but not calling that op in the compiled code; name the op
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ..base import Context, Facts, Rule, explained
 
-_OP = re.compile(r"`?(?P<op>aten\.[\w.]+|[\w]+::[\w.]+|[\w]+\.[\w]+\.\w+)`?")
 
 
 def applies(f: Facts) -> bool:
@@ -19,8 +17,7 @@ def applies(f: Facts) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _OP.search(f.context) or _OP.search(f.explanation)
-    op = f"`{m.group('op')}`" if m else "this operator"
+    op = f"`{f.said.operator}`" if f.said.operator else "this operator"
     return explained(
         Kind.NO_META_KERNEL, f"{op} has no meta kernel for its data-dependent output shape: it runs outside the graph",
         f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} calls {op}, whose output shape depends on the values "

@@ -23,4 +23,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.RECONSTRUCTION, "a value torch cannot rebuild across a graph break: remove the break, or make the "
-            "value outside", applies, fix)
+            "value outside", applies, fix, user_code=True)

@@ -3,33 +3,29 @@ GB4315: it has none): the `register_fake` skeleton for that op, by its name."""
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
 from ..base import Context, Facts, Rule
 
-_NODE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\(\*\((?P<args>.*?)\),? \*\*\{(?P<kw>.*?)\}\): got "
-                   r"(?P<error>NotImplementedError|RuntimeError\('There was no fake impl registered)", re.S)
-_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
 
 
 def applies(f: Facts) -> bool:
-    return f.code in ("GB0087", "GB4315") and bool(_NODE.search(f.explanation or f.text))
+    return f.code in ("GB0087", "GB4315") and bool(f.said.fake_op)
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    m = _NODE.search(f.explanation or f.text)
-    if m is None or m.group("kw").strip():
+    d = f.said
+    if not d.fake_op or d.fake_kwargs:
         return None
-    qualname = f"{m.group('ns')}::{m.group('op')}"
-    args = [a.strip() for a in _ARG.findall(m.group("args")) if a.strip()]
+    qualname = d.fake_op
+    args = list(d.fake_args)
     tensors = [i for i, a in enumerate(args) if a.startswith("FakeTensor")]
     if not tensors:
         return None
     names = [f"x{i}" if i in tensors else f"arg{i}" for i in range(len(args))]
     first = names[tensors[0]]
-    missing = "has no fake implementation" if "no fake impl" in m.group("error") else "has a fake implementation that raises NotImplementedError"
+    missing = "has no fake implementation" if d.fake_missing else "has a fake implementation that raises NotImplementedError"
     code = "\n".join([
         "import torch",
         "",

@@ -22,4 +22,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "compiled code.", f)
 
 
-RULE = Rule(Kind.SORT_TENSORS, "`sorted()` of tensors: sort one stacked tensor (`torch.stack(items).sort()`)", applies, fix)
+RULE = Rule(Kind.SORT_TENSORS, "`sorted()` of tensors: sort one stacked tensor (`torch.stack(items).sort()`)", applies, fix, user_code=True)

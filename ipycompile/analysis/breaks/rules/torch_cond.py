@@ -13,7 +13,7 @@ from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import defined_before, free_name, loads, ordered, stores, taken_names, uses_after, walk_scope
 from ...source import Parsed
 from ..base import Context, Facts, Rule
-from ._branch import condition, if_at, is_branch
+from ._branch import condition, if_at, is_branch, split_guard
 
 _IF_LINE = re.compile(r"^\s*(?:el)?if\s+(?P<cond>.+?):\s*(?:#.*)?$")
 
@@ -26,7 +26,26 @@ def _has_return(stmts) -> bool:
     return any(isinstance(n, ast.Return) for n in walk_scope(stmts))
 
 
+def _tensor_test(test: ast.expr) -> bool:
+    """The test is a tensor expression torch.cond can take as its predicate (no Python test in it:
+    ``m is not None and (m == 0).any()`` is not; see ``_branch.split_guard``)."""
+    guards, tensor_test = split_guard(test)
+    return not guards and tensor_test is not None
+
+
+def _not_tensors(stmts) -> bool:
+    """A branch assigns or returns a value that is not a tensor (``None``, a string): torch.cond's
+    branches must return tensors of the same shapes and dtypes."""
+    for n in walk_scope(stmts):
+        value = n.value if isinstance(n, (ast.Assign, ast.Return)) else None
+        if isinstance(value, ast.Constant) and not isinstance(value.value, (int, float, bool)):
+            return True
+    return False
+
+
 def _rewrite(f: Facts, ctx: Context, p: Parsed, node: ast.If) -> Optional[Suggestion]:
+    if not _tensor_test(node.test) or _not_tensors(node.body + node.orelse):
+        return None
     body, orelse = node.body, node.orelse
     if len(orelse) == 1 and isinstance(orelse[0], ast.If):  # elif: one cond per level would nest data-dependent ifs
         return from_line(f, ctx, note="The `elif` chain needs one torch.cond per level (nested in the false branch).")
@@ -92,6 +111,11 @@ def from_line(f: Facts, ctx: Context, note: str = "") -> Optional[Suggestion]:
     if not m:
         return None
     cond = m.group("cond")
+    try:
+        if not _tensor_test(ast.parse(cond, mode="eval").body):
+            return None
+    except SyntaxError:
+        return None
     code = "\n".join([
         "def true_fn(...):   # the statements of the `if` branch, returning the values they assign",
         "    ...",

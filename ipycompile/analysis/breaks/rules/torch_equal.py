@@ -24,4 +24,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.TORCH_EQUAL, "`torch.equal` (a data-dependent Python bool): keep it a tensor, `(a == b).all()`",
-            applies, fix)
+            applies, fix, user_code=True)

@@ -10,7 +10,7 @@ from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, defined_before, dotted
 from ...source import Parsed
 from ..base import Context, Facts, Rule
-from ._branch import condition, if_at, is_branch
+from ._branch import condition, if_at, is_branch, split_guard
 
 TORCH_MODULES = {"torch", "F", "nn", "np", "numpy", "math", "functools", "operator", "logging", "os", "time", "sys"}
 _ELEMENTWISE = {
@@ -30,7 +30,11 @@ def applies(f: Facts) -> bool:
 
 
 def is_elementwise(node: ast.AST) -> bool:
-    if isinstance(node, (ast.Name, ast.Constant)):
+    """A tensor expression torch.where can take as a branch: elementwise arithmetic of names,
+    numbers and attributes. Not ``None``, a string, a tuple or a shape change."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, bool))
+    if isinstance(node, ast.Name):
         return True
     if isinstance(node, ast.Attribute):  # self.scale, cfg.eps: a value, not a shape change
         return isinstance(node.value, (ast.Name, ast.Attribute)) and node.attr not in ("T", "mT", "H", "shape")
@@ -39,7 +43,8 @@ def is_elementwise(node: ast.AST) -> bool:
     if isinstance(node, ast.UnaryOp):
         return is_elementwise(node.operand)
     if isinstance(node, ast.Compare):
-        return is_elementwise(node.left) and all(is_elementwise(c) for c in node.comparators)
+        return (not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in node.ops)
+                and is_elementwise(node.left) and all(is_elementwise(c) for c in node.comparators))
     if (isinstance(node, ast.Call) and call_name(node) in SCALAR_REDUCTIONS and isinstance(node.func, ast.Attribute)
             and not node.args and not node.keywords and is_elementwise(node.func.value)):
         return True  # y.max(): a 0-dim tensor, which broadcasts like a number
@@ -80,9 +85,14 @@ def _next_return(p: Parsed, node: ast.If) -> Optional[ast.Return]:
 
 
 def _rewrite(p: Parsed, node: ast.If) -> Optional[tuple[str, int]]:
-    """The one line that replaces the ``if``, and the last line it replaces."""
+    """The line that replaces the ``if`` (under the ``if`` of its Python guards, when its test
+    starts with some: ``if m is not None and (m == 0).any():``), and the last line it replaces.
+    None when a branch is not a tensor expression torch.where can combine."""
     last = node.end_lineno or node.lineno
-    cond = condition(p, node.test)
+    guards, tensor_test = split_guard(node.test)
+    if tensor_test is None:
+        return None
+    cond = condition(p, tensor_test)
     a = _single_assign(node.body)
     if a is not None:
         target, yes = a
@@ -100,7 +110,16 @@ def _rewrite(p: Parsed, node: ast.If) -> Optional[tuple[str, int]]:
         ny, nn_ = _tensor_names(yes), _tensor_names(no)
         if ny and nn_ and not (ny & nn_):  # different tensors: shapes may differ
             return None
-        return f"{target} = torch.where({cond}, {p.segment(yes)}, {no_src})", last
+        line = f"{target} = torch.where({cond}, {p.segment(yes)}, {no_src})"
+        if not guards:
+            return line, last
+        # `if g and c: t = a else: t = b` is `if g: t = where(c, a, b) else: t = b`
+        code = f"if {' and '.join(p.segment(g) for g in guards)}:\n    {line}"
+        if node.orelse:
+            code += f"\nelse:\n    {target} = {no_src}"
+        return code, last
+    if guards:  # a return under a guard: not one line
+        return None
     yes, no = _single_return(node.body), _single_return(node.orelse)
     if yes is not None and not node.orelse:  # `if c: return a` then `return b`
         after = _next_return(p, node)
@@ -129,8 +148,9 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         f"Replace the branch at {ctx.where(f.stop)} with torch.where",
         f"`if {p.segment(node.test)}:` decides on a tensor's value, which torch cannot know while it traces, so the "
         "graph breaks there. Both branches compute elementwise expressions of the same tensors: compute both and "
-        "let torch.where pick, with no branch at all (lines "
-        f"{node.lineno}-{last} become one line). Both sides are evaluated: an expression that is invalid for the "
+        "let torch.where pick, with no branch on the data (lines "
+        f"{node.lineno}-{last} become the code below" + ("; the tests on Python values stay an `if`, which torch "
+        "decides while it traces" if code.startswith("if ") else "") + "). Both sides are evaluated: an expression that is invalid for the "
         "values not picked (log of a negative number) gives inf/nan there, harmless in the output but not in "
         "gradients; torch.cond evaluates only one branch.",
         code, Confidence.HIGH, Kind.TORCH_WHERE, f.stop.filename, node.lineno, last)

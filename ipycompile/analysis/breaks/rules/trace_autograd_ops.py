@@ -12,10 +12,49 @@ from ..base import Context, Facts, Rule, path, reset_note, statement_at
 
 
 def applies(f: Facts) -> bool:
+    return is_backward(f) or is_grad(f)
+
+
+def is_backward(f: Facts) -> bool:
     return f.code == "GB0123" or f.kind.startswith("Unsupported Tensor.backward() call")
 
 
+def is_grad(f: Facts) -> bool:
+    """``torch.autograd.grad`` with ``trace_autograd_ops`` off (GB9186)."""
+    return f.code == "GB9186" or f.kind.startswith("using `torch.autograd.grad`")
+
+
+def _grad_fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    """``torch.autograd.grad(loss, w)``: the setting, and the output detached after the call where
+    it outlives the compiled code (torch refuses to return a tensor whose graph grad consumed)."""
+    code = "torch._dynamo.config.trace_autograd_ops = True"
+    p, stmt = (None, None) if f.in_library else statement_at(f.stop, ctx)
+    grad = next((n for n in ast.walk(stmt) if isinstance(n, ast.Call) and call_name(n) == "grad"), None) \
+        if stmt is not None else None
+    if grad is None or len(grad.args) < 2 or not isinstance(grad.args[1], (ast.Name, ast.Attribute, ast.List, ast.Tuple)):
+        # torch traces grad() of tensors or a list of them; `inputs=model.parameters()` (a generator) is not
+        # one (GB6663): the setting alone moves the break, and no rewrite is checked here
+        return None
+    if isinstance(grad.args[0], ast.Name) and isinstance(stmt, ast.Assign):
+        out = grad.args[0].id
+        scope = p.scope_of(stmt)
+        kept = isinstance(scope, ast.Module) or any(
+            isinstance(p.parents.get(u), (ast.Return, ast.Tuple)) for u in uses_after(p, stmt, out))
+        if kept:
+            code += (f"\n# {ctx.where(f.stop)}: `{out}` outlives the compiled code, so drop its graph after grad\n"
+                     f"{p.segment(stmt)}\n{out} = {out}.detach()")
+    return Suggestion(
+        "Let torch trace torch.autograd.grad: trace_autograd_ops",
+        f"`{f.stop.source_line.strip()}` at {path(ctx, f)} computes gradients with torch.autograd.grad, which torch "
+        "2.13 traces into the graph when torch._dynamo.config.trace_autograd_ops is True (torch's own hint). A "
+        "tensor that outlives the compiled code (a name a %%compile cell assigns is kept in the notebook; a "
+        "returned one) must not hold the graph grad used: detach it after the call. " + reset_note(),
+        code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS)
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    if is_grad(f):
+        return _grad_fix(f, ctx)
     code = "torch._dynamo.config.trace_autograd_ops = True"
     keep = ""
     p, stmt = (None, None) if f.in_library else statement_at(f.stop, ctx)
@@ -45,4 +84,4 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
 
 
 RULE = Rule(Kind.TRACE_AUTOGRAD_OPS, "`loss.backward()` in compiled code: the normal end of the forward graph; what "
-            "compiling the whole step takes", applies, fix)
+            "compiling the whole step takes; `torch.autograd.grad`: `trace_autograd_ops = True`", applies, fix)

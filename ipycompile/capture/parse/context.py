@@ -1,0 +1,111 @@
+"""What torch's words about a break or failure name, read into fields: the function it
+skipped, the builtin, the NumPy function, what a ``print`` was given, the logger called,
+the exception raised, the operator, the aliased nodes, the dimension marked dynamic, the
+custom op without a fake. The one reader of torch's developer debug context (and of the
+explanation and text where torch puts these there); the doctor's rules read the record
+(:class:`~ipycompile.report.TorchDetail`), never the text.
+
+Forms read (torch 2.11 and 2.13)::
+
+    module: torch.random, qualname: manual_seed, skip reason: ...     (a skipped function)
+    builtin operator `getpid` / builtin print [<class '...TensorVariable'>] False
+    numpy function: <function digitize at 0x7f...>
+    method: <Logger transformers.x (WARNING)>.warning_once, args: [ConstantVariable(str: '...')], kwargs: {}
+    raised exception TypeError("unsupported operand type(s) for %: 'int' and 'int'")
+    aten.nonzero.default / aten::nonzero / mylib.op.default
+    <function helper at 0x7f...>                                       (a disabled function)
+    Input-to-output aliasing detected at nodes l_x_ and l_x_
+    You marked L['x'].size()[0] as dynamic but your code specialized it to be a constant (4)
+    call_function mylib.op(*(FakeTensor(..., size=(3,)),), **{}): got NotImplementedError(...)
+    not implemented for list_iterator / next(list_iterator)
+
+Pure; never raises.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...report.model import TorchDetail
+
+__all__ = ["read_detail"]
+
+_SKIPPED = re.compile(r"module: (?P<module>[\w.]+), qualname: (?P<qualname>[\w.<>]+)")
+_BUILTIN = re.compile(r"builtin operator `(?P<fn>\w+)`|^builtin (?P<fn2>\w+) \[")
+_NUMPY_FN = re.compile(r"numpy function: <function (?P<fn>\w+) at")
+_PRINT = re.compile(r"^builtin print \[(?P<types>.*?)\] (?P<kw>True|False)")
+_VARIABLE = re.compile(r"\.(\w+Variable)'")
+_LOGGER = re.compile(r"method: <(?P<cls>\w*Logger) (?P<name>.+?) \((?P<level>\w+)\)>\.(?P<method>\w+), args: (?P<args>.*?), kwargs:", re.S)
+_LOG_MESSAGE = re.compile(r"ConstantVariable\(str: (?P<q>['\"])(?P<msg>.*?)(?P=q)\)", re.S)
+_RAISED = re.compile(r"raised exception (?P<exc>\w+)\((?P<args>.*)\)\s*$", re.S)
+_ATEN = re.compile(r"aten\.(\w+)")
+_OP = re.compile(r"`?(?P<op>aten\.[\w.]+|[\w]+::[\w.]+|[\w]+\.[\w]+\.\w+)`?")
+_FUNCTION = re.compile(r"<function (?P<name>[\w.<>]+) at 0x")
+_ALIAS = re.compile(r"(?P<how>Output-to-output|Input-to-output) aliasing detected at nodes (?P<a>\w+) and (?P<b>\w+)")
+_MARKED = re.compile(r"You marked (?P<src>\S+?)\.size\(\)\[(?P<dim>\d+)\] as dynamic but your code specialized it "
+                     r"to be a constant \((?P<value>[^)]*)\)")
+_FAKE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\(\*\((?P<args>.*?)\),? \*\*\{(?P<kw>.*?)\}\): got "
+                   r"(?P<error>NotImplementedError|RuntimeError\('There was no fake impl registered)", re.S)
+_FAKE_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
+_ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
+
+
+def read_detail(context: str, explanation: str = "", text: str = "") -> TorchDetail:
+    """The fields torch's ``context`` (its developer debug context), ``explanation`` and whole
+    ``text`` name. Never raises: what cannot be read stays empty."""
+    d = TorchDetail()
+    try:
+        _read(d, context or "", explanation or "", text or "")
+    except Exception:  # noqa: BLE001 - a report must survive any text
+        pass
+    return d
+
+
+def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
+    m = _SKIPPED.search(context)
+    if m:
+        d.callee_module, d.callee_qualname = m.group("module"), m.group("qualname")
+    m = _BUILTIN.search(explanation) or _BUILTIN.search(context)
+    if m:
+        d.builtin = m.group("fn") or m.group("fn2")
+    m = _NUMPY_FN.search(context)
+    if m:
+        d.numpy_function = m.group("fn")
+    m = _PRINT.match(context)
+    if m:
+        d.print_types = _VARIABLE.findall(m.group("types"))
+        d.print_kwargs = m.group("kw") == "True"
+    d.prints = bool(m) or "built-in function print" in context
+    m = _LOGGER.search(context)
+    if m:
+        d.logger_class, d.logger_name, d.logger_level, d.logger_method = (
+            m.group("cls"), m.group("name"), m.group("level"), m.group("method"))
+        msg = _LOG_MESSAGE.search(m.group("args"))
+        d.logger_message = msg.group("msg") if msg else ""
+    m = _RAISED.search(context.strip())
+    if m:
+        d.raised_type, d.raised_args = m.group("exc"), m.group("args")
+    m = _ATEN.search(context or explanation)
+    if m:
+        d.aten_op = m.group(1)
+    m = _OP.search(context) or _OP.search(explanation)
+    if m:
+        d.operator = m.group("op")
+    m = _FUNCTION.search(context)
+    if m:
+        d.function = m.group("name")
+    m = _ALIAS.search(context)
+    if m:
+        d.aliasing, d.aliased_nodes = m.group("how"), [m.group("a"), m.group("b")]
+    m = _MARKED.search(text)
+    if m:
+        d.marked_source, d.marked_dim, d.marked_value = m.group("src"), int(m.group("dim")), m.group("value")
+    m = _FAKE.search(explanation or text)
+    if m:
+        d.fake_op = f"{m.group('ns')}::{m.group('op')}"
+        d.fake_args = [a.strip() for a in _FAKE_ARG.findall(m.group("args")) if a.strip()]
+        d.fake_kwargs = m.group("kw").strip()
+        d.fake_missing = "no fake impl" in m.group("error")
+    m = _ITERATOR.search(context)
+    if m:
+        d.iterator_type = m.group("type") or m.group("it")
