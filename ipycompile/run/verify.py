@@ -510,6 +510,8 @@ class _Scratch:
             fn = torch.compile(cf.fn, **kwargs)
             self.compiles += 1
         for mark_fn, name, dim in fix.marks if fix is not None else ():
+            if name not in copies:  # never the user's own tensor
+                raise RuntimeError(f"`{name}` is not read by the cell, so it has no copy to mark")
             getattr(torch._dynamo, mark_fn)(ns[name], dim)
         before = fix.before_call if fix is not None else ""
         settings = settings if settings is not None else (fix.settings if fix is not None else {})
@@ -745,6 +747,7 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
         try:
             eager = scratch.run(compiled=False)
             base = scratch.run()
+            base.snapshot = None  # judged on its report; its copy of the state is let go
         except NotCopyable as exc:
             verification.not_verified = f"the cell's state cannot be copied: {exc}"
             for p in todo:
