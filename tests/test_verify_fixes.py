@@ -235,6 +235,29 @@ def test_settings_are_verified_one_by_one_and_together():
     assert torch._dynamo.config.capture_scalar_outputs is False
 
 
+def test_two_settings_that_each_work_alone_but_fail_together():
+    # capture_scalar_outputs removes the `.item()` break, capture_dynamic_output_shape_ops the `nonzero`
+    # one; with both, `idx.shape[0] > n` compares two data-dependent sizes and the `if` breaks the graph
+    ns = {"torch": torch, "x": torch.tensor([0.0, 2.0, 0.0, 1.0, 3.0])}
+    body = ("n = int(x.sum().item())\nidx = torch.nonzero(x)\nif idx.shape[0] > n:\n    z = idx.float().sum()\n"
+            "else:\n    z = x.sum()\n")
+    user = UserCell(body, ns)
+    state = UserState(ns, [user.cf.fn.__code__])
+    report = user.verify()
+    state.assert_unchanged()
+    checks = _checks(report)
+    assert [c.status for c in checks] == [FixStatus.VERIFIED, FixStatus.VERIFIED]
+    (together,) = report.fix_verification.together
+    assert together.status == FixStatus.FAILED
+    assert together.reason.startswith("each works alone, together they fail:") and "GB0170 at cell line 3" in together.reason
+    assert "Data-dependent branching" in together.torch_says
+    # beside each fix: it holds alone only
+    assert "alone only: applied together with torch._dynamo.config.capture_dynamic_output_shape_ops = True it fails" \
+        in checks[0].reason
+    assert "alone only: applied together with torch._dynamo.config.capture_scalar_outputs = True it fails" \
+        in checks[1].reason
+
+
 # -- state: a training step, and what cannot be copied ----------------------------------------------------
 def test_a_training_step_with_an_optimizer_and_scheduler_is_left_exactly_as_it_was():
     torch.manual_seed(0)

@@ -779,7 +779,15 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
             if status == FixStatus.VERIFIED and p.is_setting:
                 settings_ok.append(p)
         if len(settings_ok) > 1:
-            verification.together.append(_together(settings_ok, report, cell, scratch, base, eager, budget_s, t0))
+            together = _together(settings_ok, report, cell, scratch, base, eager, budget_s, t0)
+            verification.together.append(together)
+            if together.status == FixStatus.FAILED:  # said beside each: it holds alone, not with the others
+                for p in settings_ok:
+                    others = [k for q in settings_ok if q is not p for k in q.applied]
+                    check = checks[p.targets[0]]
+                    record(p, dataclasses.replace(check, reason=(
+                        f"{check.reason}; alone only: applied together with {', '.join(others)} it fails "
+                        f"({together.reason.split(': ', 1)[-1]})")))
     finally:
         rng.restore()
         grown = _grown(census)
