@@ -384,6 +384,15 @@ def test_run_cell_verify_fixes_and_bad_options():
         run_cell("z = x + 1", ns, verify_fixes=True, observe=True)
 
 
+def test_a_cell_that_raises_is_not_verified():
+    ns = {"torch": torch, "x": torch.randn(5)}
+    with pytest.raises(ZeroDivisionError) as info:
+        run_cell("idx = torch.nonzero(x)\nz = 1 / 0\n", ns, backend="eager", runs=1, warmup=0, record=False,
+                 verify_fixes=True)
+    v = info.value.ipycompile_report.fix_verification
+    assert v.not_verified == "the cell raised ZeroDivisionError: verify its fixes once it runs" and v.compiles == 0
+
+
 def test_the_magic_verifies_fixes_in_a_real_shell():
     from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
@@ -403,6 +412,20 @@ def test_the_magic_verifies_fixes_in_a_real_shell():
         assert check.status == FixStatus.VERIFIED
         assert "verified here: the break is gone" in out.outputs[0].data["text/html"]
         assert float(res.result) == 4.0 and torch._dynamo.config.capture_dynamic_output_shape_ops is False
+        # a rewrite: the cell's lines as the editor numbers them (the %%compile line is line 1)
+        ip.run_cell("y0 = torch.randn(6)")
+        before = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep2\ny = y0 * 2\n"
+                              "if y.sum() > 0:\n    w = y + 1\nelse:\n    w = y - 1\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        (b,) = ip.user_ns["rep2"].graph_breaks
+        assert (b.suggestion.kind, b.suggestion.first_line, b.suggestion.last_line) == ("torch.where", 3, 6)
+        assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+        assert b.suggestion.check.applied == ["lines 3-6 of the cell rewritten as suggested"]
+        after = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+        assert {k: v for k, v in after.items() if k in before and k not in ("y", "w", "rep2")} == \
+            {k: v for k, v in before.items() if k not in ("y", "w", "rep2")}
         res = ip.run_cell("%%compile --backend eager --verify-fixes --verify-budget 0\nz = x + 1")
         assert "--verify-budget: 0.0 is not allowed" in str(res.error_in_exec)
     finally:
