@@ -67,6 +67,7 @@ import copy
 import dataclasses
 import io
 import inspect
+import linecache
 import random
 import re
 import sys
@@ -492,6 +493,7 @@ class _Scratch:
         self.cell, self.body, self.header, self.namespace, self.names = cell, body, header, namespace, names
         self.settings, self.calls, self.rng = settings, calls, rng
         self.compiles = 0
+        self.filenames: list[str] = []  # the scratch cells' sources in linecache, let go at the end
 
     def run(self, fix: Optional[PlannedFix] = None, settings: Optional[dict] = None, compiled: bool = True) -> _Run:
         import torch
@@ -502,6 +504,7 @@ class _Scratch:
         ns = _scratch_namespace(self.namespace, copies)
         cf = make_cell_function(body, ns, filename=f"<ipycompile-verify-{next(SESSION.counter)}>",
                                 header=self.header, name=self.cell.name)
+        self.filenames.append(cf.filename)
         fn: Callable[[], Any] = cf.fn
         kwargs = self.settings.compile_kwargs()
         if compiled:
@@ -652,6 +655,9 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
     if new:
         problems.append("a new break: " + ", ".join(f"{k[0]} at {'cell line' if k[1] == 'cell' else k[1]} {k[2]}"
                                                     for k in new[:3]))
+    if not any(kind == "recompiles" for kind, _ in targets) and len(tried.report.recompiles) > len(base.report.recompiles):
+        problems.append(f"it recompiles ({len(tried.report.recompiles)}x) where the unfixed cell recompiled "
+                        f"{len(base.report.recompiles)}x")
     if len(tried.report.failures) > len(base.report.failures):
         problems.append(f"a new failure: {tried.report.failures[-1].type}")
     if len(tried.report.ran_without_compiling) > len(base.report.ran_without_compiling):
@@ -790,6 +796,8 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
                         f"({together.reason.split(': ', 1)[-1]})")))
     finally:
         rng.restore()
+        for filename in scratch.filenames:
+            linecache.cache.pop(filename, None)
         grown = _grown(census)
         if grown:  # never expected: say so rather than hide it
             verification.isolation += "; BUT the compiled versions of " + ", ".join(grown) + " changed"
