@@ -122,6 +122,13 @@ def _checks(report: CompileReport) -> list:
             if x.suggestion is not None and x.suggestion.check is not None]
 
 
+def _alive(cls) -> int:
+    import gc
+
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, cls))
+
+
 def _draw_all() -> None:
     """Move every random generator, so that a state put back to the wrong place would show."""
     torch.rand(3)
@@ -202,6 +209,23 @@ def test_a_fix_that_changes_what_the_cell_leaves_in_the_namespace_is_withdrawn()
     assert check.reason.startswith("the break is gone, but the outputs differ") and "name vals" in check.reason
 
 
+def test_a_statement_moved_out_of_the_compiled_code_still_runs_before_each_call():
+    # `t0 = time.perf_counter()` moved out: the cell still leaves `t0`, a clock, which differs between two
+    # uncompiled runs as well: not compared, and said so
+    import time
+
+    ns = {"torch": torch, "x": torch.randn(5), "time": time}
+    user = UserCell("t0 = time.perf_counter()\ny = x * 2\nz = y + 1\n", ns)
+    (b,) = user.report.graph_breaks
+    assert b.suggestion.kind == "move_out"
+    report = user.verify()
+    (check,) = _checks(report)
+    assert check.status == FixStatus.VERIFIED, check
+    assert check.reason == ("the break is gone, outputs equal (max abs diff 0); not compared: `t0`, which differs "
+                            "from one uncompiled run to the next")
+    assert "`t0 = time.perf_counter()` run before each call" in check.applied[0]
+
+
 def test_a_recompile_fixed_by_marking_an_input_dynamic():
     ns = {"torch": torch, "x": torch.randn(8)}
     body = "x = torch.cat([x, x[:1]])\nz = x.sin().sum()\n"
@@ -274,9 +298,11 @@ def test_a_training_step_with_an_optimizer_and_scheduler_is_left_exactly_as_it_w
     _draw_all()
     codes = [user.cf.fn.__code__, type(opt).step.__code__]
     state = UserState(ns, codes)
+    linears = _alive(torch.nn.Linear)
     report = user.verify()
     state.assert_unchanged()  # parameters, gradients, AdamW's moments, the scheduler, the RNG, bit for bit
     assert user.further_call_compiles() == 0
+    assert _alive(torch.nn.Linear) == linears  # the copies of the model were let go
     check = next(x.suggestion.check for x in report.graph_breaks
                  if x.suggestion and x.suggestion.kind == "capture_dynamic_output_shape_ops")
     # the fixed step and the unfixed step (eager) agree on the output and on the model, AdamW and

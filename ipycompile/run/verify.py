@@ -326,8 +326,8 @@ def _copy_inputs(namespace: dict, names: set[str]) -> dict:
 def _scratch_namespace(namespace: dict, copies: dict) -> dict:
     ns = dict(namespace)
     ns.update(copies)
-    for name, value in list(ns.items()):  # the notebook's functions read the copy's globals
-        if isinstance(value, types.FunctionType) and value.__globals__ is namespace:
+    for name, value in list(ns.items()):  # the notebook's functions read the copy's globals (not Dynamo's "__...")
+        if isinstance(value, types.FunctionType) and value.__globals__ is namespace and not name.startswith("__"):
             fn = types.FunctionType(value.__code__, ns, value.__name__, value.__defaults__, value.__closure__)
             fn.__kwdefaults__, fn.__dict__ = value.__kwdefaults__, dict(value.__dict__)
             fn.__qualname__ = value.__qualname__
@@ -379,17 +379,41 @@ def _state(value: Any, depth: int = 0) -> Any:
     return None  # other objects: not compared
 
 
-def _snapshot(cf: CellFunction, value: Any, copies: dict) -> dict:
+def _snapshot(cf: CellFunction, value: Any, copies: dict, assigned: tuple[str, ...]) -> dict:
+    """What a scratch run left, flat (``"name z"``, ``"input model[state[0.weight]]"``): its value, the names
+    the user's cell assigns (``assigned``: a statement moved out of the compiled code still assigns its
+    name), and the state of what it read."""
     ns = cf.fn.__globals__
     out: dict[str, Any] = {}
     if cf.has_result:
-        out["value"] = _state(value)
-    for name in cf.assigned:
+        _flatten(_state(value), "value", out)
+    for name in assigned:
         if name in ns:
-            out[f"name {name}"] = _state(ns[name])
+            _flatten(_state(ns[name]), f"name {name}", out)
     for name in copies:  # what the cell read (and may have changed in place)
-        if name not in cf.assigned:
-            out[f"input {name}"] = _state(ns.get(name))
+        if name not in assigned:
+            _flatten(_state(ns.get(name)), f"input {name}", out)
+    return out
+
+
+def _flatten(tree: Any, path: str, out: dict) -> None:
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            _flatten(v, f"{path}[{k}]", out)
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            _flatten(v, f"{path}[{i}]", out)
+    else:
+        out[path] = tree
+
+
+def _unstable(a: dict, b: dict) -> set[str]:
+    """What differs between two eager runs of the unfixed cell from the same state (a clock, an id): not compared."""
+    out = {p for p in set(a) ^ set(b)}
+    for p in set(a) & set(b):
+        check = check_outputs(a[p], b[p])
+        if not check.match or check.method != "equal":
+            out.add(p)
     return out
 
 
@@ -483,6 +507,7 @@ class _Run:
     cell: CellFunction
     seconds: float
     calls: int
+    unstable: set = field(default_factory=set)  # eager's: what differs between two runs of it
 
 
 class _Scratch:
@@ -494,6 +519,31 @@ class _Scratch:
         self.settings, self.calls, self.rng = settings, calls, rng
         self.compiles = 0
         self.filenames: list[str] = []  # the scratch cells' sources in linecache, let go at the end
+        self.made: list[tuple[types.CodeType, dict]] = []  # each scratch cell's code and namespace
+
+    def release(self) -> None:
+        """Let torch let go of the scratch cells' compiled code (theirs alone: each code object and the
+        resume functions Dynamo made from it, installed in its namespace), and empty their namespaces of
+        the copies of the user's state, so that those are freed now (Dynamo's cleanup hooks keep a
+        namespace as long as the code compiled in it lives)."""
+        import torch
+
+        reset_code = getattr(torch._dynamo, "reset_code", None)
+        users = {id(v.__code__) for v in self.namespace.values() if isinstance(v, types.FunctionType)}
+        for code, ns in self.made:
+            codes = [code] + [v.__code__ for k, v in list(ns.items())  # the scratch's own, never the user's
+                              if k.startswith("__resume_at_") and isinstance(v, types.FunctionType)
+                              and id(v.__code__) not in users]
+            for c in codes:
+                try:
+                    reset_code(c) if reset_code is not None else None
+                except Exception:  # noqa: BLE001 - a torch without it lets go at torch._dynamo.reset()
+                    pass
+            # Dynamo's cleanup hooks hold the namespace until its compiled code dies, which may be late: the
+            # copies of the user's state leave it now (the names Dynamo installed, "__...", stay for the hooks)
+            for name in [k for k in ns if not k.startswith("__")]:
+                del ns[name]
+        self.made.clear()
 
     def run(self, fix: Optional[PlannedFix] = None, settings: Optional[dict] = None, compiled: bool = True) -> _Run:
         import torch
@@ -505,6 +555,7 @@ class _Scratch:
         cf = make_cell_function(body, ns, filename=f"<ipycompile-verify-{next(SESSION.counter)}>",
                                 header=self.header, name=self.cell.name)
         self.filenames.append(cf.filename)
+        self.made.append((cf.fn.__code__, ns))
         fn: Callable[[], Any] = cf.fn
         kwargs = self.settings.compile_kwargs()
         if compiled:
@@ -538,7 +589,7 @@ class _Scratch:
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
         if cap is not None:
             report = cap.report
-        snap = _snapshot(cf, value, copies)
+        snap = _snapshot(cf, value, copies, self.cell.assigned)
         return _Run(report, snap, error, cf, time.perf_counter() - t0, self.calls)
 
 
@@ -664,12 +715,19 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
         problems.append("a frame now runs without compiling")
     if tried.error and not eager.error:
         problems.append(f"the fixed cell raises {tried.error}")
-    diff = None
+    diff, not_compared = None, ""
     if not tried.error and not eager.error:
-        check = check_outputs(tried.snapshot, eager.snapshot)
+        unstable = eager.unstable
+        mine = {p: v for p, v in tried.snapshot.items() if p not in unstable}
+        theirs = {p: v for p, v in eager.snapshot.items() if p not in unstable}
+        check = check_outputs(mine, theirs)
         diff = check.max_abs_diff if check.max_abs_diff is not None else 0.0
         if not check.match:
             problems.append(f"the outputs differ from the unfixed cell's run eagerly ({check.message})")
+        elif unstable:
+            varies = sorted({p.split("[")[0].split(" ", 1)[-1] for p in unstable})
+            not_compared = (f"; not compared: {', '.join(f'`{v}`' for v in varies[:3])}, which differ"
+                            f"{'s' if len(varies) == 1 else ''} from one uncompiled run to the next")
     elif tried.error and eager.error and tried.error.split(":")[0] != eager.error.split(":")[0]:
         problems.append(f"the fixed cell raises {tried.error}, the unfixed one (eager) {eager.error}")
     if problems:
@@ -681,7 +739,7 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
     what = ", ".join(dict.fromkeys(gone)) or "the problem is gone"
     outputs = f"outputs equal (max abs diff {diff:.3g})" if diff is not None else \
         "the cell raises as it does uncompiled"
-    return FixStatus.VERIFIED, f"{what}, {outputs}", diff, ""
+    return FixStatus.VERIFIED, f"{what}, {outputs}{not_compared}", diff, ""
 
 
 # -- the whole verification --------------------------------------------------------------------------
@@ -752,6 +810,7 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
     try:
         try:
             eager = scratch.run(compiled=False)
+            eager.unstable = _unstable(eager.snapshot, scratch.run(compiled=False).snapshot)  # a clock, an id
             base = scratch.run()
             base.snapshot = None  # judged on its report; its copy of the state is let go
         except NotCopyable as exc:
@@ -796,6 +855,7 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
                         f"({together.reason.split(': ', 1)[-1]})")))
     finally:
         rng.restore()
+        scratch.release()
         for filename in scratch.filenames:
             linecache.cache.pop(filename, None)
         grown = _grown(census)
