@@ -48,7 +48,13 @@ What stays as it was, afterwards (tests prove each):
   which the user's calls never see; on an older torch the cell's fixes are not verified when
   its report shows such frames. The number of compiled versions of every code object torch
   had compiled before is checked afterwards (``FixVerification.isolation``);
-* the cell's printed output is not shown (stdout is captured during scratch runs).
+* the cell's printed output is not shown (stdout is captured during scratch runs);
+* nothing is kept: at the end the scratch cells' own compiled code is let go
+  (``torch._dynamo.reset_code`` on their code objects and the resume functions made from
+  them, never the user's) and the copies leave their namespaces.
+
+What differs between two uncompiled runs of the unfixed cell from the same state (a clock,
+a process id) is not compared, and the check says so.
 
 A time budget (``verify_budget_s``, :data:`DEFAULT_BUDGET_S`) bounds the whole: it is checked
 before each scratch compile (a compile under way is not interrupted), and fixes not reached
