@@ -36,6 +36,11 @@ class CompileMagics(Magics):
     @argument("--profile-kernels", action="store_true", help="profile a few calls after the timed runs: time per kernel")
     @argument("--memory-timeline", action="store_true",
               help="CUDA: record the allocator's history of the compiling call and one steady-state call")
+    @argument("--verify-fixes", action="store_true",
+              help="try each suggested fix on this cell in a scratch compile (same inputs, copied) and show beside "
+              "it whether it removed the problem with the same outputs; your state is left as it was")
+    @argument("--verify-budget", dest="verify_budget_s", type=float, default=None, metavar="SECONDS",
+              help="with --verify-fixes: the time it may take (default: 20)")
     @argument("--label", default="", help="a tag for this run in the history")
     @argument("--sweep", action="append", default=[], metavar="NAME=v1,v2,...",
               help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "

@@ -29,6 +29,9 @@ __all__ = [
     "Graph",
     "FxNode",
     "Suggestion",
+    "FixStatus",
+    "FixCheck",
+    "FixVerification",
     "Kind",
     "Confidence",
     "SourceSpan",
@@ -300,6 +303,71 @@ class Kind(StrEnum):
     UNKNOWN = "unknown"
 
 
+class FixStatus(StrEnum):
+    """What trying a suggested fix on the user's own cell showed (:class:`FixCheck`); saved as its string."""
+
+    VERIFIED = "verified"  # applied in a scratch compile: the problem is gone, nothing new broke, outputs equal
+    FAILED = "failed"  # applied: the problem stayed, something new broke, or outputs changed; the fix is withdrawn
+    NOT_VERIFIED = "not verified"  # not tried (the reason says why: library code, state that cannot be copied, budget)
+
+
+@dataclass
+class FixCheck:
+    """A suggested fix tried on the user's own cell (``%%compile --verify-fixes``, made by
+    :mod:`ipycompile.run.verify`): the fix applied in a scratch compile of the same cell on
+    copies of the same inputs, and what came of it. ``applied`` lists what was applied
+    (a setting, "lines 2-5 of the cell rewritten", a mark on a copy of an input);
+    ``max_abs_diff`` the largest difference between the fixed cell's outputs (its value,
+    the names it assigns, the state of what it changes) and the unfixed cell's run eagerly;
+    ``torch_says`` torch's own words where the fix failed (the break or error that stayed);
+    ``seconds`` the time it took; ``together`` the settings' keys when several were applied at once."""
+
+    status: FixStatus
+    reason: str = ""
+    applied: list[str] = field(default_factory=list)
+    max_abs_diff: Optional[float] = None
+    torch_says: str = ""
+    seconds: float = 0.0
+    together: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The check in plain words, as shown beside the fix."""
+        if self.status == FixStatus.VERIFIED:
+            return f"verified here: {self.reason}"
+        if self.status == FixStatus.FAILED:
+            return f"withdrawn, tried on this cell: {self.reason}"
+        return f"not verified: {self.reason}"
+
+
+@dataclass
+class FixVerification:
+    """What ``--verify-fixes`` covered for one report: its time budget and the time spent, the
+    scratch compiles made and the calls of the cell in each, how the user's compiled code was
+    kept apart, the checks of several settings applied together (each fix's own check is
+    ``Suggestion.check``), and, where nothing could be verified, why (``not_verified``)."""
+
+    budget_s: float
+    spent_s: float = 0.0
+    compiles: int = 0
+    calls: int = 0
+    fixes: int = 0  # distinct fixes with code to apply
+    tried: int = 0  # of them, tried within the budget
+    together: list[FixCheck] = field(default_factory=list)
+    isolation: str = ""
+    not_verified: str = ""
+
+    @property
+    def text(self) -> str:
+        """One line: what was covered, in how long."""
+        if self.not_verified:
+            return f"fixes not verified on this cell: {self.not_verified}"
+        if not self.fixes:
+            return "--verify-fixes: no suggested fix with code to try on this cell"
+        return (f"fixes verified on this cell: {self.tried} of {self.fixes} tried in {self.compiles} scratch "
+                f"compile(s) of {self.calls} call(s) each, {self.spent_s:.1f} s of a {self.budget_s:g} s budget")
+
+
 @dataclass
 class Suggestion:
     """What to change, from the doctor (:mod:`ipycompile.analysis`): a title, why,
@@ -316,6 +384,8 @@ class Suggestion:
     filename: str = ""
     first_line: Optional[int] = None
     last_line: Optional[int] = None
+    # set by ``--verify-fixes`` (:mod:`ipycompile.run.verify`): this fix tried on the user's own cell
+    check: Optional[FixCheck] = None
 
 
 @dataclass

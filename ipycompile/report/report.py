@@ -17,6 +17,7 @@ from .model import (
     ControlFlowNode,
     CudaGraphs,
     Failure,
+    FixVerification,
     Graph,
     GraphBreak,
     GuardSet,
@@ -125,6 +126,8 @@ class CompileReport:
     # the capture was open (read when it opened and when it closed; one that changed meanwhile is left out);
     # empty where unknown (a log torch wrote alone). A limit in effect that differs was set for the function.
     recompile_limits: dict[str, int] = field(default_factory=dict)
+    # set by --verify-fixes (ipycompile.run.verify): what verifying the fixes on the user's cell covered
+    fix_verification: Optional[FixVerification] = None
 
     # -- queries --------------------------------------------------------
     def owner(self, filename: str) -> Owner:

@@ -230,10 +230,16 @@ def suggestion_lines(s, indent: str = "      ") -> list[str]:
         out = [f"{indent}no specific fix known"]
         out += [f"{indent}  " + ln for ln in s.explanation.splitlines() if ln.strip() and "ipycompile knows no" not in ln]
         return out
-    out = [f"{indent}fix ({s.confidence}): {s.title}"]
+    withdrawn = s.check is not None and s.check.status == "failed"  # --verify-fixes tried it here: it failed
+    out = [f"{indent}withdrawn fix: {s.title}" if withdrawn else f"{indent}fix ({s.confidence}): {s.title}"]
     for para in s.explanation.split("\n\n"):
         out += textwrap.wrap(para, 100, initial_indent=indent + "  ", subsequent_indent=indent + "  ")
-    if s.code:
+    if s.check is not None:
+        out += textwrap.wrap(s.check.text, 100, initial_indent=indent + "  ", subsequent_indent=indent + "    ")
+        if s.check.torch_says:
+            out += textwrap.wrap(f"torch, with the fix applied: {s.check.torch_says}", 100,
+                                 initial_indent=indent + "  ", subsequent_indent=indent + "    ")
+    if s.code and not withdrawn:
         if s.first_line is not None:
             span = f"line {s.first_line}" if s.first_line == s.last_line else f"lines {s.first_line}-{s.last_line}"
             out.append(f"{indent}  replace {span} with:")

@@ -29,6 +29,8 @@ class RunOptions:
     trace_dir: Optional[str] = None
     label: str = ""
     record: bool = True  # add a row to the history
+    verify_fixes: bool = False  # try each suggested fix on the cell in a scratch compile (run.verify)
+    verify_budget_s: Optional[float] = None  # seconds for it (None: run.verify.DEFAULT_BUDGET_S)
 
     @classmethod
     def build(
@@ -49,6 +51,8 @@ class RunOptions:
         trace_dir: Optional[str] = None,
         label: str = "",
         record: bool = True,
+        verify_fixes: bool = False,
+        verify_budget_s: Optional[float] = None,
         devices: Optional[Callable[[], set[str]]] = None,
     ) -> "RunOptions":
         """Validate every option once. ``devices``: the devices the code's tensors are on
@@ -74,8 +78,10 @@ class RunOptions:
         check_counts(runs, warmup)
         if trace_dir is not None:
             check_trace_dir(trace_dir)
+        check_verify(verify_fixes, verify_budget_s, observe)
         return cls(settings, runs, warmup, bool(fresh), bool(compare_eager), bool(observe), bool(profile_kernels),
-                   bool(memory_timeline), trace_dir, label, bool(record))
+                   bool(memory_timeline), trace_dir, label, bool(record), bool(verify_fixes),
+                   None if verify_budget_s is None else float(verify_budget_s))
 
     def replace(self, **changes: Any) -> "RunOptions":
         return dataclasses.replace(self, **changes)
@@ -83,7 +89,8 @@ class RunOptions:
 
 #: the keyword arguments :meth:`RunOptions.build` takes (the rest of a call's are the cell's)
 OPTION_NAMES = ("mode", "backend", "dynamic", "fullgraph", "options", "runs", "warmup", "fresh", "compare_eager",
-                "observe", "profile_kernels", "memory_timeline", "trace_dir", "label", "record")
+                "observe", "profile_kernels", "memory_timeline", "trace_dir", "label", "record", "verify_fixes",
+                "verify_budget_s")
 
 
 def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
@@ -103,3 +110,19 @@ def check_trace_dir(trace_dir: str) -> None:
         raise ValueError(f"--trace-dir {trace_dir!r}: cannot create it ({exc.strerror or exc})") from None
     if not os.access(trace_dir, os.W_OK):
         raise ValueError(f"--trace-dir {trace_dir!r}: not writable")
+
+
+def check_verify(verify_fixes: Any, budget_s: Any, observe: bool) -> None:
+    """``verify_fixes`` a bool, ``verify_budget_s`` a number of seconds > 0 (with ``verify_fixes``), not
+    with ``observe``; a ``ValueError`` naming the option otherwise."""
+    if not isinstance(verify_fixes, bool):
+        raise ValueError(f"--verify-fixes: {verify_fixes!r} is not allowed; give True or False")
+    if budget_s is not None:
+        if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0 \
+                or budget_s == float("inf"):
+            raise ValueError(f"--verify-budget: {budget_s!r} is not allowed; give a number of seconds > 0")
+        if not verify_fixes:
+            raise ValueError("--verify-budget: only with --verify-fixes (it bounds the time spent verifying fixes)")
+    if verify_fixes and observe:
+        raise ValueError("--verify-fixes: not with --observe (the cell runs as ordinary code; fixes are verified on "
+                         "a compiled cell)")

@@ -23,6 +23,7 @@ its arguments and displays what this returns. One run is
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import statistics
 import time
@@ -132,7 +133,13 @@ def execute(
     ``run_options``, or built here once from the keywords (``mode``, ``backend``,
     ``dynamic``, ``fullgraph``, ``options``, ``runs``, ``warmup``, ``fresh``,
     ``compare_eager``, ``observe``, ``profile_kernels``, ``memory_timeline``,
-    ``trace_dir``, ``label``, ``record``; see :meth:`RunOptions.build`).
+    ``trace_dir``, ``label``, ``record``, ``verify_fixes``, ``verify_budget_s``; see :meth:`RunOptions.build`).
+
+    ``verify_fixes``: after the report is diagnosed, try each suggested fix on the cell in a
+    scratch compile of the same cell on copies of the same inputs (:mod:`ipycompile.run.verify`),
+    within ``verify_budget_s`` seconds; each fix's result is ``Suggestion.check``, what was
+    covered ``report.fix_verification``. Nothing of the user's (namespace, random state, config,
+    compiled code) is changed.
 
     ``header`` is the text shown above ``source`` in an editor (the magic's
     ``%%compile ...`` line), so that line numbers match what the user sees;
@@ -193,10 +200,30 @@ def execute(
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
     if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
         report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
+    diagnosed = report
+    if opts.verify_fixes:  # each suggested fix tried on the cell, in a scratch compile (run.verify)
+        report = _verify_fixes(report, run.error, cf, source, header, namespace, opts)
     row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
-    _reuse.remember(cf_key, report, where)
+    _reuse.remember(cf_key, diagnosed, where)
     return CellRun(run.value, report, run.error, compiled, run.records)
+
+
+def _verify_fixes(report: CompileReport, error: Optional[BaseException], cf: CellFunction, source: str,
+                  header: Optional[str], namespace: dict, opts: RunOptions) -> CompileReport:
+    from ..report import FixVerification
+    from .verify import DEFAULT_BUDGET_S, verify_fixes
+
+    budget = opts.verify_budget_s if opts.verify_budget_s is not None else DEFAULT_BUDGET_S
+    if error is not None:
+        return dataclasses.replace(report, fix_verification=FixVerification(
+            budget_s=budget, not_verified=f"the cell raised {type(error).__name__}: verify its fixes once it runs"))
+    report = verify_fixes(report, cf, source, header, namespace, opts.settings, budget_s=budget)
+    if report.profile is not None and report.fix_verification is not None:  # the diagnosed report's profile is kept
+        profile = copy.copy(report.profile)
+        profile.notes = [*profile.notes, report.fix_verification.text]
+        report = dataclasses.replace(report, profile=profile)
+    return report
 
 
 @dataclass

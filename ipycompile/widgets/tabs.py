@@ -144,10 +144,16 @@ def suggestion_blocks(s, where: str = "") -> list[Block]:
     if s.first_line is not None:
         span = f" (replaces line {s.first_line})" if s.first_line == s.last_line else \
             f" (replaces lines {s.first_line}-{s.last_line})"
-    out: list[Block] = [Text(f"Suggested fix ({s.confidence} confidence): {s.title}", "heading")]
+    withdrawn = s.check is not None and s.check.status == "failed"  # --verify-fixes tried it here: it failed
+    out: list[Block] = [Text(f"Withdrawn fix: {s.title}" if withdrawn else
+                             f"Suggested fix ({s.confidence} confidence): {s.title}", "heading")]
     out += [Text(para) for para in s.explanation.split("\n\n") if para.strip()]
-    if s.code:
+    if s.code and not withdrawn:
         out.append(Code("suggested code" + span, s.code, "python"))
+    if s.check is not None:
+        out.append(Text(s.check.text, "warn" if withdrawn else "note"))
+        if s.check.torch_says:
+            out.append(Text(f"torch, with the fix applied: {s.check.torch_says}", "note"))
     return out
 
 
