@@ -136,6 +136,7 @@ class RankDivergence:
     compile_time: Optional[CompileTimes] = None
     collective_breaks: list[CountDifference] = field(default_factory=list)  # graph breaks at collectives, any rank
     unreadable: dict[int, int] = field(default_factory=dict)  # rank -> events its log could not give
+    missing: dict[int, str] = field(default_factory=dict)  # ranks a gathered capture did not get, or got from a failed block
 
     @property
     def diverged(self) -> bool:
@@ -173,6 +174,9 @@ class RankDivergence:
         if self.collective_breaks:
             lines.append("Graph breaks at collectives (every rank waits for the slowest one):")
             lines += _listing(self.collective_breaks, CountDifference.describe)
+        if self.missing:
+            lines.append("Ranks not compared, or compared as far as they got:")
+            lines += _listing(sorted(self.missing.items()), lambda kv: f"rank {kv[0]}: {kv[1]}")
         if self.unreadable:
             lines.append("Unreadable events skipped: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(self.unreadable.items())))
         return "\n".join(lines)
@@ -294,7 +298,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     """Compare the reports of a job's ranks (``{rank: report}``); see :class:`RankDivergence`."""
     reps = _reports_of(reports)
     ranks = list(reps)
-    out = RankDivergence(ranks=ranks)
+    out = RankDivergence(ranks=ranks, missing=dict(getattr(reports, "missing", None) or {}))
     if not reps:
         return out
 

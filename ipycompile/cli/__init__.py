@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["torchrun"]:  # torchrun's own arguments pass through unparsed: see cli/torchrun.py
+        from .torchrun import main as torchrun_main; return torchrun_main(argv[1:])  # noqa: E702
     args = build_parser().parse_args(argv)
     try:
         return report_command(args)

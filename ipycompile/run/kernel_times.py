@@ -14,7 +14,8 @@ A device kernel named as one of the report's kernels (Triton's are) is that
 kernel; one launched by an op that an extern kernel calls (``aten::mm`` for
 ``extern_kernels.mm``: cuBLAS, cuDNN) inside compiled code is that extern
 kernel; an Inductor kernel the report does not hold (compiled code reused)
-keeps its own name; everything else is :data:`OTHER_DEVICE_TIME`. Shares are of
+keeps its own name, and so does an NCCL kernel launched outside compiled code (DDP's
+gradient all-reduce); everything else is :data:`OTHER_DEVICE_TIME`. Shares are of
 all the device time.
 
 On CPU the time is the calling thread's: Inductor's C++ kernels show up as
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from ..analysis.kernel_costs import COSTED_OPS
-from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime
+from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime, collective_kind
 
 __all__ = [
     "CALL_MARKER",
@@ -406,6 +407,8 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
                 tally.add(extern.name, extern, where, e.duration_us, launch, e.inputs)
             elif e.name.startswith("triton_") or (e.ops and e.ops[0] == e.name):  # an Inductor kernel not in the report
                 tally.add(e.name, None, where, e.duration_us, inputs=e.inputs)
+            elif collective_kind(e.name):  # NCCL outside compiled code (DDP's gradient buckets, FSDP's gathers)
+                tally.add(e.name, None, where, e.duration_us, launch)
             else:
                 tally.add(OTHER_DEVICE_TIME, None, (None, ""), e.duration_us)
         other = OTHER_DEVICE_TIME
