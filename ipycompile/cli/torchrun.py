@@ -35,6 +35,7 @@ def split_arguments(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     script's own ``-o`` is left alone. Raises ``ValueError`` for an option without a value."""
     own: dict[str, str] = {}
     rest: list[str] = []
+    takes_value = _torchrun_options()
     i = 0
     argv = list(argv)
     while i < len(argv):
@@ -52,8 +53,21 @@ def split_arguments(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
             own[_OWN[name]] = value
         else:
             rest.append(arg)
+            if not eq and takes_value.get(name, False) and i + 1 < len(argv):
+                rest.append(argv[i + 1])  # the option's value, not the script
+                i += 1
         i += 1
     return own, rest
+
+
+def _torchrun_options() -> dict[str, bool]:
+    """torchrun's option strings, each with whether it takes a value (from torchrun's own parser)."""
+    try:
+        from torch.distributed.run import get_args_parser
+
+        return {opt: action.nargs != 0 for action in get_args_parser()._actions for opt in action.option_strings}
+    except Exception:  # a torch without it: every option taken as a flag
+        return {}
 
 
 def _trace_dir(given: Optional[str]) -> str:
@@ -96,6 +110,8 @@ def main(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:  # torchrun got the same Ctrl-C (one process group): let it stop its workers
         status = proc.wait()
     if not any(n.startswith("dedicated_log_torch_trace_") for n in os.listdir(trace_dir)):
+        if "trace_dir" not in own and not os.listdir(trace_dir):
+            os.rmdir(trace_dir)  # the temporary folder made for a job that logged nothing
         _say(f"ipycompile torchrun: the job wrote no TORCH_TRACE log to {trace_dir} (it compiled nothing, "
              f"or failed first); torchrun's exit status: {status}", sys.stderr)
         return status
