@@ -182,3 +182,14 @@ def test_tlparse_compile_ids_per_rank_agree(job):
     for rank in reports:
         assert_report_agrees(reports.summaries[rank], truth["per_rank"][rank])
     assert truth["compile_id_divergence"] == bool(rank_divergence(reports).compile_ids)
+
+
+def test_the_diverging_ranks_recompile_is_said_in_the_users_names(jobs):
+    """With capture's guard records (the recompiles branch), rank 1's recompile of the step
+    names the argument of the user's call, not torch's ``L['ids']``."""
+    from ipycompile.report import model
+
+    if not hasattr(model, "FailedGuard"):
+        pytest.skip("needs capture's guard records (Recompile.guards, FailedGuard: the recompiles branch)")
+    text = str(rank_divergence(jobs["diverge"]))
+    assert "[0/1] train_step: size of dim 0 of `ids` went 4 -> 6" in text
