@@ -139,35 +139,38 @@ def test_collective_kind_by_name():
     assert collective_kind("triton_poi_fused_all_reduce_relu_0") == collective_kind("aten.mm") == ""
 
 
-# -- the capture inside every rank of the same DDP job ------------------------------
-def test_the_capture_inside_each_rank_holds_what_its_trace_log_holds(jobs):
-    """On two GPUs, ipycompile.capture() in each rank saw the graphs, the bucket splits and the
-    kernels its TORCH_TRACE log holds, the backward's kernels (compiled on autograd's device
-    thread) included."""
-    diag = json.loads((nccl_data() / "ddp-capture" / "diag_rank0.json").read_text())
-    assert any(k.startswith("Dummy-") and k.endswith("|inductor_output_code") for k in diag)  # the device thread
+# -- the capture inside every rank of the same jobs -----------------------------------
+@pytest.mark.parametrize("job", ["ddp", "diverge"])
+def test_the_capture_inside_each_rank_holds_what_its_trace_log_holds(jobs, job):
+    """On two GPUs, ipycompile.capture() in each rank received every event its TORCH_TRACE log
+    holds (the same count), so its report holds the same graphs, bucket splits and kernels:
+    the backward's kernels, compiled on autograd's device thread, and Triton's autotuning
+    there (events without a compile id) included."""
     for rank in (0, 1):
-        live = json.loads((nccl_data() / "ddp-capture" / f"capture_rank{rank}.json").read_text())
-        full = jobs["ddp"][rank]
-        assert (live["compiles"], live["graphs"], live["graph_breaks"], live["kernels"]) == (
-            len(full.compiles), len(full.graphs), full.graph_break_count, len(full.kernels))
+        live = json.loads((nccl_data() / f"{job}-capture" / f"capture_rank{rank}.json").read_text())
+        full = jobs[job][rank]
+        assert (live["compiles"], live["graphs"], live["graph_breaks"], live["kernels"], live["records"]) == (
+            len(full.compiles), len(full.graphs), full.graph_break_count, len(full.kernels), full.stats.records)
         assert live["graphs"] > 0 and live["kernels"] > 0
         assert live["ddp_splits"] == {str(c): n for c, n in full.ddp_splits.items()}
+    if job == "ddp":
+        diag = json.loads((nccl_data() / "ddp-capture" / "diag_rank0.json").read_text())
+        assert any(k.startswith("Dummy-") and k.endswith("|inductor_output_code") for k in diag)  # the device thread
 
 
 #: what a TORCH_TRACE log by itself lacks of a live capture (where code lived, the source kept,
-#: the recompile limits, where it was read from) and the events a capture leaves to others
-#: (Triton autotuning on autograd's device thread, without a compile id, before this change)
-LIVE_ONLY = {"origin", "code_layout", "source_context", "recompile_limits", "sources", "torch_version", "stats", "compile_time"}
+#: the recompile limits), and where each was read from
+LIVE_ONLY = {"origin", "code_layout", "source_context", "recompile_limits", "sources", "torch_version"}
 
 
-def test_rank_0_gathered_the_divergence_load_trace_reads(jobs):
-    gathered = json.loads((nccl_data() / "ddp-capture" / "gathered.json").read_text())
+@pytest.mark.parametrize("job", ["ddp", "diverge"])
+def test_rank_0_gathered_the_divergence_load_trace_reads(jobs, job):
+    gathered = json.loads((nccl_data() / f"{job}-capture" / "gathered.json").read_text())
     assert gathered["missing"] == {} and sorted(gathered["summaries"]) == ["0", "1"]
-    assert gathered["divergence"] == str(rank_divergence(jobs["ddp"]))
+    assert gathered["divergence"] == str(rank_divergence(jobs[job]))
     for r, summary in gathered["summaries"].items():
         live = CompileReport.from_dict(summary).to_dict()
-        logged = jobs["ddp"].summaries[int(r)].to_dict()
+        logged = jobs[job].summaries[int(r)].to_dict()
         assert {k for k in live if live[k] != logged[k]} <= LIVE_ONLY
 
 
