@@ -196,3 +196,16 @@ def test_the_diverging_ranks_recompile_is_said_in_the_users_names(jobs):
         pytest.skip("needs capture's guard records (Recompile.guards, FailedGuard: the recompiles branch)")
     text = str(rank_divergence(jobs["diverge"]))
     assert "[0/1] train_step: size of dim 0 of `ids` went 4 -> 6" in text
+
+
+def test_the_kernels_view_shows_collectives_and_their_time_against_compute():
+    from ipycompile.report.model import KernelTimes, Profile
+    from ipycompile.widgets.html import render_html
+
+    report = load_trace(nccl_data() / "collective", rank=0)  # its own copy: the profile is set on it
+    raw = json.loads((nccl_data() / "profile" / "events_rank0.json").read_text())
+    events = [ProfiledEvent(**{**e, "ops": tuple(e["ops"]), "inputs": None}) for e in raw]
+    report.profile = Profile(kernels=KernelTimes(times=attribute(events, report.kernels, device=True), device="cuda", calls=5))
+    page = render_html(report)
+    assert "collective: all_reduce" in page and "collective: all_gather" in page and "collective: wait" in page
+    assert "Collectives (NCCL):" in page and "all_gather" in page
