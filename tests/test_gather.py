@@ -119,3 +119,29 @@ def test_the_launchers_options_are_read_before_the_script_only():
     assert rest == ["--nnodes", "2", "train.py", "-o", "x", "--trace-dir", "y"]
     with pytest.raises(ValueError, match="--trace-dir needs a value"):
         split_arguments(["--trace-dir"])
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"ranks": "all"}, ValueError, "ranks='all': give ranks='gather'"),
+    ({"ranks": "gather", "timeout": -1}, ValueError, "timeout=-1: give the seconds rank 0 waits"),
+])
+def test_bad_gather_options_are_named(kwargs, error, words):
+    import ipycompile
+
+    with pytest.raises(error, match=words):
+        ipycompile.capture(**kwargs)
+
+
+def test_gathering_outside_a_distributed_job_says_what_is_missing():
+    import logging
+
+    import torch  # noqa: F401  (its logging set up before the handlers are compared)
+
+    import ipycompile
+
+    trace = logging.getLogger("torch.__trace")
+    before = list(trace.handlers)
+    with pytest.raises(RuntimeError, match=r"needs torch.distributed initialised \(dist.init_process_group"):
+        with ipycompile.capture(ranks="gather"):
+            pass
+    assert trace.handlers == before  # nothing was left listening
