@@ -78,7 +78,13 @@ class GatheredCapture(Capture):
         if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             return
         error = None if exc_type is None else f"{exc_type.__name__}: {exc}"
-        self._post(error)
+        try:
+            self._post(error)
+        except Exception as post_error:  # the store gone (rank 0's agent died): say so, never hide the block's own error
+            import warnings
+
+            warnings.warn(f"ipycompile.capture(ranks='gather'): rank {self.rank} could not post its report to the job's "
+                          f"store ({type(post_error).__name__}: {post_error}); rank 0 will name it as missing", stacklevel=2)
         if self.rank == 0:
             self._collect()
 
