@@ -271,3 +271,44 @@ def test_an_event_from_a_thread_without_a_capture_follows_its_compile_id():
     assert "from_torch_thread" in names(mine)
     assert "from_torch_thread" not in names(others["cap"])
     assert _state() == before
+
+
+def _log_without_compile_id(name):
+    """What Triton's autotuner does at a kernel's first run on autograd's device thread: a
+    chromium-style event torch logs with no compile id, from a thread with no capture."""
+    from torch._logging import trace_structured
+
+    trace_structured("artifact", metadata_fn=lambda: {"name": name, "encoding": "string"},
+                     payload_fn=lambda: "x", expect_trace_id=False)
+
+
+def _artifact_names(cap):
+    return [m["artifact"]["name"] for m, _ in cap.records if "artifact" in m]
+
+
+def test_an_event_without_compile_id_from_torchs_thread_goes_to_the_one_threads_captures():
+    with ipycompile.capture() as outer, ipycompile.capture() as inner:
+        _join(_in_thread(_log_without_compile_id, "autotune_from_device_thread"))
+    assert "autotune_from_device_thread" in _artifact_names(outer)
+    assert "autotune_from_device_thread" in _artifact_names(inner)
+
+
+def test_with_captures_on_two_threads_an_event_without_compile_id_is_nobodys():
+    opened, release, seen = threading.Event(), threading.Event(), {}
+
+    def other():
+        with ipycompile.capture() as cap:
+            opened.set()
+            release.wait(30)
+        seen["other"] = _artifact_names(cap)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert opened.wait(30)
+        with ipycompile.capture() as mine:
+            _join(_in_thread(_log_without_compile_id, "whose_is_it"))
+    finally:
+        release.set()
+        t.join(30)
+    assert "whose_is_it" not in _artifact_names(mine) and "whose_is_it" not in seen["other"]

@@ -223,3 +223,35 @@ def test_ranks_that_split_alike_and_ranks_that_do_not(ddp_dirs):
     assert differ.diverged and [g.ranks for g in differ.ddp_splits] == [[0], [1]]
     assert "into 4 bucket subgraphs" in differ.ddp_splits[0].text and "into 3 bucket subgraphs" in differ.ddp_splits[1].text
     assert "other DDP graph splits" in str(differ) and "DDP graph splits differ:" in str(differ)
+
+
+# -- recompiles across ranks in the user's words (guards read by capture: the recompiles branch) --
+def test_recompiles_across_ranks_name_the_users_values():
+    from ipycompile.report import model
+
+    failed_guard = getattr(model, "FailedGuard", None)
+    if failed_guard is None:
+        pytest.skip("needs capture's guard records (Recompile.guards, FailedGuard: the recompiles branch)")
+    reps = {0: report(["0/0"]), 1: report(["0/0", "0/1"], recompile="tensor 'L['ids']' size mismatch at index 0. expected 4, actual 6"),
+            2: report(["0/0", "0/1"], recompile="___as_tensor(L['___stack2']).item() == 0.0393")}
+    reps[1].recompiles[0].guards = [failed_guard(kind="size", source="L['ids']", path="ids", name="ids", origin="argument",
+                                                 dim=0, before="4", after="6")]
+    carried = "a value torch carries across the graph break at line 38 of `g` (`s = x.sum().item()`)"
+    reps[2].recompiles[0].guards = [failed_guard(kind="value", source="___stack2", origin="carried", described=carried,
+                                                 before="0.0393", after="0.0412")]
+    d = rank_divergence(reps)
+    texts = {tuple(g.ranks): g.text for g in d.recompiles}
+    assert "size of dim 0 of `ids` went 4 -> 6" in texts[(1,)]
+    assert f"{carried} went 0.0393 -> 0.0412" in texts[(2,)] and "___stack2" not in texts[(2,)]
+    reps[1].recompiles[0].guards = []  # no guard read (a report saved before): torch's words
+    assert "expected 4, actual 6" in {tuple(g.ranks): g.text for g in rank_divergence(reps).recompiles}[(1,)]
+
+
+def test_rank_lists_at_4096_ranks_stay_one_line_each():
+    reps = {r: report(["0/0"]) for r in range(4096)}
+    odd = list(range(1, 4096, 97))
+    for r in odd:
+        reps[r] = report(["0/0", "0/1"], recompile="tensor 'x' size mismatch at index 0. expected 8, actual 12")
+    text = str(rank_divergence(reps))
+    assert len(text.splitlines()) < 40 and max(len(line) for line in text.splitlines()) < 400
+    assert f"ranks 1, 98, 195, 292, 389, 486, 583, 680, ... ({len(odd)} ranks in {len(odd)} ranges)" in text

@@ -137,6 +137,7 @@ class RankDivergence:
     compile_time: Optional[CompileTimes] = None
     collective_breaks: list[CountDifference] = field(default_factory=list)  # graph breaks at collectives, any rank
     unreadable: dict[int, int] = field(default_factory=dict)  # rank -> events its log could not give
+    missing: dict[int, str] = field(default_factory=dict)  # ranks a gathered capture did not get, or got from a failed block
 
     @property
     def diverged(self) -> bool:
@@ -146,7 +147,7 @@ class RankDivergence:
     def __str__(self) -> str:
         all_ranks = self.ranks
         lines = []
-        head = f"{len(all_ranks)} ranks ({fmt_ranks(all_ranks)})"
+        head = f"{len(all_ranks)} ranks ({_short_ranks(all_ranks)})"
         if not self.diverged:
             lines.append(f"{head} compiled alike: the same compile ids, graph breaks, recompiles, caches and failures")
         else:
@@ -174,6 +175,9 @@ class RankDivergence:
         if self.collective_breaks:
             lines.append("Graph breaks at collectives (every rank waits for the slowest one):")
             lines += _listing(self.collective_breaks, CountDifference.describe)
+        if self.missing:
+            lines.append("Ranks not compared, or compared as far as they got:")
+            lines += _listing(sorted(self.missing.items()), lambda kv: f"rank {kv[0]}: {kv[1]}")
         if self.unreadable:
             lines.append("Unreadable events skipped: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(self.unreadable.items())))
         return printable("\n".join(lines))  # reasons and names come from traces: escaped
@@ -194,15 +198,28 @@ def _listing(items: list, fmt) -> list[str]:
     return out
 
 
+#: Rank ranges written out in one place before the rest are counted (a line stays a line at 4,096 ranks).
+RANGES_SHOWN = 8
+
+
+def _short_ranks(ranks: list[int]) -> str:
+    """:func:`fmt_ranks`, the first :data:`RANGES_SHOWN` ranges and a count of the others."""
+    ranges = fmt_ranks(ranks).split(", ")
+    if len(ranges) <= RANGES_SHOWN:
+        return ", ".join(ranges)
+    return f"{', '.join(ranges[:RANGES_SHOWN])}, ... ({len(ranks)} ranks in {len(ranges)} ranges)"
+
+
 def _ranks_word(ranks: list[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fmt_ranks(ranks)}"
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_short_ranks(ranks)}"
 
 
 def _where(have: list[int], all_ranks: list[int]) -> str:
-    missing = [r for r in all_ranks if r not in set(have)]
+    held = set(have)
+    missing = [r for r in all_ranks if r not in held]
     if len(have) <= len(missing):
         return f"only on {_ranks_word(have)}"
-    return f"on every rank but {fmt_ranks(missing)}"
+    return f"on every rank but {_short_ranks(missing)}"
 
 
 def _times(n: int) -> str:
@@ -217,10 +234,31 @@ def _site_text(b: GraphBreak) -> str:
     return f"{where}{fn}: {b.reason}{code}{line}"
 
 
+def _guard_words(rc: Any) -> str:
+    """The first failed guard of a recompile in the user's words, from the guards capture read
+    (``Recompile.guards``: the guarded value under the user's name, or described where no name
+    of the user's holds it); "" where capture read none (reports from before guards were read)."""
+    for g in getattr(rc, "guards", None) or []:
+        who = f"`{g.name}`" if getattr(g, "name", "") else getattr(g, "described", "")
+        if not who:
+            continue
+        kind, dim = getattr(g, "kind", ""), getattr(g, "dim", None)
+        before, after = getattr(g, "before", ""), getattr(g, "after", "")
+        if kind in ("size", "size_0_1", "stride") and dim is not None:
+            what = f"{'stride' if kind == 'stride' else 'size'} of dim {dim} of {who}"
+        elif kind in ("value", "global", "training", ""):
+            what = who
+        else:
+            what = f"{kind.replace('_', ' ')} of {who}"
+        change = f" went {before} -> {after}" if before and after else (f" changed (was {before})" if before else " changed")
+        return what + change
+    return ""
+
+
 def _recompile_text(r: CompileReport) -> tuple[Any, str]:
     items = []
     for rc in r.recompiles:
-        why = rc.reasons[0].splitlines()[0].strip() if rc.reasons else "(no reason given)"
+        why = _guard_words(rc) or (rc.reasons[0].splitlines()[0].strip() if rc.reasons else "(no reason given)")
         limit = " (recompile limit hit)" if rc.limit_hit else ""
         items.append(f"[{rc.compile_id}] {rc.function}: {why}{limit}")
     if not items:
@@ -295,7 +333,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
     """Compare the reports of a job's ranks (``{rank: report}``); see :class:`RankDivergence`."""
     reps = _reports_of(reports)
     ranks = list(reps)
-    out = RankDivergence(ranks=ranks)
+    out = RankDivergence(ranks=ranks, missing=dict(getattr(reports, "missing", None) or {}))
     if not reps:
         return out
 

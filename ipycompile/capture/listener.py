@@ -25,7 +25,7 @@ from .builder import build_report
 from .layout import current_layout
 from .routing import ROUTER
 from .sources import notebook_sources, source_context
-from .tracefile import CONTEXT_ARTIFACT, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
+from .tracefile import CONTEXT_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 
 class Capture:
@@ -131,10 +131,12 @@ class Capture:
         )
         write_trace(itertools.chain(head, body), self.trace_path)
 
-    def _build_raw(self) -> CompileReport:
-        """The report of the records, with the cell names and the source it keeps; not yet finished."""
+    def _build_raw(self, summary: bool = False) -> CompileReport:
+        """The report of the records, with the cell names and the source it keeps; not yet finished.
+        ``summary``: as a summary pass reads the same events from a log (:func:`.tracefile.summary_records`)."""
         strings = self._earlier_strings if self._earlier_strings is not None else _earlier_strings(self.records)
-        report = build_report(strings + list(self.records), current_layout())
+        records = strings + list(self.records)
+        report = build_report(summary_records(records) if summary else records, current_layout())
         report.torch_version = _torch_version()
         report.sources.update(self._sources if self._sources is not None else notebook_sources())
         report.source_context = source_context(report)

@@ -13,7 +13,9 @@ it belongs to:
   none of them;
 - an event from a thread with no open capture (torch's own threads, e.g. autograd's
   device threads compiling a backward lazily) goes to the captures that already saw
-  its compile id (Dynamo's frame ids are unique in the process), else nowhere.
+  its compile id (Dynamo's frame ids are unique in the process); one that names no
+  compile id (Triton autotuning a kernel at its first run in a CUDA backward) goes to
+  the open captures when they are all on one thread, else nowhere.
 
 When the last capture closes, the logger is put back as it was when the first opened:
 its level, propagation and disabled flag, and its handlers (torch's lazy TORCH_TRACE
@@ -136,6 +138,12 @@ class Router:
             for c in captures:
                 if key in c.compile_keys:
                     c.deliver(metadata, payload, where)
+        elif captures and all(c.thread == captures[0].thread for c in captures):
+            # no compile id, from a thread with no capture (Triton's autotuning at a kernel's first
+            # run, on autograd's device thread in a CUDA backward): it works for the one thread
+            # whose captures are open; with captures open on several threads, it is nobody's
+            for c in captures:
+                c.deliver(metadata, payload, where)
 
     def append(self, record: tuple) -> None:
         """The hooks' sink (:class:`.hooks.TorchHooks` appends ``(metadata, payload)``):

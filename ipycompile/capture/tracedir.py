@@ -54,6 +54,8 @@ _NO_RANK = "a trace log with no rank (in its name or its first events): read it 
 
 #: torch's name for TORCH_TRACE logs (``torch._logging._internal.LOG_PREFIX``).
 _TORCH_LOG_PREFIX = "dedicated_log_torch_trace_"
+#: :attr:`RankReports.path` of the reports a live capture gathered from the job's ranks.
+GATHERED = "ipycompile.capture(ranks='gather')"
 #: How :attr:`RankReports.ignored` names a log that could not be read (``--strict`` makes it fatal).
 UNREADABLE = "unreadable rank log"
 
@@ -160,13 +162,16 @@ class RankReports(Mapping):
 
     def __init__(self, path: str, files: dict[int, str], ignored: list[tuple[str, str]],
                  summaries: dict[int, CompileReport], strict: bool = False,
-                 finish: Optional[Callable[[CompileReport], CompileReport]] = None) -> None:
+                 finish: Optional[Callable[[CompileReport], CompileReport]] = None, *,
+                 held: Optional[dict[int, CompileReport]] = None, missing: Optional[dict[int, str]] = None) -> None:
         self.path = path
         self.finish = finish  # applied to each full report as it is read (the doctor, from the run layer)
-        self.files = dict(sorted(files.items()))
+        self.files = dict(sorted(files.items()))  # "" for a rank gathered without a log (ipycompile.capture(ranks="gather"))
         self.ignored = list(ignored)
         self.summaries = dict(sorted(summaries.items()))
         self.strict = strict
+        self.held = dict(held or {})  # full reports in memory (a gathered capture's own rank), not yet finished
+        self.missing = dict(sorted((missing or {}).items()))  # ranks gathered late or failed: rank -> why
         self._full: "OrderedDict[int, CompileReport]" = OrderedDict()
         self._lock = threading.Lock()
 
@@ -177,7 +182,13 @@ class RankReports(Mapping):
             if rank in self._full:
                 self._full.move_to_end(rank)
                 return self._full[rank]
-        report = read_trace(self.files[rank], strict=self.strict)
+        if rank in self.held:
+            report = self.held[rank]
+        elif not self.files[rank]:
+            raise KeyError(f"rank {rank}: only its summary was gathered (no log); give the capture a trace_dir "
+                           f"to read every rank's full report")
+        else:
+            report = read_trace(self.files[rank], strict=self.strict)
         if self.finish is not None:
             report = self.finish(report)
         with self._lock:
@@ -193,6 +204,11 @@ class RankReports(Mapping):
         return len(self.files)
 
     @property
+    def gathered(self) -> bool:
+        """Gathered from a live job (``ipycompile.capture(ranks="gather")``), not read from a directory."""
+        return self.path == GATHERED
+
+    @property
     def unreadable(self) -> list[str]:
         """Files named like rank logs that could not be read (their reasons are in :attr:`ignored`)."""
         return [name for name, why in self.ignored if why.startswith(UNREADABLE)]
@@ -203,10 +219,15 @@ class RankReports(Mapping):
         return {r: s.origin.problems for r, s in self.summaries.items() if s.origin is not None and s.origin.problems}
 
     def __str__(self) -> str:
-        lines = [f"{len(self)} rank logs in {one_line(self.path)} (ranks {rank_ranges(self.files)})"]
+        if self.gathered:
+            lines = [f"{len(self)} ranks' reports gathered by {one_line(self.path)} (ranks {rank_ranges(self.files)})"]
+        else:
+            lines = [f"{len(self)} rank logs in {one_line(self.path)} (ranks {rank_ranges(self.files)})"]
         if self.unreadable:
             lines.append(f"{len(self.unreadable)} rank log(s) could not be read: the comparison covers ranks "
                          f"{rank_ranges(self.files)} only (--strict, or strict=True, makes this an error)")
+        for rank, why in self.missing.items():
+            lines.append(f"  rank {rank}: {one_line(why)}")
         for rank, probs in self.problems.items():
             n = self.summaries[rank].origin.problem_count
             lines.append(f"  rank {rank}: {n} unreadable event(s) skipped, e.g. {one_line(probs[0])}")
@@ -219,7 +240,8 @@ class RankReports(Mapping):
 
     def __repr__(self) -> str:
         ign = f", {len(self.ignored)} other files ignored" if self.ignored else ""
-        return f"<RankReports {len(self)} ranks ({rank_ranges(self.files)}) from {one_line(self.path)}{ign}>"
+        miss = f", {len(self.missing)} missing" if self.missing else ""
+        return f"<RankReports {len(self)} ranks ({rank_ranges(self.files)}) from {one_line(self.path)}{ign}{miss}>"
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(repr(self) if cycle else str(self))

@@ -176,6 +176,24 @@ def _event_key(metadata: dict[str, Any]) -> str:
     return kind or ("stack" if "stack" in metadata else "")
 
 
+def summary_records(records: Iterable[tuple[dict[str, Any], Optional[str]]]) -> Iterator[tuple[dict[str, Any], Optional[str]]]:
+    """Live ``(metadata, payload)`` records as a summary pass reads them from a log
+    (``read_trace(summary=True)``): bulky payloads dropped with their events, except the
+    events kept without their payload; the file's own artifacts left out. A capture's
+    summary is then the one :func:`ipycompile.load_trace` reads from the same events."""
+    for meta, payload in records:
+        key = _event_key(meta)
+        if key in _READ_HERE:
+            continue
+        if payload is not None and key not in SUMMARY_PAYLOADS:
+            if key in _SUMMARY_WITHOUT_PAYLOAD:
+                yield meta, None
+            else:
+                continue
+        else:
+            yield meta, payload
+
+
 def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
     """``(stream of the log's bytes, the file underneath)``: gzip is recognised by its magic bytes."""
     raw = open(path, "rb")

@@ -33,7 +33,10 @@ COMMANDS = (report,)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ipycompile", description="ipycompile on the command line.")
+    parser = argparse.ArgumentParser(
+        prog="python -m ipycompile", description="ipycompile on the command line.",
+        epilog="python -m ipycompile torchrun [torchrun's arguments] SCRIPT ...: run a job under torchrun with "
+               "TORCH_TRACE, then print its ranks' summary (python -m ipycompile torchrun --help).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
@@ -41,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["torchrun"]:  # torchrun's own arguments pass through unparsed: see cli/torchrun.py
+        from .torchrun import main as torchrun_main
+
+        return torchrun_main(argv[1:])
     args = build_parser().parse_args(argv)  # a usage error exits 2 here (SystemExit, as argparse does)
     try:
         status = args.run(args)

@@ -72,6 +72,8 @@ __all__ = [
     "STATUSES",
     "GRAPH_STAGES",
     "KERNEL_BACKENDS",
+    "COLLECTIVE_KINDS",
+    "collective_kind",
     "KERNEL_KINDS",
     "OTHER_DEVICE_TIME",
     "OTHER_CAUSES",
@@ -555,6 +557,35 @@ KERNEL_BACKENDS = ("triton", "cpp", "extern")
 KERNEL_KINDS = ("pointwise", "reduction", "persistent_reduction", "template", "foreach", "extern", "other")
 
 
+#: What :func:`collective_kind` answers besides "" (not a collective).
+COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv", "wait")
+_COLLECTIVE_NAMESPACES = ("_c10d_functional.", "_c10d_functional_autograd.", "c10d.", "c10d::", "_c10d_functional::")
+_NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
+_COLLECTIVE_WORDS = (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
+                     ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("sendrecv", "send_recv"),
+                     ("send", "send_recv"), ("recv", "send_recv"), ("wait", "wait"))
+
+
+def collective_kind(name: str) -> str:
+    """The collective a kernel or op is, by its name, one of :data:`COLLECTIVE_KINDS`; "" for
+    anything else: Inductor's extern calls to torch's collectives
+    (``_c10d_functional.all_reduce_.default`` -> ``all_reduce``,
+    ``_c10d_functional.wait_tensor.default`` -> ``wait``) and NCCL's device kernels
+    (``ncclDevKernel_AllGather_RING_LL`` -> ``all_gather``). A Triton kernel that fuses the
+    copy into a collective's buffer (``triton_poi_fused_all_reduce_relu_0``) is compute, not one."""
+    m = _NCCL_KERNEL.match(name)
+    if m:
+        word = m.group(1).lower()
+    elif name.startswith(_COLLECTIVE_NAMESPACES):
+        word = re.split(r"[.:]+", name)[1].replace("_", "").lower() if re.split(r"[.:]+", name)[1:] else ""
+    else:
+        return ""
+    for prefix, kind in _COLLECTIVE_WORDS:
+        if word.startswith(prefix):
+            return kind
+    return ""
+
+
 @dataclass
 class Kernel:
     """One kernel Inductor generated (or an extern call it launches)."""
@@ -575,6 +606,11 @@ class Kernel:
     # each launch site's arguments read from the wrapper code (shapes, dtypes), as record_shapes gives
     # them: what costs a launch the profiler records no shapes for (CUDA-graph replays); capture/parse/launches.py
     static_launches: list["KernelLaunch"] = field(default_factory=list)
+
+    @property
+    def collective(self) -> str:
+        """The collective this extern call runs (:func:`collective_kind`), "" for compute."""
+        return collective_kind(self.name) if self.backend == "extern" else ""
 
 
 @dataclass
@@ -794,6 +830,12 @@ class KernelTime:
     launches: list[KernelLaunch] = field(default_factory=list)  # the launching ops' inputs, distinct ones counted
     # the other-time entry's seconds (over all profiled calls) by what they were: OTHER_CAUSES' words
     parts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def collective(self) -> str:
+        """The collective this time was spent in (an NCCL kernel, or the extern collective call it
+        matched: :func:`collective_kind`), "" for compute and the other time."""
+        return collective_kind(self.kernel) or collective_kind(self.name)
 
 
 @dataclass

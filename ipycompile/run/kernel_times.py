@@ -14,12 +14,14 @@ A device kernel named as one of the report's kernels (Triton's are) is that
 kernel; one launched by an op that an extern kernel calls (``aten::mm`` for
 ``extern_kernels.mm``: cuBLAS, cuDNN) inside compiled code is that extern
 kernel; an Inductor kernel the report does not hold (compiled code reused)
-keeps its own name. Kernels replayed from a CUDA graph (``reduce-overhead``,
-``max-autotune``) are linked to the graph-launch runtime call, not to an op: a
-Triton kernel is still found by name; a library GEMM (cuBLAS, CUTLASS) there is
-the extern matrix-product kernel of its compile and stage when that holds exactly
-one (else it is not guessed). Everything else is :data:`OTHER_DEVICE_TIME`, its
-seconds split by cause in ``KernelTime.parts`` (:data:`~ipycompile.report.model.OTHER_CAUSES`:
+keeps its own name, and so does an NCCL kernel launched outside compiled code (DDP's
+gradient all-reduce). Kernels replayed from a CUDA graph (``reduce-overhead``,
+``max-autotune``) are linked to the graph-launch runtime call or straight to the
+compiled region, not to an op: a Triton kernel is still found by name; a library
+kernel there (cuBLAS, CUTLASS, cuDNN) is the extern kernel of its family (attention,
+convolution, matrix product, told by its name) in its compile and stage when that
+holds exactly one (else it is not guessed). Everything else is :data:`OTHER_DEVICE_TIME`,
+its seconds split by cause in ``KernelTime.parts`` (:data:`~ipycompile.report.model.OTHER_CAUSES`:
 eager code, copies and memsets, unmatched library kernels in a replay or in
 compiled code). Shares are of all the device time.
 
@@ -42,7 +44,8 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..analysis.kernel_costs import COSTED_OPS
 from ..capture.parse.launches import extern_op_name
-from ..report.model import OTHER_CAUSES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch, KernelTime
+from ..report.model import (OTHER_CAUSES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch,
+                            KernelTime, collective_kind)
 
 __all__ = [
     "CALL_MARKER",
@@ -454,6 +457,8 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
                 tally.add(extern.name, extern, where, e.duration_us, launch, e.inputs)
             elif e.name.startswith("triton_") or (e.ops and e.ops[0] == e.name):  # an Inductor kernel not in the report
                 tally.add(e.name, None, where, e.duration_us, inputs=e.inputs)
+            elif collective_kind(e.name):  # NCCL outside compiled code (DDP's gradient buckets, FSDP's gathers)
+                tally.add(e.name, None, where, e.duration_us, launch)
             else:
                 replayed = _replayed(e)
                 library = table.replayed(e.name, where) if replayed else None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
 from ..report.summary import (roofline_line, fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
                               shared_callers, stop_frame)
+from ..analysis.collectives import collective_share
 from ..analysis.roofline import roofline
 from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
@@ -331,7 +332,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
     for k in r.kernels:
         us = k.info.get("compile_time_us")
         ms = round(us / 1e3, 2) if isinstance(us, (int, float)) else ""
-        rows.append([k.name, k.backend, k.kind, ", ".join(k.aten_ops), k.launches, ms,
+        rows.append([k.name, k.backend, f"collective: {k.collective}" if k.collective else k.kind, ", ".join(k.aten_ops), k.launches, ms,
                      str(k.compile_id or ""), k.graph_stage, _user_line(r, k)])
         d: list[Block] = []
         t = timed.pop((k.name, str(k.compile_id or ""), k.graph_stage), None)
@@ -381,6 +382,9 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         out.append(Text(f"{what} time per kernel over {plural(p.kernel_times_calls, 'profiled call')} after the timed "
                         f"runs: {fmt_seconds(total)} per call in all ("
                         + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
+        coll = collective_share(times)
+        if coll is not None:
+            out.append(Text(coll.describe()))
     out.append(Table(columns, rows, sortable=True, details=details))
     if roof is not None:
         out.extend(roofline_blocks(r, roof))
@@ -523,6 +527,9 @@ def _untimed_note(t, what: str) -> str:
     if t.name == OTHER_CPU_TIME:
         return ("CPU time of the calls in no kernel: the compiled code's Python wrapper, guards, allocation, "
                 "and eager code outside the compiled graphs.")
+    if t.collective:
+        return (f"An NCCL kernel ({t.collective}) launched outside the compiled code (e.g. DDP's gradient "
+                "all-reduce, FSDP's parameter gathers), on NCCL's own stream.")
     return (f"A kernel the profiler saw ({what} time) that this report does not hold: its compiled code was "
             "reused, so this run did not capture its compile.")
 

@@ -1,0 +1,22 @@
+"""The recorded two-GPU NCCL jobs (``tests/data/nccl-h100x2/``), unpacked once per test process."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+ARCHIVE = Path(__file__).parent / "data" / "nccl-h100x2" / "logs.tar.xz"
+
+
+@functools.cache
+def nccl_data() -> Path:
+    """The folder the archive was unpacked into (``ddp/``, ``fsdp2/``, ``diverge/``, ``collective/``, ...)."""
+    root = Path(tempfile.mkdtemp(prefix="ipycompile-nccl-"))
+    atexit.register(shutil.rmtree, root, True)
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(root, filter="data")
+    return root

@@ -1,0 +1,147 @@
+"""``ipycompile.capture(ranks="gather")`` in a real ``torchrun`` job (gloo, two CPU processes),
+and the launcher, ``python -m ipycompile torchrun``.
+
+The gathered job view equals what ``load_trace`` reads from the TORCH_TRACE logs the same
+processes wrote; a rank that ends its block late, or whose block raises, is named, and rank
+0 waits for it no longer than the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipycompile import load_trace
+from ipycompile.analysis.ranks import rank_divergence
+from ipycompile.cli.torchrun import split_arguments
+from ipycompile.report import CompileReport
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).parent
+JOB = TESTS / "gather_jobs.py"
+#: what a TORCH_TRACE log by itself lacks of a live capture (where code lived, the source kept, the
+#: recompile limits) and where each was read from
+LIVE_ONLY = {"origin", "code_layout", "source_context", "recompile_limits", "sources"}
+
+
+def _env(**extra: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS.parent), str(TESTS)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.pop("TORCH_TRACE", None)
+    env.update({"OMP_NUM_THREADS": "1", **extra})
+    return env
+
+
+def torchrun(tmp_path: Path, mode: str, *, launcher: bool = False, env: dict | None = None, trace: Path | None = None):
+    out = tmp_path / f"{mode}.json"
+    if launcher:
+        cmd = [sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(trace), "-o", str(tmp_path / "job.html")]
+    else:
+        cmd = [sys.executable, "-m", "torch.distributed.run"]
+    cmd += ["--standalone", "--nproc-per-node", "2", str(JOB), mode, str(out)]
+    proc = subprocess.run(cmd, env=_env(**(env or {})), capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    return proc, out
+
+
+def test_the_gathered_job_equals_load_trace_of_the_same_processes(tmp_path):
+    trace = tmp_path / "trace"
+    proc, out = torchrun(tmp_path, "diverge", env={"TORCH_TRACE": str(trace)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    loaded = load_trace(trace)
+    assert got["missing"] == {} and sorted(got["summaries"]) == ["0", "1"]
+    assert got["divergence"] == str(rank_divergence(loaded))
+    assert "2 ranks (0-1) diverge" in got["divergence"] and "only on rank 1" in got["divergence"]
+    for r, summary in got["summaries"].items():
+        live, logged = CompileReport.from_dict(summary).to_dict(), loaded.summaries[int(r)].to_dict()
+        assert {k for k in live if live[k] != logged[k]} <= LIVE_ONLY
+        assert live["compiles"] and live["compiles"] == logged["compiles"]
+    assert got["ranks_text"].startswith("2 ranks' reports gathered by ipycompile.capture(ranks='gather') (ranks 0-1)")
+
+
+def test_a_rank_that_ends_late_is_named_and_not_waited_for(tmp_path):
+    proc, out = torchrun(tmp_path, "slow", env={"GATHER_TIMEOUT": "3"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert sorted(got["summaries"]) == ["0"] and 3 <= got["waited_s"] < 8  # rank 1 sleeps 8 s past its compiles
+    assert got["missing"] == {"1": "did not end its block within 3 s of rank 0's (slower, hung or gone)"}
+    assert "rank 1: did not end its block within 3 s" in got["divergence"]
+    assert "1 ranks (0) compiled alike" in got["divergence"]
+
+
+def test_a_rank_whose_block_failed_is_named_with_its_error(tmp_path):
+    proc, out = torchrun(tmp_path, "fail")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert sorted(got["summaries"]) == ["0", "1"]  # what rank 1 compiled before it failed is compared
+    assert got["missing"]["1"].startswith("failed in the block (RuntimeError: rank 1 broke inside the block)")
+
+
+def test_the_launcher_runs_the_job_with_its_trace_and_prints_the_divergence(tmp_path):
+    trace = tmp_path / "trace"
+    proc, _ = torchrun(tmp_path, "diverge", launcher=True, trace=trace)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"the ranks' TORCH_TRACE logs go to {trace}" in proc.stderr
+    assert f"2 rank logs in {trace} (ranks 0-1)" in proc.stdout
+    assert str(rank_divergence(load_trace(trace))) in proc.stdout
+    assert (tmp_path / "job.html").read_text().count("<h3>") == 2  # one full report per behaviour
+
+
+def test_the_launcher_passes_torchruns_exit_status_through(tmp_path):
+    proc, _ = torchrun(tmp_path, "exit3", launcher=True, trace=tmp_path / "trace")
+    plain, _ = torchrun(tmp_path, "exit3")
+    assert plain.returncode != 0 and proc.returncode == plain.returncode
+    assert "2 rank logs in" in proc.stdout  # the report still covers what the ranks logged
+    assert f"torchrun's exit status {plain.returncode}" in proc.stderr
+
+
+def test_the_launcher_refuses_a_trace_dir_of_an_earlier_run(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "dedicated_log_torch_trace_rank_0_abc.log").write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(old), "--nproc-per-node", "2", "x.py"],
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "already holds 1 TORCH_TRACE log(s) of an earlier run" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "ipycompile", "torchrun", "--standalone"],
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no script to run" in proc.stderr
+
+
+def test_the_launchers_options_are_read_before_the_script_only():
+    own, rest = split_arguments(["--trace-dir=d", "--nnodes", "2", "-o", "r.html", "train.py", "-o", "x", "--trace-dir", "y"])
+    assert own == {"trace_dir": "d", "output": "r.html"}
+    assert rest == ["--nnodes", "2", "train.py", "-o", "x", "--trace-dir", "y"]
+    with pytest.raises(ValueError, match="--trace-dir needs a value"):
+        split_arguments(["--trace-dir"])
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"ranks": "all"}, ValueError, "ranks='all': give ranks='gather'"),
+    ({"ranks": "gather", "timeout": -1}, ValueError, "timeout=-1: give the seconds rank 0 waits"),
+])
+def test_bad_gather_options_are_named(kwargs, error, words):
+    import ipycompile
+
+    with pytest.raises(error, match=words):
+        ipycompile.capture(**kwargs)
+
+
+def test_gathering_outside_a_distributed_job_says_what_is_missing():
+    import logging
+
+    import torch  # noqa: F401  (its logging set up before the handlers are compared)
+
+    import ipycompile
+
+    trace = logging.getLogger("torch.__trace")
+    before = list(trace.handlers)
+    with pytest.raises(RuntimeError, match=r"needs torch.distributed initialised \(dist.init_process_group"):
+        with ipycompile.capture(ranks="gather"):
+            pass
+    assert trace.handlers == before  # nothing was left listening
