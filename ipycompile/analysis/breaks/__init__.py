@@ -18,7 +18,6 @@ that applies the fix and shows the break gone with the same outputs
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...report.model import Failure, GraphBreak, Kind, Suggestion
@@ -83,5 +82,4 @@ def _guarded(make: Callable[[], Suggestion], facts: Optional[Facts]) -> Suggesti
 
 
 def _is_recompile_limit(f: Failure) -> bool:
-    return ("RecompileLimit" in f.type or "CacheLimit" in f.type or f.gb_code == "GB0039"
-            or bool(re.search(r"recompile limit|gb0039", f.message or "", re.I)))
+    return f.limit_hit or f.gb_code == "GB0039"  # capture decides it (reports saved before: GB0039 is the limit's code)

@@ -8,11 +8,15 @@ import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
-from ...recompiles import readable_source
 from ..base import Context, Facts, Rule, explained
 
 _MARKED = re.compile(r"You marked (?P<src>\S+?)\.size\(\)\[(?P<dim>\d+)\] as dynamic but your code specialized it "
                      r"to be a constant \((?P<value>[^)]*)\)")
+
+
+def readable_source(src: str) -> str:
+    """``L['x']`` -> ``x`` (the marked tensor as the user names it)."""
+    return re.sub(r"""\b[LG]\[['"]([^'"]+)['"]\]""", r"\1", src)
 
 
 def applies(f: Facts) -> bool:
