@@ -179,7 +179,7 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
             ch.after = r.guard.symbol
             return True
         ch.after = ch.after or _what_it_is_now(r.src, new)
-    if ch.kind == "training" and not ch.after and ch.before in ("True", "False"):
+    if ch.kind in ("training", "value") and not ch.after and ch.before in ("True", "False"):  # a failed `== True` on a bool
         ch.after = str(ch.before != "True")
     return False
 
@@ -209,9 +209,19 @@ def _value_kind(value: str) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(x), "")
 
 
+def _shown(r: _Reason) -> str:
+    """The value in words: the user's name, else what capture said of it, else torch's path."""
+    g = r.guard
+    if g.name:
+        return f"`{g.name}`"
+    if g.described:
+        return g.described
+    return f"`{r.change.subject}`" if r.change.subject else "an input"
+
+
 def _text(r: _Reason, dynamic_after: bool) -> str:
     ch = r.change
-    x = f"`{ch.subject}`" if ch.subject else "an input"
+    x = _shown(r)
     k = ch.kind
     if k == "size":
         out = f"size of dim {ch.dim} of {x} went {_arrow(ch.before, ch.after)}"
@@ -220,6 +230,10 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
                     else " (the new version is static again: each new size compiles once more)")
         return out
     if k == "size_0_1":
+        if ch.before in ("0", "1"):
+            return (f"dim {ch.dim} of {x} was {ch.before} when compiled, now {ch.after or 'another size'}: torch "
+                    f"always specialises sizes 0 and 1, so the version made for size {ch.before} fits no other size "
+                    "(and mark_dynamic or dynamic=True keep this recompile: they too specialise 0 and 1)")
         size = f" (now {ch.after})" if ch.after else ""
         return (f"dim {ch.dim} of {x} became 0 or 1{size}: torch always specialises sizes 0 and 1, so the "
                 "version compiled for other sizes does not apply")
@@ -389,6 +403,16 @@ def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[
 def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     marks = _marks(r)
+    if (ch.kind == "size" and ch.dim is not None and not r.nameable and r.guard.origin == "argument"
+            and not dynamic_after and not r.retyped):  # an expression in the call (`f(torch.ones(n, 2))`): no name
+        return Suggestion(
+            f"mark_dynamic: dim {ch.dim} of {_shown(r)} varies: mark it where it is made, or compile with dynamic=True",
+            f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and the new version is static too, so "
+            "every new size is another compile. No name in your call holds the tensor: give it one and mark it "
+            f"before the first call (`torch._dynamo.mark_dynamic(t, {ch.dim})`), or compile with `dynamic=True`, "
+            "which makes every size dynamic from the first call.",
+            "torch.compile(..., dynamic=True)  # %%compile --dynamic",
+            Confidence.HIGH, Kind.MARK_DYNAMIC)
     if not (ch.kind == "size" and ch.dim is not None and all(_simple(m) for m, _ in marks)) or r.retyped:
         return None
     when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
@@ -426,9 +450,11 @@ def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         return None
     return Suggestion(
         f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
-        "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
-        "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
-        "(code that branches on the size will raise instead of specialising).",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or "
+        "`dynamic=True` specialise them too: a size that goes 1 → 2 (or 2 → 1) compiles again with either. If "
+        "this dimension can be 0 or 1, mark it unbacked before the first call: torch then makes no assumption "
+        "about its value, and one version serves every size (code that branches on the size raises instead of "
+        "specialising).",
         f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
         Confidence.HIGH, Kind.MARK_UNBACKED,
     )
@@ -524,6 +550,63 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
     return RecompileRule(kind, title.format(x="x"), fix)
 
 
+def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """A value torch carries across a graph break (made inside the compiled code): no line of the user's can
+    mark it. A size: dynamic=True makes the code after the break dynamic too; a number from ``.item()``:
+    capture_scalar_outputs keeps ``.item()`` in the graph, so there is no break to carry it across."""
+    g, ch = r.guard, r.change
+    if g.origin != "carried":
+        return None
+    where = f" (`{g.carried_from}`)" if g.carried_from else ""
+    head = (f"The value that changed is made inside the compiled code and carried by torch across the graph "
+            f"break{where} into the code after it: no line of yours names it, so nothing can be marked on it. ")
+    if ch.kind == "size" and not dynamic_after:
+        return _fix(Kind.CARRIED_VALUE, "a size carried across a graph break changes: compile with dynamic=True",
+                    head + "Its size follows your inputs' sizes. Compiling with `dynamic=True` makes the sizes of "
+                    "the code after the break dynamic too (marking an input does not reach it); removing the graph "
+                    "break removes the carried value altogether.",
+                    "torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float") and ".item()" in g.carried_from:
+        return _fix(Kind.CARRIED_VALUE, "a number from `.item()` is carried across the graph break `.item()` makes",
+                    head + "It is the Python number `.item()` returned: `.item()` breaks the graph, and the code "
+                    "after the break is compiled for that number. With `capture_scalar_outputs`, `.item()` stays "
+                    "in the graph (as torch's own hint for this break says): no break, nothing carried, and a new "
+                    "number compiles nothing.",
+                    "torch._dynamo.config.capture_scalar_outputs = True  # before the first call")
+    return _fix(Kind.CARRIED_VALUE, "a value carried across a graph break changes",
+                head + ("Torch made it dynamic in the new version, so this recompile happens once: nothing to fix. "
+                        if dynamic_after else "") + "To avoid the recompile, remove the graph break (see the graph "
+                        "breaks), so that the value never leaves the graph.")
+
+
+def _library(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """A value a library's call passes (a decoder layer called by the model's own ``forward``)."""
+    g, ch = r.guard, r.change
+    if g.origin != "library":
+        return None
+    size = ch.kind == "size" and not dynamic_after
+    return _fix(Kind.LIBRARY_VALUE, "what changed is passed by library code, not by a line of yours",
+                f"What changed ({_shown(r)}) is passed to the compiled code by a library's own call: no line of "
+                "yours makes it, so no code of yours can mark or convert it. "
+                + ("Compiling with `dynamic=True` makes its sizes dynamic from the first call. " if size else "")
+                + "Look for the library's own switch for this, or compile the library's outer module once, so "
+                "that its calls are traced instead of entered anew.",
+                "torch.compile(..., dynamic=True)  # %%compile --dynamic" if size else "")
+
+
+def _module_int_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """An int attribute of an nn.Module changes (torch keeps them static: its HINT names the setting)."""
+    g, ch = r.guard, r.change
+    if not (ch.kind == "value" and _value_kind(ch.before) == "int" and "allow_unspec_int_on_nn_module" in g.note):
+        return None
+    return _fix(Kind.MODULE_INT_ATTRIBUTE, f"the int attribute {_shown(r)} of a module changes: let torch treat it as a symbol",
+                f"torch treats int attributes of an nn.Module as constants (each value is a version), whatever "
+                "`dynamic=` says. `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own hint) makes "
+                "them symbols like any other int: after the usual specialisation of 0 and 1, one version serves "
+                "every value.",
+                "torch._dynamo.config.allow_unspec_int_on_nn_module = True  # before the first call")
+
+
 #: The fixes for one change, tried in order: the first that applies wins. Where no code
 #: change is needed or possible, a named kind says what to do in words.
 RULES: list[RecompileRule] = [
@@ -533,10 +616,16 @@ RULES: list[RecompileRule] = [
     RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
     RecompileRule(Kind.AUTOMATIC_DYNAMIC, "a size torch made dynamic by itself after one recompile (a value no "
                   "code of the user's can mark): nothing to fix", _automatic_dynamic),
+    RecompileRule(Kind.CARRIED_VALUE, "a value torch carries across a graph break changes: dynamic=True, "
+                  "capture_scalar_outputs for `.item()`, or remove the break", _carried),
     RecompileRule(Kind.MARK_UNBACKED, "a size becomes 0 or 1: mark the dimension unbacked", _mark_unbacked),
     RecompileRule(Kind.CONTIGUOUS, "a tensor's strides change: pass it contiguous", _contiguous),
     RecompileRule(Kind.LOOP_BODY, "a Python int is a loop count: compile one step, loop in Python", _loop_body),
     RecompileRule(Kind.TENSOR_VALUE, "a Python number (or a global) changes: hold it in a 0-d tensor", _tensor_value),
+    RecompileRule(Kind.MODULE_INT_ATTRIBUTE, "an int attribute of a module changes: allow_unspec_int_on_nn_module",
+                  _module_int_attribute),
+    RecompileRule(Kind.LIBRARY_VALUE, "a value a library's call passes changes: a setting or the library's switch",
+                  _library),
     RecompileRule(Kind.SPECIALIZED_NUMBER, "a Python number the code needs as a number changes: dynamic=None/True, or "
                   "one version per value", _specialized_number),
     _explained(Kind.DTYPE_CHANGE, ("dtype",), "one compiled version per dtype of `{x}`",
@@ -594,7 +683,7 @@ RULES: list[RecompileRule] = [
 #: The kinds of recompile suggestion (``Suggestion.kind``; ``Suggestion.title`` starts with
 #: the same word), each with its test in tests/test_doctor_recompiles.py: a fix removes the
 #: recompile with the same outputs, a named no-fix kind's explanation says what to do.
-SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.RECOMPILE_LIMIT)
+SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.PER_LAYER, Kind.RECOMPILE_LIMIT)
 
 
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
@@ -655,6 +744,54 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
     )
 
 
+def _loose(path: str) -> str:
+    """A path with its indices blurred: ``cache.layers[3].keys`` and ``cache.layers[0].keys`` read the same."""
+    return "".join("#" if c.isdigit() else c for c in path)
+
+
+def _per_layer(report: "CompileReport", rc: Recompile, r: _Reason, new: list[GuardEntry]) -> Optional[tuple[int, bool]]:
+    """``(versions so far, reads an indexed entry)`` when ``rc`` is one layer of a stack of repeated modules
+    compiled one by one (per-layer ``compile()``, FSDP2's ``fully_shard`` per layer): every compile of the
+    frame is called from the same line, and what changed is a module's int attribute or an indexed entry
+    (``cache.layers[1]``) that each layer reads by its own index. None otherwise."""
+    g = r.guard
+    frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
+             and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
+    mine = [x for x in report.recompiles if x.compile_id.frame_id == rc.compile_id.frame_id
+            and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
+    callers = {(x.caller.filename, x.caller.lineno) for x in mine}
+    if len(callers) != 1 or not next(iter(callers))[0] or not any(x.loop_over for x in mine):
+        return None  # one line calls every version, and it calls the variable of a loop over a container
+    if g.origin == "carried":
+        return None
+    # the new compile guards the same entry under another index: each layer reads its own (`layers[1]`, not `[0]`)
+    indexed = g.kind in ("value", "identity", "length", "type", "attribute") and any(
+        e.path != g.path and _loose(e.path) == _loose(g.path) for e in new)
+    int_attr = g.kind == "value" and _value_kind(g.before) == "int" and (
+        "allow_unspec_int_on_nn_module" in g.note or g.origin == "module")
+    if not (indexed or int_attr):
+        return None
+    versions = sum(1 for x in frame if x.status != "recompile limit")
+    return versions, indexed and not int_attr
+
+
+def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) -> Suggestion:
+    g = r.guard
+    hit = rc.limit_hit
+    return _fix(
+        Kind.PER_LAYER, ("each layer compiles a version of its own: the recompile limit was hit, later layers run eagerly"
+                         if hit else f"each layer compiles a version of its own; past {limit} layers the rest run eagerly"),
+        f"The same code is compiled once per layer of `{rc.loop_over}` (each layer's `forward` compiled on its own, as per-layer "
+        f"`compile()` or FSDP2's `fully_shard` per layer do), and each layer reads its own entry ({_shown(r)}, by the "
+        f"layer's index), which torch must know: each layer is a version of its own. {versions} version(s) so far; "
+        f"torch keeps at most `recompile_limit` ({limit}) versions per function, so in a model with more layers "
+        f"{'the layers past it ran' if hit else 'the layers past it run'} eagerly (uncompiled). `dynamic=True` and "
+        "`allow_unspec_int_on_nn_module` do not help: the index picks a Python object. Raise the limit to at least "
+        "the number of layers (each layer then compiles once, and every later call reuses its version), or compile "
+        "the whole model once (one trace of its loop over the layers).",
+        "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call")
+
+
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
     guards = {g.compile_id: g for g in earlier}
     guards.update({g.compile_id: g for g in report.guards})
@@ -685,6 +822,16 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
+    layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
+    if layered is not None:
+        versions, indexed = layered
+        if indexed:
+            root = _per_layer_suggestion(rc, read[0][0], versions, limit)
+        else:
+            root = _module_int_attribute(*read[0]) or root  # one setting for every layer, torch's own hint
+            parts.append(f"Each layer of `{rc.loop_over}` compiles a version of its own ({versions} so far): in a model with more than "
+                         f"{limit} such layers (`recompile_limit`), the layers past it run eagerly")
     suggestion = root
     if rc.limit_hit:
         frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id

@@ -76,13 +76,22 @@ def _line_tree(line: str) -> Optional[ast.Module]:
 def user_call(report: "CompileReport", c: Compile) -> tuple[UserFrame, UserFrame]:
     """``(call_site, caller)`` of a compile: the frame that called into torch (its ``caller``,
     skipping torch's and ipycompile's frames) and the user's innermost line on the stack
-    (``call_site``, the same frame when the user's code made the call)."""
+    (``call_site``, the same frame when the user's code made the call). Known only where the call
+    went through torch's Python wrappers (a compiled module's ``__call__``, ``_wrapped_call_impl``):
+    for a compiled function called directly, torch 2.13's ``dynamo_start`` stack skips the calling
+    frame, and both are empty."""
     stack = list(c.stack)
     caller, site = UserFrame(), UserFrame()
+    through_torch = False
     for f in reversed(stack[:-1]):
         who = report.owner(f.filename)
         if who in (Owner.TORCH, Owner.IPYCOMPILE):
+            through_torch = through_torch or who is Owner.TORCH
             continue
+        if not through_torch:
+            # a compiled function entered straight from its caller: torch's stack leaves out the calling
+            # frame (this one is its caller's caller), so no call on this line is known to be the one
+            return UserFrame(), UserFrame()
         if not caller.filename:
             caller = f
         if who is Owner.USER:
@@ -120,21 +129,40 @@ def _compiled_names(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def _the_call(tree: ast.Module, lineno: int, compiled: dict[str, str], fits) -> Optional[ast.Call]:
-    """The call on ``lineno`` that entered the compiled code: one of a name compiled there
-    (``cm = torch.compile(...)``), else the outermost call not of torch's or a builtin that
-    ``fits`` the compiled function's parameters; None when no call on the line does (torch's
-    stack can leave out the frame that made the call)."""
-    calls = [c for c in _calls_on(tree, lineno) if _root_name(c.func) not in _NOT_COMPILED
-             and not _is_torch_compile(c)]
-    for c in calls:
-        if ast.unparse(c.func) in compiled and fits(c):
-            return c
-    return next((c for c in calls if fits(c)), None)
+def _in_scope(tree: ast.Module, lineno: int, function: str) -> list[ast.AST]:
+    """The code of ``function`` (the frame's name: a def's, ``<lambda>``, ``<module>``) around ``lineno``:
+    the nodes whose calls can be the frame's."""
+    if function == "<lambda>":
+        return [n.body for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+    if function and not function.startswith("<"):
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+                and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+        if defs:
+            return defs[-1:]
+    return [tree]
 
 
-def _def_of(tree: ast.Module, name: str, lineno: Optional[int]) -> Optional[ast.FunctionDef]:
-    """The ``def name`` at ``lineno`` (its ``def`` line or its first decorator's), else one around it."""
+def _the_calls(tree: ast.Module, lineno: int, function: str, compiled: dict[str, str], fits) -> list[ast.Call]:
+    """The calls on ``lineno`` that can have entered the compiled code, in ``function``'s code: those of a
+    name compiled there (``cm = torch.compile(...)``), else the outermost calls not of torch's or a builtin
+    that ``fits`` the compiled function's parameters; empty when no call on the line does (torch's stack
+    can leave out the frame that made the call). Several where the line holds several (two lambdas)."""
+    scopes = _in_scope(tree, lineno, function)
+    nodes = {id(n) for sc in scopes for n in ast.walk(sc)}
+    calls = [c for c in _calls_on(tree, lineno) if id(c) in nodes and _root_name(c.func) not in _NOT_COMPILED
+             and not _is_torch_compile(c) and fits(c)]
+    named = [c for c in calls if ast.unparse(c.func) in compiled]
+    if named:
+        return named
+    inner = {id(x) for c in calls for x in ast.walk(c) if x is not c}
+    return [c for c in calls if id(c) not in inner] or calls[:1]
+
+
+def _def_of(tree: ast.Module, name: str, lineno: Optional[int]):
+    """The ``def name`` at ``lineno`` (its ``def`` line or its first decorator's), else one around it;
+    the first ``lambda`` on ``lineno`` for ``<lambda>``."""
+    if name == "<lambda>":
+        return next((n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == lineno), None)
     defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     for d in defs:
         firsts = {d.lineno, *(x.lineno for x in d.decorator_list)}
@@ -149,6 +177,21 @@ def _def_of(tree: ast.Module, name: str, lineno: Optional[int]) -> Optional[ast.
 def _params(d: ast.FunctionDef) -> list[str]:
     a = d.args
     return [p.arg for p in (*a.posonlyargs, *a.args)]
+
+
+def _loop_over(tree: Optional[ast.Module], lineno: Optional[int]) -> str:
+    """The container a ``for`` loops over when the call on ``lineno`` calls the loop's own variable
+    (``for layer in self.layers: x = layer(x)`` -> ``self.layers``); "" otherwise."""
+    if tree is None or lineno is None:
+        return ""
+    for loop in ast.walk(tree):
+        if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+                and loop.lineno < lineno <= (loop.end_lineno or loop.lineno)):
+            continue
+        for c in _calls_on(loop, lineno):
+            if isinstance(c.func, ast.Name) and c.func.id == loop.target.id:
+                return ast.unparse(loop.iter)
+    return ""
 
 
 def _render(base: str, steps: list) -> str:
@@ -167,22 +210,28 @@ class _Frame:
         self.library_call = bool(self.caller.filename) and self.caller is not self.site and (
             report.owner(self.caller.filename) is not Owner.USER)
         self.call: Optional[ast.Call] = None
+        self.calls: list[ast.Call] = []
         self.compiled: dict[str, str] = {}
         # the compiled function's parameters, and whether it is a method (its first one the module)
         self.params: list[str] = []
         self.required, self.varargs = 0, True
+        self.vararg, self.kwarg = "", ""
         self.method = False
         self.resumed = resume_origin(c.function)
         self.assigned: set[str] = set()
         self.wrapper = report.owner(c.filename) is Owner.TORCH
         name, line = (self.resumed if self.resumed else (c.function, c.first_line))
+        self.source_known = False
         if c.filename and not self.wrapper:
             tree = _tree(c.filename)
+            self.source_known = tree is not None
             d = _def_of(tree, name, line) if tree is not None else None
             if d is not None:
                 self.params = _params(d)
                 self.required = len(self.params) - len(d.args.defaults)
                 self.varargs = d.args.vararg is not None or d.args.kwarg is not None
+                self.vararg = d.args.vararg.arg if d.args.vararg is not None else ""
+                self.kwarg = d.args.kwarg.arg if d.args.kwarg is not None else ""
                 self.method = bool(self.params) and self.params[0] in ("self", "cls") or any(
                     isinstance(n, ast.ClassDef) and d in n.body for n in ast.walk(tree))
                 if self.resumed:  # a local assigned before the break is the function's own, not the argument
@@ -190,13 +239,17 @@ class _Frame:
                                      and n.lineno <= self.resumed[1]
                                      for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                                      for t in ast.walk(t) if isinstance(t, ast.Name)}
-        if self.site.filename and not self.library_call and self.site.lineno is not None:
-            tree, line = _tree(self.site.filename), self.site.lineno
-            if tree is None and self.site.source_line.strip():  # the file is gone: the line torch recorded
-                tree, line = _line_tree(self.site.source_line), 1
+        # the line that made the call: the user's, or the library's (read for words only, never for a name)
+        calling = self.caller if self.library_call else self.site
+        if calling.filename and calling.lineno is not None:
+            tree, line = _tree(calling.filename), calling.lineno
+            if tree is None and calling.source_line.strip():  # the file is gone: the line torch recorded
+                tree, line = _line_tree(calling.source_line), 1
             if tree is not None:
                 self.compiled = _compiled_names(tree)
-                self.call = _the_call(tree, line, self.compiled, self._fits)
+                self.calls = _the_calls(tree, line, calling.function, self.compiled, self._fits)
+                self.call = self.calls[0] if self.calls else None
+        self.library_words = ""  # a library's call: what its line passes, for describe()
 
     def _fits(self, call: ast.Call) -> bool:
         """``call`` can be the call of the compiled function: it passes as many arguments as the
@@ -209,30 +262,33 @@ class _Frame:
         given = len(call.args) + len(call.keywords)
         return given >= self.required - skip and (self.varargs or len(call.args) <= len(self.params) - skip)
 
-    # -- the pieces of the user's call
+    # -- the pieces of the user's call (one answer where the line holds several candidate calls that agree)
+    def _agreed(self, part) -> Optional[str]:
+        values = {part(c) for c in self.calls}
+        return values.pop() if len(values) == 1 else None
+
     def callee(self, first_step_is_index: bool) -> str:
-        if self.call is None:
+        text = self._agreed(lambda c: ast.unparse(c.func))
+        if text is None:
             return ""
-        text = ast.unparse(self.call.func)
         if text in self.compiled:  # cm = torch.compile(model): the module is `model`
             return self.compiled[text]
-        if isinstance(self.call.func, ast.Attribute) and self.call.func.attr == "forward":
-            return ast.unparse(self.call.func.value)  # model.forward(x): the module is `model`
+        if text.endswith(".forward"):
+            return text[: -len(".forward")]  # model.forward(x): the module is `model`
         # a compiled module indexes through the module it wraps (`cm[1]` is no item of an OptimizedModule)
         return f"{text}._orig_mod" if first_step_is_index and self.wrapper else text
 
     def positional(self, i: int) -> Optional[str]:
-        if self.call is None:
-            return None
-        args = self.call.args
-        if any(isinstance(a, ast.Starred) for a in args[: i + 1]) or i >= len(args):
-            return None
-        return ast.unparse(args[i])
+        def one(call: ast.Call) -> Optional[str]:
+            args = call.args
+            if any(isinstance(a, ast.Starred) for a in args[: i + 1]) or i >= len(args):
+                return None
+            return ast.unparse(args[i])
+
+        return self._agreed(one) if self.calls else None
 
     def keyword(self, k: str) -> Optional[str]:
-        if self.call is None:
-            return None
-        return next((ast.unparse(kw.value) for kw in self.call.keywords if kw.arg == k), None)
+        return self._agreed(lambda c: next((ast.unparse(kw.value) for kw in c.keywords if kw.arg == k), None)) if self.calls else None
 
     # -- one guarded value
     def name(self, g: FailedGuard) -> tuple[str, str]:
@@ -246,15 +302,15 @@ class _Frame:
             return "", ""
         if self.resumed and (root not in self.params or root in self.assigned):
             return "", "carried"  # a local of the function torch resumes after a break, made inside it
+        vararg, kwarg = ("args", "kwargs") if self.wrapper else (self.vararg, self.kwarg)
+        skip = 0 if self.wrapper else len(self.params) - (1 if self.method else 0)
+        if vararg and root == vararg and steps and steps[0][0] == "index":
+            return self._argument(self.positional(skip + int(steps[0][1])), steps[1:])
+        if kwarg and root == kwarg and steps and steps[0][0] == "key":
+            return self._argument(self.keyword(str(steps[0][1])), steps[1:])
         if self.wrapper:
-            if root == "args" and steps and steps[0][0] == "index":
-                return self._argument(self.positional(int(steps[0][1])), steps[1:])
-            if root == "kwargs" and steps and steps[0][0] == "key":
-                return self._argument(self.keyword(str(steps[0][1])), steps[1:])
-            if root in _WRAPPED:
-                return self._module(steps)
-            return "", ""
-        if not self.params and not self.resumed and self.report.owner(self.c.filename) is Owner.USER:
+            return self._module(steps) if root in _WRAPPED else ("", "")
+        if not self.source_known and not self.resumed and self.report.owner(self.c.filename) is Owner.USER:
             # the user's function, whose source is not at hand: its own parameter's name
             return _render(root, steps), "argument"
         if root in self.params:
@@ -262,8 +318,6 @@ class _Frame:
             if self.method and i == 0:
                 return self._module(steps)
             pos = i - 1 if self.method else i
-            if self.library_call:
-                return "", "library"
             value = self.positional(pos)
             value = value if value is not None else self.keyword(root)
             if value is None and self.call is None:  # no call to read: the function's own parameter
@@ -273,14 +327,58 @@ class _Frame:
 
     def _argument(self, value: Optional[str], steps: list) -> tuple[str, str]:
         if self.library_call:
+            self.library_words = _render(value, steps) if value is not None else ""
             return "", "library"
         return (_render(value, steps) if value is not None else ""), "argument"
 
     def _module(self, steps: list) -> tuple[str, str]:
-        if self.library_call:
-            return "", "library"
         base = self.callee(bool(steps) and steps[0][0] == "index")
+        if self.library_call:
+            self.library_words = _render(base, steps) if base else ""
+            return "", "library"
         return (_render(base, steps) if base else ""), "module"
+
+
+    def describe(self, g: FailedGuard) -> str:
+        """Words for a guarded value no name of the user's code holds ("" where nothing better than
+        torch's path is known)."""
+        root, steps = path_root(g.path), path_steps(g.path) or []
+        ordinal = ("first", "second", "third", "fourth", "fifth")
+        callee = self._agreed(lambda c: ast.unparse(c.func)) if self.calls else None
+        call = f"`{callee}(...)`" if callee else "the compiled call"
+        at = f" at {_place(self.site)}" if self.site.filename else ""
+        if g.origin == "carried":
+            if root and not root.startswith("_") and root == g.path:
+                local = f"`{root}`, "
+            else:
+                local = ""
+            if self.resumed:
+                fn, line = self.resumed
+                code = linecache.getline(self.c.filename, line).strip() if self.c.filename else ""
+                made = f" (`{code}`)" if code else ""
+                return (f"{local}a value torch carries across the graph break at line {line} of `{fn}`{made} into "
+                        "the code after it")
+            return f"{local}a value torch carries across a graph break into the code after it"
+        if g.origin == "library":
+            who = _place(self.caller)
+            if self.library_words:
+                return f"`{self.library_words}`, which library code passes to the compiled `{self.c.function}` ({who})"
+            return f"a value of the compiled `{self.c.function}`, which library code calls ({who})"
+        vararg, kwarg = ("args", "kwargs") if self.wrapper else (self.vararg, self.kwarg)
+        if g.origin == "argument" and vararg and root == vararg and steps and steps[0][0] == "index":
+            i = int(steps[0][1])
+            nth = ordinal[i] if i < len(ordinal) else f"#{i + 1}"
+            return f"the {nth} argument of {call}{at}"
+        if g.origin == "argument" and kwarg and root == kwarg and steps and steps[0][0] == "key":
+            return f"the `{steps[0][1]}=` argument of {call}{at}"
+        if g.origin == "argument" and root in self.params:
+            return f"the argument passed as `{root}` to {call}{at}"
+        return ""
+
+
+def _place(f: UserFrame) -> str:
+    name = f.filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"{name}:{f.lineno}" if f.lineno is not None else name
 
 
 def name_guarded_values(report: "CompileReport") -> None:
@@ -309,9 +407,15 @@ def name_guarded_values(report: "CompileReport") -> None:
             if frame is None:
                 continue
             rc.call_site, rc.caller = frame.site, frame.caller
+            if frame.caller.filename:
+                rc.loop_over = _loop_over(_tree(frame.caller.filename), frame.caller.lineno)
             for g in rc.guards:
                 try:
+                    frame.library_words = ""
                     g.name, g.origin = frame.name(g)
+                    g.described = "" if g.name else frame.describe(g)
+                    if g.origin == "carried" and frame.resumed and frame.c.filename:
+                        g.carried_from = linecache.getline(frame.c.filename, frame.resumed[1]).strip()
                 except Exception:  # noqa: BLE001
                     continue
         for gs in report.guards:

@@ -261,6 +261,10 @@ class Kind(StrEnum):
     ALIASING = "aliasing"
     SPECIALIZED_NUMBER = "specialized_number"
     AUTOMATIC_DYNAMIC = "automatic_dynamic"
+    CARRIED_VALUE = "carried_value"
+    LIBRARY_VALUE = "library_value"
+    MODULE_INT_ATTRIBUTE = "module_int_attribute"
+    PER_LAYER = "per_layer"
     ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
@@ -361,6 +365,9 @@ class Recompile:
     #: the stack is unknown), and the frame that made the call when it is not the user's (a library's)
     call_site: UserFrame = field(default_factory=UserFrame)
     caller: UserFrame = field(default_factory=UserFrame)
+    #: the caller calls an object of a ``for`` loop (``for layer in self.layers: x = layer(x)``): the
+    #: container it loops over (``self.layers``), "" otherwise; each call may be another module of the stack
+    loop_over: str = ""
 
 
 #: What a failed guard was about (``FailedGuard.kind``, ``GuardChange.kind``).
@@ -415,6 +422,11 @@ class FailedGuard:
     path: str = ""
     name: str = ""
     origin: str = ""
+    #: where ``name`` is empty: the value in the user's terms ("the first argument of `cm(...)` at cell.py:12",
+    #: "a value torch carries across the graph break at line 38 of `g` (`s = x.sum().item()`)")
+    described: str = ""
+    #: with origin "carried": the user's line of the graph break the value was carried across (``s = x.sum().item()``)
+    carried_from: str = ""
     dim: Optional[int] = None
     before: str = ""  # the value the failed compile was made for, as torch said ("8", "float32", "True")
     after: str = ""  # the value that came, where the reason says it
