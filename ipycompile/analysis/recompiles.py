@@ -77,9 +77,13 @@ class _Reason:
 
 
 def _subject(g: FailedGuard) -> str:
-    """The value as the user's code names it, else torch's path for it (shown, never written as code)."""
+    """The value as the user's code names it, else torch's path for it where that is no internal of torch's
+    (shown, never written as code); "" for a value torch carries across a break or a library passes (its
+    words are ``FailedGuard.described``)."""
     if g.name:
         return g.name
+    if g.origin in ("carried", "library") or g.path.startswith("_"):
+        return ""
     return g.path
 
 
@@ -696,7 +700,7 @@ def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 
 def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, setting: Optional[int],
-                      subject: str) -> Suggestion:
+                      subject: str, carried: str = "") -> Suggestion:
     """The recompile limit's answer: the cause's fix first; a higher limit as code only where it
     is known to be the global setting that is in effect (``setting``: the global value while
     the capture was open; a ``torch.compile(recompile_limit=...)`` overrides it for the
@@ -726,8 +730,8 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
                   "which overrides the global setting (or the setting was changed around the calls, as a "
                   "`torch._dynamo.config.patch` does), so changing the global line does nothing: raise it where it "
                   f"was set (`recompile_limit={raise_to}`).")
-    elif not _simple(subject) and subject:
-        words += (f"What changes (`{subject}`) is a value torch carries across a graph break, not an input of "
+    elif carried:
+        words += (f"What changes ({carried}) is a value torch carries across a graph break, not an input of "
                   "your code: whether one more version would compile is unknown, so fix the graph break first. "
                   f"To raise the limit anyway: `recompile_limit={raise_to}` in the torch.compile(...) call if one "
                   f"was passed there (it overrides the global setting), else `{global_line}` before the calls.")
@@ -839,9 +843,11 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         versions = sum(1 for x in frame if x.status != "recompile limit")
         parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
                         f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
-        subject = read[0][0].change.subject if read else ""
+        first = read[0][0] if read else None
+        subject = first.change.subject if first is not None and first.nameable else ""
+        carried = _shown(first) if first is not None and first.guard.origin == "carried" else ""
         suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
-                                       subject)
+                                       subject, carried)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 
