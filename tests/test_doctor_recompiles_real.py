@@ -283,8 +283,12 @@ def test_transformers_layers_compiled_one_by_one_recompile_per_layer_and_a_highe
     assert g.origin == "library" and g.name == ""  # the cache is transformers', passed by its own loop
     assert kind(rc.suggestion) == "per_layer"
     assert "`dynamic=True` and `allow_unspec_int_on_nn_module` do not help" in rc.suggestion.explanation
-    assert rc.suggestion.code.startswith("torch._dynamo.config.recompile_limit = 64")
+    assert rc.suggestion.code == ""  # below the limit a higher limit changes nothing: words only
     no_torch_words(said(rc))
+    (hit,) = [x for x in r.recompiles if x.limit_hit]
+    assert kind(hit.suggestion) == "per_layer" and hit.explanation.startswith("Recompile limit hit")
+    assert hit.suggestion.code.startswith("torch._dynamo.config.recompile_limit = 64")
+    no_torch_words(said(hit))
 
     # what torch does: neither dynamic=True nor allow_unspec_int_on_nn_module removes the per-layer versions
     with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
@@ -323,3 +327,40 @@ def test_a_size_a_library_passes_is_said_to_be_the_librarys_and_dynamic_true_rem
     fixed, after = captured(*[lambda ids=ids: model(ids, use_cache=False).logits for ids in prompts])
     assert not fixed.recompiles
     same(before, after)
+
+
+def test_a_report_saved_before_guards_were_read_loads_and_keeps_its_diagnosis():
+    from ipycompile import CompileReport
+    from ipycompile.analysis.recompiles import explain_recompiles
+
+    f = torch.compile(double, backend="eager", dynamic=False)
+    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    assert r.recompiles[0].guards and r.guards[0].entries
+    old = r.to_dict()
+    for rc in old["recompiles"]:  # the fields this version added
+        for k in ("guards", "call_site", "caller", "loop_over"):
+            rc.pop(k, None)
+    for gs in old["guards"]:
+        gs.pop("entries", None)
+    for fl in old["failures"]:
+        fl.pop("limit_hit", None)
+    back = CompileReport.from_dict(old)
+    assert not back.recompiles[0].guards and back.recompiles[0].changes == r.recompiles[0].changes
+    again = explain_recompiles(back)  # diagnosed again: what was said then is kept, not lost
+    assert again.recompiles[0].explanation == r.recompiles[0].explanation
+    assert again.recompiles[0].suggestion == r.recompiles[0].suggestion
+    assert CompileReport.from_json(r.to_json()) == r  # and the new records round-trip
+
+
+def test_the_recompile_limit_of_a_compiled_model_names_the_model_not_torchs_wrapper():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    batches = [torch.randn(n, 4) for n in (3, 5, 7, 9)]
+    with torch._dynamo.config.patch(recompile_limit=2):
+        cm = torch.compile(model, backend="eager", dynamic=False)
+        r, _ = captured(*[lambda b=b: cm(b) for b in batches])
+    (rc,) = [x for x in r.recompiles if x.limit_hit]
+    assert rc.function == "inner" and rc.target == "model"  # torch's frame, and what the user compiled
+    assert rc.explanation.startswith("Recompile limit hit: torch stopped compiling `model`")
+    assert "`model`" in rc.suggestion.title
+    no_torch_words(said(rc))

@@ -26,7 +26,7 @@ from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, Gua
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles"]
+__all__ = ["KINDS", "FRAME_KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles"]
 
 #: What a failed guard can say changed (``GuardChange.kind``): the report's :data:`GUARD_KINDS`.
 KINDS = GUARD_KINDS
@@ -82,8 +82,9 @@ def _subject(g: FailedGuard) -> str:
     words are ``FailedGuard.described``)."""
     if g.name:
         return g.name
-    if g.origin in ("carried", "library") or g.path.startswith("_"):
-        return ""
+    root = g.path.split(".", 1)[0].split("[", 1)[0]
+    if g.origin in ("carried", "library") or g.path.startswith("_") or root in ("args", "kwargs", "fn"):
+        return ""  # torch's own names (its wrappers' `args`, `fn`; `___stack0`): never shown as the user's
     return g.path
 
 
@@ -220,7 +221,7 @@ def _shown(r: _Reason) -> str:
         return f"`{g.name}`"
     if g.described:
         return g.described
-    return f"`{r.change.subject}`" if r.change.subject else "an input"
+    return f"`{r.change.subject}`" if r.change.subject else "an input of the compiled code"
 
 
 def _text(r: _Reason, dynamic_after: bool) -> str:
@@ -687,7 +688,9 @@ RULES: list[RecompileRule] = [
 #: The kinds of recompile suggestion (``Suggestion.kind``; ``Suggestion.title`` starts with
 #: the same word), each with its test in tests/test_doctor_recompiles.py: a fix removes the
 #: recompile with the same outputs, a named no-fix kind's explanation says what to do.
-SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.PER_LAYER, Kind.RECOMPILE_LIMIT)
+#: The kinds decided for a recompile from its function's other compiles, not from one change alone.
+FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT)
+SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), *FRAME_KINDS)
 
 
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
@@ -741,7 +744,7 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
                      "overrides the global setting), else " if per_function else "")
                   + f"`{global_line}` before the calls.")
     return Suggestion(
-        f"recompile_limit: `{rc.function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
+        f"recompile_limit: `{rc.shown_function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
         fix + words, code,
         Confidence.MEDIUM if root is None else root.confidence,
         Kind.RECOMPILE_LIMIT,
@@ -769,8 +772,9 @@ def _per_layer(report: "CompileReport", rc: Recompile, r: _Reason, new: list[Gua
     if g.origin == "carried":
         return None
     # the new compile guards the same entry under another index: each layer reads its own (`layers[1]`, not `[0]`)
+    others = [e.path for e in new] + [x.guards[0].path for x in mine if x.guards]  # the limit's compile has no guards
     indexed = g.kind in ("value", "identity", "length", "type", "attribute") and any(
-        e.path != g.path and _loose(e.path) == _loose(g.path) for e in new)
+        p != g.path and _loose(p) == _loose(g.path) for p in others)
     int_attr = g.kind == "value" and _value_kind(g.before) == "int" and (
         "allow_unspec_int_on_nn_module" in g.note or g.origin == "module")
     if not (indexed or int_attr):
@@ -792,8 +796,10 @@ def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) 
         f"{'the layers past it ran' if hit else 'the layers past it run'} eagerly (uncompiled). `dynamic=True` and "
         "`allow_unspec_int_on_nn_module` do not help: the index picks a Python object. Raise the limit to at least "
         "the number of layers (each layer then compiles once, and every later call reuses its version), or compile "
-        "the whole model once (one trace of its loop over the layers).",
-        "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call")
+        "the whole model once (one trace of its loop over the layers)." + (
+            "" if hit else " Nothing to fix while the model has fewer layers than the limit."),
+        # the setting only where the limit was hit: below it, a higher limit changes nothing
+        "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call" if hit else "")
 
 
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
@@ -841,13 +847,14 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
                  and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
         versions = sum(1 for x in frame if x.status != "recompile limit")
-        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
+        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.shown_function or '?'}` after "
                         f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
         first = read[0][0] if read else None
         subject = first.change.subject if first is not None and first.nameable else ""
         carried = _shown(first) if first is not None and first.guard.origin == "carried" else ""
-        suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
-                                       subject, carried)
+        if not (root is not None and root.kind == Kind.PER_LAYER):  # per_layer's answer is the limit's
+            suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
+                                           subject, carried)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 

@@ -362,8 +362,8 @@ class _Frame:
         if g.origin == "library":
             who = _place(self.caller)
             if self.library_words:
-                return f"`{self.library_words}`, which library code passes to the compiled `{self.c.function}` ({who})"
-            return f"a value of the compiled `{self.c.function}`, which library code calls ({who})"
+                return f"`{self.library_words}`, which library code passes to the compiled code ({who})"
+            return f"a value library code passes to the compiled code ({who})"
         vararg, kwarg = ("args", "kwargs") if self.wrapper else (self.vararg, self.kwarg)
         if g.origin == "argument" and vararg and root == vararg and steps and steps[0][0] == "index":
             i = int(steps[0][1])
@@ -407,6 +407,8 @@ def name_guarded_values(report: "CompileReport") -> None:
             if frame is None:
                 continue
             rc.call_site, rc.caller = frame.site, frame.caller
+            if frame.wrapper and not frame.library_call:
+                rc.target = frame.callee(False)
             if frame.caller.filename:
                 rc.loop_over = _loop_over(_tree(frame.caller.filename), frame.caller.lineno)
             for g in rc.guards:

@@ -368,6 +368,14 @@ class Recompile:
     #: the caller calls an object of a ``for`` loop (``for layer in self.layers: x = layer(x)``): the
     #: container it loops over (``self.layers``), "" otherwise; each call may be another module of the stack
     loop_over: str = ""
+    #: the compiled code as the user's call names it where torch's frame is its own wrapper (``model``
+    #: for ``cm = torch.compile(model)``, whose frame torch calls ``inner``); "" where ``function`` is it
+    target: str = ""
+
+    @property
+    def shown_function(self) -> str:
+        """The function to name to the user: ``target``, else torch's frame name."""
+        return self.target or self.function
 
 
 #: What a failed guard was about (``FailedGuard.kind``, ``GuardChange.kind``).
