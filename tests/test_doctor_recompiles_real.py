@@ -364,3 +364,41 @@ def test_the_recompile_limit_of_a_compiled_model_names_the_model_not_torchs_wrap
     assert rc.explanation.startswith("Recompile limit hit: torch stopped compiling `model`")
     assert "`model`" in rc.suggestion.title
     no_torch_words(said(rc))
+
+
+def test_keywords_passed_one_time_and_not_another_are_said_in_words_and_passing_them_always_removes_it():
+    torch.manual_seed(0)
+    attn = nn.MultiheadAttention(4, 2, batch_first=True).eval()  # a forward of torch's own: torch compiles its wrapper
+    cm = torch.compile(attn, backend="eager")
+    q = torch.randn(1, 3, 4)
+    r, before = captured(lambda: cm(q, q, q)[0], lambda: cm(q, q, q, need_weights=True)[0])
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "keywords" and "The keyword arguments of `cm(...)`" in rc.explanation
+    assert rc.target == "attn"  # what this test compiled (`cm = torch.compile(attn, ...)`), not another test's
+    assert kind(rc.suggestion) == "keyword_arguments" and "mask=None" in rc.suggestion.explanation
+    no_torch_words(said(rc))
+    cm = torch.compile(attn, backend="eager")  # what it says: pass the same keywords every call
+    fixed, after = captured(lambda: cm(q, q, q, need_weights=True)[0], lambda: cm(q, q, q, need_weights=True)[0])
+    assert not fixed.recompiles
+    same(before, after)
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, mask=None):
+        y = self.lin(x)
+        return y if mask is None else y * mask
+
+
+def test_an_argument_that_was_none_is_said_to_be_a_version_per_value():
+    torch.manual_seed(0)
+    cm = torch.compile(Masked(), backend="eager")
+    x, ones = torch.randn(2, 4), torch.ones(2, 4)
+    r, _ = captured(lambda: cm(x), lambda: cm(x, mask=ones))
+    rc = r.recompiles[0]
+    assert (rc.guards[0].kind, rc.guards[0].before) == ("value", "None")
+    assert kind(rc.suggestion) == "flag_value" and "went None → a tensor" in rc.explanation
+    no_torch_words(said(rc))

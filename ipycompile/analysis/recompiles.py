@@ -276,6 +276,10 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         mode = "eval()" if ch.after == "False" else "train()"
         return (f"`{mod}` was switched to {mode} (`training` went {_arrow(ch.before, ch.after)}): torch compiles "
                 "one version per mode and keeps both")
+    if k == "keywords":
+        was = "none" if ch.before == "0" else "some"
+        return (f"{x} changed: the call passed {was} when compiled and {'some' if was == 'none' else 'none'} now; "
+                "each set of keyword arguments is a compiled version of its own")
     if k == "length":
         return f"{x} had {ch.before} items, now {ch.after or 'another number'}: each length is a compiled version"
     if k == "identity":
@@ -668,6 +672,11 @@ RULES: list[RecompileRule] = [
                "the code loops over (or unpacks) `{x}`, so torch unrolls it for its length: each length is a version "
                "of its own. Nothing to fix for a few lengths; for many, stack the items into one tensor "
                "(`torch.stack({x})`) and work on the tensor, whose size can be dynamic."),
+    _explained(Kind.KEYWORD_ARGUMENTS, ("keywords",), "one compiled version per set of keyword arguments",
+               "the compiled code was called with keyword arguments one time and without them another (`m(x)`, then "
+               "`m(x, mask=mask)`): torch guards on which keywords a call passes, so each set is a version of its "
+               "own, kept and reused. Nothing to fix for a few; else pass the same keywords every call (the default "
+               "value explicitly, `mask=None`)."),
     _explained(Kind.TRAIN_EVAL, ("training",), "one compiled version for train(), one for eval()",
                "`{x}` switched between train() and eval(): dropout and batch norm behave differently, so torch "
                "compiles one version per mode and keeps both. Nothing to fix: switching back reuses the first."),

@@ -48,6 +48,7 @@ _NOT_COMPILED = ("torch", "np", "numpy", "F", "math", "nn", "print", "len", "ran
 
 
 _TREES: dict[str, Optional[ast.Module]] = {}  # filled and emptied by one name_guarded_values call
+_MODULE_CALLS: set[int] = set()  # the compiles (by id) entered through nn.Module.__call__, for the same call
 
 
 def _tree(filename: str) -> Optional[ast.Module]:
@@ -84,6 +85,8 @@ def user_call(report: "CompileReport", c: Compile) -> tuple[UserFrame, UserFrame
     caller, site = UserFrame(), UserFrame()
     through_torch = False
     for f in reversed(stack[:-1]):
+        if f.function in ("_call_impl", "_wrapped_call_impl"):
+            _MODULE_CALLS.add(id(c))
         who = report.owner(f.filename)
         if who in (Owner.TORCH, Owner.IPYCOMPILE):
             through_torch = through_torch or who is Owner.TORCH
@@ -118,14 +121,30 @@ def _is_torch_compile(call: ast.AST) -> bool:
         isinstance(f, ast.Name) and f.id == "compile")
 
 
-def _compiled_names(tree: ast.Module) -> dict[str, str]:
-    """``{"cm": "model"}`` for ``cm = torch.compile(model, ...)`` anywhere in the source."""
+def _compiled_names(tree: ast.Module, lineno: Optional[int] = None) -> dict[str, str]:
+    """``{"cm": "model"}`` for ``cm = torch.compile(model, ...)``: in the innermost function around
+    ``lineno`` (the last such assignment before it), else at the top level of the source."""
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and lineno is not None and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+    scopes = sorted(defs, key=lambda d: d.lineno) + [tree]
     out: dict[str, str] = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and _is_torch_compile(n.value) and n.value.args:
-            for t in n.targets:
-                if isinstance(t, (ast.Name, ast.Attribute)):
-                    out[ast.unparse(t)] = ast.unparse(n.value.args[0])
+    for scope in scopes:  # outermost function first; the innermost's assignments win, then the top level's fill in
+        found: dict[str, tuple[int, str]] = {}
+        body = ast.walk(scope) if scope is not tree else iter(tree.body)
+        for n in body:
+            if isinstance(n, ast.Assign) and _is_torch_compile(n.value) and n.value.args:
+                if scope is not tree and lineno is not None and n.lineno > lineno:
+                    continue
+                for t in n.targets:
+                    if isinstance(t, (ast.Name, ast.Attribute)):
+                        key = ast.unparse(t)
+                        if key not in found or n.lineno > found[key][0]:
+                            found[key] = (n.lineno, ast.unparse(n.value.args[0]))
+        for key, (_, value) in found.items():
+            if scope is tree:
+                out.setdefault(key, value)
+            else:
+                out[key] = value
     return out
 
 
@@ -154,8 +173,10 @@ def _the_calls(tree: ast.Module, lineno: int, function: str, compiled: dict[str,
     named = [c for c in calls if ast.unparse(c.func) in compiled]
     if named:
         return named
-    inner = {id(x) for c in calls for x in ast.walk(c) if x is not c}
-    return [c for c in calls if id(c) not in inner] or calls[:1]
+    # a call of a name or attribute (`m(ids)`), not of a call's result (`m(ids).logits.float()`)
+    plain = [c for c in calls if not any(isinstance(x, ast.Call) for x in ast.walk(c.func))] or calls
+    inner = {id(x) for c in plain for x in ast.walk(c) if x is not c}
+    return [c for c in plain if id(c) not in inner] or plain[:1]
 
 
 def _def_of(tree: ast.Module, name: str, lineno: Optional[int]):
@@ -246,7 +267,7 @@ class _Frame:
             if tree is None and calling.source_line.strip():  # the file is gone: the line torch recorded
                 tree, line = _line_tree(calling.source_line), 1
             if tree is not None:
-                self.compiled = _compiled_names(tree)
+                self.compiled = _compiled_names(tree, line)
                 self.calls = _the_calls(tree, line, calling.function, self.compiled, self._fits)
                 self.call = self.calls[0] if self.calls else None
         self.library_words = ""  # a library's call: what its line passes, for describe()
@@ -305,9 +326,19 @@ class _Frame:
         vararg, kwarg = ("args", "kwargs") if self.wrapper else (self.vararg, self.kwarg)
         skip = 0 if self.wrapper else len(self.params) - (1 if self.method else 0)
         if vararg and root == vararg and steps and steps[0][0] == "index":
-            return self._argument(self.positional(skip + int(steps[0][1])), steps[1:])
+            i = int(steps[0][1])
+            if not self.wrapper and not self.params and id(self.c) in _MODULE_CALLS:
+                # a module's forward under a library's `def wrapped(*args, **kwargs)` decorator: args[0] is the module
+                if i == 0:
+                    return self._module(steps[1:])
+                i -= 1
+            return self._argument(self.positional(skip + i), steps[1:])
         if kwarg and root == kwarg and steps and steps[0][0] == "key":
             return self._argument(self.keyword(str(steps[0][1])), steps[1:])
+        if kwarg and root == kwarg and not steps:  # the keyword arguments as a whole (`not kwargs`)
+            if g.kind == "length":
+                g.kind = "keywords"
+            return "", "library" if self.library_call else "argument"
         if self.wrapper:
             return self._module(steps) if root in _WRAPPED else ("", "")
         if not self.source_known and not self.resumed and self.report.owner(self.c.filename) is Owner.USER:
@@ -369,6 +400,8 @@ class _Frame:
             i = int(steps[0][1])
             nth = ordinal[i] if i < len(ordinal) else f"#{i + 1}"
             return f"the {nth} argument of {call}{at}"
+        if g.origin == "argument" and kwarg and root == kwarg and not steps:
+            return f"the keyword arguments of {call}{at}"
         if g.origin == "argument" and kwarg and root == kwarg and steps and steps[0][0] == "key":
             return f"the `{steps[0][1]}=` argument of {call}{at}"
         if g.origin == "argument" and root in self.params:
@@ -386,6 +419,7 @@ def name_guarded_values(report: "CompileReport") -> None:
     the ``name`` of the tensor guards of the compiles of a recompiling frame (in place, while
     the report is built). Never raises."""
     _TREES.clear()
+    _MODULE_CALLS.clear()
     try:
         frames: dict = {}
 

@@ -265,6 +265,7 @@ class Kind(StrEnum):
     LIBRARY_VALUE = "library_value"
     MODULE_INT_ATTRIBUTE = "module_int_attribute"
     PER_LAYER = "per_layer"
+    KEYWORD_ARGUMENTS = "keyword_arguments"
     ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
@@ -393,6 +394,7 @@ GUARD_KINDS = (
     "global",  # a global variable's value
     "training",  # a module's training flag
     "length",  # a list's or tuple's length
+    "keywords",  # the call passed keyword arguments, or none (torch's `not kwargs`)
     "identity",  # a different object (function, module, ...) where torch guards on identity
     "global_state",  # torch's global state (grad mode, autocast, ...)
     "symbolic",  # a condition on dynamic sizes

@@ -124,6 +124,7 @@ _STATE_RE = re.compile(r"^GLOBAL_STATE changed: (?P<what>.+)$")
 _COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\d+ in \S+?)(?P<note>\s.*)?$")
 _EQ = re.compile(r"^(?P<src>.+?) == (?P<value>.+)$")
 _IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
+_EMPTY = re.compile(r"^not (?P<src>[A-Za-z_][\w.\[\]'\"]*)$")
 _LEN = re.compile(r"^len\((?P<src>.+)\)$")
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
@@ -203,6 +204,14 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         _set_source(g, h.group("src"))
         g.kind, g.path = "attribute", f"{g.path}.{h.group('name')}"
         g.before, g.after = ("absent", "present") if h.group("neg") else ("present", "absent")
+        return g
+    if (h := _IS_NONE.match(guard)) is not None and m:  # `mask is None` (with the user's line): None when compiled
+        _set_source(g, h.group("src"))
+        g.kind, g.before = "value", "None"
+        return g
+    if (h := _EMPTY.match(guard)) is not None:  # `not kwargs`: a container that was empty when compiled
+        _set_source(g, h.group("src"))
+        g.kind, g.before = "length", "0"
         return g
     if (h := _LOW_SIZE.match(guard)) is not None:
         _set_source(g, h.group("src"))
