@@ -455,6 +455,13 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
+    if ch.kind == "size_0_1" and ch.dim is not None and not r.nameable and r.guard.origin == "argument":
+        return Suggestion(  # no name in the call holds the tensor: the way, in words
+            f"mark_unbacked: dim {ch.dim} of {_shown(r)} is 0 or 1 in one call and not in another",
+            "Sizes 0 and 1 are always specialised, and `mark_dynamic` or `dynamic=True` specialise them too. No "
+            "name in your call holds the tensor: give it one where it is made and mark the dimension unbacked "
+            f"before the first call (`torch._dynamo.decorators.mark_unbacked(t, {ch.dim})`); one version then "
+            "serves every size.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
     if not (ch.kind == "size_0_1" and ch.dim is not None and r.nameable):
         return None
     return Suggestion(
@@ -841,6 +848,11 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    if root is not None and root.kind == Kind.MARK_DYNAMIC and "dynamic=True" in root.code and any(
+            g.kind == "size_0_1" for x in report.recompiles if x.compile_id.frame_id == rc.compile_id.frame_id
+            for g in x.guards):
+        # the same function also sees sizes 0 or 1, which dynamic=True specialises: offer the marks only
+        root = dataclasses.replace(root, code="\n".join(ln for ln in root.code.splitlines() if "dynamic=True" not in ln))
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:

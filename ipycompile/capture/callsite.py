@@ -443,6 +443,8 @@ def name_guarded_values(report: "CompileReport") -> None:
             rc.call_site, rc.caller = frame.site, frame.caller
             if frame.wrapper and not frame.library_call:
                 rc.target = frame.callee(False)
+            elif frame.resumed:  # torch's function for the code after a break: the user's function it resumes
+                rc.target = frame.resumed[0]
             if frame.caller.filename:
                 rc.loop_over = _loop_over(_tree(frame.caller.filename), frame.caller.lineno)
             for g in rc.guards:
