@@ -433,9 +433,9 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
         f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
         "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
-        "for every dimension of every input." + also,
-        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks)
-        + "\n# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
+        "for every dimension of every input, where no size is ever 0 or 1 and no setting of torch's "
+        "(`automatic_dynamic_shapes_mark_as`) changes how automatic dynamic sizes are marked." + also,
+        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
         Confidence.HIGH, Kind.MARK_DYNAMIC,
     )
 
@@ -848,11 +848,6 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
-    if root is not None and root.kind == Kind.MARK_DYNAMIC and "dynamic=True" in root.code and any(
-            g.kind == "size_0_1" for x in report.recompiles if x.compile_id.frame_id == rc.compile_id.frame_id
-            for g in x.guards):
-        # the same function also sees sizes 0 or 1, which dynamic=True specialises: offer the marks only
-        root = dataclasses.replace(root, code="\n".join(ln for ln in root.code.splitlines() if "dynamic=True" not in ln))
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:
