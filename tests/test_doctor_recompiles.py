@@ -19,7 +19,8 @@ from torch import nn
 
 import ipycompile
 from ipycompile import CompileReport
-from ipycompile.analysis.recompiles import SUGGESTION_KINDS, explain_recompiles, read_reason, readable_source
+from ipycompile.analysis.recompiles import SUGGESTION_KINDS, explain_recompiles
+from ipycompile.capture.parse.guards import guard_path, parse_guard_failure
 from tracefile import gpu_records
 
 
@@ -371,7 +372,8 @@ def test_a_limit_on_a_value_torch_carries_across_a_break_gets_no_limit_code():
         assert r.recompile_limits["recompile_limit"] == rc.limit == 1
         s = rc.suggestion
         assert kind(s) == "recompile_limit" and "recompile_limit =" not in s.code, s.code
-        assert "___stack0" in s.explanation and "fix the graph break first" in s.explanation
+        assert "a value torch carries across the graph break" in s.explanation and "fix the graph break first" in s.explanation
+        assert "___stack0" not in s.explanation + rc.explanation  # torch's internal name is not the user's
         if torch.__version__ >= "2.13":  # what torch 2.13 does with the limit raised: it gives up on the frame
             torch._dynamo.config.recompile_limit = 5
             f = torch.compile(loop_torture, backend="eager")
@@ -385,7 +387,10 @@ def test_every_suggestion_kind_has_a_test_here():
     import inspect
     import sys
 
+    from pathlib import Path
+
     source = inspect.getsource(sys.modules[__name__])
+    source += (Path(__file__).parent / "test_doctor_recompiles_real.py").read_text()  # code as users write it
     for k in SUGGESTION_KINDS:
         assert f'kind(rc.suggestion) == "{k}"' in source, k
 
@@ -439,9 +444,9 @@ def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_
 
 
 def test_unknown_reasons_keep_torch_words_and_get_no_fix():
-    r = read_reason("something torch 3.0 says about L['x'] # nothing we know")
-    assert r.change.kind == "other" and r.change.reason.startswith("something torch 3.0 says")
-    assert readable_source("L['self']._modules['body']._modules['0']._parameters['weight']") == "self.body[0].weight"
+    g = parse_guard_failure("something torch 3.0 says about L['x'] # nothing we know")
+    assert g.kind == "other" and g.reason.startswith("something torch 3.0 says")
+    assert guard_path("L['self']._modules['body']._modules['0']._parameters['weight']") == "self.body[0].weight"
 
 
 def test_the_diagnosis_survives_the_json_round_trip():
@@ -454,13 +459,18 @@ def test_the_diagnosis_survives_the_json_round_trip():
 def test_torch_2_11_recorded_recompiles_are_explained():
     """The H100 trace of torch 2.11: the same guard wording, the same explanation and fix."""
     r = explain_recompiles(ipycompile.build_report(gpu_records("quickstart")))
-    by_subject = {rc.changes[0].subject: rc for rc in r.recompiles if rc.changes}
+    by_subject = {rc.guards[0].path: rc for rc in r.recompiles if rc.changes}
     for name in ("x", "h"):
         rc = by_subject[name]
         ch = rc.changes[0]
         assert (ch.kind, ch.dim, ch.before, ch.after) == ("size", 0, "32", "64")
         assert "size=[32, " in ch.failed_guard and "size=[None, " in ch.new_guard
-        assert rc.explanation.startswith(f"Size of dim 0 of `{name}` went 32 → 64") and kind(rc.suggestion) == "mark_dynamic"
+        assert rc.explanation.startswith(f"Size of dim 0 of `{name}`") and "went 32 → 64" in rc.explanation
+    # `x` is what the user's `cm(x)` passes: mark it; `h` is made inside the compiled code and carried across
+    # the graph break into the function torch resumes: no line of the user's can mark it
+    assert kind(by_subject["x"].suggestion) == "mark_dynamic"
+    assert by_subject["h"].changes and kind(by_subject["h"].suggestion) == "automatic_dynamic"
+    assert "mark_dynamic(h" not in by_subject["h"].suggestion.code
 
 
 def test_explanations_and_fixes_show_in_the_html_and_the_widget():
@@ -567,14 +577,16 @@ def test_a_closed_over_int_is_named_as_in_the_users_code_not_by_torchs_guard_sou
 def test_suggested_code_names_only_what_the_users_code_has():
     """A guard source that is no name in the user's code (torch's ``__closure__``,
     ``__defaults__``) is never written into code."""
-    from ipycompile.analysis.recompiles import _Reason, _suggest
-    from ipycompile.report.model import GuardChange
+    from ipycompile.analysis.recompiles import _read, _suggest
+    from ipycompile.report.model import FailedGuard
 
     for subject in ("g.__closure__[0].cell_contents", "f.__defaults__[0]", "___odict_getitem(self, 'k')"):
         for kind_ in ("value", "size"):
-            ch = GuardChange(kind_, subject=subject, before="2", after="3", dim=0 if kind_ == "size" else None)
-            s = _suggest(_Reason(ch, src=subject, code=f"return x * {subject}"), True)
-            assert s is None or (s.code == "" and subject not in s.code), (subject, s)
+            for name in (subject, ""):  # a name capture could not map, and none
+                g = FailedGuard(kind_, source=subject, path=subject, name=name, before="2", after="3",
+                                dim=0 if kind_ == "size" else None, code=f"return x * {subject}")
+                s = _suggest(_read(g), True)
+                assert s is None or (s.code == "" and subject not in s.code), (subject, s)
 
 
 def pair(x, y):

@@ -9,7 +9,7 @@ from pathlib import Path
 import ipycompile.analysis.breaks.rules as rules_pkg
 from ipycompile import CompileReport
 from ipycompile.analysis.breaks import KINDS, RULES
-from ipycompile.analysis.recompiles import RULES as RECOMPILE_RULES, SUGGESTION_KINDS
+from ipycompile.analysis.recompiles import FRAME_KINDS, RULES as RECOMPILE_RULES, SUGGESTION_KINDS
 from ipycompile.report.model import Confidence, GraphBreak, Kind, Recompile, Suggestion, CompileId
 
 
@@ -26,7 +26,7 @@ def test_every_rule_module_is_registered_and_every_kind_has_a_rule():
     assert modules == registered, modules ^ registered
     covered = set(KINDS) | {str(k) for k in SUGGESTION_KINDS}
     assert {str(k) for k in Kind} == covered, {str(k) for k in Kind} ^ covered
-    assert [r.kind for r in RECOMPILE_RULES] == list(SUGGESTION_KINDS[:-1])
+    assert [r.kind for r in RECOMPILE_RULES] + list(FRAME_KINDS) == list(SUGGESTION_KINDS)
 
 
 def test_kind_and_confidence_save_as_strings_and_load_as_enums():

@@ -1,34 +1,16 @@
 """Recompiles in plain words: which input changed how, the guards on both sides, and the fix.
 
 :func:`explain_recompiles` is a doctor pass: for every :class:`~ipycompile.report.Recompile`
-it reads torch's guard-failure reasons (one per earlier compile whose guards failed)
-into :class:`~ipycompile.report.GuardChange` s (``Recompile.changes``), writes
+it reads the failed guards capture parsed from torch's reasons (``Recompile.guards``, each a
+:class:`~ipycompile.report.FailedGuard` with the guarded value under the user's own name)
+and the guards of both compiles (``GuardSet.entries``) into
+:class:`~ipycompile.report.GuardChange` s (``Recompile.changes``), writes
 ``Recompile.explanation`` and, where a fix is known and proven by a test
-(``tests/test_doctor_recompiles.py``), ``Recompile.suggestion``.
-
-The reasons torch 2.11 and 2.13 write (C++ tensor checks in ``torch/csrc/dynamo/guards.cpp``,
-Python guards with the source line they came from)::
-
-    tensor 'x' size mismatch at index 0. expected 8, actual 16
-    tensor 'x' stride mismatch at index 0. expected 4, actual 1
-    tensor 'x' rank mismatch. expected 1, actual 2
-    tensor 'x' dtype mismatch. expected Float, actual Half
-    tensor 'x' requires_grad mismatch. expected requires_grad=0
-    tensor 'x' Tensor device index mismatch. Expected device index to be 0, actual 1
-    tensor 'x' dispatch key set mismatch. expected DispatchKeySet(...), actual DispatchKeySet(...)
-    expected type of 'x' to be a tensor type, ' but found <class 'int'>
-    GLOBAL_STATE changed: grad_mode
-    k == 2                          # return x * k  # file.py:23 in g
-    G['SCALE'] == 2                 # return x * SCALE  # file.py:32 in gl
-    fn._modules['1'].training == True  # return F.dropout(...)  # nn/modules/dropout.py:73 in forward
-    len(xs) == 2                    # ...
-    ___check_obj_id(fn, 140260801360608), type=<class 'builtin_function_or_method'>  # ...
-    2 <= x.size()[0]  # ... (user code shown is first use of this value--... 0/1 specialization ...)
-
-The value the input had in the new compile comes from that compile's guards
-(``k == 3`` when it is specialised again) or from the symbol torch made for it
-(``Compile.symbols``, when it became dynamic). A reason of no known form is kept in
-torch's words with no suggestion: the doctor never invents advice.
+(``tests/test_doctor_recompiles.py``, ``tests/test_doctor_recompiles_real.py``),
+``Recompile.suggestion``. It reads records only: torch's text is read once, in
+``capture/parse/guards.py`` (the reasons and guard trees) and ``capture/callsite.py`` (the
+user's names). Code is written only against a name the user's code has: a value torch
+carries across a graph break, or one a library passes, gets words, a setting, or torch's words.
 """
 
 from __future__ import annotations
@@ -38,45 +20,16 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from ..report.model import CompileId, Confidence, GuardChange, GuardSet, Kind, Recompile, Suggestion
+from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
+                            Recompile, Suggestion)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles", "read_reason", "readable_source", "torch_dtype"]
+__all__ = ["KINDS", "FRAME_KINDS", "SUGGESTION_KINDS", "RULES", "RecompileRule", "explain_recompiles"]
 
-#: What a failed guard can say changed (``GuardChange.kind``).
-KINDS = (
-    "size",  # a tensor's size in one dimension
-    "size_0_1",  # a size became 0 or 1, which torch always specialises
-    "stride",
-    "rank",
-    "dtype",
-    "requires_grad",
-    "device",
-    "dispatch_keys",
-    "type",  # the input's Python type
-    "value",  # a Python value (int, float, bool, str, ...) the code read
-    "global",  # a global variable's value
-    "training",  # a module's training flag
-    "length",  # a list's or tuple's length
-    "identity",  # a different object (function, module, ...) where torch guards on identity
-    "global_state",  # torch's global state (grad mode, autocast, ...)
-    "symbolic",  # a condition on dynamic sizes
-    "aliasing",  # two inputs are now the same tensor (or no longer)
-    "attribute",  # an object gained or lost an attribute the code asks for (hasattr / getattr with a default)
-    "other",
-)
-
-
-_DTYPES = {
-    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
-    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
-    "ComplexFloat": "complex64", "ComplexDouble": "complex128", "ComplexHalf": "complex32",
-    "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
-    "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
-    "Float8_e4m3fnuz": "float8_e4m3fnuz", "Float8_e5m2fnuz": "float8_e5m2fnuz",
-}
+#: What a failed guard can say changed (``GuardChange.kind``): the report's :data:`GUARD_KINDS`.
+KINDS = GUARD_KINDS
 
 _STATE = {
     "grad_mode": "grad mode (torch.no_grad() / torch.enable_grad() around the call)",
@@ -89,244 +42,108 @@ _STATE = {
 }
 
 
-def torch_dtype(name: str) -> str:
-    """``"float32"`` for torch's C++ name ``"Float"``; unknown names unchanged."""
-    return _DTYPES.get(name, name)
-
-
-_SUBSCRIPT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"]([^'"]+)['"]\]""")
-
-
-def readable_source(src: str) -> str:
-    """A guard source as the user writes it: ``L['x']`` -> ``x``, ``G['SCALE']`` -> ``SCALE``,
-    ``L['self']._modules['body']._modules['0']._parameters['weight']`` -> ``self.body[0].weight``."""
-    s = src.strip()
-    s = re.sub(r"""\b[LG]\[['"]([^'"]+)['"]\]""", r"\1", s)
-
-    def part(m: "re.Match[str]") -> str:
-        name = m.group(1)
-        return f"[{name}]" if name.isdigit() else f".{name}"
-
-    return _SUBSCRIPT.sub(part, s)
-
-
-def _is_global(src: str) -> bool:
-    return src.strip().startswith(("G['", 'G["'))
-
-
-# -- reading one reason ---------------------------------------------------------
-_TENSOR = re.compile(r"^tensor '(?P<name>.+?)' (?P<rest>.*)$")
-_SIZE = re.compile(r"^(?P<what>size|stride) mismatch at index (?P<dim>\d+)\. expected (?P<before>\S+), actual (?P<after>\S+)")
-_RANK = re.compile(r"^rank mismatch\. expected (?P<before>\d+), actual (?P<after>\d+)")
-_DTYPE = re.compile(r"^dtype mismatch\. expected (?P<before>\w+), actual (?P<after>\w+)")
-_GRAD = re.compile(r"^requires_grad mismatch\. expected requires_grad=(?P<before>\d)")
-_DEVICE = re.compile(r"device index mismatch\. Expected device index to be (?P<before>\S+), actual (?P<after>\S+)", re.I)
-_KEYS = re.compile(r"^dispatch key set mismatch\. expected (?P<before>.+?), actual (?P<after>.+)$")
-_TYPE = re.compile(r"^expected type of '(?P<name>.+?)' to be a tensor type, ' but found (?P<after>.+)$")
-_STATE_RE = re.compile(r"^GLOBAL_STATE changed: (?P<what>.+)$")
-# ``guard  # code  # file.py:12 in fn (note)``: the guard, the user's code, where torch saw it
-_COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\d+ in \S+?)(?P<note>\s.*)?$")
-_EQ = re.compile(r"^(?P<src>.+?) == (?P<value>.+)$")
-_LEN = re.compile(r"^len\((?P<src>.+)\)$")
-_OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
-_TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
-_LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]$")
-_PARAMETER = "Guard failed on a parameter"
-_HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
-_HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
-_DUPLICATES = re.compile(r"^Duplicate tensors found: \[(?P<names>.*)\]")
-
-
 @dataclasses.dataclass
 class _Reason:
-    """A reason, read: the change, and what the doctor needs to look further."""
+    """A failed guard, read: the change, and what the doctor needs to look further."""
 
     change: GuardChange
-    src: str = ""  # torch's source expression for the input, as the reason names it
-    code: str = ""  # the user's line torch named
-    note: str = ""  # torch's note after the place (a HINT, the 0/1 specialization text)
-    parameter: bool = False  # torch says the guard is on an nn.Parameter (force_parameter_static_shapes)
-    closure_of: str = ""  # the function that closes over the input (``x`` of ``g``'s ``g.__closure__[0]``)
+    guard: FailedGuard
     #: every (tensor, dim) whose size differs between the failed compile's guards and the new one's
     resized: list = dataclasses.field(default_factory=list)
     #: a tensor input of one compile is no tensor in the other (a type change alongside)
     retyped: bool = False
 
+    # the record's facts, by the names the rules use
+    @property
+    def src(self) -> str:
+        return self.guard.path
 
-def read_reason(reason: str, failed: Optional[CompileId] = None) -> _Reason:
-    """Read one guard-failure reason into a :class:`GuardChange` (no guard lookups yet)."""
-    first = next((ln for ln in reason.splitlines() if ln.strip()), "").strip()
-    headline = " ".join(first.split())
-    ch = GuardChange("other", failed_compile_id=failed, reason=headline)
-    out = _Reason(ch)
-    m = _TENSOR.match(first)
-    if m:
-        name, rest = m.group("name"), m.group("rest")
-        out.src, ch.subject = name, readable_source(name)
-        if (s := _SIZE.match(rest)) is not None:
-            ch.kind = s.group("what")
-            ch.dim, ch.before, ch.after = int(s.group("dim")), s.group("before"), s.group("after").rstrip(".")
-            out.parameter = _PARAMETER in rest
-            if ch.kind == "size" and ch.after in ("0", "1"):
-                ch.kind = "size_0_1"
-        elif (s := _RANK.match(rest)) is not None:
-            ch.kind, ch.before, ch.after = "rank", s.group("before"), s.group("after")
-        elif (s := _DTYPE.match(rest)) is not None:
-            ch.kind, ch.before, ch.after = "dtype", torch_dtype(s.group("before")), torch_dtype(s.group("after"))
-        elif (s := _GRAD.match(rest)) is not None:
-            before = s.group("before") == "1"
-            ch.kind, ch.before, ch.after = "requires_grad", str(before), str(not before)
-        elif (s := _DEVICE.search(rest)) is not None:
-            ch.kind, ch.before, ch.after = "device", s.group("before"), s.group("after")
-        elif (s := _KEYS.match(rest)) is not None:
-            ch.kind, ch.before, ch.after = "dispatch_keys", s.group("before"), s.group("after")
-        return out
-    if (m := _TYPE.match(first)) is not None:
-        out.src, ch.subject = m.group("name"), readable_source(m.group("name"))
-        ch.kind, ch.before, ch.after = "type", "Tensor", _type_name(m.group("after"))
-        return out
-    if (m := _STATE_RE.match(first)) is not None:
-        ch.kind, ch.subject = "global_state", m.group("what").strip()
-        return out
-    if (m := _DUPLICATES.match(first)) is not None:
-        names = re.findall(r'"([^"]+)"', m.group("names"))
-        ch.kind, ch.subject = "aliasing", ", ".join(names)
-        return out
-    m = _COMMENTED.match(first)
-    guard = m.group("guard").strip() if m else first
-    if m:
-        out.code, out.note = m.group("code").strip(), (m.group("note") or "").strip()
-        hint = _HINT_NAME.search(out.note)
-        if hint and "__closure__" in guard:  # torch names the variable the closure holds
-            out.closure_of = m.group("where").rsplit(" in ", 1)[-1]
-    if (g := _HASATTR.match(guard)) is not None:
-        out.src, ch.kind = g.group("src"), "attribute"
-        ch.subject = f"{readable_source(g.group('src'))}.{g.group('name')}"
-        ch.before, ch.after = ("absent", "present") if g.group("neg") else ("present", "absent")
-        return out
-    if (g := _LOW_SIZE.match(guard)) is not None:
-        out.src, ch.subject, ch.dim = g.group("src"), readable_source(g.group("src")), int(g.group("dim"))
-        ch.kind, ch.before = "size_0_1", f">= {g.group('low')}"
-    elif (g := _EQ.match(guard)) is not None:
-        src, value = g.group("src").strip(), g.group("value").strip()
-        if (ln := _LEN.match(src)) is not None:
-            out.src, ch.kind = ln.group("src"), "length"
-        elif src.endswith(".training"):
-            out.src, ch.kind = src, "training"
-        else:
-            out.src, ch.kind = src, "global" if _is_global(src) else "value"
-        ch.subject, ch.before = readable_source(out.src), value
-        if out.closure_of:
-            ch.subject = _HINT_NAME.search(out.note).group("name")
-    elif (g := _OBJ_ID.match(guard)) is not None:
-        out.src, ch.kind = g.group("src"), "identity"
-        ch.subject = readable_source(out.src)
-    elif (g := _TYPE_ID.match(guard)) is not None:
-        out.src, ch.kind = g.group("src"), "type"
-        ch.subject = readable_source(out.src)
-    elif m and (".size()" in guard or ".stride()" in guard or "Eq(" in guard or re.search(r"\bs\d+\b", guard)):
-        ch.kind = "symbolic"
-    return out
+    @property
+    def code(self) -> str:
+        return self.guard.code
+
+    @property
+    def parameter(self) -> bool:
+        return self.guard.parameter
+
+    @property
+    def closure_of(self) -> str:
+        return self.guard.closure_of
+
+    @property
+    def nameable(self) -> bool:
+        """The guarded value has a name in the user's code that code can be written against."""
+        return bool(self.guard.name) and self.guard.origin not in ("carried", "library") and _simple(self.change.subject)
 
 
-def _type_name(text: str) -> str:
-    m = re.search(r"<class '(?:builtins\.)?([\w.]+)'>", text)
-    return m.group(1) if m else text.strip()
+def _subject(g: FailedGuard) -> str:
+    """The value as the user's code names it, else torch's path for it where that is no internal of torch's
+    (shown, never written as code); "" for a value torch carries across a break or a library passes (its
+    words are ``FailedGuard.described``)."""
+    if g.name:
+        return g.name
+    root = g.path.split(".", 1)[0].split("[", 1)[0]
+    if g.origin in ("carried", "library") or g.path.startswith("_") or root in ("args", "kwargs", "fn"):
+        return ""  # torch's own names (its wrappers' `args`, `fn`; `___stack0`): never shown as the user's
+    return g.path
 
 
-# -- guard sets -----------------------------------------------------------------
-_GUARD_LINE = re.compile(r"^[\s|]*\+- (?P<type>[A-Z_]+): (?P<expr>.*?)(?:\s+#\s.*)?$")
+def _read(g: FailedGuard) -> _Reason:
+    ch = GuardChange(g.kind, subject=_subject(g), before=g.before, after=g.after, dim=g.dim,
+                     failed_compile_id=g.failed_compile_id, reason=g.reason)
+    return _Reason(ch, g)
 
 
-def _guard_lines(gs: Optional[GuardSet]) -> list[tuple[str, str]]:
-    """``(guard type, expression)`` for each guard of a set (GuardManager lines skipped)."""
-    if gs is None:
-        return []
-    out = []
-    for line in gs.tree.splitlines():
-        m = _GUARD_LINE.match(line)
-        if m:
-            out.append((m.group("type"), m.group("expr").strip()))
-    return out
+def _same(entry_path: str, r: _Reason) -> bool:
+    return bool(entry_path) and entry_path == r.src
 
 
-def _tensor_src(expr: str) -> str:
-    """The tensor of a ``check_tensor(SRC, Tensor, ...)`` guard."""
-    i = expr.find("check_tensor(")
-    if i < 0:
-        return ""
-    depth, start = 0, i + len("check_tensor(")
-    for j in range(start, len(expr)):
-        ch = expr[j]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            return expr[start:j].strip()
-    return ""
-
-
-def _sizes(expr: str, key: str = "size") -> list[Optional[str]]:
-    m = re.search(rf"\b{key}=\[(?P<body>[^\]]*)\]", expr)
-    if not m:
-        return []
-    return [None if p.strip() == "None" else p.strip() for p in m.group("body").split(",") if p.strip()]
-
-
-def _same(a: str, b: str) -> bool:
-    return readable_source(a) == readable_source(b)
-
-
-def _find_guard(lines: list[tuple[str, str]], r: _Reason) -> str:
-    """The guard of ``lines`` on the input ``r`` is about (``TYPE: expression``), or ""."""
+def _find_guard(entries: list[GuardEntry], r: _Reason) -> str:
+    """The guard of ``entries`` on the input ``r`` is about (``TYPE: expression``), or ""."""
     ch = r.change
-    if not r.src:
+    if not r.src or ch.kind == "global_state":
         if ch.kind == "global_state":
-            return next((f"{t}: {e}" for t, e in lines if t == "GLOBAL_STATE"), "")
+            return next((f"{e.type}: {e.expr}" for e in entries if e.type == "GLOBAL_STATE"), "")
         return ""
-    for t, e in lines:
+    for e in entries:
+        if not _same(e.path, r):
+            continue
         if ch.kind in ("size", "size_0_1", "stride", "rank", "dtype", "requires_grad", "device", "dispatch_keys"):
-            if t == "TENSOR_MATCH" and _same(_tensor_src(e), r.src):
-                return f"{t}: {e}"
+            ok = e.type == "TENSOR_MATCH"
         elif ch.kind == "length":
-            m = re.match(r"^len\((?P<src>.+)\) == ", e)
-            if m and _same(m.group("src"), r.src):
-                return f"{t}: {e}"
+            ok = e.length is not None
         elif ch.kind in ("value", "global", "training"):
-            m = _EQ.match(e)
-            if m and _same(m.group("src"), r.src):
-                return f"{t}: {e}"
+            ok = bool(e.value) and e.value != "None"
         elif ch.kind in ("identity", "type"):
-            m = _OBJ_ID.match(e) or _TYPE_ID.match(e)
-            if (m and _same(m.group("src"), r.src)) or (t == "TENSOR_MATCH" and _same(_tensor_src(e), r.src)):
-                return f"{t}: {e}"
+            ok = e.type in ("ID_MATCH", "TYPE_MATCH", "TENSOR_MATCH") or "check_obj_id" in e.expr or "check_type_id" in e.expr
+        else:
+            ok = False
+        if ok:
+            return f"{e.type}: {e.expr}"
     return ""
 
 
-def _tensor_type(expr: str) -> str:
-    """The type a ``check_tensor(SRC, Parameter, ...)`` guard names."""
-    m = re.match(r"^check_tensor\(.+?, (?P<type>[A-Za-z_][\w.]*), ", expr.split(": ", 1)[-1])
-    return m.group("type") if m else ""
+def _entry(entries: list[GuardEntry], text: str) -> Optional[GuardEntry]:
+    """The entry a ``_find_guard`` answer names."""
+    return next((e for e in entries if f"{e.type}: {e.expr}" == text), None) if text else None
 
 
-def _tensor_sizes(lines: list[tuple[str, str]]) -> dict[str, list[Optional[str]]]:
+def _tensor_sizes(entries: list[GuardEntry]) -> dict[str, list[Optional[int]]]:
     """Each tensor input's sizes as its TENSOR_MATCH guard says (``None``: dynamic)."""
-    return {readable_source(_tensor_src(e)): _sizes(e) for t, e in lines if t == "TENSOR_MATCH" and _tensor_src(e)}
+    return {e.path: e.sizes for e in entries if e.type == "TENSOR_MATCH" and e.path}
 
 
-def _what_it_is_now(src: str, new: list[tuple[str, str]]) -> str:
+def _what_it_is_now(src: str, new: list[GuardEntry]) -> str:
     """What the input ``src`` is in the new compile when no ``==`` guard says its value."""
-    for t, e in new:
-        if t == "TENSOR_MATCH" and _same(_tensor_src(e), src):
+    for e in new:
+        if e.path == src and e.type == "TENSOR_MATCH":
             return "a tensor"
-        m = re.match(r"^(?P<src>.+?) is None$", e)
-        if m and _same(m.group("src"), src):
+        if e.path == src and e.value == "None":
             return "None"
     return ""
 
 
-def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, str]], symbols: dict[str, str]) -> bool:
+def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bool:
     """Fill the guards on both sides and the value after; return whether the new compile made
     the changed size or value dynamic."""
     ch = r.change
@@ -334,39 +151,40 @@ def _complete(r: _Reason, failed: list[tuple[str, str]], new: list[tuple[str, st
     if failed and new:
         before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
         r.retyped = set(before_sizes) != set(after_sizes)
-        r.resized = [(name, d) for name, sizes in before_sizes.items() if name in after_sizes
-                     for d, (a, b) in enumerate(zip(sizes, after_sizes[name])) if a != b
-                     and len(sizes) == len(after_sizes[name])]
+        names = {e.path: e.name for e in new if e.type == "TENSOR_MATCH" and e.path}  # the user's names, at the new call
+        names[r.src] = r.change.subject if r.nameable else names.get(r.src, "")
+        r.resized = [(names.get(p, ""), d) for p, sizes in before_sizes.items() if p in after_sizes
+                     for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
+                     and len(sizes) == len(after_sizes[p])]
     if ch.kind == "size_0_1" and ch.before.startswith(">="):
         # the failed guard is the dynamic version's lower bound; the new compile's tensor guard says the size
-        lookup = _Reason(GuardChange("size"), src=r.src)
+        lookup = _Reason(GuardChange("size"), r.guard)
         ch.new_guard = _find_guard(new, lookup)
-        sizes = _sizes(ch.new_guard)
-        if ch.dim is not None and ch.dim < len(sizes) and sizes[ch.dim] is not None:
-            ch.after = sizes[ch.dim]
-        low = [f"{t}: {e}" for t, e in failed if _LOW_SIZE.match(e) and _same(_LOW_SIZE.match(e).group("src"), r.src)]
+        e = _entry(new, ch.new_guard)
+        if e is not None and ch.dim is not None and ch.dim < len(e.sizes) and e.sizes[ch.dim] is not None:
+            ch.after = str(e.sizes[ch.dim])
+        low = [f"{x.type}: {x.expr}" for x in failed if x.lower_bound is not None and x.path == r.src]
         ch.failed_guard = low[0] if low else ch.failed_guard  # the bound that failed, else the tensor's guard
         return False
     ch.new_guard = _find_guard(new, r)
-    if ch.kind == "type" and ch.failed_guard.startswith("TENSOR_MATCH"):
+    e_new, e_old = _entry(new, ch.new_guard), _entry(failed, ch.failed_guard)
+    if ch.kind == "type" and e_old is not None and e_old.type == "TENSOR_MATCH":
         # a Parameter replaced by a plain Tensor (or the other way): both guards name the type
-        ch.before = _tensor_type(ch.failed_guard) or ch.before
-        if ch.new_guard.startswith("TENSOR_MATCH"):
-            ch.after = _tensor_type(ch.new_guard) or ch.after
-    if ch.kind in ("size", "stride") and ch.dim is not None:
-        new_sizes = _sizes(ch.new_guard, ch.kind)
-        return ch.dim < len(new_sizes) and new_sizes[ch.dim] is None
+        ch.before = e_old.tensor_type or ch.before
+        if e_new is not None and e_new.type == "TENSOR_MATCH":
+            ch.after = e_new.tensor_type or ch.after
+    if ch.kind in ("size", "size_0_1", "stride") and ch.dim is not None and e_new is not None:
+        values = e_new.sizes if ch.kind != "stride" else e_new.strides
+        return ch.dim < len(values) and values[ch.dim] is None
     if ch.kind in ("value", "global", "length", "training"):
-        m = _EQ.match(ch.new_guard.split(": ", 1)[-1]) if ch.new_guard else None
-        if m:
-            ch.after = m.group("value").strip()
+        if e_new is not None:
+            ch.after = str(e_new.length) if ch.kind == "length" and e_new.length is not None else e_new.value
             return False
-        for source, val in symbols.items():
-            if _same(source, r.src):
-                ch.after = val
-                return True
+        if r.guard.symbol:
+            ch.after = r.guard.symbol
+            return True
         ch.after = ch.after or _what_it_is_now(r.src, new)
-    if ch.kind == "training" and not ch.after and ch.before in ("True", "False"):
+    if ch.kind in ("training", "value") and not ch.after and ch.before in ("True", "False"):  # a failed `== True` on a bool
         ch.after = str(ch.before != "True")
     return False
 
@@ -383,23 +201,32 @@ def _arrow(a: str, b: str) -> str:
 
 
 def _value_kind(value: str) -> str:
+    """``"int"``, ``"float"``, ``"bool"``, ``"str"``, ``"None"`` for a Python literal as torch printed it; "" else."""
     v = value.strip()
-    if v in ("True", "False"):
-        return "bool"
-    if re.fullmatch(r"-?\d+", v):
-        return "int"
-    if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan)", v):
+    if v in ("inf", "-inf", "nan"):
         return "float"
-    if v[:1] in ("'", '"'):
-        return "str"
-    if v == "None":
+    try:
+        x = ast.literal_eval(v)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ""
+    if x is None:
         return "None"
-    return ""
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(x), "")
+
+
+def _shown(r: _Reason) -> str:
+    """The value in words: the user's name, else what capture said of it, else torch's path."""
+    g = r.guard
+    if g.name:
+        return f"`{g.name}`"
+    if g.described:
+        return g.described
+    return f"`{r.change.subject}`" if r.change.subject else "an input of the compiled code"
 
 
 def _text(r: _Reason, dynamic_after: bool) -> str:
     ch = r.change
-    x = f"`{ch.subject}`" if ch.subject else "an input"
+    x = _shown(r)
     k = ch.kind
     if k == "size":
         out = f"size of dim {ch.dim} of {x} went {_arrow(ch.before, ch.after)}"
@@ -408,6 +235,10 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
                     else " (the new version is static again: each new size compiles once more)")
         return out
     if k == "size_0_1":
+        if ch.before in ("0", "1"):
+            return (f"dim {ch.dim} of {x} was {ch.before} when compiled, now {ch.after or 'another size'}: torch "
+                    f"always specialises sizes 0 and 1, so the version made for size {ch.before} fits no other size "
+                    "(and mark_dynamic or dynamic=True keep this recompile: they too specialise 0 and 1)")
         size = f" (now {ch.after})" if ch.after else ""
         return (f"dim {ch.dim} of {x} became 0 or 1{size}: torch always specialises sizes 0 and 1, so the "
                 "version compiled for other sizes does not apply")
@@ -445,6 +276,10 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         mode = "eval()" if ch.after == "False" else "train()"
         return (f"`{mod}` was switched to {mode} (`training` went {_arrow(ch.before, ch.after)}): torch compiles "
                 "one version per mode and keeps both")
+    if k == "keywords":
+        was = "none" if ch.before == "0" else "some"
+        return (f"{x} changed: the call passed {was} when compiled and {'some' if was == 'none' else 'none'} now; "
+                "each set of keyword arguments is a compiled version of its own")
     if k == "length":
         return f"{x} had {ch.before} items, now {ch.after or 'another number'}: each length is a compiled version"
     if k == "identity":
@@ -473,9 +308,33 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
     return f"a guard failed: {ch.reason}"
 
 
+def _as_read(r: _Reason) -> str:
+    """The name the line torch quoted reads the value by: the last attribute of its path
+    (``self.scale`` reads ``fn.scale``), else the path's name (``k``)."""
+    path = r.change.subject if r.closure_of else (r.src or r.change.subject)
+    return path.replace("]", "").replace("[", ".").rsplit(".", 1)[-1]
+
+
 def _in_range(r: _Reason) -> bool:
-    name = r.change.subject.rsplit(".", 1)[-1]
-    return bool(name) and bool(re.search(rf"\brange\([^)]*\b{re.escape(name)}\b", r.code))
+    """The user's line torch quoted passes ``r``'s value to ``range(...)`` (a loop count)."""
+    name = _as_read(r)
+    tree = _parse_line(r.code)
+    if not name or tree is None:
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range"
+               and any(isinstance(x, (ast.Name, ast.Attribute)) and (getattr(x, "id", None) == name or getattr(x, "attr", None) == name)
+                       for a in n.args for x in ast.walk(a))
+               for n in ast.walk(tree))
+
+
+def _parse_line(code: str) -> Optional[ast.AST]:
+    """One line of the user's code, parsed (a block's header with ``pass`` after it); None if it is not Python."""
+    for text in (code.strip() or "_", code.strip() + " pass"):
+        try:
+            return ast.parse(text)
+        except SyntaxError:
+            continue
+    return None
 
 
 # -- suggestions --------------------------------------------------------------------
@@ -503,17 +362,13 @@ def _simple(x: str) -> bool:
 def _only_in_arithmetic(r: _Reason) -> bool:
     """In the user's line torch quoted, ``r``'s input is only an operand of arithmetic with
     something that is not a plain number (where a 0-d tensor gives the same result)."""
-    x = r.change.subject
-    try:
-        tree = ast.parse(r.code.strip() or "_")
-    except SyntaxError:
-        try:  # a line that opens a block (`if k > 0:`, `for i in range(k):`): its header alone
-            tree = ast.parse(r.code.strip() + " pass")
-        except SyntaxError:
-            return False
+    tree = _parse_line(r.code)
+    if tree is None:
+        return False
+    x = _as_read(r)
     parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
-    uses = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and ast.unparse(n) == x
-            and not isinstance(parents.get(n), ast.Attribute)]
+    uses = [n for n in ast.walk(tree) if (isinstance(n, ast.Name) and n.id == x) or (isinstance(n, ast.Attribute)
+            and n.attr == x) and not isinstance(parents.get(n), ast.Attribute)]
     if not uses:
         return False
     for u in uses:
@@ -532,8 +387,8 @@ def _fix(kind: Kind, title: str, explanation: str, code: str = "", confidence: C
 
 def _marks(r: _Reason) -> list[tuple[str, int]]:
     """The (tensor, dim) pairs to mark dynamic: every size that changed (from the guards of
-    both compiles), else the one the reason names."""
-    return r.resized or [(r.change.subject, r.change.dim)]
+    both compiles), else the one the reason names; a tensor no code of the user's names is ""."""
+    return r.resized or [(r.change.subject if r.nameable else "", r.change.dim)]
 
 
 def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
@@ -557,6 +412,16 @@ def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[
 def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     marks = _marks(r)
+    if (ch.kind == "size" and ch.dim is not None and not r.nameable and r.guard.origin == "argument"
+            and not dynamic_after and not r.retyped):  # an expression in the call (`f(torch.ones(n, 2))`): no name
+        return Suggestion(
+            f"mark_dynamic: dim {ch.dim} of {_shown(r)} varies: mark it where it is made, or compile with dynamic=True",
+            f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and the new version is static too, so "
+            "every new size is another compile. No name in your call holds the tensor: give it one and mark it "
+            f"before the first call (`torch._dynamo.mark_dynamic(t, {ch.dim})`), or compile with `dynamic=True`, "
+            "which makes every size dynamic from the first call.",
+            "torch.compile(..., dynamic=True)  # %%compile --dynamic",
+            Confidence.HIGH, Kind.MARK_DYNAMIC)
     if not (ch.kind == "size" and ch.dim is not None and all(_simple(m) for m, _ in marks)) or r.retyped:
         return None
     when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
@@ -568,9 +433,9 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
         f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
         "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
-        "for every dimension of every input." + also,
-        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks)
-        + "\n# or, for every input and dimension: torch.compile(..., dynamic=True)  (%%compile --dynamic)",
+        "for every dimension of every input, where no size is ever 0 or 1 and no setting of torch's "
+        "(`automatic_dynamic_shapes_mark_as`) changes how automatic dynamic sizes are marked." + also,
+        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
         Confidence.HIGH, Kind.MARK_DYNAMIC,
     )
 
@@ -590,13 +455,22 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
-    if not (ch.kind == "size_0_1" and ch.dim is not None and _simple(x)):
+    if ch.kind == "size_0_1" and ch.dim is not None and not r.nameable and r.guard.origin == "argument":
+        return Suggestion(  # no name in the call holds the tensor: the way, in words
+            f"mark_unbacked: dim {ch.dim} of {_shown(r)} is 0 or 1 in one call and not in another",
+            "Sizes 0 and 1 are always specialised, and `mark_dynamic` or `dynamic=True` specialise them too. No "
+            "name in your call holds the tensor: give it one where it is made and mark the dimension unbacked "
+            f"before the first call (`torch._dynamo.decorators.mark_unbacked(t, {ch.dim})`); one version then "
+            "serves every size.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
+    if not (ch.kind == "size_0_1" and ch.dim is not None and r.nameable):
         return None
     return Suggestion(
         f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
-        "Sizes 0 and 1 are always specialised (broadcasting differs for them). If this dimension can be 0 "
-        "or 1, mark it unbacked before the first call: torch then makes no assumption about its value "
-        "(code that branches on the size will raise instead of specialising).",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or "
+        "`dynamic=True` specialise them too: a size that goes 1 → 2 (or 2 → 1) compiles again with either. If "
+        "this dimension can be 0 or 1, mark it unbacked before the first call: torch then makes no assumption "
+        "about its value, and one version serves every size (code that branches on the size raises instead of "
+        "specialising).",
         f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
         Confidence.HIGH, Kind.MARK_UNBACKED,
     )
@@ -604,7 +478,7 @@ def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
-    if not (ch.kind == "stride" and _simple(x)):
+    if not (ch.kind == "stride" and r.nameable):
         return None
     return Suggestion(
         f"contiguous: pass `{x}` in one memory layout",
@@ -622,7 +496,7 @@ def _is_number(r: _Reason) -> bool:
 
 def _loop_body(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     x = r.change.subject
-    if not (_is_number(r) and _in_range(r) and not dynamic_after and _simple(x)):
+    if not (_is_number(r) and _in_range(r) and not dynamic_after and r.nameable):
         return None
     return Suggestion(
         f"loop_body: `{x}` is a loop count; compile one step and loop in Python",
@@ -637,7 +511,7 @@ def _loop_body(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
-    if not (_is_number(r) and _simple(x) and _only_in_arithmetic(r)):
+    if not (_is_number(r) and r.nameable and _only_in_arithmetic(r)):
         return None
     where = "the global" if ch.kind == "global" else "the value"
     alt = ("" if ch.kind == "global" or "." in x or r.closure_of else
@@ -692,6 +566,63 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
     return RecompileRule(kind, title.format(x="x"), fix)
 
 
+def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """A value torch carries across a graph break (made inside the compiled code): no line of the user's can
+    mark it. A size: dynamic=True makes the code after the break dynamic too; a number from ``.item()``:
+    capture_scalar_outputs keeps ``.item()`` in the graph, so there is no break to carry it across."""
+    g, ch = r.guard, r.change
+    if g.origin != "carried":
+        return None
+    where = f" (`{g.carried_from}`)" if g.carried_from else ""
+    head = (f"The value that changed is made inside the compiled code and carried by torch across the graph "
+            f"break{where} into the code after it: no line of yours names it, so nothing can be marked on it. ")
+    if ch.kind == "size" and not dynamic_after:
+        return _fix(Kind.CARRIED_VALUE, "a size carried across a graph break changes: compile with dynamic=True",
+                    head + "Its size follows your inputs' sizes. Compiling with `dynamic=True` makes the sizes of "
+                    "the code after the break dynamic too (marking an input does not reach it); removing the graph "
+                    "break removes the carried value altogether.",
+                    "torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float") and ".item()" in g.carried_from:
+        return _fix(Kind.CARRIED_VALUE, "a number from `.item()` is carried across the graph break `.item()` makes",
+                    head + "It is the Python number `.item()` returned: `.item()` breaks the graph, and the code "
+                    "after the break is compiled for that number. With `capture_scalar_outputs`, `.item()` stays "
+                    "in the graph (as torch's own hint for this break says): no break, nothing carried, and a new "
+                    "number compiles nothing.",
+                    "torch._dynamo.config.capture_scalar_outputs = True  # before the first call")
+    return _fix(Kind.CARRIED_VALUE, "a value carried across a graph break changes",
+                head + ("Torch made it dynamic in the new version, so this recompile happens once: nothing to fix. "
+                        if dynamic_after else "") + "To avoid the recompile, remove the graph break (see the graph "
+                        "breaks), so that the value never leaves the graph.")
+
+
+def _library(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """A value a library's call passes (a decoder layer called by the model's own ``forward``)."""
+    g, ch = r.guard, r.change
+    if g.origin != "library":
+        return None
+    size = ch.kind == "size" and not dynamic_after
+    return _fix(Kind.LIBRARY_VALUE, "what changed is passed by library code, not by a line of yours",
+                f"What changed ({_shown(r)}) is passed to the compiled code by a library's own call: no line of "
+                "yours makes it, so no code of yours can mark or convert it. "
+                + ("Compiling with `dynamic=True` makes its sizes dynamic from the first call. " if size else "")
+                + "Look for the library's own switch for this, or compile the library's outer module once, so "
+                "that its calls are traced instead of entered anew.",
+                "torch.compile(..., dynamic=True)  # %%compile --dynamic" if size else "")
+
+
+def _module_int_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """An int attribute of an nn.Module changes (torch keeps them static: its HINT names the setting)."""
+    g, ch = r.guard, r.change
+    if not (ch.kind == "value" and _value_kind(ch.before) == "int" and "allow_unspec_int_on_nn_module" in g.note):
+        return None
+    return _fix(Kind.MODULE_INT_ATTRIBUTE, f"the int attribute {_shown(r)} of a module changes: let torch treat it as a symbol",
+                f"torch treats int attributes of an nn.Module as constants (each value is a version), whatever "
+                "`dynamic=` says. `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own hint) makes "
+                "them symbols like any other int: after the usual specialisation of 0 and 1, one version serves "
+                "every value.",
+                "torch._dynamo.config.allow_unspec_int_on_nn_module = True  # before the first call")
+
+
 #: The fixes for one change, tried in order: the first that applies wins. Where no code
 #: change is needed or possible, a named kind says what to do in words.
 RULES: list[RecompileRule] = [
@@ -701,10 +632,16 @@ RULES: list[RecompileRule] = [
     RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
     RecompileRule(Kind.AUTOMATIC_DYNAMIC, "a size torch made dynamic by itself after one recompile (a value no "
                   "code of the user's can mark): nothing to fix", _automatic_dynamic),
+    RecompileRule(Kind.CARRIED_VALUE, "a value torch carries across a graph break changes: dynamic=True, "
+                  "capture_scalar_outputs for `.item()`, or remove the break", _carried),
     RecompileRule(Kind.MARK_UNBACKED, "a size becomes 0 or 1: mark the dimension unbacked", _mark_unbacked),
     RecompileRule(Kind.CONTIGUOUS, "a tensor's strides change: pass it contiguous", _contiguous),
     RecompileRule(Kind.LOOP_BODY, "a Python int is a loop count: compile one step, loop in Python", _loop_body),
     RecompileRule(Kind.TENSOR_VALUE, "a Python number (or a global) changes: hold it in a 0-d tensor", _tensor_value),
+    RecompileRule(Kind.MODULE_INT_ATTRIBUTE, "an int attribute of a module changes: allow_unspec_int_on_nn_module",
+                  _module_int_attribute),
+    RecompileRule(Kind.LIBRARY_VALUE, "a value a library's call passes changes: a setting or the library's switch",
+                  _library),
     RecompileRule(Kind.SPECIALIZED_NUMBER, "a Python number the code needs as a number changes: dynamic=None/True, or "
                   "one version per value", _specialized_number),
     _explained(Kind.DTYPE_CHANGE, ("dtype",), "one compiled version per dtype of `{x}`",
@@ -742,6 +679,11 @@ RULES: list[RecompileRule] = [
                "the code loops over (or unpacks) `{x}`, so torch unrolls it for its length: each length is a version "
                "of its own. Nothing to fix for a few lengths; for many, stack the items into one tensor "
                "(`torch.stack({x})`) and work on the tensor, whose size can be dynamic."),
+    _explained(Kind.KEYWORD_ARGUMENTS, ("keywords",), "one compiled version per set of keyword arguments",
+               "the compiled code was called with keyword arguments one time and without them another (`m(x)`, then "
+               "`m(x, mask=mask)`): torch guards on which keywords a call passes, so each set is a version of its "
+               "own, kept and reused. Nothing to fix for a few; else pass the same keywords every call (the default "
+               "value explicitly, `mask=None`)."),
     _explained(Kind.TRAIN_EVAL, ("training",), "one compiled version for train(), one for eval()",
                "`{x}` switched between train() and eval(): dropout and batch norm behave differently, so torch "
                "compiles one version per mode and keeps both. Nothing to fix: switching back reuses the first."),
@@ -762,7 +704,9 @@ RULES: list[RecompileRule] = [
 #: The kinds of recompile suggestion (``Suggestion.kind``; ``Suggestion.title`` starts with
 #: the same word), each with its test in tests/test_doctor_recompiles.py: a fix removes the
 #: recompile with the same outputs, a named no-fix kind's explanation says what to do.
-SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), Kind.RECOMPILE_LIMIT)
+#: The kinds decided for a recompile from its function's other compiles, not from one change alone.
+FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT)
+SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), *FRAME_KINDS)
 
 
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
@@ -775,7 +719,7 @@ def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 
 def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, setting: Optional[int],
-                      subject: str) -> Suggestion:
+                      subject: str, carried: str = "") -> Suggestion:
     """The recompile limit's answer: the cause's fix first; a higher limit as code only where it
     is known to be the global setting that is in effect (``setting``: the global value while
     the capture was open; a ``torch.compile(recompile_limit=...)`` overrides it for the
@@ -805,8 +749,8 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
                   "which overrides the global setting (or the setting was changed around the calls, as a "
                   "`torch._dynamo.config.patch` does), so changing the global line does nothing: raise it where it "
                   f"was set (`recompile_limit={raise_to}`).")
-    elif not _simple(subject) and subject:
-        words += (f"What changes (`{subject}`) is a value torch carries across a graph break, not an input of "
+    elif carried:
+        words += (f"What changes ({carried}) is a value torch carries across a graph break, not an input of "
                   "your code: whether one more version would compile is unknown, so fix the graph break first. "
                   f"To raise the limit anyway: `recompile_limit={raise_to}` in the torch.compile(...) call if one "
                   f"was passed there (it overrides the global setting), else `{global_line}` before the calls.")
@@ -816,25 +760,79 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
                      "overrides the global setting), else " if per_function else "")
                   + f"`{global_line}` before the calls.")
     return Suggestion(
-        f"recompile_limit: `{rc.function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
+        f"recompile_limit: `{rc.shown_function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
         fix + words, code,
         Confidence.MEDIUM if root is None else root.confidence,
         Kind.RECOMPILE_LIMIT,
     )
 
 
+def _loose(path: str) -> str:
+    """A path with its indices blurred: ``cache.layers[3].keys`` and ``cache.layers[0].keys`` read the same."""
+    return "".join("#" if c.isdigit() else c for c in path)
+
+
+def _per_layer(report: "CompileReport", rc: Recompile, r: _Reason, new: list[GuardEntry]) -> Optional[tuple[int, bool]]:
+    """``(versions so far, reads an indexed entry)`` when ``rc`` is one layer of a stack of repeated modules
+    compiled one by one (per-layer ``compile()``, FSDP2's ``fully_shard`` per layer): every compile of the
+    frame is called from the same line, and what changed is a module's int attribute or an indexed entry
+    (``cache.layers[1]``) that each layer reads by its own index. None otherwise."""
+    g = r.guard
+    frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
+             and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
+    mine = [x for x in report.recompiles if x.compile_id.frame_id == rc.compile_id.frame_id
+            and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
+    callers = {(x.caller.filename, x.caller.lineno) for x in mine}
+    if len(callers) != 1 or not next(iter(callers))[0] or not any(x.loop_over for x in mine):
+        return None  # one line calls every version, and it calls the variable of a loop over a container
+    if g.origin == "carried":
+        return None
+    # the new compile guards the same entry under another index: each layer reads its own (`layers[1]`, not `[0]`)
+    others = [e.path for e in new] + [x.guards[0].path for x in mine if x.guards]  # the limit's compile has no guards
+    indexed = g.kind in ("value", "identity", "length", "type", "attribute") and any(
+        p != g.path and _loose(p) == _loose(g.path) for p in others)
+    int_attr = g.kind == "value" and _value_kind(g.before) == "int" and (
+        "allow_unspec_int_on_nn_module" in g.note or g.origin == "module")
+    if not (indexed or int_attr):
+        return None
+    versions = sum(1 for x in frame if x.status != "recompile limit")
+    return versions, indexed and not int_attr
+
+
+def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) -> Suggestion:
+    g = r.guard
+    hit = rc.limit_hit
+    return _fix(
+        Kind.PER_LAYER, ("each layer compiles a version of its own: the recompile limit was hit, later layers run eagerly"
+                         if hit else f"each layer compiles a version of its own; past {limit} layers the rest run eagerly"),
+        f"The same code is compiled once per layer of `{rc.loop_over}` (each layer's `forward` compiled on its own, as per-layer "
+        f"`compile()` or FSDP2's `fully_shard` per layer do), and each layer reads its own entry ({_shown(r)}, by the "
+        f"layer's index), which torch must know: each layer is a version of its own. {versions} version(s) so far; "
+        f"torch keeps at most `recompile_limit` ({limit}) versions per function, so in a model with more layers "
+        f"{'the layers past it ran' if hit else 'the layers past it run'} eagerly (uncompiled). `dynamic=True` and "
+        "`allow_unspec_int_on_nn_module` do not help: the index picks a Python object. Raise the limit to at least "
+        "the number of layers (each layer then compiles once, and every later call reuses its version), or compile "
+        "the whole model once (one trace of its loop over the layers)." + (
+            "" if hit else " Nothing to fix while the model has fewer layers than the limit."),
+        # the setting only where the limit was hit: below it, a higher limit changes nothing
+        "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call" if hit else "")
+
+
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
     guards = {g.compile_id: g for g in earlier}
     guards.update({g.compile_id: g for g in report.guards})
-    new_lines = _guard_lines(guards.get(rc.compile_id))
-    c = report.compile(rc.compile_id)
-    symbols = c.symbols if c is not None else {}
-    failed_ids = list(rc.failed_compile_ids)
+    if rc.reasons and not rc.guards:  # saved before capture read guards: keep what the doctor said then
+        return dataclasses.replace(rc)
+
+    def entries(cid: Optional[CompileId]) -> list[GuardEntry]:
+        gs = guards.get(cid) if cid is not None else None
+        return list(gs.entries) if gs is not None else []
+
+    new_entries = entries(rc.compile_id)
     read: list[tuple[_Reason, bool]] = []
-    for i, reason in enumerate(rc.reasons):
-        failed = failed_ids[i] if i < len(failed_ids) else None
-        r = read_reason(reason, failed)
-        dynamic = _complete(r, _guard_lines(guards.get(failed)) if failed else [], new_lines, symbols)
+    for g in rc.guards:
+        r = _read(g)
+        dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))
     changes = [r.change for r, _ in read]
@@ -850,16 +848,29 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
+    layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
+    if layered is not None:
+        versions, indexed = layered
+        if indexed:
+            root = _per_layer_suggestion(rc, read[0][0], versions, limit)
+        else:
+            root = _module_int_attribute(*read[0]) or root  # one setting for every layer, torch's own hint
+            parts.append(f"Each layer of `{rc.loop_over}` compiles a version of its own ({versions} so far): in a model with more than "
+                         f"{limit} such layers (`recompile_limit`), the layers past it run eagerly")
     suggestion = root
     if rc.limit_hit:
         frame = [x for x in report.compiles if x.compile_id.frame_id == rc.compile_id.frame_id
                  and x.compile_id.compiled_autograd_id == rc.compile_id.compiled_autograd_id]
         versions = sum(1 for x in frame if x.status != "recompile limit")
-        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.function or '?'}` after "
+        parts.insert(0, f"Recompile limit hit: torch stopped compiling `{rc.shown_function or '?'}` after "
                         f"{versions} version(s); calls that fail every guard run eagerly (uncompiled) from now on.")
-        subject = read[0][0].change.subject if read else ""
-        suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
-                                       subject)
+        first = read[0][0] if read else None
+        subject = first.change.subject if first is not None and first.nameable else ""
+        carried = _shown(first) if first is not None and first.guard.origin == "carried" else ""
+        if not (root is not None and root.kind == Kind.PER_LAYER):  # per_layer's answer is the limit's
+            suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
+                                           subject, carried)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 

@@ -36,6 +36,8 @@ from .parse.frames import parse_traceback, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
+from .callsite import name_guarded_values
+from .parse.guards import guard_path, parse_guard_failure, parse_guard_tree
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_value, describe
@@ -178,7 +180,7 @@ def _on_guards(st: _State, rec: TraceRecord) -> None:
             text = "\n".join(str(g.get("code_list") or g) if isinstance(g, dict) else str(g) for g in data)
     count = sum(1 for line in text.splitlines() if re.search(r"\+- (?!.*GuardManager)", line))
     st.compile(rec.compile_id)
-    st.report.guards.append(GuardSet(rec.compile_id, count, text))
+    st.report.guards.append(GuardSet(rec.compile_id, count, text, parse_guard_tree(text)))
 
 
 #: The types of a compile's fields, for the values read from torch's events.
@@ -309,7 +311,8 @@ def _on_recompile(st: _State, rec: TraceRecord) -> None:
     for cid, _ in pairs:
         if cid is not None and cid not in failed:
             failed.append(cid)
-    st.report.recompiles.append(Recompile(rec.compile_id, reasons=[r for _, r in pairs], failed_compile_ids=failed))
+    st.report.recompiles.append(Recompile(rec.compile_id, reasons=[r for _, r in pairs], failed_compile_ids=failed,
+                                          guards=[parse_guard_failure(r, cid) for cid, r in pairs]))
 
 
 def _on_cache(st: _State, rec: TraceRecord) -> None:
@@ -447,6 +450,12 @@ def _finish(st: _State) -> CompileReport:
         c = st.compiles.get(rc.compile_id)
         if c is not None:
             rc.function, rc.filename = c.function, c.filename
+    for rc in r.recompiles:  # the value a guarded input had when the new compile made it a symbol
+        c = st.compiles.get(rc.compile_id)
+        paths = {guard_path(k): v for k, v in (c.symbols if c is not None else {}).items()}
+        for g in rc.guards:
+            g.symbol = paths.get(g.path, "") if g.path and g.kind in ("value", "global", "length", "training") else ""
+    name_guarded_values(r)
     for c in r.compiles:
         if c.status == "recompile limit":
             rc = next((x for x in r.recompiles if x.compile_id == c.compile_id), None)

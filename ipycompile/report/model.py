@@ -41,6 +41,10 @@ __all__ = [
     "Recompile",
     "GuardChange",
     "GuardSet",
+    "GuardEntry",
+    "FailedGuard",
+    "GUARD_KINDS",
+    "GUARD_ORIGINS",
     "Kernel",
     "Subgraph",
     "ControlFlowNode",
@@ -300,6 +304,11 @@ class Kind(StrEnum):
     ALIASING = "aliasing"
     SPECIALIZED_NUMBER = "specialized_number"
     AUTOMATIC_DYNAMIC = "automatic_dynamic"
+    CARRIED_VALUE = "carried_value"
+    LIBRARY_VALUE = "library_value"
+    MODULE_INT_ATTRIBUTE = "module_int_attribute"
+    PER_LAYER = "per_layer"
+    KEYWORD_ARGUMENTS = "keyword_arguments"
     ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
     UNKNOWN = "unknown"
@@ -521,13 +530,131 @@ class Recompile:
     explanation: str = ""  # plain words from the doctor: which input changed how
     suggestion: Optional[Suggestion] = None
     changes: list["GuardChange"] = field(default_factory=list)  # from the doctor: one per reason
+    #: each reason, read by capture (``capture/parse/guards.py``): what was guarded, how it changed, and
+    #: the guarded value under the user's own name. Empty in reports saved before guards were read.
+    guards: list["FailedGuard"] = field(default_factory=list)
+    #: the line of the user's code whose call compiled again (empty when a library made the call, or
+    #: the stack is unknown), and the frame that made the call when it is not the user's (a library's)
+    call_site: UserFrame = field(default_factory=UserFrame)
+    caller: UserFrame = field(default_factory=UserFrame)
+    #: the caller calls an object of a ``for`` loop (``for layer in self.layers: x = layer(x)``): the
+    #: container it loops over (``self.layers``), "" otherwise; each call may be another module of the stack
+    loop_over: str = ""
+    #: the compiled code as the user's call names it where torch's frame is its own wrapper (``model``
+    #: for ``cm = torch.compile(model)``, whose frame torch calls ``inner``); "" where ``function`` is it
+    target: str = ""
+
+    @property
+    def shown_function(self) -> str:
+        """The function to name to the user: ``target``, else torch's frame name."""
+        return self.target or self.function
+
+
+#: What a failed guard was about (``FailedGuard.kind``, ``GuardChange.kind``).
+GUARD_KINDS = (
+    "size",  # a tensor's size in one dimension
+    "size_0_1",  # a size that is, or was, 0 or 1, which torch specialises
+    "stride",
+    "rank",
+    "dtype",
+    "requires_grad",
+    "device",
+    "dispatch_keys",
+    "type",  # the input's Python type
+    "value",  # a Python value (int, float, bool, str, ...) the code read
+    "global",  # a global variable's value
+    "training",  # a module's training flag
+    "length",  # a list's or tuple's length
+    "keywords",  # the call passed keyword arguments, or none (torch's `not kwargs`)
+    "identity",  # a different object (function, module, ...) where torch guards on identity
+    "global_state",  # torch's global state (grad mode, autocast, ...)
+    "symbolic",  # a condition on dynamic sizes
+    "aliasing",  # two inputs are now the same tensor (or no longer)
+    "attribute",  # an object gained or lost an attribute the code asks for (hasattr / getattr with a default)
+    "other",
+)
+
+#: Where a guarded value comes from, for the user (``FailedGuard.origin``).
+GUARD_ORIGINS = (
+    "argument",  # an argument of the compiled call, named as the user's call passes it
+    "module",  # the compiled module (or an attribute of it), named as the user's code spells it
+    "global",  # a global variable
+    "closure",  # a variable a compiled function closes over
+    "carried",  # a value torch carries across a graph break (made inside the compiled code)
+    "library",  # passed by a library's call, which no line of the user's can mark
+    "state",  # torch's global state (grad mode, ...)
+    "",  # unknown
+)
+
+
+@dataclass
+class FailedGuard:
+    """One failed guard of a recompile, read by capture from torch's reason.
+
+    ``source`` is torch's guard source as torch wrote it (``L['args'][0]``,
+    ``fn._modules['0'].training``, ``___stack0``); ``path`` the same in one readable
+    form (``args[0]``, ``fn[0].training``) that the guards of :class:`GuardEntry` share;
+    ``name`` the value as the user's code names it (``batch`` for the first argument of
+    ``cm(batch)``, ``model[0].training``), ``""`` when no code of the user's names it;
+    ``origin`` one of :data:`GUARD_ORIGINS`."""
+
+    kind: str  # one of GUARD_KINDS
+    source: str = ""
+    path: str = ""
+    name: str = ""
+    origin: str = ""
+    #: where ``name`` is empty: the value in the user's terms ("the first argument of `cm(...)` at cell.py:12",
+    #: "a value torch carries across the graph break at line 38 of `g` (`s = x.sum().item()`)")
+    described: str = ""
+    #: with origin "carried": the user's line of the graph break the value was carried across (``s = x.sum().item()``)
+    carried_from: str = ""
+    dim: Optional[int] = None
+    before: str = ""  # the value the failed compile was made for, as torch said ("8", "float32", "True")
+    after: str = ""  # the value that came, where the reason says it
+    code: str = ""  # the line torch quoted beside the guard
+    where: str = ""  # torch's place for that line ("mp/x.py:21 in g")
+    note: str = ""  # torch's note after the place (a HINT, the 0/1-specialisation text)
+    parameter: bool = False  # torch says the tensor is an nn.Parameter (force_parameter_static_shapes)
+    closure_of: str = ""  # the function that closes over the value (torch's HINT names the variable)
+    #: the value the new compile saw when torch made the guarded value a symbol there (it became dynamic)
+    symbol: str = ""
+    failed_compile_id: Optional[CompileId] = None
+    reason: str = ""  # torch's words (the reason's first line, spaces collapsed)
+
+    @property
+    def carried(self) -> bool:
+        """A value made inside compiled code and carried across a graph break: no line of the
+        user's can mark it, and what the next version compiles to is unknown."""
+        return self.origin == "carried"
+
+
+@dataclass
+class GuardEntry:
+    """One guard of a compile's guard tree, read by capture: its type (``TENSOR_MATCH``,
+    ``EQUALS_MATCH``, ``LENGTH_CHECK``, ``ID_MATCH``, ``GLOBAL_STATE``, ...), torch's expression,
+    and what the doctor compares between two compiles: the guarded value's ``path`` (as
+    :attr:`FailedGuard.path`), a tensor's sizes and strides (``None``: dynamic), the value
+    an ``==`` guard wants, a tensor guard's type (``Parameter``), the lower bound of a
+    dynamic size (``2 <= x.size()[0]``)."""
+
+    type: str
+    expr: str = ""
+    path: str = ""
+    name: str = ""  # a tensor guard's value as the user's call names it (as FailedGuard.name), where known
+    sizes: list[Optional[int]] = field(default_factory=list)
+    strides: list[Optional[int]] = field(default_factory=list)
+    value: str = ""  # the right side of ``SRC == value`` (not a length); "None" for ``SRC is None``
+    tensor_type: str = ""
+    dim: Optional[int] = None  # with lower_bound: the dimension it bounds
+    lower_bound: Optional[int] = None
+    length: Optional[int] = None  # ``len(SRC) == n``: the length it wants
 
 
 @dataclass
 class GuardChange:
     """One failed guard of a recompile, read by the doctor: what changed, how.
 
-    ``kind`` is one of :data:`ipycompile.analysis.recompiles.KINDS`; ``subject`` the input as the
+    ``kind`` is one of :data:`GUARD_KINDS`; ``subject`` the input as the
     user names it (``x``, ``the global SCALE``, ``self.drop.training``);
     ``before`` / ``after`` the value the failed compile was made for and the one
     that came (empty when torch did not say); ``failed_guard`` the guard of the
@@ -548,9 +675,13 @@ class GuardChange:
 
 @dataclass
 class GuardSet:
+    """A compile's guards: torch's tree as printed, and each guard read (``entries``; empty in
+    reports saved before guards were read)."""
+
     compile_id: CompileId
     count: int = 0
     tree: str = ""
+    entries: list[GuardEntry] = field(default_factory=list)
 
 
 KERNEL_BACKENDS = ("triton", "cpp", "extern")
@@ -681,6 +812,10 @@ class Failure:
     #: the settings torch's hints name, as code, read by capture (as for a GraphBreak)
     hinted_settings: list[str] = field(default_factory=list)
     said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name, read by capture
+
+    #: torch hit the recompile limit here (capture decides it once: ``capture.parse.recompiles.
+    #: is_recompile_limit``); the recompile doctor explains it, not the break doctor
+    limit_hit: bool = False
 
     @property
     def stop(self) -> UserFrame:

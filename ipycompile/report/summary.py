@@ -174,7 +174,7 @@ def limit_lines(r: "CompileReport") -> list[str]:
             first = next((c.first_line for c in r.compiles if c.compile_id.frame_id == rc.compile_id.frame_id
                           and c.first_line is not None), None)
             where = r.where(rc.filename, first) if rc.filename else "?"
-            out.append(f"RECOMPILE LIMIT HIT: {rc.function or '?'} ({where}) runs eagerly, uncompiled, "
+            out.append(f"RECOMPILE LIMIT HIT: {rc.shown_function or '?'} ({where}) runs eagerly, uncompiled, "
                        f"since compile {rc.compile_id}")
     return out
 
@@ -415,7 +415,7 @@ def _summary(r: "CompileReport", hints: Hints) -> str:
             more = f" (+{len(rc.reasons) - 1} more)" if len(rc.reasons) > 1 else ""
             limit = "  ** recompile limit hit: running eagerly **" if rc.limit_hit else ""
             at = f" ({r.where(rc.filename, first_line_of(r, rc.compile_id))})" if rc.filename else ""
-            lines.append(f"  [{rc.compile_id}] {rc.function}{at}: {what}{more}{limit}")
+            lines.append(f"  [{rc.compile_id}] {rc.shown_function}{at}: {what}{more}{limit}")
             if rc.explanation:
                 lines.append(f"      {rc.explanation}")
             lines += suggestion_lines(rc.suggestion)

@@ -123,8 +123,8 @@ def _guarded(make: Callable[[], Suggestion], facts: Optional[Facts]) -> Suggesti
 
 
 def _is_recompile_limit(f: Failure, report: "CompileReport") -> bool:
-    """The failure is the recompile limit's: capture decided it (``Compile.status``, from torch's
-    ``fail_type`` and reason: ``capture/parse/recompiles.py``), or its exception type or code says so."""
+    """The failure is the recompile limit's: capture decided it (``Failure.limit_hit`` and ``Compile.status``,
+    from torch's ``fail_type`` and reason: ``capture/parse/recompiles.is_recompile_limit``); a report saved
+    before those records: GB0039, the limit's code."""
     c = report.compile(f.compile_id) if f.compile_id is not None else None
-    return ("RecompileLimit" in f.type or "CacheLimit" in f.type or f.gb_code == "GB0039"
-            or (c is not None and c.status == "recompile limit"))
+    return f.limit_hit or f.gb_code == "GB0039" or (c is not None and c.status == "recompile limit")

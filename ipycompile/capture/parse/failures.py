@@ -24,6 +24,7 @@ from ...report.model import CompileId, Failure, UserFrame
 from .context import read_detail
 from .frames import parse_traceback, user_stack_text
 from .graph_breaks import debug_context, hinted_settings
+from .recompiles import is_recompile_limit
 
 __all__ = ["parse_failure", "user_stack_text"]
 
@@ -37,6 +38,7 @@ def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str,
     """A :class:`Failure` with what torch's ``message`` (and ``traceback``) say read into its fields."""
     f = Failure(compile_id, fail_type, message, frame, traceback)
     try:
+        f.limit_hit = is_recompile_limit(fail_type, message)
         text = message or ""
         lines = [ln for ln in text.splitlines() if ln.strip()]
         # torch's preambles end with a colon ("... Got graph break/error:"); the kind is the line after

@@ -68,6 +68,7 @@ __all__ = [
     "parse_recompile_reasons",
     "reason_headline",
     "RecompileLimit",
+    "is_recompile_limit",
     "is_recompile_limit_message",
     "recompile_limit_type",
     "recompile_limit_value",
@@ -153,6 +154,14 @@ _LIMIT_PATTERNS = (
     re.compile(r"/gb/gb0039\.html", re.IGNORECASE),
 )
 _LIMIT_FAIL_TYPES = frozenset({"FailOnRecompileLimitHit", "FailOnCacheLimitHit", "CacheLimitExceeded", "RecompileLimitExceeded"})
+
+
+def is_recompile_limit(fail_type: Optional[str], text: Optional[str]) -> bool:
+    """Whether a failed compile (its ``fail_type`` and ``fail_reason``) is the recompile limit:
+    the one decision, read by ``Compile.status`` and ``Failure.limit_hit``."""
+    fail_type = str(fail_type or "")
+    return fail_type in _LIMIT_FAIL_TYPES or "RecompileLimit" in fail_type or "CacheLimit" in fail_type or (
+        bool(fail_type) and is_recompile_limit_message(text))
 
 
 def is_recompile_limit_message(text: Optional[str]) -> bool:
@@ -292,7 +301,7 @@ def compile_status(metrics: Mapping[str, Any], *, graph_break: bool = False) -> 
         return "graph break" if graph_break else "ok"
     fail_type = str(metrics.get("fail_type") or "")
     fail_reason = str(metrics.get("fail_reason") or "")
-    if fail_type in _LIMIT_FAIL_TYPES or (fail_type and is_recompile_limit_message(fail_reason)):
+    if is_recompile_limit(fail_type, fail_reason):
         return "recompile limit"
     if fail_type:
         return "skipped" if is_skip_message(fail_reason) else "failed"

@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
-from ...recompiles import readable_source
 from ..base import Context, Facts, Rule, explained
 
+
+
+def readable_source(src: str) -> str:
+    """``L['x']`` -> ``x`` (the marked tensor as the user names it)."""
+    return re.sub(r"""\b[LG]\[['"]([^'"]+)['"]\]""", r"\1", src)
 
 
 def applies(f: Facts) -> bool:
