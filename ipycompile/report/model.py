@@ -441,7 +441,7 @@ class TorchDetail:
     function: str = ""  # a function torch names as ``<function name at 0x...>``: "helper"
     aliasing: str = ""  # "Input-to-output" / "Output-to-output" aliasing in a higher-order op
     aliased_nodes: list[str] = field(default_factory=list)
-    marked_source: str = ""  # a dimension marked dynamic that the code specialised: "L['x']"
+    marked_source: str = ""  # a dimension marked dynamic that the code specialised: the tensor ("x")
     marked_dim: Optional[int] = None
     marked_value: str = ""  # ... the constant it was specialised to
     fake_op: str = ""  # a custom op without a working fake: "mylib::op"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from ...report.model import TorchDetail
+from .guards import guard_path
 
 __all__ = ["read_detail"]
 
@@ -99,7 +100,8 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
         d.aliasing, d.aliased_nodes = m.group("how"), [m.group("a"), m.group("b")]
     m = _MARKED.search(text)
     if m:
-        d.marked_source, d.marked_dim, d.marked_value = m.group("src"), int(m.group("dim")), m.group("value")
+        # the marked tensor as the user's code names it (``L['x']`` -> ``x``)
+        d.marked_source, d.marked_dim, d.marked_value = guard_path(m.group("src")), int(m.group("dim")), m.group("value")
     m = _FAKE.search(explanation or text)
     if m:
         d.fake_op = f"{m.group('ns')}::{m.group('op')}"

@@ -11,17 +11,12 @@ from ..base import Context, Facts, Rule, explained
 
 
 
-def readable_source(src: str) -> str:
-    """``L['x']`` -> ``x`` (the marked tensor as the user names it)."""
-    return re.sub(r"""\b[LG]\[['"]([^'"]+)['"]\]""", r"\1", src)
-
-
 def applies(f: Facts) -> bool:
     return f.kind.startswith("Constraints violated") and bool(f.said.marked_source)
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    x, dim, value = readable_source(f.said.marked_source), f.said.marked_dim, f.said.marked_value
+    x, dim, value = f.said.marked_source, f.said.marked_dim, f.said.marked_value
     line = f.stop.source_line.strip()
     at = f"`{line}` at {ctx.where(f.stop)}" if line else f"the code at {ctx.where(f.stop)}"
     return explained(
