@@ -34,7 +34,7 @@ from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
 from .session import SESSION
-from .cell import CellFunction, make_cell_function, placeholders
+from .cell import CellFunction, make_cell_function, namespace_state, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
 from .activity import CompileActivity
@@ -176,7 +176,15 @@ def execute(
     else:
         cf = make_cell_function(source, namespace, filename=filename, header=header)
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
-        SESSION.compiled[cf_key] = (cf, compiled)
+        missing = [name for name in cf.read_first if name not in namespace]
+        if missing:  # Dynamo gives up on this code for good: the next run gets a new function
+            profile.notes.append(
+                f"{_names(missing)} did not exist when the cell started and the cell reads "
+                f"{'it' if len(missing) == 1 else 'them'} before assigning: torch's Dynamo cannot compile a frame "
+                "that reads back a global it created, so this run may have run the cell uncompiled; "
+                "run the cell again to compile it")
+        else:
+            SESSION.compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
 
     def reference() -> Any:  # the cell again, eagerly, its inputs upcast to float64 (the output check's reference)
@@ -184,7 +192,15 @@ def execute(
         cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(SESSION.counter)}>", header=header)
         return _snapshot(cf64, cf64.fn())
 
-    target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
+    copy = _copy_tensors if settings.uses_cudagraphs() else None
+    run_compiled, run_eager = compiled, cf.fn
+    if cf.read_first:  # each call after the first starts from the namespace the first call started from
+        before = namespace_state(cf)
+        run_compiled, run_eager = _after(before, compiled), _after(before, cf.fn)
+        profile.notes.append(f"the cell reads {_names(cf.read_first)} before assigning them: each call after the "
+                             "first (warm-up, timing, eager) starts from the namespace as it was before the cell")
+    target = Target(run_compiled, run_eager, lambda value: _snapshot(cf, value), lambda: placeholders(cf),
+                    reference, lambda: namespace_state(cf, copy))
     run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
     report = run.report
     report.sources.update(sources or {})
@@ -199,6 +215,25 @@ def execute(
     return CellRun(run.value, report, run.error, compiled, run.records)
 
 
+def _after(restore: Callable[[], None], fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` called after ``restore()``, except the first time (the first call starts where it is)."""
+    first = [True]
+
+    def call() -> Any:
+        if first[0]:
+            first[0] = False
+        else:
+            restore()
+        return fn()
+
+    return call
+
+
+def _names(names: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 @dataclass
 class Target:
     """What :func:`measure` runs: the compiled call, its eager twin, and how to compare their outputs."""
@@ -208,6 +243,7 @@ class Target:
     snapshot: Callable[[Any], Any]  # the value to compare with eager (a cell: its value, else its names)
     scope: Callable[[], Any] = contextlib.nullcontext  # a context around the first call
     reference: Optional[Callable[[], Any]] = None  # the eager snapshot with float64 inputs (raises when not possible)
+    state: Optional[Callable[[], Callable[[], None]]] = None  # after the first call: what puts its state back
 
 
 def new_profile(settings: CompileSettings, *, observe: bool = False, label: str = "", fresh: bool = False) -> Profile:
@@ -333,6 +369,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     cap = capture(opts.trace_dir)
     compiled = target.compiled
     activity = CompileActivity()
+    restore: Optional[Callable[[], None]] = None
     recorders = []
     # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
     with fresh_ctx, activity:
@@ -341,6 +378,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
                                    keep_expected=opts.compare_eager)
                 first = call.record
+                restore = target.state() if target.state is not None else None
                 recorders += [call.recorder] if call.recorder is not None else []
                 warmed = _warm_up(compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls,
                                   activity)
@@ -361,6 +399,9 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
         except (Exception, KeyboardInterrupt) as exc:
             error = exc
+        finally:
+            if restore is not None:  # the namespace as the first call left it, as after a plain cell
+                restore()
     t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
