@@ -158,6 +158,13 @@ def test_help_lists_every_option_with_defaults(ip):
         ("-o a.b", "-o: 'a.b' is not allowed"),
         ("--sweep class=1,2", "--sweep: 'class' is not allowed"),
         ("--sweep 2n=1,2", "--sweep: '2n' is not allowed"),
+        ("--option cpp.threads=abc", "cpp.threads takes a whole number (now -1), not str"),
+        ("--option max_autotune_gemm_backends=42", "max_autotune_gemm_backends takes a string"),
+        ("-o __builtins__", "IPython itself uses that name"),
+        ("-o get_ipython", "IPython itself uses that name"),
+        ("-o Out", "IPython itself uses that name"),
+        ("-o _i2", "IPython itself uses that name"),
+        ("--label \"unclosed", "No closing quotation"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_the_cell_does_not_run(ip, line, expected):
@@ -306,3 +313,24 @@ def test_inductor_default_fresh_and_dynamic_options(ip):
     assert p.backend == "inductor" and p.fresh and p.dynamic is False and p.options == {"max_autotune": False}
     assert p.caches["dynamo"].startswith("fresh") and "miss" in p.caches["fx_graph"]
     assert any(k.backend == "cpp" for k in last_report().kernels)
+
+
+@pytest.mark.parametrize("magic", ["%compile_diff -1 -1 -o {}", "%compile_trace /nonexistent.log -o {}"])
+@pytest.mark.parametrize("name", ["__builtins__", "get_ipython", "exit", "_", "1bad", "class"])
+def test_every_o_takes_only_a_name_the_shell_does_not_rely_on(ip, magic, name):
+    res, out = run(ip, magic.format(name))
+    text = (out.stdout + out.stderr).strip()
+    assert "UsageError" in text and "-o" in text and len(text.splitlines()) == 1, text
+    assert callable(ip.user_ns["get_ipython"]) and "__builtins__" in ip.user_ns
+    assert run(ip, "1 + 1")[0].result == 2  # the shell still works
+
+
+def test_quoted_option_values_are_read_as_a_shell_reads_them(ip, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    trace_dir = tmp_path / "dir with space" / "t"
+    res, out = run(ip, f"%%compile --backend eager --runs 1 --quiet --label \"my run\" --trace-dir '{trace_dir}'\n"
+                       "q = torch.ones(2) * 2")
+    assert res.error_in_exec is None, res.error_in_exec
+    assert last_report().profile.settings.label == "my run"
+    assert trace_dir.is_dir() and list(trace_dir.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir with space"]  # no folder named ' or "

@@ -10,12 +10,13 @@ from typing import Any, Optional
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..run.cell import CellError, check_name
+from ..run.cell import CellError
 from ..run.request import run_request, split_options
 from ..run.runner import CellRun
 from ..run.settings import MODES
+from .arguments import output_name, parse_line
 
 
 @magics_class
@@ -56,14 +57,12 @@ class CompileMagics(Magics):
             line, cell = _split_line_magic(line, self.compile)
             if not cell.strip():
                 raise UsageError("%compile: give the code to run, e.g. %compile model(x)")
-        args = vars(parse_argstring(self.compile, line))
-        output, shell, header = args.pop("output"), self.shell, f"%%compile {line}".rstrip()
+        args = vars(parse_line(self.compile, line, "compile"))
+        output, shell, header = output_name(self.shell, args.pop("output"), "compile"), self.shell, f"%%compile {line}".rstrip()
         running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
-            if output is not None:
-                check_name("-o", output, "-o report")
             result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
         except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
@@ -93,7 +92,7 @@ def _split_line_magic(line: str, magic) -> tuple[str, str]:
 
     def parses(opts: str) -> bool:
         try:
-            parse_argstring(magic, opts)
+            parse_line(magic, opts, "compile")
             return True
         except (UsageError, SystemExit, argparse.ArgumentError):
             return False
