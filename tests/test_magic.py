@@ -334,3 +334,21 @@ def test_quoted_option_values_are_read_as_a_shell_reads_them(ip, tmp_path, monke
     assert last_report().profile.settings.label == "my run"
     assert trace_dir.is_dir() and list(trace_dir.iterdir())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir with space"]  # no folder named ' or "
+
+
+BAD_STR = "class BadStr(Exception):\n    def __str__(self):\n        raise RuntimeError('str() of this exception fails')\n"
+
+
+@pytest.mark.parametrize("raise_line", ["raise SystemExit(3)", "raise BadStr()"])
+def test_a_cell_ending_in_systemexit_or_an_unprintable_exception_is_recorded_and_reraised(ip, raise_line):
+    run(ip, BAD_STR)
+    expected = SystemExit if "SystemExit" in raise_line else ip.user_ns["BadStr"]
+    before = len(ipycompile.history())
+    with capture_output(), pytest.raises(BaseException) as info:
+        ip.run_cell_magic("compile", "--backend eager --runs 1 --quiet", f"w = torch.ones(2) * 3\n{raise_line}")
+    assert type(info.value) is expected, info.value  # the user's own exception, not ipycompile's
+    assert len(ipycompile.history()) == before + 1  # the run is in the history, with its partial report
+    r = last_report()
+    assert r.profile.error.startswith(expected.__name__) and r.profile.first_call.compile_s is None
+    assert torch.equal(ip.user_ns["w"], torch.full((2,), 3.0))
+    assert run(ip, "1 + 1")[0].result == 2

@@ -397,7 +397,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
                                                  device_work=call.device_work, first=first, steady=steady))
                 steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
-        except (Exception, KeyboardInterrupt) as exc:
+        except BaseException as exc:  # the user's SystemExit too: the run is recorded, the magic re-raises it
             error = exc
         finally:
             if restore is not None:  # the namespace as the first call left it, as after a plain cell
@@ -415,7 +415,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     profile.notes += said.notes
     profile.noise += said.noise
     if error is not None:
-        profile.error = f"{type(error).__name__}: {error}"
+        profile.error = error_text(error)
     report.profile = profile
     if profile.kernels.times:
         roof = roofline(report)
@@ -774,9 +774,9 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
         profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
                                      peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
         profile.memory = Memory(host_method=mem.host_method)
-    except (Exception, KeyboardInterrupt) as exc:
+    except BaseException as exc:  # recorded, and re-raised by the caller
         error = exc
-        profile.error = f"{type(exc).__name__}: {exc}"
+        profile.error = error_text(exc)
     report = cap.report
     report.profile = profile
     report.sources.update(sources or {})
@@ -785,6 +785,15 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error)
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` for the report, even when the exception's ``__str__`` itself raises."""
+    try:
+        message = str(exc)
+    except Exception as failed:  # the user's exception stays the one raised; only its text is missing
+        message = f"<str() of the exception failed: {type(failed).__name__}>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _note_trace(cap, profile: Profile) -> None:
@@ -810,7 +819,8 @@ def run_cell(source: str, namespace: Optional[dict] = None, **kwargs: Any) -> Ce
     """
     run = execute(source, namespace, **kwargs)
     if run.error is not None:
-        run.error.ipycompile_report = run.report  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # an exception class with __slots__ takes no attribute
+            run.error.ipycompile_report = run.report  # type: ignore[attr-defined]
         raise run.error
     return run
 

@@ -41,7 +41,7 @@ from . import history_log as _history
 from .cell import check_name
 from .kernel_times import cell_devices
 from .options import RunOptions
-from .runner import CellRun, Target, execute, measure, new_profile
+from .runner import CellRun, Target, error_text, execute, measure, new_profile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -399,7 +399,7 @@ def sweep(
         except Exception as exc:  # a failed point, with a report saying why
             from ..report import CompileReport
 
-            profile.error = f"{type(exc).__name__}: {exc} (in make_args)"
+            profile.error = f"{error_text(exc)} (in make_args)"
             report = CompileReport()
             report.profile = profile
             return CellRun(None, report, exc)
