@@ -352,3 +352,17 @@ def test_a_cell_ending_in_systemexit_or_an_unprintable_exception_is_recorded_and
     assert r.profile.error.startswith(expected.__name__) and r.profile.first_call.compile_s is None
     assert torch.equal(ip.user_ns["w"], torch.full((2,), 3.0))
     assert run(ip, "1 + 1")[0].result == 2
+
+
+def test_a_run_started_inside_a_compile_cell_is_refused_with_a_clear_message(ip):
+    run(ip, "def inner_run():\n    return ipycompile.run_cell('1 + 1', {}, backend='eager', runs=1).value\n"
+            "def inner_magic():\n    get_ipython().run_cell_magic('compile', '--backend eager --runs 1 --quiet', 'q = 1')\n"
+            "import ipycompile")
+    for call, kind in (("inner_run()", "NestedRunError"), ("inner_magic()", "UsageError")):
+        before = len(ipycompile.history())
+        with capture_output(), pytest.raises(Exception) as info:
+            ip.run_cell_magic("compile", "--backend eager --runs 1 --quiet", f"r = {call}")
+        assert type(info.value).__name__ == kind and "runs do not nest" in str(info.value)
+        assert len(ipycompile.history()) == before + 1  # the outer run only, its own cell in its report
+        assert "runs do not nest" in last_report().profile.error
+    assert run(ip, "%%compile --backend eager --runs 1 --quiet\nok_after = 1")[0].error_in_exec is None  # not stuck

@@ -193,3 +193,25 @@ def test_profile_flat_names_build_and_replace_without_touching_the_original():
     assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
     with pytest.raises(TypeError, match="no field 'nope'"):
         Profile(nope=1)
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"source": 123}, "source"),
+    ({"namespace": [1, 2]}, "namespace"),
+    ({"trace_dir": 123}, "trace_dir"),
+    ({"label": 5}, "label"),
+    ({"label": ["a"]}, "label"),
+])
+def test_run_cell_checks_its_arguments_up_front_naming_the_argument(kwargs, argument, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = {"source": "ran = True", "namespace": {}, **kwargs}
+    before = len(ipycompile.history())
+    with pytest.raises(TypeError, match=rf"^{argument}: ") as info:
+        ipycompile.run_cell(args.pop("source"), args.pop("namespace"), backend="eager", runs=1, **args)
+    assert len(str(info.value).splitlines()) == 1
+    assert len(ipycompile.history()) == before and list(tmp_path.iterdir()) == []  # nothing ran, nothing written
+
+
+def test_label_none_is_no_label():
+    run = ipycompile.run_cell("1 + 1", {}, backend="eager", runs=1, label=None, record=False)
+    assert run.value == 2 and run.report.profile.settings.label == ""

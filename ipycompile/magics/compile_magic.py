@@ -14,7 +14,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..run.cell import CellError
 from ..run.request import run_request, split_options
-from ..run.runner import CellRun
+from ..run.runner import CellRun, NestedRunError
 from ..run.settings import MODES
 from .arguments import output_name, parse_line
 
@@ -64,7 +64,7 @@ class CompileMagics(Magics):
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
             result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
-        except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
+        except (ValueError, CellError, NestedRunError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
         except KeyboardInterrupt as exc:  # a stopped sweep keeps its finished points
             if output and getattr(exc, "ipycompile_sweep", None) is not None:

@@ -11,6 +11,7 @@ and what is allowed), and returns one frozen object that ``execute``, ``measure`
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Callable, Optional
 
 from .settings import CompileSettings, make_settings
@@ -47,7 +48,7 @@ class RunOptions:
         profile_kernels: bool = False,
         memory_timeline: bool = False,
         trace_dir: Optional[str] = None,
-        label: str = "",
+        label: Optional[str] = "",
         record: bool = True,
         devices: Optional[Callable[[], set[str]]] = None,
     ) -> "RunOptions":
@@ -72,7 +73,16 @@ class RunOptions:
             options = kernel_profile_options(options, backend, **({"devices": devices()} if devices else {}))
         settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
         check_counts(runs, warmup)
+        label = "" if label is None else label
+        if not isinstance(label, str):
+            raise TypeError(f"label: a str (the run's tag in the history), not {type(label).__name__} ({label!r:.60})")
         if trace_dir is not None:
+            if not isinstance(trace_dir, (str, os.PathLike)):
+                raise TypeError(f"trace_dir: a folder path (str or os.PathLike), not {type(trace_dir).__name__} "
+                                f"({trace_dir!r:.60})")
+            trace_dir = os.fspath(trace_dir)
+            if not isinstance(trace_dir, str):
+                raise TypeError(f"trace_dir: a folder path as text, not {type(trace_dir).__name__}")
             check_trace_dir(trace_dir)
         return cls(settings, runs, warmup, bool(fresh), bool(compare_eager), bool(observe), bool(profile_kernels),
                    bool(memory_timeline), trace_dir, label, bool(record))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -154,14 +155,60 @@ def execute(
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
-    import torch
-
+    check_cell(source, namespace)
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
         raise TypeError(f"execute: unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}")
     opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    with _one_run_at_a_time():
+        return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
+                        execution_count)
+
+
+class NestedRunError(RuntimeError):
+    """A run started from inside another run's cell (``%%compile`` or ``run_cell`` in code that a
+    ``%%compile`` cell calls): refused, so each report holds its own cell only."""
+
+
+_RUNNING = threading.local()
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time() -> Any:
+    if getattr(_RUNNING, "active", False):
+        raise NestedRunError(
+            "ipycompile: a %%compile run (or run_cell) was started from code that a %%compile cell is running; "
+            "runs do not nest (their reports would mix): call the function in a plain cell, or run it with "
+            "plain torch.compile inside the %%compile cell")
+    _RUNNING.active = True
+    try:
+        yield
+    finally:
+        _RUNNING.active = False
+
+
+def check_cell(source: Any, namespace: Any) -> None:
+    """A ``TypeError`` naming the argument when ``source`` is not text or ``namespace`` not a dict."""
+    if not isinstance(source, str):
+        raise TypeError(f"source: the cell's code as a str, not {type(source).__name__} ({_short(source)})")
+    if namespace is not None and not isinstance(namespace, dict):
+        raise TypeError(f"namespace: a dict of the names the cell sees (e.g. globals()), not "
+                        f"{type(namespace).__name__} ({_short(namespace)})")
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[str], header: Optional[str],
+             sources: Optional[dict[str, str]], execution_count: Optional[int]) -> CellRun:
+    import torch
+
     settings = opts.settings
-    namespace = {} if namespace is None else namespace
     filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
     profile = new_profile(settings, observe=opts.observe, label=opts.label, fresh=opts.fresh)
