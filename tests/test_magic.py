@@ -366,3 +366,12 @@ def test_a_run_started_inside_a_compile_cell_is_refused_with_a_clear_message(ip)
         assert len(ipycompile.history()) == before + 1  # the outer run only, its own cell in its report
         assert "runs do not nest" in last_report().profile.error
     assert run(ip, "%%compile --backend eager --runs 1 --quiet\nok_after = 1")[0].error_in_exec is None  # not stuck
+
+
+def test_the_magics_flags_are_the_run_options_declared_once(ip):
+    from ipycompile.run.options import OPTION_NAMES
+
+    dests = {a.dest for a in ip.magics_manager.magics["cell"]["compile"].__self__.compile.parser._actions}
+    # every RunOptions/CompileSettings field but record (a magic run is always recorded); --option is
+    # `options` as KEY=VALUE texts; plus the magic's own --sweep, -o and --quiet
+    assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options"}) | {"option", "sweep", "output", "quiet"}

@@ -19,6 +19,12 @@ from .settings import CompileSettings, make_settings
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
+    """The options of one run. Their names are the fields of :class:`CompileSettings` (``mode``,
+    ``backend``, ``dynamic``, ``fullgraph``, ``options``: what ``torch.compile`` is given) and the
+    fields below: :data:`OPTION_NAMES` is derived from both, and :meth:`build` takes exactly
+    those keywords, so an option is declared once, here (the magic's flags are checked against
+    it by the tests)."""
+
     settings: CompileSettings
     runs: Optional[int] = None  # timed calls (None: auto-ranged)
     warmup: Optional[int] = None  # warm-up calls (None: the settings' warmup_calls)
@@ -32,50 +38,41 @@ class RunOptions:
     record: bool = True  # add a row to the history
 
     @classmethod
-    def build(
-        cls,
-        *,
-        mode: Optional[str] = None,
-        backend: Any = None,
-        dynamic: Optional[bool] = None,
-        fullgraph: bool = False,
-        options: Optional[dict[str, Any]] = None,
-        runs: Optional[int] = None,
-        warmup: Optional[int] = None,
-        fresh: bool = False,
-        compare_eager: bool = False,
-        observe: bool = False,
-        profile_kernels: bool = False,
-        memory_timeline: bool = False,
-        trace_dir: Optional[str] = None,
-        label: Optional[str] = "",
-        record: bool = True,
-        devices: Optional[Callable[[], set[str]]] = None,
-    ) -> "RunOptions":
-        """Validate every option once. ``devices``: the devices the code's tensors are on
-        (called only with ``profile_kernels``, which then compiles C++ kernels with
-        profiling on where CPU kernels can come; see :func:`~ipycompile.run.kernel_times.kernel_profile_options`).
-        Bad settings raise :class:`~ipycompile.run.settings.SettingsError`, other bad
-        options a ``ValueError`` naming the option."""
-        if profile_kernels and observe:
+    def build(cls, *, devices: Optional[Callable[[], set[str]]] = None, **chosen: Any) -> "RunOptions":
+        """Validate every option once; ``chosen`` are :data:`OPTION_NAMES` keywords (an unknown
+        one is a ``TypeError`` naming it). ``devices``: the devices the code's tensors are on
+        (called only with ``profile_kernels``, which then compiles C++ kernels with profiling on
+        where CPU kernels can come; see :func:`~ipycompile.run.kernel_times.kernel_profile_options`).
+        Bad settings raise :class:`~ipycompile.run.settings.SettingsError`, other bad options a
+        ``ValueError`` (or, for a value of the wrong type, a ``TypeError``) naming the option."""
+        unknown = sorted(set(chosen) - set(OPTION_NAMES))
+        if unknown:
+            raise TypeError(f"unknown option {unknown[0]!r}; the options are {', '.join(OPTION_NAMES)}")
+        compile_args = {k: chosen.pop(k) for k in _SETTINGS_NAMES if k in chosen}
+        run = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "settings"}
+        run.update(chosen)
+        if run["profile_kernels"] and run["observe"]:
             raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
-        if memory_timeline and observe:
+        if run["memory_timeline"] and run["observe"]:
             raise ValueError("--memory-timeline: not with --observe (the cell runs once, as ordinary code)")
-        if memory_timeline:
+        if run["memory_timeline"]:
             import torch
 
             if not torch.cuda.is_available():
                 raise ValueError("--memory-timeline: needs CUDA (it records the CUDA caching allocator's history); "
                                  "CUDA is not available here")
-        if profile_kernels:
+        if run["profile_kernels"]:
             from .kernel_times import kernel_profile_options
 
-            options = kernel_profile_options(options, backend, **({"devices": devices()} if devices else {}))
-        settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-        check_counts(runs, warmup)
-        label = "" if label is None else label
+            compile_args["options"] = kernel_profile_options(
+                compile_args.get("options"), compile_args.get("backend"),
+                **({"devices": devices()} if devices else {}))
+        settings = make_settings(**compile_args)
+        check_counts(run["runs"], run["warmup"])
+        label = "" if run["label"] is None else run["label"]
         if not isinstance(label, str):
             raise TypeError(f"label: a str (the run's tag in the history), not {type(label).__name__} ({label!r:.60})")
+        trace_dir = run["trace_dir"]
         if trace_dir is not None:
             if not isinstance(trace_dir, (str, os.PathLike)):
                 raise TypeError(f"trace_dir: a folder path (str or os.PathLike), not {type(trace_dir).__name__} "
@@ -84,16 +81,24 @@ class RunOptions:
             if not isinstance(trace_dir, str):
                 raise TypeError(f"trace_dir: a folder path as text, not {type(trace_dir).__name__}")
             check_trace_dir(trace_dir)
-        return cls(settings, runs, warmup, bool(fresh), bool(compare_eager), bool(observe), bool(profile_kernels),
-                   bool(memory_timeline), trace_dir, label, bool(record))
+        flags = {k: bool(v) for k, v in run.items() if isinstance(_DEFAULTS[k], bool)}
+        return cls(settings=settings, **{**run, **flags, "label": label, "trace_dir": trace_dir})
 
     def replace(self, **changes: Any) -> "RunOptions":
         return dataclasses.replace(self, **changes)
 
+    def warm_start(self) -> "RunOptions":
+        """A sweep's untimed warm start: one call, nothing but the compile (no eager, no kernel
+        profile, no memory timeline, no history row), with the same settings."""
+        return self.replace(runs=1, warmup=0, compare_eager=False, profile_kernels=False, memory_timeline=False,
+                            record=False)
 
-#: the keyword arguments :meth:`RunOptions.build` takes (the rest of a call's are the cell's)
-OPTION_NAMES = ("mode", "backend", "dynamic", "fullgraph", "options", "runs", "warmup", "fresh", "compare_eager",
-                "observe", "profile_kernels", "memory_timeline", "trace_dir", "label", "record")
+
+_SETTINGS_NAMES = tuple(f.name for f in dataclasses.fields(CompileSettings))
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunOptions) if f.name != "settings"}
+
+#: every option's name: :class:`CompileSettings`' fields, then :class:`RunOptions`' own
+OPTION_NAMES = _SETTINGS_NAMES + tuple(_DEFAULTS)
 
 
 def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
@@ -105,8 +110,6 @@ def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
 
 def check_trace_dir(trace_dir: str) -> None:
     """A ``ValueError`` naming the directory when a trace log cannot be written there (nothing runs)."""
-    import os
-
     try:
         os.makedirs(trace_dir, exist_ok=True)
     except OSError as exc:

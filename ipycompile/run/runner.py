@@ -49,7 +49,7 @@ from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.roofline import roofline
 from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
                       SteadyState)
-from .options import OPTION_NAMES, RunOptions
+from .options import RunOptions
 from .settings import CompileSettings
 
 R = TypeVar("R")
@@ -156,9 +156,8 @@ def execute(
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
     check_cell(source, namespace)
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise TypeError(f"execute: unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}")
+    if run_options is not None and options:
+        raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
     opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
     with _one_run_at_a_time():
         return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
