@@ -36,6 +36,7 @@ class RunOptions:
     trace_dir: Optional[str] = None
     label: str = ""
     record: bool = True  # add a row to the history
+    budget_s: Optional[float] = None  # ceiling on the run-time measurement (None: RUN_TIME_BUDGET_S)
 
     @classmethod
     def build(cls, *, devices: Optional[Callable[[], set[str]]] = None, **chosen: Any) -> "RunOptions":
@@ -69,6 +70,9 @@ class RunOptions:
                 **({"devices": devices()} if devices else {}))
         settings = make_settings(**compile_args)
         check_counts(run["runs"], run["warmup"])
+        budget = run["budget_s"]
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0):
+            raise ValueError(f"--budget: {budget!r} is not allowed; give the seconds the timing may take, a number > 0")
         label = "" if run["label"] is None else run["label"]
         if not isinstance(label, str):
             raise TypeError(f"label: a str (the run's tag in the history), not {type(label).__name__} ({label!r:.60})")

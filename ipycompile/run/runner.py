@@ -433,7 +433,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
             # the capture is closed: timed runs carry none of its cost
             cuda = call.device_work and torch.cuda.is_available()
             before = dict(activity.by_trigger)
-            steady = said.take(_run_time(compiled, runs, activity, warmed))
+            steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
             steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
             steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
             steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
@@ -523,12 +523,17 @@ def _warm_up(compiled: Callable[[], Any], calls: int, activity: CompileActivity)
     return made
 
 
+#: the run-time measurement's ceiling by default: about what ``%timeit`` takes (7 rounds of at least 0.2 s)
+RUN_TIME_BUDGET_S = 2.0
+
+
 def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: CompileActivity,
-              warmed: int) -> Measured[SteadyState]:
-    """Run time (:func:`time_blocks`: blocks of calls back to back), the steady state's peak
-    memory, and whether the blocks disagree or the machine was oversubscribed meanwhile."""
+              warmed: int, budget_s: float = RUN_TIME_BUDGET_S) -> Measured[SteadyState]:
+    """Run time (:func:`time_blocks`: blocks of calls back to back, within ``budget_s``), the
+    steady state's peak memory, and whether the blocks disagree, the budget ran out, or the
+    machine was oversubscribed meanwhile."""
     with PeakMemory() as mem, Contention() as contention:
-        blocks = time_blocks(compiled, runs=runs, activity=activity)
+        blocks = time_blocks(compiled, runs=runs, activity=activity, budget_s=budget_s if runs is None else None)
     steady = SteadyState(
         run_times_s=list(blocks.times_s), run_median_s=blocks.median_s, run_iqr_s=blocks.iqr_s,
         run_min_s=min(blocks.times_s), run_max_s=max(blocks.times_s), runs=blocks.runs,
@@ -537,10 +542,15 @@ def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: Compil
         timing_method=(f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
                        "each block between two device synchronisations, sized by blocked_autorange's rule "
                        "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe "
-                       "blocks"),
+                       "blocks" + (f"; budget {budget_s:g} s, spent {blocks.spent_s:.2f} s on {blocks.blocks} blocks "
+                          f"({blocks.runs} calls)" if runs is None else "")),
         peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
     why = run_time_noise(blocks.times_s)
     noise = [why] if why and blocks.blocks >= 3 else []
+    if blocks.over_budget:
+        noise.insert(0, f"run time: the timing budget of {budget_s:g} s was spent after {blocks.blocks} block(s) "
+                        f"({blocks.runs} calls) before the plan was done (a busy machine, or calls still settling): "
+                        "timing stopped there; --budget SECONDS gives it more")
     if contention.why("run time") and not noise:
         noise.append(contention.why("run time"))
     return Measured(steady, noise=noise)

@@ -211,6 +211,9 @@ class BlockTiming(_Samples):
     block_calls: int
     dropped_blocks: int = 0
     probe_calls: int = 0  # untimed calls that sized the blocks
+    budget_s: Optional[float] = None  # the time the measurement could take (None: no ceiling)
+    spent_s: float = 0.0  # the time it took, probes included
+    over_budget: bool = False  # the budget ran out before the plan was done: re-planning and blocks stopped
 
     @property
     def runs(self) -> int:
@@ -292,6 +295,8 @@ def time_blocks(
     max_blocks: int = 100,
     activity: Optional["CompileActivity"] = None,
     max_dropped: int = 5,
+    budget_s: Optional[float] = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> BlockTiming:
     """Run time of ``fn``: blocks of calls back to back, each block between two synchronisations.
 
@@ -308,27 +313,38 @@ def time_blocks(
     ``activity``: a :class:`CompileActivity` that is open around this call; a
     block during which torch compiled or recorded a CUDA graph is dropped and
     re-run (at most ``max_dropped`` times; later ones are kept, and counted).
+
+    ``budget_s``: a ceiling on the whole measurement (probes included, read on ``clock``): once
+    it is spent, re-planning stops and no block starts after the first one that is kept; the
+    result says ``over_budget`` (the caller marks the figure NOISY) and what the budget bought.
     """
+    start = clock()
     per_block, blocks, probes = plan_blocks(fn, runs=runs, target_s=target_s, min_blocks=min_blocks,
                                             max_blocks=max_blocks)
     block_s = block_seconds(timer_overhead_s(), target_s, min_blocks) if runs is None else 0.0
     times: list[float] = []
     dropped = replans = 0
+    over = False
     while len(times) < blocks:
+        if budget_s is not None and times and clock() - start >= budget_s:
+            over = True  # what was measured is the figure; it is marked, not measured on
+            break
         seen = activity.count if activity is not None else 0
         elapsed = _timed_block(fn, per_block)
         if activity is not None and activity.count != seen and dropped < max_dropped:
             dropped += 1
             continue
         times.append(elapsed / per_block)
-        if block_s and replans < MAX_REPLANS:
+        spent = clock() - start
+        if block_s and replans < MAX_REPLANS and (budget_s is None or spent < budget_s):
             again = sized_again(times, per_block, block_s)
             if again is not None:
                 probes += per_block * len(times)
                 per_block, call_s = again
                 blocks = max(min_blocks, min(max_blocks, round(target_s / max(call_s * per_block, 1e-9))))
                 times, replans = [], replans + 1
-    return BlockTiming(times, per_block, dropped, probes)
+    return BlockTiming(times, per_block, dropped, probes, budget_s=budget_s, spent_s=clock() - start,
+                       over_budget=over)
 
 
 def sized_again(times: list[float], per_block: int, block_s: float) -> Optional[tuple[int, float]]:
