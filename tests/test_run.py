@@ -241,3 +241,10 @@ def test_a_cell_over_its_timing_budget_is_marked_noisy_with_the_reason():
     assert "budget 0.02 s, spent" in steady.timing_method and steady.runs >= 1
     with pytest.raises(ValueError, match="--budget: 0 is not allowed"):
         ipycompile.run_cell("1", {}, backend="eager", budget_s=0)
+
+
+def test_the_comparison_with_eager_stops_at_its_budget_too():
+    run = ipycompile.run_cell("import time\ntime.sleep(0.01)", {}, backend="eager", budget_s=0.03,
+                              compare_eager=True, record=False)
+    assert any("speedup vs eager: the timing budget of 0.06 s was spent" in why for why in run.report.profile.noise)
+    assert 1 <= run.report.profile.eager.pairs < 6  # fewer than the plan's 6 pairs

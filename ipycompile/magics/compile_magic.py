@@ -32,8 +32,8 @@ class CompileMagics(Magics):
     @argument("--runs", type=int, default=None, help="timed steady-state calls (default: auto-ranged, like %%timeit)")
     @argument("--warmup", type=int, default=None, help="warm-up calls before timing (default: 1, 3 with CUDA graphs)")
     @argument("--budget", dest="budget_s", type=float, default=None, metavar="SECONDS",
-              help="ceiling on the run-time measurement (default: 2 s, about what %%timeit takes); when spent, "
-              "timing stops and the figure is marked NOISY")
+              help="ceiling on the run-time measurement (default: 3 s, about what %%timeit takes; the eager "
+              "comparison twice that); when spent, timing stops and the figure is marked NOISY")
     @argument("--fresh", action="store_true", help="reset Dynamo and use fresh Inductor caches: an honest compile time")
     @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")

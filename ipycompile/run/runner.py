@@ -443,7 +443,8 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
             if opts.compare_eager:
                 eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
-                                                 device_work=call.device_work, first=first, steady=steady))
+                                                 device_work=call.device_work, first=first, steady=steady,
+                                                 budget_s=2 * (opts.budget_s or RUN_TIME_BUDGET_S)))
                 steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
         except BaseException as exc:  # the user's SystemExit too: the run is recorded, the magic re-raises it
             error = exc
@@ -523,8 +524,10 @@ def _warm_up(compiled: Callable[[], Any], calls: int, activity: CompileActivity)
     return made
 
 
-#: the run-time measurement's ceiling by default: about what ``%timeit`` takes (7 rounds of at least 0.2 s)
-RUN_TIME_BUDGET_S = 2.0
+#: the run-time measurement's ceiling by default: about what ``%timeit`` takes (7 rounds of at least
+#: 0.2 s after its calibration) with room for the probes; three times the plan's 1 s, so a quiet run
+#: never meets it. The comparison with eager (two sides, a 2 s plan) gets twice this.
+RUN_TIME_BUDGET_S = 3.0
 
 
 def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: CompileActivity,
@@ -651,7 +654,8 @@ def _kernel_option_note(settings: CompileSettings, profile_kernels: bool, kernel
 
 
 def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup: Optional[int], device_work: bool,
-                   first: FirstCall, steady: SteadyState) -> Measured[EagerComparison]:
+                   first: FirstCall, steady: SteadyState,
+                   budget_s: Optional[float] = None) -> Measured[EagerComparison]:
     """The comparison with eager: outputs checked, steady-state peak memory, compiled and eager
     blocks in ABBA pairs (the speedup the median of the pairs' ratios), latency, on CUDA device
     time and busy time, break-even from the same pairs."""
@@ -670,11 +674,15 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
         for _ in range(max(1, n_warm)):
             target.eager()
     with Contention() as contention:
-        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
+        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs,
+                                                    budget_s=budget_s if runs is None else None)
     ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
     fields: dict[str, Any] = {}
     noise = [why for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
                              run_time_noise(eager_blocks.times_s, "eager run time")) if why]
+    if compiled_blocks.over_budget:
+        noise.insert(0, f"speedup vs eager: the timing budget of {budget_s:g} s was spent after {ratio.pairs} "
+                        "pair(s) of blocks before the plan was done: timing stopped there; --budget SECONDS gives it more")
     if runs != 1:
         median = eager_blocks.median_s
         fields["latency_median_s"] = time_calls(target.eager, runs=_latency_calls(median), warmup=0,

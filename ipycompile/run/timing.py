@@ -391,6 +391,8 @@ def time_paired(
     target_s: float = 2.0,
     min_pairs: int = 6,
     max_pairs: int = 50,
+    budget_s: Optional[float] = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[BlockTiming, BlockTiming]:
     """Run time of ``a`` and ``b`` measured interleaved: pairs of one block of each, in
     alternating order (``a b``, ``b a``, ``a b``, ...: ABBA), so that drift of the machine's
@@ -403,7 +405,10 @@ def time_paired(
     when a pair would last over ``5 * target_s``), and a side whose first timed blocks come
     out far shorter than planned is sized again as :func:`time_blocks` does (:func:`sized_again`;
     both sides start over, their discarded blocks counted as probe calls). With ``runs``: about
-    that many calls of each side, in ``min(runs, min_pairs)`` pairs."""
+    that many calls of each side, in ``min(runs, min_pairs)`` pairs. ``budget_s``: as for
+    :func:`time_blocks`, a ceiling on the whole comparison (re-planning and new pairs stop
+    once it is spent; both results say ``over_budget``)."""
+    start = clock()
     if runs is not None:
         _check_int("runs", runs, 1)
     _check_number("target_s", target_s, positive=True)
@@ -424,11 +429,15 @@ def time_paired(
     times: tuple[list[float], list[float]] = ([], [])
     sides = ((0, a), (1, b))
     replans = [0, 0]
+    over = False
     while len(times[0]) < pairs:
+        if budget_s is not None and times[0] and clock() - start >= budget_s:
+            over = True
+            break
         order = sides if len(times[0]) % 2 == 0 else sides[::-1]
         for side, fn in order:
             times[side].append(_timed_block(fn, calls[side]) / calls[side])
-        if not block_s:
+        if not block_s or (budget_s is not None and clock() - start >= budget_s):
             continue
         # each side by time_blocks' rule; a side sized again starts both over (a pair is two adjacent blocks)
         again = [sized_again(times[s], calls[s], block_s) if replans[s] < MAX_REPLANS else None for s in (0, 1)]
@@ -440,7 +449,9 @@ def time_paired(
                     replans[s] += 1
                 times[s].clear()
             pairs = _pairs(calls, est, target_s, min_pairs, max_pairs)
-    return (BlockTiming(times[0], calls[0], 0, probes[0]), BlockTiming(times[1], calls[1], 0, probes[1]))
+    spent = clock() - start
+    return tuple(BlockTiming(times[s], calls[s], 0, probes[s], budget_s=budget_s, spent_s=spent, over_budget=over)
+                 for s in (0, 1))  # type: ignore[return-value]
 
 
 def _pairs(calls: list[int], est: list[float], target_s: float, min_pairs: int, max_pairs: int) -> int:
