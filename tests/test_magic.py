@@ -158,6 +158,13 @@ def test_help_lists_every_option_with_defaults(ip):
         ("-o a.b", "-o: 'a.b' is not allowed"),
         ("--sweep class=1,2", "--sweep: 'class' is not allowed"),
         ("--sweep 2n=1,2", "--sweep: '2n' is not allowed"),
+        ("--option cpp.threads=abc", "cpp.threads takes a whole number (now -1), not str"),
+        ("--option max_autotune_gemm_backends=42", "max_autotune_gemm_backends takes a string"),
+        ("-o __builtins__", "IPython itself uses that name"),
+        ("-o get_ipython", "IPython itself uses that name"),
+        ("-o Out", "IPython itself uses that name"),
+        ("-o _i2", "IPython itself uses that name"),
+        ("--label \"unclosed", "No closing quotation"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_the_cell_does_not_run(ip, line, expected):
@@ -306,3 +313,65 @@ def test_inductor_default_fresh_and_dynamic_options(ip):
     assert p.backend == "inductor" and p.fresh and p.dynamic is False and p.options == {"max_autotune": False}
     assert p.caches["dynamo"].startswith("fresh") and "miss" in p.caches["fx_graph"]
     assert any(k.backend == "cpp" for k in last_report().kernels)
+
+
+@pytest.mark.parametrize("magic", ["%compile_diff -1 -1 -o {}", "%compile_trace /nonexistent.log -o {}"])
+@pytest.mark.parametrize("name", ["__builtins__", "get_ipython", "exit", "_", "1bad", "class"])
+def test_every_o_takes_only_a_name_the_shell_does_not_rely_on(ip, magic, name):
+    res, out = run(ip, magic.format(name))
+    text = (out.stdout + out.stderr).strip()
+    assert "UsageError" in text and "-o" in text and len(text.splitlines()) == 1, text
+    assert callable(ip.user_ns["get_ipython"]) and "__builtins__" in ip.user_ns
+    assert run(ip, "1 + 1")[0].result == 2  # the shell still works
+
+
+def test_quoted_option_values_are_read_as_a_shell_reads_them(ip, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    trace_dir = tmp_path / "dir with space" / "t"
+    res, out = run(ip, f"%%compile --backend eager --runs 1 --quiet --label \"my run\" --trace-dir '{trace_dir}'\n"
+                       "q = torch.ones(2) * 2")
+    assert res.error_in_exec is None, res.error_in_exec
+    assert last_report().profile.settings.label == "my run"
+    assert trace_dir.is_dir() and list(trace_dir.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir with space"]  # no folder named ' or "
+
+
+BAD_STR = "class BadStr(Exception):\n    def __str__(self):\n        raise RuntimeError('str() of this exception fails')\n"
+
+
+@pytest.mark.parametrize("raise_line", ["raise SystemExit(3)", "raise BadStr()"])
+def test_a_cell_ending_in_systemexit_or_an_unprintable_exception_is_recorded_and_reraised(ip, raise_line):
+    run(ip, BAD_STR)
+    expected = SystemExit if "SystemExit" in raise_line else ip.user_ns["BadStr"]
+    before = len(ipycompile.history())
+    with capture_output(), pytest.raises(BaseException) as info:
+        ip.run_cell_magic("compile", "--backend eager --runs 1 --quiet", f"w = torch.ones(2) * 3\n{raise_line}")
+    assert type(info.value) is expected, info.value  # the user's own exception, not ipycompile's
+    assert len(ipycompile.history()) == before + 1  # the run is in the history, with its partial report
+    r = last_report()
+    assert r.profile.error.startswith(expected.__name__) and r.profile.first_call.compile_s is None
+    assert torch.equal(ip.user_ns["w"], torch.full((2,), 3.0))
+    assert run(ip, "1 + 1")[0].result == 2
+
+
+def test_a_run_started_inside_a_compile_cell_is_refused_with_a_clear_message(ip):
+    run(ip, "def inner_run():\n    return ipycompile.run_cell('1 + 1', {}, backend='eager', runs=1).value\n"
+            "def inner_magic():\n    get_ipython().run_cell_magic('compile', '--backend eager --runs 1 --quiet', 'q = 1')\n"
+            "import ipycompile")
+    for call, kind in (("inner_run()", "NestedRunError"), ("inner_magic()", "UsageError")):
+        before = len(ipycompile.history())
+        with capture_output(), pytest.raises(Exception) as info:
+            ip.run_cell_magic("compile", "--backend eager --runs 1 --quiet", f"r = {call}")
+        assert type(info.value).__name__ == kind and "runs do not nest" in str(info.value)
+        assert len(ipycompile.history()) == before + 1  # the outer run only, its own cell in its report
+        assert "runs do not nest" in last_report().profile.error
+    assert run(ip, "%%compile --backend eager --runs 1 --quiet\nok_after = 1")[0].error_in_exec is None  # not stuck
+
+
+def test_the_magics_flags_are_the_run_options_declared_once(ip):
+    from ipycompile.run.options import OPTION_NAMES
+
+    dests = {a.dest for a in ip.magics_manager.magics["cell"]["compile"].__self__.compile.parser._actions}
+    # every RunOptions/CompileSettings field but record (a magic run is always recorded); --option is
+    # `options` as KEY=VALUE texts; plus the magic's own --sweep, -o and --quiet
+    assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options"}) | {"option", "sweep", "output", "quiet"}

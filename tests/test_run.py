@@ -193,3 +193,58 @@ def test_profile_flat_names_build_and_replace_without_touching_the_original():
     assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
     with pytest.raises(TypeError, match="no field 'nope'"):
         Profile(nope=1)
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"source": 123}, "source"),
+    ({"namespace": [1, 2]}, "namespace"),
+    ({"trace_dir": 123}, "trace_dir"),
+    ({"label": 5}, "label"),
+    ({"label": ["a"]}, "label"),
+])
+def test_run_cell_checks_its_arguments_up_front_naming_the_argument(kwargs, argument, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = {"source": "ran = True", "namespace": {}, **kwargs}
+    before = len(ipycompile.history())
+    with pytest.raises(TypeError, match=rf"^{argument}: ") as info:
+        ipycompile.run_cell(args.pop("source"), args.pop("namespace"), backend="eager", runs=1, **args)
+    assert len(str(info.value).splitlines()) == 1
+    assert len(ipycompile.history()) == before and list(tmp_path.iterdir()) == []  # nothing ran, nothing written
+
+
+def test_label_none_is_no_label():
+    run = ipycompile.run_cell("1 + 1", {}, backend="eager", runs=1, label=None, record=False)
+    assert run.value == 2 and run.report.profile.settings.label == ""
+
+
+def test_timing_stops_re_planning_at_its_budget_and_says_what_it_bought():
+    import time
+
+    from ipycompile.run.timing import time_blocks
+
+    def slow():
+        time.sleep(0.02)
+
+    bounded = time_blocks(slow, budget_s=0.05)  # the plan (about 1 s, at least 5 blocks) outlasts the budget
+    assert bounded.over_budget and bounded.budget_s == 0.05
+    assert 1 <= bounded.blocks < 5 and bounded.runs == bounded.blocks * bounded.block_calls
+    assert bounded.spent_s >= 0.05  # it stopped at the budget, not before
+    ticks = iter(range(10**6))
+    unbounded = time_blocks(slow, runs=6, budget_s=None, clock=lambda: float(next(ticks)))
+    assert not unbounded.over_budget and unbounded.runs == 6  # no budget: the plan is done
+
+
+def test_a_cell_over_its_timing_budget_is_marked_noisy_with_the_reason():
+    run = ipycompile.run_cell("import time\ntime.sleep(0.01)", {}, backend="eager", budget_s=0.02, record=False)
+    steady = run.report.profile.steady
+    assert any("timing budget of 0.02 s was spent" in why for why in run.report.profile.noise)
+    assert "budget 0.02 s, spent" in steady.timing_method and steady.runs >= 1
+    with pytest.raises(ValueError, match="--budget: 0 is not allowed"):
+        ipycompile.run_cell("1", {}, backend="eager", budget_s=0)
+
+
+def test_the_comparison_with_eager_stops_at_its_budget_too():
+    run = ipycompile.run_cell("import time\ntime.sleep(0.01)", {}, backend="eager", budget_s=0.03,
+                              compare_eager=True, record=False)
+    assert any("speedup vs eager: the timing budget of 0.06 s was spent" in why for why in run.report.profile.noise)
+    assert 1 <= run.report.profile.eager.pairs < 6  # fewer than the plan's 6 pairs

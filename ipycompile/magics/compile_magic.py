@@ -10,12 +10,13 @@ from typing import Any, Optional
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..run.cell import CellError, check_name
+from ..run.cell import CellError
 from ..run.request import run_request, split_options
-from ..run.runner import CellRun
+from ..run.runner import CellRun, NestedRunError
 from ..run.settings import MODES
+from .arguments import output_name, parse_line
 
 
 @magics_class
@@ -30,6 +31,9 @@ class CompileMagics(Magics):
               help="an Inductor option (repeatable); VALUE is a Python literal, e.g. --option max_autotune=True")
     @argument("--runs", type=int, default=None, help="timed steady-state calls (default: auto-ranged, like %%timeit)")
     @argument("--warmup", type=int, default=None, help="warm-up calls before timing (default: 1, 3 with CUDA graphs)")
+    @argument("--budget", dest="budget_s", type=float, default=None, metavar="SECONDS",
+              help="ceiling on the run-time measurement (default: 3 s, about what %%timeit takes; the eager "
+              "comparison twice that); when spent, timing stops and the figure is marked NOISY")
     @argument("--fresh", action="store_true", help="reset Dynamo and use fresh Inductor caches: an honest compile time")
     @argument("--compare-eager", action="store_true", help="also run uncompiled: speedup, memory, break-even, output check")
     @argument("--observe", action="store_true", help="run the cell as ordinary code; capture torch.compile activity inside")
@@ -61,16 +65,14 @@ class CompileMagics(Magics):
             line, cell = _split_line_magic(line, self.compile)
             if not cell.strip():
                 raise UsageError("%compile: give the code to run, e.g. %compile model(x)")
-        args = vars(parse_argstring(self.compile, line))
-        output, shell, header = args.pop("output"), self.shell, f"%%compile {line}".rstrip()
+        args = vars(parse_line(self.compile, line, "compile"))
+        output, shell, header = output_name(self.shell, args.pop("output"), "compile"), self.shell, f"%%compile {line}".rstrip()
         running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
-            if output is not None:
-                check_name("-o", output, "-o report")
             result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
-        except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
+        except (ValueError, CellError, NestedRunError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
         except KeyboardInterrupt as exc:  # a stopped sweep keeps its finished points
             if output and getattr(exc, "ipycompile_sweep", None) is not None:
@@ -98,7 +100,7 @@ def _split_line_magic(line: str, magic) -> tuple[str, str]:
 
     def parses(opts: str) -> bool:
         try:
-            parse_argstring(magic, opts)
+            parse_line(magic, opts, "compile")
             return True
         except (UsageError, SystemExit, argparse.ArgumentError):
             return False

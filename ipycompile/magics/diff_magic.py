@@ -13,6 +13,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..run import history_log as _history
+from .arguments import output_name
 
 _USAGE = ("%compile_diff A B [-o NAME]: A and B are run numbers of %compile_history (-1 is the last run) "
           "or labels (--label); -o stores the comparison as NAME")
@@ -36,7 +37,7 @@ class DiffMagics(Magics):
             i = words.index("-o")
             if i + 1 >= len(words):
                 raise UsageError(f"%compile_diff: -o needs a NAME; {_USAGE}")
-            output = words[i + 1]
+            output = output_name(self.shell, words[i + 1], "compile_diff")
             del words[i:i + 2]
         if len(words) != 2:
             raise UsageError(f"%compile_diff: give two runs, got {len(words)} ({line.strip()!r}); {_USAGE}")

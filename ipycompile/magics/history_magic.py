@@ -6,11 +6,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..run import history_log as _history
 from ..run import runner as _run
 from ..widgets.plots import plot_history
+from .arguments import parse_line
 
 
 _OPTIONS = {"y": "--plot", "x": "--x", "by": "--by"}  # plot_history's arguments, as this magic's options
@@ -25,7 +26,7 @@ class HistoryMagics(Magics):
     @line_magic
     def compile_history(self, line: str) -> Any:
         """Show the history of %%compile runs, or plot one of its columns."""
-        args = parse_argstring(self.compile_history, line)
+        args = parse_line(self.compile_history, line, "compile_history")
         df = _history.history()
         if args.plot is None:
             return df
@@ -43,5 +44,5 @@ class HistoryMagics(Magics):
     @line_magic
     def compile_reset(self, line: str) -> None:
         """Reset Dynamo (drop all compiled code) and forget compiled cells."""
-        args = parse_argstring(self.compile_reset, line)
+        args = parse_line(self.compile_reset, line, "compile_reset")
         _run.reset(history=args.history)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..report.text import one_line
 from ..run.traces import open_trace
+from .arguments import output_name, parse_line
 
 
 @magics_class
@@ -21,7 +22,8 @@ class TraceMagics(Magics):
     @line_magic
     def compile_trace(self, line: str) -> None:
         """Show a TORCH_TRACE log with the usual views; for a directory of rank logs, how the ranks differ."""
-        args = parse_argstring(self.compile_trace, line)
+        args = parse_line(self.compile_trace, line, "compile_trace")
+        output_name(self.shell, args.output, "compile_trace")
         try:
             loaded, shown = open_trace(args.path, rank=args.rank, strict=args.strict)
         except ValueError as exc:  # TraceFileError: the path and the reason

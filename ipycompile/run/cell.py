@@ -100,6 +100,13 @@ class CellFunction:
     """Names bound (or deleted) at the cell's top level, sorted: the names it may change in the namespace."""
     name: str
     """The function's ``__name__``."""
+    read_first: tuple[str, ...] = ()
+    """The names of ``assigned`` the cell may read (or delete) before it stores them (``n += 1``,
+    ``del x``): a second call does not start where the first did unless they are put back."""
+    seedable: tuple[str, ...] = ()
+    """The names of ``assigned`` that :func:`placeholders` may seed: those the cell stores before it
+    reads them, in a cell that does not look at its namespace (``globals()``, ``locals()``,
+    ``vars()``, ``dir()``): for them a stand-in cannot be seen (see :func:`seedable_names`)."""
 
 
 def make_cell_function(
@@ -146,7 +153,11 @@ def make_cell_function(
     if problems:
         node, message = min(problems, key=lambda p: (p[0].lineno, p[0].col_offset))
         raise _node_error(message, node, filename, lines)
-    assigned = tuple(sorted(_bound_names(scope)))
+    assigned = tuple(sorted(_bound_names(scope, stmts)))
+    stored_first, probes = _stored_first(stmts)
+    read_first = tuple(name for name in assigned if name not in stored_first)
+    seedable = () if probes else tuple(name for name in assigned if name in stored_first)
+    _ModuleScopeCalls(set(assigned)).visit(ast.Module(body=stmts, type_ignores=[]))
 
     has_result = bool(stmts) and isinstance(stmts[-1], ast.Expr)
     if has_result:
@@ -165,10 +176,52 @@ def make_cell_function(
     except SyntaxError as e:
         raise _from_syntax_error(e, filename, lines) from None
     fn_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    fn_code = _unqualified(fn_code, f"{name}.<locals>.")
     # As exec() does; torch.compile needs it (IPython's namespace has it already).
     namespace.setdefault("__builtins__", builtins)
     fn = types.FunctionType(fn_code, namespace, name)
-    return CellFunction(fn=fn, filename=filename, source=source, has_result=has_result, assigned=assigned, name=name)
+    return CellFunction(fn=fn, filename=filename, source=source, has_result=has_result, assigned=assigned, name=name,
+                        read_first=read_first, seedable=seedable)
+
+
+def _unqualified(code: types.CodeType, prefix: str) -> types.CodeType:
+    """``code`` with the qualified names of the functions and classes it defines as at a module's
+    top level (``f``, ``K.method``, not ``cell.<locals>.f``), as a plain cell has them: ``pickle``
+    and ``repr`` see the same names. The names are constants of the code objects (``co_qualname``,
+    a class body's ``__qualname__``; before Python 3.11 the strings ``MAKE_FUNCTION`` takes)."""
+    consts = tuple(
+        _unqualified(c, prefix) if isinstance(c, types.CodeType)
+        else c[len(prefix):] if isinstance(c, str) and c.startswith(prefix) else c
+        for c in code.co_consts
+    )
+    changes: dict[str, Any] = {"co_consts": consts}
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is not None and qualname.startswith(prefix):
+        changes["co_qualname"] = qualname[len(prefix):]
+    return code.replace(**changes)
+
+
+def namespace_state(cf: CellFunction, copy: Optional[Any] = None) -> Any:
+    """What the cell's names hold now, and a function that puts them back so.
+
+    ``%%compile`` calls the cell more than once (warm-up, timing, eager); the namespace the
+    user is left with is the first call's, as after a plain cell: ``n += 1`` counts once.
+    Objects changed in place (``xs.append(1)``) cannot be put back. ``copy`` copies each
+    value kept (for CUDA-graph outputs, which later replays overwrite)."""
+    ns = cf.fn.__globals__
+    missing = object()
+    kept = {name: ns.get(name, missing) for name in cf.assigned}
+    if copy is not None:
+        kept = {name: v if v is missing else copy(v) for name, v in kept.items()}
+
+    def restore() -> None:
+        for name, value in kept.items():
+            if value is missing:
+                ns.pop(name, None)
+            else:
+                ns[name] = value
+
+    return restore
 
 
 def check_name(option: str, text: str, example: str) -> str:
@@ -254,9 +307,10 @@ def _problem(node: ast.AST) -> Optional[str]:
     return _PROBLEMS.get(type(node))
 
 
-def _bound_names(scope: Iterable[ast.AST]) -> set[str]:
-    """Names that the nodes of the cell's own scope bind or delete."""
-    names: set[str] = set()
+def _bound_names(scope: Iterable[ast.AST], stmts: Iterable[ast.stmt] = ()) -> set[str]:
+    """Names that the nodes of the cell's own scope bind or delete, and those declared ``global``
+    anywhere in ``stmts`` (a nested ``def`` may assign them)."""
+    names: set[str] = {n for s in stmts for node in ast.walk(s) if isinstance(node, ast.Global) for n in node.names}
     for node in scope:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
@@ -308,6 +362,100 @@ def _node_error(message: str, node: ast.stmt | ast.expr, filename: str, lines: l
     )
 
 
+_NAMESPACE_PROBES = frozenset({"globals", "locals", "vars", "dir"})
+
+
+def _stored_first(stmts: list[ast.stmt]) -> tuple[set[str], bool]:
+    """The names whose first use, in the order the cell evaluates them, is a store; and whether
+    the cell looks at its namespace (``globals()``, ``locals()``, ``vars()``, ``dir()``, anywhere).
+
+    A stand-in (:class:`Unassigned`) for a name stored first is replaced before anything can read
+    it, so the cell behaves as a plain cell. A name the cell may read first (``try: n`` /
+    ``except NameError: n = 0``, ``n += 1``, a nested ``def`` reading it) is not seeded: the
+    plain cell's ``NameError`` must come. When the cell looks at its namespace nothing is
+    seeded: a stand-in would be seen.
+    """
+    first: dict[str, bool] = {}  # name -> its first use was a store
+    probes = False
+    for name, store in _uses_in_order(stmts):
+        probes = probes or (name in _NAMESPACE_PROBES and not store)
+        first.setdefault(name, store)
+    return {name for name, store in first.items() if store}, probes
+
+
+def _uses_in_order(nodes: Iterable[ast.AST]) -> Iterator[tuple[str, bool]]:
+    """``(name, is_store)`` for every name the nodes use, in evaluation order where it differs from
+    the text's (an assignment's value before its targets; ``x += 1`` reads ``x``; a loop's iterable
+    before its target). Bodies of nested ``def``s, lambdas and classes count where they are defined
+    (they may run at once), and their own local names count too (conservative: never seeds too much)."""
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            yield node.id, isinstance(node.ctx, ast.Store)
+        elif isinstance(node, ast.Assign):
+            yield from _uses_in_order([node.value, *node.targets])
+        elif isinstance(node, ast.AugAssign):
+            yield from _uses_in_order([node.value])
+            if isinstance(node.target, ast.Name):
+                yield node.target.id, False  # read, then written
+            else:
+                yield from _uses_in_order([node.target])
+        elif isinstance(node, ast.NamedExpr):
+            yield from _uses_in_order([node.value, node.target])
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            yield from _uses_in_order([node.iter, node.target, *node.body, *node.orelse])
+        elif isinstance(node, ast.comprehension):
+            yield from _uses_in_order([node.iter, node.target, *node.ifs])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            yield from _uses_in_order([*node.generators, node.elt])
+        elif isinstance(node, ast.DictComp):
+            yield from _uses_in_order([*node.generators, node.key, node.value])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from _uses_in_order([n for n in ast.iter_child_nodes(node)])
+            yield node.name, True
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name.split(".")[0]), True
+        elif isinstance(node, ast.ExceptHandler):
+            yield from _uses_in_order([node.type] if node.type is not None else [])
+            if node.name:
+                yield node.name, True
+            yield from _uses_in_order(node.body)
+        else:
+            yield from _uses_in_order(ast.iter_child_nodes(node))
+
+
+class _ModuleScopeCalls(ast.NodeTransformer):
+    """In the cell's own scope, ``locals()`` and ``vars()`` mean the namespace, as at a plain
+    cell's top level: they become ``globals()`` (unless the cell binds those names itself).
+    Nested ``def``s, lambdas and classes keep their own ``locals()``."""
+
+    def __init__(self, bound: set[str]) -> None:
+        self.bound = bound
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        f = node.func
+        if (not isinstance(f, ast.Name) or f.id not in ("locals", "vars", "dir") or node.args or node.keywords
+                or {f.id, "globals", "sorted"} & self.bound):
+            return node
+        namespace = ast.Call(func=ast.Name(id="globals", ctx=ast.Load()), args=[], keywords=[])
+        if f.id == "dir":  # a module's dir() is its sorted names
+            namespace = ast.Call(func=ast.Name(id="sorted", ctx=ast.Load()), args=[namespace], keywords=[])
+        return ast.copy_location(namespace, node)
+
+    def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_ListComp(self, node: ast.AST) -> ast.AST:
+        # only the first iterable is evaluated in the cell's scope; the rest is the comprehension's
+        first = node.generators[0]  # type: ignore[attr-defined]
+        first.iter = self.visit(first.iter)
+        return node
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
+
+
 class Unassigned:
     """Stands in for a name the cell assigns but the namespace does not have yet.
 
@@ -335,9 +483,10 @@ class Unassigned:
 
 @contextlib.contextmanager
 def placeholders(cf: CellFunction) -> Iterator[None]:
-    """Seed :class:`Unassigned` for the cell's missing names; remove those still unassigned after."""
+    """Seed :class:`Unassigned` for the cell's missing names that it stores before reading
+    (:attr:`CellFunction.seedable`); remove those still unassigned after."""
     ns = cf.fn.__globals__
-    seeded = {name: Unassigned(name) for name in cf.assigned if name not in ns}
+    seeded = {name: Unassigned(name) for name in cf.seedable if name not in ns}
     ns.update(seeded)
     try:
         yield

@@ -11,6 +11,7 @@ and what is allowed), and returns one frozen object that ``execute``, ``measure`
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Callable, Optional
 
 from .settings import CompileSettings, make_settings
@@ -18,6 +19,12 @@ from .settings import CompileSettings, make_settings
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
+    """The options of one run. Their names are the fields of :class:`CompileSettings` (``mode``,
+    ``backend``, ``dynamic``, ``fullgraph``, ``options``: what ``torch.compile`` is given) and the
+    fields below: :data:`OPTION_NAMES` is derived from both, and :meth:`build` takes exactly
+    those keywords, so an option is declared once, here (the magic's flags are checked against
+    it by the tests)."""
+
     settings: CompileSettings
     runs: Optional[int] = None  # timed calls (None: auto-ranged)
     warmup: Optional[int] = None  # warm-up calls (None: the settings' warmup_calls)
@@ -31,66 +38,76 @@ class RunOptions:
     record: bool = True  # add a row to the history
     verify_fixes: bool = False  # try each suggested fix on the cell in a scratch compile (run.verify)
     verify_budget_s: Optional[float] = None  # seconds for it (None: run.verify.DEFAULT_BUDGET_S)
+    budget_s: Optional[float] = None  # ceiling on the run-time measurement (None: RUN_TIME_BUDGET_S)
 
     @classmethod
-    def build(
-        cls,
-        *,
-        mode: Optional[str] = None,
-        backend: Any = None,
-        dynamic: Optional[bool] = None,
-        fullgraph: bool = False,
-        options: Optional[dict[str, Any]] = None,
-        runs: Optional[int] = None,
-        warmup: Optional[int] = None,
-        fresh: bool = False,
-        compare_eager: bool = False,
-        observe: bool = False,
-        profile_kernels: bool = False,
-        memory_timeline: bool = False,
-        trace_dir: Optional[str] = None,
-        label: str = "",
-        record: bool = True,
-        verify_fixes: bool = False,
-        verify_budget_s: Optional[float] = None,
-        devices: Optional[Callable[[], set[str]]] = None,
-    ) -> "RunOptions":
-        """Validate every option once. ``devices``: the devices the code's tensors are on
-        (called only with ``profile_kernels``, which then compiles C++ kernels with
-        profiling on where CPU kernels can come; see :func:`~ipycompile.run.kernel_times.kernel_profile_options`).
-        Bad settings raise :class:`~ipycompile.run.settings.SettingsError`, other bad
-        options a ``ValueError`` naming the option."""
-        if profile_kernels and observe:
+    def build(cls, *, devices: Optional[Callable[[], set[str]]] = None, **chosen: Any) -> "RunOptions":
+        """Validate every option once; ``chosen`` are :data:`OPTION_NAMES` keywords (an unknown
+        one is a ``TypeError`` naming it). ``devices``: the devices the code's tensors are on
+        (called only with ``profile_kernels``, which then compiles C++ kernels with profiling on
+        where CPU kernels can come; see :func:`~ipycompile.run.kernel_times.kernel_profile_options`).
+        Bad settings raise :class:`~ipycompile.run.settings.SettingsError`, other bad options a
+        ``ValueError`` (or, for a value of the wrong type, a ``TypeError``) naming the option."""
+        unknown = sorted(set(chosen) - set(OPTION_NAMES))
+        if unknown:
+            raise TypeError(f"unknown option {unknown[0]!r}; the options are {', '.join(OPTION_NAMES)}")
+        compile_args = {k: chosen.pop(k) for k in _SETTINGS_NAMES if k in chosen}
+        run = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "settings"}
+        run.update(chosen)
+        if run["profile_kernels"] and run["observe"]:
             raise ValueError("--profile-kernels: not with --observe (the cell runs once, as ordinary code)")
-        if memory_timeline and observe:
+        if run["memory_timeline"] and run["observe"]:
             raise ValueError("--memory-timeline: not with --observe (the cell runs once, as ordinary code)")
-        if memory_timeline:
+        if run["memory_timeline"]:
             import torch
 
             if not torch.cuda.is_available():
                 raise ValueError("--memory-timeline: needs CUDA (it records the CUDA caching allocator's history); "
                                  "CUDA is not available here")
-        if profile_kernels:
+        if run["profile_kernels"]:
             from .kernel_times import kernel_profile_options
 
-            options = kernel_profile_options(options, backend, **({"devices": devices()} if devices else {}))
-        settings = make_settings(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options)
-        check_counts(runs, warmup)
+            compile_args["options"] = kernel_profile_options(
+                compile_args.get("options"), compile_args.get("backend"),
+                **({"devices": devices()} if devices else {}))
+        settings = make_settings(**compile_args)
+        check_counts(run["runs"], run["warmup"])
+        budget = run["budget_s"]
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0):
+            raise ValueError(f"--budget: {budget!r} is not allowed; give the seconds the timing may take, a number > 0")
+        label = "" if run["label"] is None else run["label"]
+        if not isinstance(label, str):
+            raise TypeError(f"label: a str (the run's tag in the history), not {type(label).__name__} ({label!r:.60})")
+        trace_dir = run["trace_dir"]
         if trace_dir is not None:
+            if not isinstance(trace_dir, (str, os.PathLike)):
+                raise TypeError(f"trace_dir: a folder path (str or os.PathLike), not {type(trace_dir).__name__} "
+                                f"({trace_dir!r:.60})")
+            trace_dir = os.fspath(trace_dir)
+            if not isinstance(trace_dir, str):
+                raise TypeError(f"trace_dir: a folder path as text, not {type(trace_dir).__name__}")
             check_trace_dir(trace_dir)
-        check_verify(verify_fixes, verify_budget_s, observe)
-        return cls(settings, runs, warmup, bool(fresh), bool(compare_eager), bool(observe), bool(profile_kernels),
-                   bool(memory_timeline), trace_dir, label, bool(record), bool(verify_fixes),
-                   None if verify_budget_s is None else float(verify_budget_s))
+        check_verify(run["verify_fixes"], run["verify_budget_s"], run["observe"])
+        if run["verify_budget_s"] is not None:
+            run["verify_budget_s"] = float(run["verify_budget_s"])
+        flags = {k: bool(v) for k, v in run.items() if isinstance(_DEFAULTS[k], bool)}
+        return cls(settings=settings, **{**run, **flags, "label": label, "trace_dir": trace_dir})
 
     def replace(self, **changes: Any) -> "RunOptions":
         return dataclasses.replace(self, **changes)
 
+    def warm_start(self) -> "RunOptions":
+        """A sweep's untimed warm start: one call, nothing but the compile (no eager, no kernel
+        profile, no memory timeline, no history row), with the same settings."""
+        return self.replace(runs=1, warmup=0, compare_eager=False, profile_kernels=False, memory_timeline=False,
+                            record=False)
 
-#: the keyword arguments :meth:`RunOptions.build` takes (the rest of a call's are the cell's)
-OPTION_NAMES = ("mode", "backend", "dynamic", "fullgraph", "options", "runs", "warmup", "fresh", "compare_eager",
-                "observe", "profile_kernels", "memory_timeline", "trace_dir", "label", "record", "verify_fixes",
-                "verify_budget_s")
+
+_SETTINGS_NAMES = tuple(f.name for f in dataclasses.fields(CompileSettings))
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunOptions) if f.name != "settings"}
+
+#: every option's name: :class:`CompileSettings`' fields, then :class:`RunOptions`' own
+OPTION_NAMES = _SETTINGS_NAMES + tuple(_DEFAULTS)
 
 
 def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
@@ -102,8 +119,6 @@ def check_counts(runs: Optional[int], warmup: Optional[int]) -> None:
 
 def check_trace_dir(trace_dir: str) -> None:
     """A ``ValueError`` naming the directory when a trace log cannot be written there (nothing runs)."""
-    import os
-
     try:
         os.makedirs(trace_dir, exist_ok=True)
     except OSError as exc:

@@ -36,15 +36,15 @@ def run_request(
     ``SweepError``) before anything runs; ``kwargs`` are :func:`execute`'s (the options among
     them become one :class:`~ipycompile.run.options.RunOptions`)."""
     options = dict(parse_option(text) for text in option)
-    if not sweep:  # the run's options, built once
-        chosen = {k: kwargs.pop(k) for k in OPTION_NAMES if k in kwargs}
-        opts = RunOptions.build(options=options, fresh=fresh, **chosen,
-                                devices=lambda: cell_devices(source, namespace))
-        return execute(source, namespace, run_options=opts, **kwargs)
     params = dict(parse_sweep(text) for text in sweep)
     if len(params) < len(sweep):
         raise SweepError("--sweep: each NAME may be swept once; give all its values in one --sweep")
-    return sweep_cell(source, namespace, params, progress=not quiet, options=options, **kwargs)
+    chosen = {k: kwargs.pop(k) for k in OPTION_NAMES if k in kwargs}
+    # the run's options, built once (bad ones fail before anything runs)
+    opts = RunOptions.build(options=options, fresh=fresh, **chosen, devices=lambda: cell_devices(source, namespace))
+    if not sweep:
+        return execute(source, namespace, run_options=opts, **kwargs)
+    return sweep_cell(source, namespace, params, run_options=opts, progress=not quiet, **kwargs)
 
 
 def split_options(line: str, parses: Callable[[str], bool]) -> Optional[tuple[str, str]]:

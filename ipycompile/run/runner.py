@@ -26,6 +26,7 @@ import contextlib
 import copy
 import dataclasses
 import statistics
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
 from .session import SESSION
-from .cell import CellFunction, make_cell_function, placeholders
+from .cell import CellFunction, make_cell_function, namespace_state, placeholders
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
 from .activity import CompileActivity
@@ -49,7 +50,7 @@ from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.roofline import roofline
 from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
                       SteadyState)
-from .options import OPTION_NAMES, RunOptions
+from .options import RunOptions
 from .settings import CompileSettings
 
 R = TypeVar("R")
@@ -161,14 +162,59 @@ def execute(
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
+    check_cell(source, namespace)
+    if run_options is not None and options:
+        raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
+    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    with _one_run_at_a_time():
+        return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
+                        execution_count)
+
+
+class NestedRunError(RuntimeError):
+    """A run started from inside another run's cell (``%%compile`` or ``run_cell`` in code that a
+    ``%%compile`` cell calls): refused, so each report holds its own cell only."""
+
+
+_RUNNING = threading.local()
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time() -> Any:
+    if getattr(_RUNNING, "active", False):
+        raise NestedRunError(
+            "ipycompile: a %%compile run (or run_cell) was started from code that a %%compile cell is running; "
+            "runs do not nest (their reports would mix): call the function in a plain cell, or run it with "
+            "plain torch.compile inside the %%compile cell")
+    _RUNNING.active = True
+    try:
+        yield
+    finally:
+        _RUNNING.active = False
+
+
+def check_cell(source: Any, namespace: Any) -> None:
+    """A ``TypeError`` naming the argument when ``source`` is not text or ``namespace`` not a dict."""
+    if not isinstance(source, str):
+        raise TypeError(f"source: the cell's code as a str, not {type(source).__name__} ({_short(source)})")
+    if namespace is not None and not isinstance(namespace, dict):
+        raise TypeError(f"namespace: a dict of the names the cell sees (e.g. globals()), not "
+                        f"{type(namespace).__name__} ({_short(namespace)})")
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[str], header: Optional[str],
+             sources: Optional[dict[str, str]], execution_count: Optional[int]) -> CellRun:
     import torch
 
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise TypeError(f"execute: unknown option {unknown[0]!r}; options are {', '.join(OPTION_NAMES)}")
-    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
     settings = opts.settings
-    namespace = {} if namespace is None else namespace
     filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
     profile = new_profile(settings, observe=opts.observe, label=opts.label, fresh=opts.fresh)
@@ -183,7 +229,16 @@ def execute(
     else:
         cf = make_cell_function(source, namespace, filename=filename, header=header)
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
-        SESSION.compiled[cf_key] = (cf, compiled)
+        _NAMESPACES.add(id(namespace))
+        missing = [name for name in cf.read_first if name not in namespace]
+        if missing:  # Dynamo gives up on this code for good: the next run gets a new function
+            profile.notes.append(
+                f"{_names(missing)} did not exist when the cell started and the cell reads "
+                f"{'it' if len(missing) == 1 else 'them'} before assigning: torch's Dynamo cannot compile a frame "
+                "that reads back a global it created, so this run may have run the cell uncompiled; "
+                "run the cell again to compile it")
+        else:
+            SESSION.compiled[cf_key] = (cf, compiled)
     profile.reused_compiled_code = reused
 
     def reference() -> Any:  # the cell again, eagerly, its inputs upcast to float64 (the output check's reference)
@@ -191,8 +246,17 @@ def execute(
         cf64 = make_cell_function(source, ns64, filename=f"<ipycompile-fp64-{next(SESSION.counter)}>", header=header)
         return _snapshot(cf64, cf64.fn())
 
-    target = Target(compiled, cf.fn, lambda value: _snapshot(cf, value), lambda: placeholders(cf), reference)
+    copy = _copy_tensors if settings.uses_cudagraphs() else None
+    run_compiled, run_eager = compiled, cf.fn
+    if cf.read_first:  # each call after the first starts from the namespace the first call started from
+        before = namespace_state(cf)
+        run_compiled, run_eager = _after(before, compiled), _after(before, cf.fn)
+        profile.notes.append(f"the cell reads {_names(cf.read_first)} before assigning them: each call after the "
+                             "first (warm-up, timing, eager) starts from the namespace as it was before the cell")
+    target = Target(run_compiled, run_eager, lambda value: _snapshot(cf, value), lambda: placeholders(cf),
+                    reference, lambda: namespace_state(cf, copy))
     run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
+    _hold_resume_functions(namespace)
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
@@ -226,6 +290,25 @@ def _verify_fixes(report: CompileReport, error: Optional[BaseException], cf: Cel
     return report
 
 
+def _after(restore: Callable[[], None], fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` called after ``restore()``, except the first time (the first call starts where it is)."""
+    first = [True]
+
+    def call() -> Any:
+        if first[0]:
+            first[0] = False
+        else:
+            restore()
+        return fn()
+
+    return call
+
+
+def _names(names: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 @dataclass
 class Target:
     """What :func:`measure` runs: the compiled call, its eager twin, and how to compare their outputs."""
@@ -235,6 +318,7 @@ class Target:
     snapshot: Callable[[Any], Any]  # the value to compare with eager (a cell: its value, else its names)
     scope: Callable[[], Any] = contextlib.nullcontext  # a context around the first call
     reference: Optional[Callable[[], Any]] = None  # the eager snapshot with float64 inputs (raises when not possible)
+    state: Optional[Callable[[], Callable[[], None]]] = None  # after the first call: what puts its state back
 
 
 def new_profile(settings: CompileSettings, *, observe: bool = False, label: str = "", fresh: bool = False) -> Profile:
@@ -360,6 +444,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     cap = capture(opts.trace_dir)
     compiled = target.compiled
     activity = CompileActivity()
+    restore: Optional[Callable[[], None]] = None
     recorders = []
     # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
     with fresh_ctx, activity:
@@ -368,13 +453,14 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
                                    keep_expected=opts.compare_eager)
                 first = call.record
+                restore = target.state() if target.state is not None else None
                 recorders += [call.recorder] if call.recorder is not None else []
                 warmed = _warm_up(compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls,
                                   activity)
             # the capture is closed: timed runs carry none of its cost
             cuda = call.device_work and torch.cuda.is_available()
             before = dict(activity.by_trigger)
-            steady = said.take(_run_time(compiled, runs, activity, warmed))
+            steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
             steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
             steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
             steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
@@ -384,10 +470,14 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
             if opts.compare_eager:
                 eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
-                                                 device_work=call.device_work, first=first, steady=steady))
+                                                 device_work=call.device_work, first=first, steady=steady,
+                                                 budget_s=2 * (opts.budget_s or RUN_TIME_BUDGET_S)))
                 steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
-        except (Exception, KeyboardInterrupt) as exc:
+        except BaseException as exc:  # the user's SystemExit too: the run is recorded, the magic re-raises it
             error = exc
+        finally:
+            if restore is not None:  # the namespace as the first call left it, as after a plain cell
+                restore()
     t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
@@ -401,7 +491,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     profile.notes += said.notes
     profile.noise += said.noise
     if error is not None:
-        profile.error = f"{type(error).__name__}: {error}"
+        profile.error = error_text(error)
     report.profile = profile
     if profile.kernels.times:
         roof = roofline(report)
@@ -461,12 +551,19 @@ def _warm_up(compiled: Callable[[], Any], calls: int, activity: CompileActivity)
     return made
 
 
+#: the run-time measurement's ceiling by default: about what ``%timeit`` takes (7 rounds of at least
+#: 0.2 s after its calibration) with room for the probes; three times the plan's 1 s, so a quiet run
+#: never meets it. The comparison with eager (two sides, a 2 s plan) gets twice this.
+RUN_TIME_BUDGET_S = 3.0
+
+
 def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: CompileActivity,
-              warmed: int) -> Measured[SteadyState]:
-    """Run time (:func:`time_blocks`: blocks of calls back to back), the steady state's peak
-    memory, and whether the blocks disagree or the machine was oversubscribed meanwhile."""
+              warmed: int, budget_s: float = RUN_TIME_BUDGET_S) -> Measured[SteadyState]:
+    """Run time (:func:`time_blocks`: blocks of calls back to back, within ``budget_s``), the
+    steady state's peak memory, and whether the blocks disagree, the budget ran out, or the
+    machine was oversubscribed meanwhile."""
     with PeakMemory() as mem, Contention() as contention:
-        blocks = time_blocks(compiled, runs=runs, activity=activity)
+        blocks = time_blocks(compiled, runs=runs, activity=activity, budget_s=budget_s if runs is None else None)
     steady = SteadyState(
         run_times_s=list(blocks.times_s), run_median_s=blocks.median_s, run_iqr_s=blocks.iqr_s,
         run_min_s=min(blocks.times_s), run_max_s=max(blocks.times_s), runs=blocks.runs,
@@ -475,10 +572,15 @@ def _run_time(compiled: Callable[[], Any], runs: Optional[int], activity: Compil
         timing_method=(f"run time: median over {blocks.blocks} blocks of {blocks.block_calls} calls back to back, "
                        "each block between two device synchronisations, sized by blocked_autorange's rule "
                        "(the timer's overhead at most 1e-4 of a block, at least 10 ms) from the median of probe "
-                       "blocks"),
+                       "blocks" + (f"; budget {budget_s:g} s, spent {blocks.spent_s:.2f} s on {blocks.blocks} blocks "
+                          f"({blocks.runs} calls)" if runs is None else "")),
         peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
     why = run_time_noise(blocks.times_s)
     noise = [why] if why and blocks.blocks >= 3 else []
+    if blocks.over_budget:
+        noise.insert(0, f"run time: the timing budget of {budget_s:g} s was spent after {blocks.blocks} block(s) "
+                        f"({blocks.runs} calls) before the plan was done (a busy machine, or calls still settling): "
+                        "timing stopped there; --budget SECONDS gives it more")
     if contention.why("run time") and not noise:
         noise.append(contention.why("run time"))
     return Measured(steady, noise=noise)
@@ -579,7 +681,8 @@ def _kernel_option_note(settings: CompileSettings, profile_kernels: bool, kernel
 
 
 def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup: Optional[int], device_work: bool,
-                   first: FirstCall, steady: SteadyState) -> Measured[EagerComparison]:
+                   first: FirstCall, steady: SteadyState,
+                   budget_s: Optional[float] = None) -> Measured[EagerComparison]:
     """The comparison with eager: outputs checked, steady-state peak memory, compiled and eager
     blocks in ABBA pairs (the speedup the median of the pairs' ratios), latency, on CUDA device
     time and busy time, break-even from the same pairs."""
@@ -598,11 +701,15 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
         for _ in range(max(1, n_warm)):
             target.eager()
     with Contention() as contention:
-        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs)
+        compiled_blocks, eager_blocks = time_paired(target.compiled, target.eager, runs=runs,
+                                                    budget_s=budget_s if runs is None else None)
     ratio = paired_ratio(compiled_blocks.times_s, eager_blocks.times_s)
     fields: dict[str, Any] = {}
     noise = [why for why in (ratio.why_noisy("speedup vs eager") or contention.why("speedup vs eager"),
                              run_time_noise(eager_blocks.times_s, "eager run time")) if why]
+    if compiled_blocks.over_budget:
+        noise.insert(0, f"speedup vs eager: the timing budget of {budget_s:g} s was spent after {ratio.pairs} "
+                        "pair(s) of blocks before the plan was done: timing stopped there; --budget SECONDS gives it more")
     if runs != 1:
         median = eager_blocks.median_s
         fields["latency_median_s"] = time_calls(target.eager, runs=_latency_calls(median), warmup=0,
@@ -760,9 +867,9 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
         profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
                                      peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
         profile.memory = Memory(host_method=mem.host_method)
-    except (Exception, KeyboardInterrupt) as exc:
+    except BaseException as exc:  # recorded, and re-raised by the caller
         error = exc
-        profile.error = f"{type(exc).__name__}: {exc}"
+        profile.error = error_text(exc)
     report = cap.report
     report.profile = profile
     report.sources.update(sources or {})
@@ -771,6 +878,15 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
     if record:
         _history.record(report, execution_count=execution_count)
     return CellRun(value, report, error)
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` for the report, even when the exception's ``__str__`` itself raises."""
+    try:
+        message = str(exc)
+    except Exception as failed:  # the user's exception stays the one raised; only its text is missing
+        message = f"<str() of the exception failed: {type(failed).__name__}>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _note_trace(cap, profile: Profile) -> None:
@@ -796,9 +912,54 @@ def run_cell(source: str, namespace: Optional[dict] = None, **kwargs: Any) -> Ce
     """
     run = execute(source, namespace, **kwargs)
     if run.error is not None:
-        run.error.ipycompile_report = run.report  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # an exception class with __slots__ takes no attribute
+            run.error.ipycompile_report = run.report  # type: ignore[attr-defined]
         raise run.error
     return run
+
+
+def release_compiled_cells() -> None:
+    """At exit: Dynamo's helper names in the namespaces cells ran in are let go while those
+    namespaces are intact.
+
+    Dynamo keeps helpers (``__builtins_dict___N``) in the globals of the code it compiled, here
+    the notebook namespace, and deletes each when its compiled code is freed. IPython clears
+    the namespace at exit before that code is freed, and the deletion fails ("Exception
+    ignored ... KeyError: '__builtins_dict___1'"). Here (at exit, after IPython's terminal
+    has cleared the namespace, or before its kernel does) Dynamo's compiled code is dropped
+    (``torch._dynamo.reset()``) and the clean-ups still pending for those namespaces are
+    pointed at a private copy of their name, so that they find it."""
+    import sys
+
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None or not _NAMESPACES:  # no cell was compiled in this process
+        return
+    try:
+        manager = getattr(getattr(dynamo.utils, "CleanupManager", None), "instance", None)
+        for hooks in list(getattr(manager, "values", {}).values()):
+            for hook in hooks:
+                scope, name = getattr(hook, "scope", None), getattr(hook, "name", None)
+                if isinstance(scope, dict) and id(scope) in _NAMESPACES and isinstance(name, str):
+                    hook.scope = {name: scope.pop(name, None)}  # IPython's terminal may have cleared it
+        dynamo.reset()
+    except Exception:  # at exit: never a traceback of ours
+        pass
+    _HELD.clear()
+    SESSION.clear()
+
+
+def _hold_resume_functions(namespace: dict) -> None:
+    """Keep Dynamo's resume functions of a cell (``__resume_at_*``, in the namespace) alive
+    until :func:`release_compiled_cells`: freed while IPython clears the namespace at exit,
+    their clean-up would look for names already gone."""
+    for key, value in list(namespace.items()):
+        if key.startswith("__resume_at_"):
+            _HELD[(id(namespace), key)] = value
+
+
+#: ids of the namespaces cells were compiled over, and their resume functions (see :func:`release_compiled_cells`)
+_NAMESPACES: set[int] = set()
+_HELD: dict[tuple[int, str], Any] = {}
 
 
 def reset(*, history: bool = False) -> None:
@@ -806,4 +967,5 @@ def reset(*, history: bool = False) -> None:
     import torch
 
     torch._dynamo.reset()
+    _HELD.clear()
     SESSION.clear(history=history)

@@ -110,12 +110,55 @@ def _check_inductor_option(key: str, value: Any) -> None:
         close = difflib.get_close_matches(key, names, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else "see torch._inductor.list_options()"
         raise SettingsError("--option", key, f"not an Inductor option; {hint}")
-    current = getattr(config, key, None) if "." not in key else None
-    if isinstance(current, bool) and not isinstance(value, bool):
-        raise SettingsError("--option", f"{key}={value!r}", f"{key} takes True or False")
-    if isinstance(current, (int, float)) and not isinstance(current, bool):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SettingsError("--option", f"{key}={value!r}", f"{key} takes a number (now {current!r})")
+    expected = _option_type(config, key)
+    if expected is None or _is_instance(value, expected):
+        return
+    current = config.get_config_copy().get(key)
+    if expected is bool:
+        allowed = f"{key} takes True or False"
+    else:
+        allowed = f"{key} takes {_type_name(expected)} (now {current!r}), not {type(value).__name__}"
+    raise SettingsError("--option", f"{key}={value!r}", allowed)
+
+
+def _option_type(config: Any, key: str) -> Any:
+    """The type torch checks an Inductor option's value against (``config.get_type``, as
+    ``torch.compile``'s ``options=`` does); None where torch's config cannot say."""
+    get_type = getattr(config, "get_type", None)
+    try:
+        return get_type(key) if callable(get_type) else None
+    except Exception:
+        return None
+
+
+def _is_instance(value: Any, expected: Any) -> bool:
+    """``isinstance`` as torch applies it: a plain class must match (``True`` is no int for a
+    bool option, and no int where torch wants an int: bools are refused there too); a union
+    (``int | None``) is checked member by member; other generic types are not checked (torch
+    does not check them either)."""
+    import typing
+
+    origin = typing.get_origin(expected)
+    if origin is None:
+        if not isinstance(expected, type):
+            return True
+        if expected is not bool and isinstance(value, bool):
+            return False
+        return isinstance(value, expected)
+    if origin is Union or type(expected).__name__ == "UnionType":
+        members = [a for a in typing.get_args(expected)]
+        return any(_is_instance(value, type(None) if a is None else a) for a in members)
+    return True
+
+
+def _type_name(expected: Any) -> str:
+    import typing
+
+    args = typing.get_args(expected)
+    if args:
+        return " or ".join(_type_name(a) for a in args)
+    return {bool: "True or False", int: "a whole number", float: "a number", str: "a string (e.g. 'text')",
+            type(None): "None"}.get(expected, getattr(expected, "__name__", str(expected)))
 
 
 def make_settings(

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from . import history_log as _history
 from .cell import check_name
 from .kernel_times import cell_devices
-from .options import RunOptions
-from .runner import CellRun, Target, execute, measure, new_profile
+from .options import OPTION_NAMES, RunOptions
+from .runner import CellRun, Target, error_text, execute, measure, new_profile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -333,30 +333,22 @@ def sweep(
     *,
     make_args: Optional[Callable[..., Any]] = None,
     params: Optional[Mapping[str, Sequence[Any]]] = None,
-    mode: Optional[str] = None,
-    backend: Any = None,
-    dynamic: Optional[bool] = None,
-    fullgraph: bool = False,
-    options: Optional[dict[str, Any]] = None,
-    runs: Optional[int] = None,
-    warmup: Optional[int] = None,
-    compare_eager: bool = False,
-    profile_kernels: bool = False,
     warm_start: bool = True,
     progress: "bool | ProgressCallback" = True,
-    record: bool = True,
-    **grid_params: Sequence[Any],
+    **keywords: Any,
 ) -> "pd.DataFrame":
     """Compile and profile each function at each point of a parameter grid; one row per run.
 
     ``fns`` maps labels to functions (or is one function, labelled by its
-    name). Parameters are keyword arguments (``chunks=[2, 4, 8]``; several make
-    a grid) or a ``params`` dict for names that clash with this function's own
-    arguments. At each point, ``make_args(**point)`` gives the call's arguments
-    (a tuple, a dict of keyword arguments, or one value); without it the
-    function is called as ``fn(**point)``. Arguments are made outside the
-    timed calls. The settings (and ``profile_kernels``) mean what they mean for ``%%compile``; every
-    point is compiled from scratch (Dynamo reset, fresh Inductor caches).
+    name). Keywords named like a run option (:data:`~ipycompile.run.options.OPTION_NAMES`:
+    ``mode``, ``backend``, ``options``, ``runs``, ``compare_eager``, ``profile_kernels``, ...)
+    are options, meaning what they mean for ``%%compile``; the other keywords are parameters
+    (``chunks=[2, 4, 8]``; several make a grid), and a ``params`` dict holds parameters whose
+    names clash with an option or this function's own arguments. At each point,
+    ``make_args(**point)`` gives the call's arguments (a tuple, a dict of keyword arguments,
+    or one value); without it the function is called as ``fn(**point)``. Arguments are made
+    outside the timed calls. Every point is compiled from scratch (Dynamo reset, fresh
+    Inductor caches); ``observe`` and ``label`` do not apply (each function's label is its key).
 
     Returns a DataFrame: the parameters, ``label``, ``status`` (``ok``,
     ``failed`` for a compile failure, ``error`` when the code raised),
@@ -368,10 +360,17 @@ def sweep(
     """
     import torch
 
-    opts = RunOptions.build(mode=mode, backend=backend, dynamic=dynamic, fullgraph=fullgraph, options=options,
-                            runs=runs, warmup=warmup, fresh=True, compare_eager=compare_eager,
-                            profile_kernels=profile_kernels, record=record)  # as %%compile's options mean
-    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False, profile_kernels=False)
+    chosen = {k: keywords.pop(k) for k in OPTION_NAMES if k in keywords}
+    grid_params = keywords
+    for name in ("observe", "label"):
+        if chosen.get(name):
+            raise SweepError(f"sweep: {name} does not apply to a sweep (each point compiles afresh; "
+                             "each function's label is its key in fns)")
+    chosen.pop("label", None)
+    chosen["fresh"] = True
+    record = chosen.get("record", True)
+    opts = RunOptions.build(**chosen)  # as %%compile's options mean
+    warm_opts = opts.warm_start()
     settings = opts.settings
     if callable(fns) and not isinstance(fns, Mapping):
         fns = {getattr(fns, "__name__", "fn"): fns}
@@ -399,7 +398,7 @@ def sweep(
         except Exception as exc:  # a failed point, with a report saying why
             from ..report import CompileReport
 
-            profile.error = f"{type(exc).__name__}: {exc} (in make_args)"
+            profile.error = f"{error_text(exc)} (in make_args)"
             report = CompileReport()
             report.profile = profile
             return CellRun(None, report, exc)
@@ -416,30 +415,36 @@ def sweep_cell(
     namespace: dict,
     params: Mapping[str, Sequence[Any]],
     *,
-    label: str = "",
+    run_options: Optional[RunOptions] = None,
     warm_start: bool = True,
     progress: "bool | ProgressCallback" = True,
-    record: bool = True,
     execution_count: Optional[int] = None,
-    **execute_kwargs: Any,
+    filename: Optional[str] = None,
+    header: Optional[str] = None,
+    sources: Optional[dict[str, str]] = None,
+    **options: Any,
 ) -> "pd.DataFrame":
     """Run a cell once per grid point, with the parameters bound as names in ``namespace``.
 
     Each point runs as :func:`ipycompile.run.execute` with ``fresh=True``; the
     namespace's previous values of the parameter names are restored afterwards
-    (names that did not exist are removed). Returns the sweep's DataFrame, as
+    (names that did not exist are removed). The options are ``run_options``, or built
+    here from ``options`` (:data:`~ipycompile.run.options.OPTION_NAMES` keywords); ``label``
+    names the rows, ``record`` adds them to the history. Returns the sweep's DataFrame, as
     :func:`sweep` does.
     """
-    if execute_kwargs.get("observe"):
+    if run_options is None:
+        run_options = RunOptions.build(**options, devices=lambda: cell_devices(source, namespace))
+    elif options:
+        raise TypeError(f"sweep_cell: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
+    if run_options.observe:
         raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
-    cell = {k: execute_kwargs.pop(k) for k in ("filename", "header", "sources") if k in execute_kwargs}
-    execute_kwargs.pop("fresh", None)
-    execute_kwargs.pop("record", None)
+    label, record = run_options.label, run_options.record
+    cell = {"filename": filename, "header": header, "sources": sources}
     points = grid(params)
-    # the options, built once (bad ones fail before anything runs): each point compiles afresh
-    opts = RunOptions.build(**execute_kwargs, fresh=True, label=label, record=False,
-                            devices=lambda: cell_devices(source, namespace))
-    warm_opts = opts.replace(runs=1, warmup=0, compare_eager=False)
+    # each point compiles afresh; its history row is the sweep's (record=False here)
+    opts = run_options.replace(fresh=True, record=False)
+    warm_opts = opts.warm_start()
     missing = object()
     saved = {name: namespace.get(name, missing) for name in points[0]}
 

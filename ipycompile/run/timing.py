@@ -211,6 +211,9 @@ class BlockTiming(_Samples):
     block_calls: int
     dropped_blocks: int = 0
     probe_calls: int = 0  # untimed calls that sized the blocks
+    budget_s: Optional[float] = None  # the time the measurement could take (None: no ceiling)
+    spent_s: float = 0.0  # the time it took, probes included
+    over_budget: bool = False  # the budget ran out before the plan was done: re-planning and blocks stopped
 
     @property
     def runs(self) -> int:
@@ -292,6 +295,8 @@ def time_blocks(
     max_blocks: int = 100,
     activity: Optional["CompileActivity"] = None,
     max_dropped: int = 5,
+    budget_s: Optional[float] = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> BlockTiming:
     """Run time of ``fn``: blocks of calls back to back, each block between two synchronisations.
 
@@ -308,27 +313,38 @@ def time_blocks(
     ``activity``: a :class:`CompileActivity` that is open around this call; a
     block during which torch compiled or recorded a CUDA graph is dropped and
     re-run (at most ``max_dropped`` times; later ones are kept, and counted).
+
+    ``budget_s``: a ceiling on the whole measurement (probes included, read on ``clock``): once
+    it is spent, re-planning stops and no block starts after the first one that is kept; the
+    result says ``over_budget`` (the caller marks the figure NOISY) and what the budget bought.
     """
+    start = clock()
     per_block, blocks, probes = plan_blocks(fn, runs=runs, target_s=target_s, min_blocks=min_blocks,
                                             max_blocks=max_blocks)
     block_s = block_seconds(timer_overhead_s(), target_s, min_blocks) if runs is None else 0.0
     times: list[float] = []
     dropped = replans = 0
+    over = False
     while len(times) < blocks:
+        if budget_s is not None and times and clock() - start >= budget_s:
+            over = True  # what was measured is the figure; it is marked, not measured on
+            break
         seen = activity.count if activity is not None else 0
         elapsed = _timed_block(fn, per_block)
         if activity is not None and activity.count != seen and dropped < max_dropped:
             dropped += 1
             continue
         times.append(elapsed / per_block)
-        if block_s and replans < MAX_REPLANS:
+        spent = clock() - start
+        if block_s and replans < MAX_REPLANS and (budget_s is None or spent < budget_s):
             again = sized_again(times, per_block, block_s)
             if again is not None:
                 probes += per_block * len(times)
                 per_block, call_s = again
                 blocks = max(min_blocks, min(max_blocks, round(target_s / max(call_s * per_block, 1e-9))))
                 times, replans = [], replans + 1
-    return BlockTiming(times, per_block, dropped, probes)
+    return BlockTiming(times, per_block, dropped, probes, budget_s=budget_s, spent_s=clock() - start,
+                       over_budget=over)
 
 
 def sized_again(times: list[float], per_block: int, block_s: float) -> Optional[tuple[int, float]]:
@@ -375,6 +391,8 @@ def time_paired(
     target_s: float = 2.0,
     min_pairs: int = 6,
     max_pairs: int = 50,
+    budget_s: Optional[float] = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[BlockTiming, BlockTiming]:
     """Run time of ``a`` and ``b`` measured interleaved: pairs of one block of each, in
     alternating order (``a b``, ``b a``, ``a b``, ...: ABBA), so that drift of the machine's
@@ -387,7 +405,10 @@ def time_paired(
     when a pair would last over ``5 * target_s``), and a side whose first timed blocks come
     out far shorter than planned is sized again as :func:`time_blocks` does (:func:`sized_again`;
     both sides start over, their discarded blocks counted as probe calls). With ``runs``: about
-    that many calls of each side, in ``min(runs, min_pairs)`` pairs."""
+    that many calls of each side, in ``min(runs, min_pairs)`` pairs. ``budget_s``: as for
+    :func:`time_blocks`, a ceiling on the whole comparison (re-planning and new pairs stop
+    once it is spent; both results say ``over_budget``)."""
+    start = clock()
     if runs is not None:
         _check_int("runs", runs, 1)
     _check_number("target_s", target_s, positive=True)
@@ -408,11 +429,15 @@ def time_paired(
     times: tuple[list[float], list[float]] = ([], [])
     sides = ((0, a), (1, b))
     replans = [0, 0]
+    over = False
     while len(times[0]) < pairs:
+        if budget_s is not None and times[0] and clock() - start >= budget_s:
+            over = True
+            break
         order = sides if len(times[0]) % 2 == 0 else sides[::-1]
         for side, fn in order:
             times[side].append(_timed_block(fn, calls[side]) / calls[side])
-        if not block_s:
+        if not block_s or (budget_s is not None and clock() - start >= budget_s):
             continue
         # each side by time_blocks' rule; a side sized again starts both over (a pair is two adjacent blocks)
         again = [sized_again(times[s], calls[s], block_s) if replans[s] < MAX_REPLANS else None for s in (0, 1)]
@@ -424,7 +449,9 @@ def time_paired(
                     replans[s] += 1
                 times[s].clear()
             pairs = _pairs(calls, est, target_s, min_pairs, max_pairs)
-    return (BlockTiming(times[0], calls[0], 0, probes[0]), BlockTiming(times[1], calls[1], 0, probes[1]))
+    spent = clock() - start
+    return tuple(BlockTiming(times[s], calls[s], 0, probes[s], budget_s=budget_s, spent_s=spent, over_budget=over)
+                 for s in (0, 1))  # type: ignore[return-value]
 
 
 def _pairs(calls: list[int], est: list[float], target_s: float, min_pairs: int, max_pairs: int) -> int:
