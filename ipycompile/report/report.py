@@ -41,6 +41,7 @@ SCHEMA_VERSION = 2  # 2: Profile made of records (settings, first_call, steady, 
 #: package) registers its HTML view when it is imported, and any view may add its own.
 _renderers: list = []  # render(report) -> {mimetype: data}, for notebook display
 _html_writers: list = []  # write(report, path) -> path, for CompileReport.to_html
+_text_renderers: list = []  # render(report) -> str, for str(report): the first screen as text
 
 
 def register_renderer(render) -> None:
@@ -59,6 +60,13 @@ def register_html_writer(write) -> None:
     """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
     if write not in _html_writers:
         _html_writers.append(write)
+
+
+def register_text_renderer(render) -> None:
+    """Register ``render(report) -> str`` as ``str(report)`` (the last one registered is used;
+    with none, ``str(report)`` is :meth:`CompileReport.summary`)."""
+    if render not in _text_renderers:
+        _text_renderers.append(render)
 
 
 def _umask() -> int:
@@ -239,8 +247,8 @@ class CompileReport:
 
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        """Notebook display: text always; HTML from the registered view (see ipycompile.widgets)."""
-        bundle = {"text/plain": self.summary()}
+        """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.widgets)."""
+        bundle = {"text/plain": str(self)}
         if _renderers:
             bundle.update(_renderers[-1](self))
         return bundle
@@ -273,6 +281,12 @@ class CompileReport:
         return render_summary(self, hints or Hints())
 
     def __str__(self) -> str:
+        """The first screen as text (the registered text view), else the whole summary."""
+        if _text_renderers:
+            try:
+                return _text_renderers[-1](self)
+            except Exception:  # a view that cannot render must not lose the report
+                pass
         return self.summary()
 
     def __repr__(self) -> str:

@@ -202,7 +202,12 @@ def loop_headline(r: "CompileReport", u) -> str:
 
 
 def stop_frame(b):
-    """Where Dynamo stopped for graph break ``b`` (its ``break_frame``, else its user line)."""
+    """Where Dynamo stopped for graph break ``b``: ``GraphBreak.stop`` where the report has
+    it, else its ``break_frame``, else its user line. The one place this is decided (the
+    views ask it through :func:`ipycompile.widgets.first_screen.stop`)."""
+    s = getattr(type(b), "stop", None)
+    if s is not None:
+        return b.stop
     return b.break_frame if b.break_frame.filename else b.frame
 
 
