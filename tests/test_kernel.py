@@ -114,7 +114,9 @@ def test_a_report_renders_as_html_without_load_ext(executed):
     cell = cells["plain_capture"]
     _no_errors(cell)
     (result,) = _outputs(cell, "execute_result")
-    assert result.data["text/plain"].startswith("ipycompile report: 2 compiles"), result.data["text/plain"]
+    # the first screen (what to fix first), then the whole summary
+    assert result.data["text/plain"].startswith("ipycompile: what to fix (1"), result.data["text/plain"]
+    assert "\nipycompile report: 2 compiles" in result.data["text/plain"]
     page = result.data["text/html"]
     assert page.startswith("<style>") and 'class="ipyc"' in page and "1 graph break" in page
     rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", page, re.S)
@@ -169,7 +171,7 @@ def test_compile_history_is_a_dataframe_with_the_run(executed):
     assert row["run"] == "1" and row["execution_count"] == str(cells["compile"].execution_count)
     assert row["backend"] == "inductor" and row["status"] == "ok" and row["graph_breaks"] == "1", row
     assert float(row["compile_s"]) > 0 and float(row["run_median_s"]) > 0
-    assert row["report"].startswith("ipycompile report:"), row
+    assert row["report"].startswith("ipycompile: what to fix"), row
     assert "text/plain" in result.data
 
 

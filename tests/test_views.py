@@ -535,7 +535,7 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
 def test_notebook_display_keeps_the_first_screen_as_text():
     r = report("break:helper")
     bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
-    assert bundle["text/plain"] == str(r) and str(r) != r.summary()
+    assert bundle["text/plain"] == str(r) and str(r).endswith("\n\n" + r.summary())
     (b,) = r.graph_breaks
     text = str(r)  # what to fix first: the break at the user's line, its fix, then the numbers
     assert text.startswith("ipycompile: what to fix (1") and "1. Graph break: " in text

@@ -13,7 +13,6 @@ trace is untrusted input, and must not drive the terminal.
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
 import sys
@@ -120,7 +119,7 @@ def report_command(args: argparse.Namespace) -> int:
     from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
     from ..report.summary import CLI_HINTS
-    from ..run.traces import one_screen, open_trace
+    from ..run.traces import open_trace
 
     path = os.path.expanduser(args.path)
     if args.workers is not None and args.workers < 1:
@@ -148,7 +147,10 @@ def report_command(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
-        _say(one_screen(shown.summary(CLI_HINTS)), text_out)
+        from ..widgets.text import MORE_CLI, render_text
+        from ..widgets.viewmodel import view_model
+
+        _say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
     else:
         _say(f"{loaded}\n\n{shown}", text_out)
     try:
@@ -185,21 +187,8 @@ def _directory_json(reports, divergence) -> dict:
 
 
 def _save_directory_html(reports, divergence, path: str) -> None:
-    """One page: the ranks' divergence, then the full report of one rank of each behaviour."""
-    from ..widgets.html import render_html
+    """One page: the ranks' divergence, then the full report of one rank of each behaviour
+    (:func:`ipycompile.widgets.ranks_view.save_ranks_html`)."""
+    from ..widgets.ranks_view import save_ranks_html
 
-    parts = [
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">",
-        f"<title>ipycompile: {html.escape(os.path.basename(os.path.normpath(reports.path)))}</title></head><body>",
-        f"<h2>{html.escape(reports.path)}</h2>",
-        f"<pre>{html.escape(str(reports))}\n\n{html.escape(str(divergence))}</pre>",
-    ]
-    for group in divergence.behaviours or []:
-        r = group.ranks[0]
-        who = f"rank {r}" + (f" (as ranks {', '.join(map(str, group.ranks[1:6]))}{' ...' if len(group.ranks) > 6 else ''})"
-                             if len(group.ranks) > 1 else "")
-        parts.append(f"<h3>{html.escape(who)}: {html.escape(group.text)}</h3>")
-        parts.append(render_html(reports[r]))
-    parts.append("</body></html>\n")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(parts))
+    save_ranks_html(reports, divergence, path)

@@ -281,10 +281,11 @@ class CompileReport:
         return render_summary(self, hints or Hints())
 
     def __str__(self) -> str:
-        """The first screen as text (the registered text view), else the whole summary."""
+        """The first screen as text (the registered text view: what to fix, ranked, then the
+        headline numbers), then the whole summary."""
         if _text_renderers:
             try:
-                return _text_renderers[-1](self)
+                return _text_renderers[-1](self) + "\n\n" + self.summary()
             except Exception:  # a view that cannot render must not lose the report
                 pass
         return self.summary()

@@ -122,7 +122,8 @@ class ViewModel:
 
     header: list[Chip]
     tabs: list[Tab]
-    problems: list = field(default_factory=list)
+    problems: Optional[list] = None  # None: not a report's view (a ranks view), no first screen of problems
+    notes: list[str] = field(default_factory=list)  # where the report came from, what could not be read
 
     def tab(self, key: str) -> Tab:
         for t in self.tabs:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+from ..analysis.compare import user_function
 from ..report.summary import fmt_bytes, fmt_seconds, plural
 from .blocks import Chip
 
@@ -129,10 +130,11 @@ def problems(r: "CompileReport") -> list[Problem]:
         what = next((rc.explanation for rc in rcs if rc.explanation), "")
         if not what and rcs[0].reasons:
             what = " ".join(r.readable(rcs[0].reasons[0]).splitlines()[0].split())
-        title = f"{function or '?'} recompiled {plural(len(rcs), 'time')}" + (f": {what}" if what else "")
+        name = user_function(function)
+        title = f"{name} recompiled {plural(len(rcs), 'time')}" + (f": {what}" if what else "")
         cost = f"{fmt_seconds(seconds)} of compiling" if seconds else ""
         if limit is not None:
-            title = f"Recompile limit hit: {function or '?'} now runs without compiling" + (f" ({what})" if what else "")
+            title = f"Recompile limit hit: {name} now runs without compiling" + (f" ({what})" if what else "")
         p = Problem("recompile", title, cost, r.where(filename, first_line) if filename else "", tab="recompiles",
                     filename=filename, lineno=first_line, calls=len(rcs) + (1_000_000 if limit else 0), seconds=seconds)
         _fix(p, next((rc.suggestion for rc in reversed(rcs) if rc.suggestion is not None), None))

@@ -476,11 +476,12 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details."""
     out = ['<div class="first" role="region" aria-label="What to fix">']
+    out += [f'<p class="note">{_e(n)}</p>' for n in vm.notes]
     if vm.problems:
         n = len(vm.problems)
         out.append(f'<p class="heading">{"What to fix" if any(p.severe for p in vm.problems) else "To consider"}'
                    f' ({n}, most costly first)</p>')
-    for p in vm.problems:
+    for p in vm.problems or ():
         out.append(f'<div class="prob{"" if p.severe else " mild"}" data-kind="{_e(p.kind)}">')
         cost = f' <span class="cost">({_e(p.cost)})</span>' if p.cost else ""
         out.append(f'<p><span class="pt">{_e(p.title)}</span>{cost}</p>')
@@ -499,7 +500,7 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
         elif p.note:
             out.append(f'<p class="fixnote">{_e(p.note)}</p>')
         out.append("</div>")
-    if not vm.problems:
+    if vm.problems == []:
         out.append('<p class="ok">Nothing to fix: no graph breaks, recompiles or failures.</p>')
     out.append('<div class="strip">')
     out += [chip_html(c) for c in vm.header]

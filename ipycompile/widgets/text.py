@@ -21,7 +21,7 @@ __all__ = ["render_text", "report_text", "MORE_API", "MORE_CLI"]
 
 #: What the last line says about where the rest is: the Python API's words, the command line's.
 MORE_API = "everything: report.summary(), report.to_html(path), or the report widget's tabs"
-MORE_CLI = "everything: -o PAGE.html (the whole report), --json FILE, --full"
+MORE_CLI = "everything: -o PAGE.html (the whole report), --json FILE"
 
 
 def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width: int = 100) -> str:
@@ -30,12 +30,14 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
     import textwrap
 
     lines: list[str] = []
-    shown = vm.problems[:problems]
+    every = vm.problems or []
+    shown = every[:problems]
     if shown:
-        severe = any(p.severe for p in vm.problems)
-        lines.append(f"ipycompile: {'what to fix' if severe else 'to consider'} ({len(vm.problems)}, most costly first)")
+        severe = any(p.severe for p in every)
+        lines.append(f"ipycompile: {'what to fix' if severe else 'to consider'} ({len(every)}, most costly first)")
     else:
         lines.append("ipycompile: nothing to fix (no graph breaks, recompiles or failures)")
+    lines += vm.notes
     for i, p in enumerate(shown, 1):
         cost = f" ({p.cost})" if p.cost else ""
         lines += textwrap.wrap(f"{i}. {p.title}{cost}", width, subsequent_indent="   ")
@@ -47,8 +49,8 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
             lines += [f"   | {ln}" for ln in p.fix_code.splitlines()]
         elif p.note:
             lines += textwrap.wrap(p.note, width, initial_indent="   ", subsequent_indent="   ")
-    if len(vm.problems) > len(shown):
-        lines.append(f"   ... and {len(vm.problems) - len(shown)} more")
+    if len(every) > len(shown):
+        lines.append(f"   ... and {len(every) - len(shown)} more")
     chips = [c.text for c in vm.header]
     if chips:
         lines += textwrap.wrap(" | ".join(chips), width)
@@ -56,9 +58,13 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
     return printable("\n".join(lines))
 
 
+#: what ``str(report)``'s first screen says of the rest: it follows
+MORE_BELOW = "the whole report follows; report.to_html(path) writes it as a page"
+
+
 def report_text(report: "CompileReport") -> str:
-    """``str(report)``: the report's first screen as text (registered with the report by
-    :func:`ipycompile.widgets.install`)."""
+    """The first screen of ``str(report)`` (registered with the report by
+    :func:`ipycompile.widgets.install`; ``str`` adds the whole summary below it)."""
     from .viewmodel import view_model
 
-    return render_text(view_model(report))
+    return render_text(view_model(report), more=MORE_BELOW)

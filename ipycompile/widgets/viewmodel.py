@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..report.summary import fmt_bytes, fmt_seconds, limit_lines
+from ..report.summary import Hints, fmt_bytes, fmt_seconds, limit_lines, origin_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
 from .source import SOURCE_CONTEXT
@@ -76,8 +76,9 @@ def dynamo_graphs(r: "CompileReport") -> int:
 
 
 # -- the view-model -------------------------------------------------------------
-def view_model(report: "CompileReport") -> ViewModel:
-    """The header (built now) and the tabs (built when first asked for)."""
+def view_model(report: "CompileReport", hints: Hints = Hints()) -> ViewModel:
+    """The first screen (problems and header, built now) and the tabs (built when first
+    asked for). ``hints`` words where the rest is, for where the report is shown."""
     r = report
     nb, nr = r.graph_break_count, len(r.recompiles)
     graphs = dynamo_graphs(r)
@@ -93,7 +94,7 @@ def view_model(report: "CompileReport") -> ViewModel:
         Tab("guards", f"Guards ({sum(g.count for g in r.guards)})", lambda: T.guards_tab(r),
             sum(g.count for g in r.guards)),
     ]
-    return ViewModel(header(r), tab_list, problems(r))
+    return ViewModel(header(r), tab_list, problems(r), origin_lines(r, hints))
 
 
 def _count_nodes(nodes) -> int:

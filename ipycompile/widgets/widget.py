@@ -387,14 +387,12 @@ class ReportWidget(W.VBox):
         return self._add_static(super()._repr_mimebundle_(**kwargs) or {})
 
     def text(self) -> str:
-        """The first screen as text (:mod:`.text`)."""
-        from .text import render_text
-
-        return render_text(self.view_model)
+        """The report as text: ``str(report)`` (the first screen, then the whole summary)."""
+        return str(self.report)
 
     def static_bundle(self) -> dict:
         """The static copy of this report: the compact page (no figures, long blocks cut)
-        and the first screen's text."""
+        and its text."""
         try:
             return H.fallback_bundle(self.view_model, self.text())
         except Exception:  # the static fallback must not cost the widget
