@@ -129,8 +129,10 @@ def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(exe
     _, cells = executed
     cell = cells["compile"]
     _no_errors(cell)
-    (shown,) = _outputs(cell, "display_data")
-    assert {"text/plain", "text/html"} <= set(shown.data)
+    # two outputs: the static report (what a notebook reopened without widget state shows), then the widget
+    shown, widget = _outputs(cell, "display_data")
+    assert "application/vnd.jupyter.widget-view+json" in widget.data and "text/html" not in widget.data
+    assert {"text/plain", "text/html"} <= set(shown.data) and "ipyc-static" in shown.data["text/html"]
     text, page = shown.data["text/plain"], shown.data["text/html"]
     where = f"In [{cell.execution_count}], line 3"
     assert "1 graph break" in text and where in text, text

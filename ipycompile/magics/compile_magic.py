@@ -13,6 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..run.cell import CellError, check_name
+from ..run.quiet import quiet_torch_log
 from ..run.request import run_request, split_options
 from ..run.runner import CellRun
 from ..run.settings import MODES
@@ -64,7 +65,9 @@ class CompileMagics(Magics):
         try:
             if output is not None:
                 check_name("-o", output, "-o report")
-            result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
+            with quiet_torch_log():  # torch's lines about breaks/recompiles: the report shows them
+                result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count,
+                                     **args)
         except (ValueError, CellError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
         except KeyboardInterrupt as exc:  # a stopped sweep keeps its finished points

@@ -337,6 +337,9 @@ class ReportWidget(W.VBox):
         super().__init__([W.HTML(value=_style()), self.first, self.tabs], **kwargs)
         self.add_class("ipyc-w")
         self.add_class("ipyc")
+        #: False once :func:`.live.show` displayed the static copy as an output of its own:
+        #: the widget's bundle then carries the widget view and a one-line text only
+        self.standalone = True
 
     # -- tabs ------------------------------------------------------------------
     @property
@@ -382,9 +385,14 @@ class ReportWidget(W.VBox):
         return self._add_static({})
 
     def _repr_mimebundle_(self, **kwargs):
-        """The widget view, plus the report's compact static HTML and its text summary
-        for frontends without widgets (and for the saved notebook)."""
-        return self._add_static(super()._repr_mimebundle_(**kwargs) or {})
+        """The widget view, plus the report's compact static HTML and its text for frontends
+        without widgets; only the widget view and a short text where the static copy is an
+        output of its own (:func:`.live.show`)."""
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        if not self.standalone:
+            data["text/plain"] = "(the report widget: the report is shown above)"
+            return data
+        return self._add_static(data)
 
     def text(self) -> str:
         """The report as text: ``str(report)`` (the first screen, then the whole summary)."""
