@@ -155,14 +155,18 @@ def test_kernel_runs_the_venv_python(lab, notebook):
 def test_header_shows_one_graph_break_as_a_warning(notebook):
     w = widget(notebook, 1)
     with failure_shot(notebook, "header"):
-        chip = w.locator(".ipyc-header .ipyc-chip", has_text=re.compile(r"^\d+ graph breaks?$"))
+        # the first screen: the break, with the user's line, before the chips
+        first = w.locator(".ipyc-first")
+        assert first.locator(".prob .pt").first.inner_text().startswith("Graph break:")
+        chip = first.locator(".chip", has_text=re.compile(r"^\d+ graph breaks?$"))
         assert chip.inner_text() == "1 graph break"
         assert chip.is_visible()
-        # the warning colour, as rendered
-        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 244, 229)"
-        kernels = w.locator(".ipyc-header .ipyc-chip", has_text=re.compile(r"kernels? \(")).inner_text()
+        # a warning, as rendered: bold with a 2px border (theme colours, not a fixed background)
+        assert chip.evaluate("e => getComputedStyle(e).fontWeight") == "600"
+        assert chip.evaluate("e => getComputedStyle(e).borderTopWidth") == "2px"
+        kernels = first.locator(".chip", has_text=re.compile(r"kernels? \(")).inner_text()
         assert int(kernels.split()[0]) >= 1, kernels
-        assert "0 graph breaks" in widget(notebook, 2).locator(".ipyc-header").inner_text()
+        assert "0 graph breaks" in widget(notebook, 2).locator(".ipyc-first").inner_text()
         shot(cell(notebook, 1), "summary")
 
 
@@ -236,7 +240,8 @@ def test_static_html_shows_the_same_facts(static_page, lab):
     with failure_shot(page, "static"):
         chip = page.locator(".strip .chip", has_text=re.compile(r"^\d+ graph breaks?$"))
         assert chip.inner_text() == "1 graph break" and "warn" in chip.get_attribute("class")
-        assert chip.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 244, 229)"
+        assert chip.evaluate("e => getComputedStyle(e).borderTopWidth") == "2px"
+        assert page.locator(".first .prob .pt").first.inner_text().startswith("Graph break:")
         tab = _open_details(page, "graph_breaks")
         assert "Graph breaks (1)" in tab.locator("> summary").inner_text()
         text = tab.locator("> .body").inner_text()
@@ -255,6 +260,46 @@ def test_static_html_shows_the_same_facts(static_page, lab):
         node.click()
         assert tab.locator("details.tree > summary", has_text=re.compile(r"true_fn")).first.is_visible()
         page.screenshot(path=str(BUILD / "browser-static-cf.png"), full_page=True)
+
+
+# -- every text readable in the light and the dark scheme (WCAG AA, 4.5:1) -------------------
+_CONTRAST = """() => {
+  const rgb = s => { const m = s.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+                     return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const over = (top, bottom) => ({r: top.r * top.a + bottom.r * (1 - top.a), g: top.g * top.a + bottom.g * (1 - top.a),
+                                  b: top.b * top.a + bottom.b * (1 - top.a), a: 1});
+  const background = e => { const layers = []; for (let n = e; n; n = n.parentElement) {
+      const c = rgb(getComputedStyle(n).backgroundColor); if (c.a > 0) layers.push(c); if (c.a >= 1) break; }
+    let bg = {r: 255, g: 255, b: 255, a: 1};
+    if (getComputedStyle(document.documentElement).colorScheme.includes('dark') &&
+        matchMedia('(prefers-color-scheme: dark)').matches) bg = {r: 18, g: 18, b: 18, a: 1};
+    for (const l of layers.reverse()) bg = over(l, bg); return bg; };
+  const bad = [];
+  for (const e of document.querySelectorAll('.ipyc *')) {
+    if (!e.offsetParent) continue;
+    const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own) continue;
+    const fg = over(rgb(getComputedStyle(e).color), background(e)); const bg = background(e);
+    const [a, b] = [lum(fg), lum(bg)]; const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) bad.push(`${e.tagName}.${e.className}: ${ratio.toFixed(2)} "${e.textContent.trim().slice(0, 40)}"`);
+  }
+  return bad; }"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_static_html_text_has_aa_contrast_in_both_schemes(browser, lab, notebook, scheme):
+    context = browser.new_context(viewport={"width": 1100, "height": 1000}, color_scheme=scheme)
+    try:
+        page = _static(context.new_page(), lab, "gb.html")
+        with failure_shot(page, f"contrast-{scheme}"):
+            for key in ("graph_breaks", "kernels"):
+                _open_details(page, key)
+            page.screenshot(path=str(BUILD / f"browser-static-gb-{scheme}.png"), full_page=True)
+            bad = page.evaluate(_CONTRAST)
+            assert not bad, bad[:20]
+    finally:
+        context.close()
 
 
 # -- a GPU report (H100 trace, torch 2.11) without a GPU -------------------------------------

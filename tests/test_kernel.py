@@ -114,7 +114,9 @@ def test_a_report_renders_as_html_without_load_ext(executed):
     cell = cells["plain_capture"]
     _no_errors(cell)
     (result,) = _outputs(cell, "execute_result")
-    assert result.data["text/plain"].startswith("ipycompile report: 2 compiles"), result.data["text/plain"]
+    # the first screen (what to fix first), then the whole summary
+    assert result.data["text/plain"].startswith("ipycompile: what to fix (1"), result.data["text/plain"]
+    assert "\nipycompile report: 2 compiles" in result.data["text/plain"]
     page = result.data["text/html"]
     assert page.startswith("<style>") and 'class="ipyc"' in page and "1 graph break" in page
     rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", page, re.S)
@@ -127,8 +129,10 @@ def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(exe
     _, cells = executed
     cell = cells["compile"]
     _no_errors(cell)
-    (shown,) = _outputs(cell, "display_data")
-    assert {"text/plain", "text/html"} <= set(shown.data)
+    # two outputs: the static report (what a notebook reopened without widget state shows), then the widget
+    shown, widget = _outputs(cell, "display_data")
+    assert "application/vnd.jupyter.widget-view+json" in widget.data and "text/html" not in widget.data
+    assert {"text/plain", "text/html"} <= set(shown.data) and "ipyc-static" in shown.data["text/html"]
     text, page = shown.data["text/plain"], shown.data["text/html"]
     where = f"In [{cell.execution_count}], line 3"
     assert "1 graph break" in text and where in text, text
@@ -169,7 +173,7 @@ def test_compile_history_is_a_dataframe_with_the_run(executed):
     assert row["run"] == "1" and row["execution_count"] == str(cells["compile"].execution_count)
     assert row["backend"] == "inductor" and row["status"] == "ok" and row["graph_breaks"] == "1", row
     assert float(row["compile_s"]) > 0 and float(row["run_median_s"]) > 0
-    assert row["report"].startswith("ipycompile report:"), row
+    assert row["report"].startswith("ipycompile: what to fix"), row
     assert "text/plain" in result.data
 
 

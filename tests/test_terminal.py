@@ -64,7 +64,7 @@ def test_compile_magic_in_the_terminal_app(tmp_path):
     assert re.search(r"run time .* per call \(IQR .*, 2 calls in 2 blocks of 1 after \d+ warm-up\)", out), out
     assert "settings: mode=default backend=eager" in out
     # the final expression is Out[3], after the report
-    assert out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")
+    assert out.index("ipycompile: what to fix (1") < out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")
     # the run is in the history: 1 run, In [3], eager, 2 timed runs, 1 graph break
     assert "history: 1 3 eager 2 1 ok" in out, out
     # torch's compiled code of the cell is let go while the namespace still holds Dynamo's helpers:

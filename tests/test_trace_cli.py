@@ -29,8 +29,13 @@ def test_a_log_gives_a_one_screen_summary_on_stdout():
     p = cli("report", DATA / "quickstart.log.gz")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0] == "ipycompile report: 4 compiles, 4 graphs, 2 graph breaks, 2 recompiles, kernels not read, 0 failures"
-    assert "Data-dependent branching [GB0170] (x2)" in p.stdout and "Recompiles:" in p.stdout
+    # the first screen: what to fix, most costly first (the break hit twice, then the recompiles), then the counts
+    assert lines[0].startswith("ipycompile: what to fix (") and lines[1].startswith("read from ")
+    assert "first-pass summary" in p.stdout and "run again with --full" in p.stdout
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("1. "))
+    assert lines[first].startswith("1. Graph break: Data-dependent branching") and "(hit 2 times" in lines[first]
+    assert "recompiled" in p.stdout and "2 graph breaks" in p.stdout and "2 recompiles" in p.stdout
+    assert "-o PAGE.html" in lines[-1]
     assert len(lines) <= 48 and not p.stderr  # no progress bar for a small log on a pipe
 
 
@@ -47,7 +52,7 @@ def test_html_and_json_outputs_hold_the_full_report(tmp_path):
 
     p = cli("report", DATA / "max_autotune.log.gz", "--json", "-")
     assert p.returncode == 0 and CompileReport.from_dict(json.loads(p.stdout)) == ipycompile.load_trace(DATA / "max_autotune.log.gz")
-    assert p.stderr.startswith("ipycompile report: 1 compile")  # the summary moves to stderr
+    assert p.stderr.startswith("ipycompile: ") and "1 graph" in p.stderr  # the first screen moves to stderr
 
 
 def test_a_rank_directory_shows_how_the_ranks_differ_and_one_rank_on_request(tmp_path):
@@ -62,7 +67,7 @@ def test_a_rank_directory_shows_how_the_ranks_differ_and_one_rank_on_request(tmp
     assert "2 ranks (0-1) diverge" in page and page.count("<h3>rank ") == 2  # one full report per behaviour
 
     p = cli("report", d, "--rank", "1")
-    assert p.returncode == 0 and "(rank 1)" in p.stdout and "Recompiles:" in p.stdout
+    assert p.returncode == 0 and "(rank 1)" in p.stdout and "recompiled" in p.stdout
 
 
 def test_unreadable_input_exits_non_zero_with_the_reason(tmp_path):
@@ -92,7 +97,7 @@ def test_the_progress_bar_goes_to_stderr(tmp_path):
     p = cli("report", DATA / "quickstart.log.gz", "--progress")
     assert p.returncode == 0
     assert "reading quickstart.log.gz [" in p.stderr and "100%" in p.stderr
-    assert "ipycompile report:" in p.stdout and "[####" not in p.stdout
+    assert "ipycompile: what to fix" in p.stdout and "[####" not in p.stdout
 
 
 @pytest.mark.parametrize("args, expected", [(("report", "--help"), "--rank R"), (("--help",), "read a TORCH_TRACE log or a directory of rank logs")])
@@ -113,7 +118,7 @@ def test_a_torch_trace_directory_of_one_process_is_read_as_its_log(tmp_path):
     assert log.name.startswith("dedicated_log_torch_trace_") and "rank" not in log.name
     p = cli("report", d)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("ipycompile report: 2 compiles") and "1 graph break" in p.stdout, p.stdout
+    assert p.stdout.startswith("ipycompile: what to fix (1") and "1 graph break" in p.stdout, p.stdout
     assert "run again with --full" in p.stdout  # the command line's option, not the Python API's
     assert "summary=True" not in p.stdout + p.stderr and "load_trace(" not in p.stdout + p.stderr
     assert isinstance(ipycompile.load_trace(d), CompileReport)
@@ -122,7 +127,7 @@ def test_a_torch_trace_directory_of_one_process_is_read_as_its_log(tmp_path):
     one_rank.mkdir()
     shutil.copy(log, one_rank / "dedicated_log_torch_trace_rank_0_abcd.log")
     p = cli("report", one_rank, "--full")
-    assert p.returncode == 0 and p.stdout.startswith("ipycompile report: 2 compiles"), p.stdout + p.stderr
+    assert p.returncode == 0 and p.stdout.startswith("ipycompile: what to fix (1"), p.stdout + p.stderr
     assert "first-pass summary" not in p.stdout
 
 

@@ -168,7 +168,7 @@ def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
     fast.profile.noise = ["speedup vs eager: the pairs disagree (95 % interval 1.10x to 9.00x over 12 pairs, ...)"]
     fast.profile.eager.speedup_ci95, fast.profile.eager.pairs = [1.1, 9.0], 12
     vm = view_model(fast)
-    assert vm.chip("speedup").warn and vm.chip("speedup").text == "3.00x vs eager (noisy)"
+    assert vm.chip("speedup").warn and vm.chip("speedup").text == "3.00x vs eager [1.10x, 9.00x] (noisy)"
     assert vm.chip("speedup").tooltip.startswith("speedup vs eager: the pairs disagree")
     assert vm.chip("break_even").text == "break-even after 40 calls (noisy)"
     text = fast.summary()
@@ -448,6 +448,9 @@ def test_html_is_self_contained_and_shows_the_same_facts(name):
     assert "<script" not in text.lower() and 'src="http' not in text and "@import" not in text
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
     hrefs = set(re.findall(r'href="([^"]+)"', text))
+    anchors = {h for h in hrefs if h.startswith("#")}  # a problem's link to the tab with its details, on this page
+    assert all(f'id="{a[1:]}"' in text for a in anchors), anchors
+    hrefs -= anchors
     assert all(re.fullmatch(r"https://meta-pytorch\.github\.io/compile-graph-break-site/gb/gb\d+\.html", u) for u in hrefs), hrefs
     assert all(u in hrefs or u.startswith("https://docs.pytorch.org") or "compile-graph-break-site" in u for u in urls), urls
     assert 'src="data:image/png;base64,' in text  # the phase chart, inline
@@ -455,7 +458,12 @@ def test_html_is_self_contained_and_shows_the_same_facts(name):
         assert f">{html_view._e(c.text)}</span>" in text
     for t in vm.tabs:  # every tab rendered, the first open
         assert f'data-tab="{t.key}"' in text and f">{html_view._e(t.title)}</summary>" in text
-    assert text.count('<details class="tab"') == len(TAB_KEYS) and '<details class="tab" data-tab="summary" open>' in text
+    assert text.count('<details class="tab"') == len(TAB_KEYS)
+    assert re.search(r'<details class="tab" id="[^"]+" data-tab="summary" open>', text)
+    # the first screen comes first: every problem, in the view model's order, before any tab
+    first, _, _ = text.partition('<details class="tab"')
+    at = [first.index(html_view._e(p.title)) for p in vm.problems]
+    assert at == sorted(at) and (vm.problems or "Nothing to fix" in first)
     for k in r.kernels:
         assert html_view._e(k.name) in text
     for b in r.graph_breaks:
@@ -491,7 +499,7 @@ def test_html_code_is_highlighted_and_long_code_stays_whole(monkeypatch):
     r = copy.deepcopy(report("quickstart"))
     text = html_view.render_html(r)
     assert '<pre class="hl"><span class="k">class</span>' in text  # pygments, classes from one inline stylesheet
-    assert ".ipyc .hl .k" in text
+    assert ".ipyc .hl [class^=k]" in text and "--jp-mirror-editor-keyword-color" in text  # the theme's colours
     # past the page's pygments budget, the fast highlighter takes over with the same classes
     monkeypatch.setattr(html_view, "PYGMENTS_LINES", 0)
     fast = html_view.render_html(r)
@@ -524,10 +532,15 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
     assert "In [3], line 2" in text and "<script" not in text
 
 
-def test_notebook_display_keeps_the_summary_as_text():
+def test_notebook_display_keeps_the_first_screen_as_text():
     r = report("break:helper")
     bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
-    assert bundle["text/plain"] == r.summary()
+    assert bundle["text/plain"] == str(r) and str(r).endswith("\n\n" + r.summary())
+    (b,) = r.graph_breaks
+    text = str(r)  # what to fix first: the break at the user's line, its fix, then the numbers
+    assert text.startswith("ipycompile: what to fix (1") and "1. Graph break: " in text
+    assert f"at {r.where(b.frame.filename, b.frame.lineno)}: {b.frame.source_line.strip()}" in text
+    assert text.index("fix (") < text.index(f"{r.graph_break_count} graph break")
     assert bundle["text/html"].startswith("<style>") and 'class="ipyc"' in bundle["text/html"]
 
 
@@ -554,7 +567,7 @@ def test_the_notebook_output_is_compact_and_says_where_the_full_report_is(tmp_pa
         assert re.search(rf'<td class="[sl]">{re.escape(k.name)}</td>', compact), k.name
     import html
 
-    assert html.escape(r.summary(), False) in compact
+    assert 'src="data:image' not in compact and "figure: Compile time by phase" in compact  # figures: widget and full page
     # a line deep in the longest graph (past the compact cut), found in no other graph: only in the full page
     g = max(r.graphs, key=lambda g: g.code.count("\n"))
     others = "".join(o.code for o in r.graphs if o is not g) + "".join(k.source or "" for k in r.kernels)

@@ -92,18 +92,21 @@ def test_selecting_a_tab_builds_it_once(inductor):
     assert w.built == ["summary", "kernels"]
 
 
-def test_header_chips_are_the_view_model_header(graph_break, inductor):
+def test_first_screen_leads_with_the_problem_then_the_view_model_header(graph_break, inductor):
     for report in (graph_break, inductor):
         w = ReportWidget(report)
-        header = view_model(report).header
-        texts = [re.sub(r"<[^>]+>", "", c.value) for c in w.chips]
-        assert texts == [c.text for c in header]
-        for chip, widget in zip(header, w.chips):
-            assert ("ipyc-warn" in widget._dom_classes) == chip.warn
-            assert ("#fff4e5" in widget.value) == chip.warn  # the warning colour
-    w = ReportWidget(graph_break)
-    (gb,) = [c for c in w.chips if "graph break" in c.value]
-    assert "1 graph break<" in gb.value and "ipyc-warn" in gb._dom_classes
+        vm = view_model(report)
+        first = w.first.value
+        chips = re.findall(r'<span class="chip( warn)?" data-key="([^"]*)"[^>]*>([^<]*)</span>', first)
+        assert [(key, text) for _, key, text in chips] == [(c.key, __import__("html").escape(c.text)) for c in vm.header]
+        assert [bool(warn) for warn, _, _ in chips] == [c.warn for c in vm.header]
+        assert w.children[1] is w.first and w.children[2] is w.tabs  # the first screen above the tabs
+    first = ReportWidget(graph_break).first.value
+    (b,) = graph_break.graph_breaks
+    # what is wrong and where, before the numbers: the break, the user's line, the fix with a copy button
+    assert first.index("Graph break:") < first.index('class="strip"')
+    assert graph_break.where(b.frame.filename, b.frame.lineno) in first and 'class="copy"' in first
+    assert '1 graph break</span>' in first and 'class="chip warn" data-key="graph_breaks"' in first
 
 
 def test_bundle_has_widget_view_html_and_text(inductor):
@@ -111,9 +114,9 @@ def test_bundle_has_widget_view_html_and_text(inductor):
     bundle = w._repr_mimebundle_()
     assert {WIDGET_VIEW, "text/html", "text/plain"} <= set(bundle)
     assert bundle[WIDGET_VIEW]["model_id"] == w.model_id
-    assert bundle["text/plain"] == inductor.summary()
+    assert bundle["text/plain"] == str(inductor)  # the first screen as text
     page = bundle["text/html"]
-    assert 'class="ipyc"' in page and "<script" not in page
+    assert 'class="ipyc ipyc-static"' in page and "<script" not in page
     assert all(k.name in page for k in inductor.kernels)
 
 
@@ -193,7 +196,8 @@ def test_every_tab_builds_for_a_failed_compile():
         w.tabs.selected_index = i
     assert w.built == [t.key for t in w.view_model.tabs]
     assert "could not show" not in html_of(w)
-    assert any("failure" in c.value and "ipyc-warn" in c._dom_classes for c in w.chips)
+    assert any("failure" in c.text and c.warn for c in w.chips)
+    assert "Compile failed:" in w.first.value  # the failure leads the first screen
 
 
 def test_report_view_picks_the_widget_only_where_widgets_show(monkeypatch, inductor):

@@ -122,6 +122,11 @@ def _function(name: str, resumes: str = "") -> str:
     return f"{resumes} (after a graph break)" if resumes else (name or "?")
 
 
+#: a compiled function as the user knows it: ``f (after a graph break)`` for torch's
+#: ``torch_dynamo_resume_in_f_at_17`` (what the views show where the user reads first)
+user_function = _function
+
+
 def _stable_file(report: "CompileReport", filename: str) -> str:
     """The file, when it names the same code in another run; "" for notebook cells and
     temporary files (a cell's file changes with each execution)."""

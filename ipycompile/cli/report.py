@@ -116,7 +116,7 @@ def report_command(args: argparse.Namespace) -> int:
     from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
     from ..report.summary import CLI_HINTS
-    from ..run.traces import one_screen, open_trace
+    from ..run.traces import open_trace
 
     path = os.path.expanduser(args.path)
     check_outputs(args.parser, {"-o": args.output, "--json": args.json}, [path])  # exit 2: nothing read yet
@@ -143,7 +143,10 @@ def report_command(args: argparse.Namespace) -> int:
     to_stdout = "-" in (args.json, args.output)
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
-        say(one_screen(shown.summary(CLI_HINTS)), text_out)
+        from ..widgets.text import MORE_CLI, render_text
+        from ..widgets.viewmodel import view_model
+
+        say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
     else:
         say(f"{loaded}\n\n{shown}", text_out)
     for target, write, note in ((args.json, _write_json, ""),
@@ -199,17 +202,8 @@ def _directory_json(reports, divergence) -> dict:
 
 
 def _directory_page(reports, divergence) -> str:
-    """One page: the ranks' divergence, then the full report of one rank of each behaviour."""
-    from ..widgets.html import render_html
+    """One page: the ranks' divergence, then the full report of one rank of each behaviour
+    (:func:`ipycompile.widgets.ranks_view.ranks_page`)."""
+    from ..widgets.ranks_view import ranks_page
 
-    parts = [
-        f"<h2>{html.escape(reports.path)}</h2>",
-        f"<pre>{html.escape(str(reports))}\n\n{html.escape(str(divergence))}</pre>",
-    ]
-    for group in divergence.behaviours or []:
-        r = group.ranks[0]
-        who = f"rank {r}" + (f" (as ranks {', '.join(map(str, group.ranks[1:6]))}{' ...' if len(group.ranks) > 6 else ''})"
-                             if len(group.ranks) > 1 else "")
-        parts.append(f"<h3>{html.escape(who)}: {html.escape(group.text)}</h3>")
-        parts.append(render_html(reports[r]))
-    return _page(f"ipycompile: {os.path.basename(os.path.normpath(reports.path))}", "\n".join(parts))
+    return ranks_page(reports, divergence)

@@ -13,6 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..run.cell import CellError
+from ..run.quiet import quiet_torch_log
 from ..run.request import run_request, split_options
 from ..run.runner import CellRun, NestedRunError
 from ..run.settings import MODES
@@ -71,7 +72,9 @@ class CompileMagics(Magics):
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
-            result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count, **args)
+            with quiet_torch_log():  # torch's lines about breaks/recompiles: the report shows them
+                result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count,
+                                     **args)
         except (ValueError, CellError, NestedRunError) as exc:  # SettingsError and SweepError are ValueErrors
             raise UsageError(str(exc)) from None
         except KeyboardInterrupt as exc:  # a stopped sweep keeps its finished points

@@ -44,6 +44,7 @@ SCHEMA_VERSION = 2  # 2: Profile made of records (settings, first_call, steady, 
 #: package) registers its HTML view when it is imported, and any view may add its own.
 _renderers: list = []  # render(report) -> {mimetype: data}, for notebook display
 _html_writers: list = []  # write(report, path) -> path, for CompileReport.to_html
+_text_renderers: list = []  # render(report) -> str, for str(report): the first screen as text
 
 
 def register_renderer(render) -> None:
@@ -87,6 +88,14 @@ def _read_report_file(name: str) -> bytes:
         if start not in _JSON_STARTS and (start or len(head) == 4096):  # refused before the rest is read
             raise ReportFormatError(f"{name}: not a report: the text is not JSON (it starts with {head[:16]!r})")
         return head + f.read()
+
+
+def register_text_renderer(render) -> None:
+    """Register ``render(report) -> str`` as ``str(report)`` (the last one registered is used;
+    with none, ``str(report)`` is :meth:`CompileReport.summary`)."""
+    if render not in _text_renderers:
+        _text_renderers.append(render)
+
 
 
 @dataclass
@@ -263,8 +272,8 @@ class CompileReport:
 
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        """Notebook display: text always; HTML from the registered view (see ipycompile.widgets)."""
-        text = "\n".join(capped(line, where="print(report) shows it whole") for line in self.summary().split("\n"))
+        """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.widgets)."""
+        text = "\n".join(capped(line, where="print(report) shows it whole") for line in str(self).split("\n"))
         bundle = {"text/plain": text}  # a 1 MB reason must not make a 1 MB output
         if _renderers:
             bundle.update(_renderers[-1](self))
@@ -299,6 +308,13 @@ class CompileReport:
         return render_summary(self, hints or Hints())
 
     def __str__(self) -> str:
+        """The first screen as text (the registered text view: what to fix, ranked, then the
+        headline numbers), then the whole summary."""
+        if _text_renderers:
+            try:
+                return _text_renderers[-1](self) + "\n\n" + self.summary()
+            except Exception:  # a view that cannot render must not lose the report
+                pass
         return self.summary()
 
     def __repr__(self) -> str:

@@ -17,7 +17,7 @@ from ..capture.tracedir import load_trace as _load_trace
 from ..capture.tracefile import Progress
 from ..report import CompileReport
 
-__all__ = ["load_trace", "open_trace", "one_screen"]
+__all__ = ["load_trace", "open_trace"]
 
 
 def load_trace(path: "str | os.PathLike[str]", **kwargs) -> "CompileReport | RankReports":
@@ -49,34 +49,3 @@ def open_trace(
         (only,) = loaded
         return loaded, load_trace(loaded.files[only], strict=strict, summary=summary, progress=progress)
     return loaded, rank_divergence(loaded)
-
-
-def one_screen(text: str, *, entries: int = 5, max_lines: int = 48) -> str:
-    """A report's text summary cut to one screen: at most ``entries`` entries per section
-    (``Graph breaks:``, ``Recompiles:`` ...), then at most ``max_lines`` lines."""
-    out: list[str] = []
-    shown = hidden = 0
-
-    def close() -> None:
-        nonlocal hidden
-        if hidden:
-            out.append(f"  ... and {hidden} more")
-        hidden = 0
-
-    for line in text.splitlines():
-        if not line.startswith(" "):  # a section title, a header line or a blank line
-            close()
-            shown = 0
-            out.append(line)
-        elif line.startswith("  ") and not line.startswith("   "):  # an entry of a section
-            shown += 1
-            if shown > entries:
-                hidden += 1
-            else:
-                out.append(line)
-        elif shown <= entries:  # an entry's detail lines
-            out.append(line)
-    close()
-    if len(out) > max_lines:
-        out = out[: max_lines - 1] + [f"... ({len(out) - max_lines + 1} more lines: write the whole report with -o or --json)"]
-    return "\n".join(out)

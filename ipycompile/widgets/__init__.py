@@ -1,7 +1,9 @@
-"""Views over a report: the block vocabulary (``blocks``), the tab builders
+"""Views over a report: the block vocabulary (``blocks``), the first screen
+(``first_screen``: what to fix, ranked, and the headline numbers), the tab builders
 (``tabs``), figures (``figures``), source excerpts (``source``), the view-model that
-assembles them (``viewmodel``), and its two renderings: static HTML (``html``) and
-the ipywidgets view (``widget``).
+assembles them (``viewmodel``), and its three renderings: plain text (``text``:
+``str(report)``, the terminal, the command line), static HTML (``html``) and the
+ipywidgets view (``widget``).
 
 ``import ipycompile`` imports this package only to register the HTML view with the
 report (:func:`install`); every module above loads when a report is first shown.
@@ -27,10 +29,18 @@ def write_html(report, path: str) -> str:
 def install() -> None:
     """Make every report render as HTML in any notebook frontend, and ``report.to_html``
     work, with no ``%load_ext``. The report layer keeps the registry; views fill it."""
-    from ..report.report import register_html_writer, register_renderer
+    from ..report.report import register_html_writer, register_renderer, register_text_renderer
 
     register_renderer(notebook_bundle)
     register_html_writer(write_html)
+    register_text_renderer(report_text)
+
+
+def report_text(report) -> str:
+    """``str(report)``: the first screen as text (:mod:`.text`)."""
+    from .text import report_text as render
+
+    return render(report)
 
 
 def report_view(report):

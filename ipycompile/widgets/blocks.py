@@ -20,9 +20,6 @@ failures: show the tab title highlighted). ``Tab.blocks()`` builds once and cach
 :class:`Chip` has ``key`` and ``value`` so a view can find a fact without parsing
 text, and ``tooltip`` for a hover title.
 
-No ipywidgets or IPython import here; matplotlib is imported only inside the
-figure builders. Views only read the report.
-
 No ipywidgets or IPython import here; matplotlib is imported only to draw a figure.
 """
 
@@ -72,6 +69,7 @@ class Code:
     title: str
     code: str
     language: str = "text"  # "python" | "cpp" | "text"
+    copy: bool = False  # offer a copy button (a fix's code)
 
 
 @dataclass
@@ -117,8 +115,15 @@ class Tab:
 
 @dataclass
 class ViewModel:
+    """One report's presentation: ``problems`` (:class:`~.first_screen.Problem`, most
+    costly first) and the ``header`` chips make the first screen; ``tabs`` hold the
+    rest, built when first asked for. Every renderer (text, static HTML, widget) renders
+    this and computes nothing of its own."""
+
     header: list[Chip]
     tabs: list[Tab]
+    problems: Optional[list] = None  # None: not a report's view (a ranks view), no first screen of problems
+    notes: list[str] = field(default_factory=list)  # where the report came from, what could not be read
 
     def tab(self, key: str) -> Tab:
         for t in self.tabs:

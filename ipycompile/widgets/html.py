@@ -34,67 +34,110 @@ PYGMENTS_LINES = 2000
 #: past them code is escaped only, so a page with a thousand kernels stays quick to write.
 HIGHLIGHT_BUDGET = 12000
 
-_CSS = """
-.ipyc{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;max-width:1200px;color:#1f2328}
+#: Colours come from JupyterLab's theme variables (light, dark, high contrast all read);
+#: outside JupyterLab (a saved page, nbconvert, VS Code) the fallbacks follow the system's
+#: ``prefers-color-scheme``. Warnings are marked by weight and a border, never by a
+#: coloured text on a coloured ground, so every text keeps the theme's own contrast.
+_THEME = """
+.ipyc{--ic-fg:var(--jp-content-font-color1,#1f2328);--ic-muted:var(--jp-content-font-color2,#57606a);
+--ic-bg:var(--jp-layout-color0,#ffffff);--ic-panel:var(--jp-layout-color1,#f5f7fa);
+--ic-border:var(--jp-border-color1,#c0c8d2);--ic-warn:var(--jp-warn-color1,#d9822b);
+--ic-link:var(--jp-content-link-color,#0550ae);--ic-code:var(--jp-cell-editor-background,#f6f8fa);
+--ic-k:var(--jp-mirror-editor-keyword-color,#116329);--ic-s:var(--jp-mirror-editor-string-color,#a3201b);
+--ic-c:var(--jp-mirror-editor-comment-color,#57606a);--ic-m:var(--jp-mirror-editor-number-color,#0550ae);
+--ic-d:var(--jp-mirror-editor-meta-color,#6639ba);--ic-f:var(--jp-mirror-editor-def-color,#0550ae);
+color:var(--ic-fg)}
+@media (prefers-color-scheme: dark){.ipyc{--ic-fg:var(--jp-content-font-color1,#e6edf3);
+--ic-muted:var(--jp-content-font-color2,#a6b0bb);--ic-bg:var(--jp-layout-color0,#0d1117);
+--ic-panel:var(--jp-layout-color1,#161b22);--ic-border:var(--jp-border-color1,#57606a);
+--ic-warn:var(--jp-warn-color1,#d29922);--ic-link:var(--jp-content-link-color,#79c0ff);
+--ic-code:var(--jp-cell-editor-background,#161b22);--ic-k:var(--jp-mirror-editor-keyword-color,#7ee787);
+--ic-s:var(--jp-mirror-editor-string-color,#ffa198);--ic-c:var(--jp-mirror-editor-comment-color,#a6b0bb);
+--ic-m:var(--jp-mirror-editor-number-color,#79c0ff);--ic-d:var(--jp-mirror-editor-meta-color,#d2a8ff);
+--ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}
+.ipyc.standalone{background:var(--ic-bg)}}
+.ipyc .hl [class^=k],.ipyc .hl .ow{color:var(--ic-k);font-weight:600}
+.ipyc .hl [class^=s]{color:var(--ic-s)}
+.ipyc .hl [class^=c]{color:var(--ic-c);font-style:italic}
+.ipyc .hl [class^=m],.ipyc .hl .il{color:var(--ic-m)}
+.ipyc .hl .nd{color:var(--ic-d)}
+.ipyc .hl .nf,.ipyc .hl .fm,.ipyc .hl .nc{color:var(--ic-f)}
+"""
+
+_CSS = _THEME + """
+.ipyc{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;max-width:1200px}
 .ipyc .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0 8px}
-.ipyc .chip{border-radius:4px;padding:2px 8px;background:#eef2f7;border:1px solid #d0d7e2;white-space:nowrap}
-.ipyc .chip.warn{background:#fff4e5;border-color:#f0a848;color:#8a4b00;font-weight:600}
-.ipyc details.tab{border:1px solid #d0d7e2;border-radius:5px;margin:4px 0}
-.ipyc details.tab>summary{background:#f5f7fa;padding:4px 8px;font-weight:600;cursor:pointer}
-.ipyc details.tab>summary.warn{color:#8a4b00}
+.ipyc .chip{border-radius:4px;padding:2px 8px;background:var(--ic-panel);border:1px solid var(--ic-border);white-space:nowrap}
+.ipyc .chip.warn{border:2px solid var(--ic-warn);font-weight:600}
+.ipyc .first{margin:2px 0 6px}
+.ipyc .prob{border-left:4px solid var(--ic-warn);padding:2px 0 4px 8px;margin:4px 0 8px}
+.ipyc .prob.mild{border-left-color:var(--ic-border)}
+.ipyc .prob .pt{font-weight:600}
+.ipyc .prob .cost,.ipyc .prob .fixnote{color:var(--ic-muted)}
+.ipyc .prob .at code,.ipyc code{font-family:ui-monospace,monospace;font-size:12px}
+.ipyc .ok{font-weight:600}
+.ipyc .fixbox{position:relative}
+.ipyc button.copy{position:absolute;top:4px;right:4px;font-size:11px;padding:1px 6px;cursor:pointer;
+color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);border-radius:3px}
+.ipyc details.tab{border:1px solid var(--ic-border);border-radius:5px;margin:4px 0}
+.ipyc details.tab>summary{background:var(--ic-panel);padding:4px 8px;font-weight:600;cursor:pointer}
+.ipyc details.tab>summary.warn{text-decoration:underline;text-decoration-color:var(--ic-warn);text-decoration-thickness:2px}
 .ipyc details.tab>.body{padding:4px 10px 8px}
 .ipyc table{border-collapse:collapse;margin:2px 0 8px}
 .ipyc .tbl table{table-layout:fixed;width:100%}
-.ipyc th,.ipyc td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal;word-break:normal}
-.ipyc th{background:#f5f7fa;white-space:normal}
+.ipyc th,.ipyc td{border:1px solid var(--ic-border);padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal;word-break:normal}
+.ipyc th{background:var(--ic-panel);white-space:normal}
 .ipyc td.s{white-space:nowrap}
 .ipyc td.l{overflow-wrap:anywhere}
 .ipyc td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.ipyc .tbl{overflow-x:auto}
+.ipyc .tbl,.ipyc .wide{overflow-x:auto;max-width:100%}
 .ipyc .tbl{margin:4px 0 10px}
 .ipyc .tbl>details>summary{list-style:none;cursor:pointer;display:block}
 .ipyc .tbl>details>summary::-webkit-details-marker{display:none}
-.ipyc .tbl>details>summary td:first-child::before{content:"\\25B8\\00A0";color:#57606a}
+.ipyc .tbl>details>summary td:first-child::before{content:"\\25B8\\00A0";color:var(--ic-muted)}
 .ipyc .tbl>details[open]>summary td:first-child::before{content:"\\25BE\\00A0"}
-.ipyc .tbl>details>summary:hover td{background:#f6f8fa}
+.ipyc .tbl>details>summary:hover td{background:var(--ic-panel)}
 .ipyc .tbl>details>summary table,.ipyc .tbl>table.hd{margin:0}
 .ipyc .tbl>details>summary table td{border-top:none}
-.ipyc .tbl>details>.det{border:1px solid #dde3ea;border-top:none;padding:4px 10px;background:#fcfcfd}
+.ipyc .tbl>details>.det{border:1px solid var(--ic-border);border-top:none;padding:4px 10px}
 .ipyc .ttl{font-weight:600;margin:6px 0 2px}
 .ipyc p{margin:3px 0}
 .ipyc p.heading{font-weight:600;margin-top:8px}
-.ipyc p.warn{color:#8a4b00;font-weight:600;background:#fff4e5;padding:2px 6px;border-left:3px solid #f0a848}
-.ipyc p.note{color:#57606a}
+.ipyc p.warn{font-weight:600;padding:2px 6px;border-left:4px solid var(--ic-warn)}
+.ipyc p.note{color:var(--ic-muted)}
 .ipyc .code{margin:4px 0 8px}
-.ipyc .code>.ct{font-family:ui-monospace,monospace;font-size:12px;color:#57606a}
-.ipyc pre{background:#f8f9fb;border:1px solid #e3e7ee;padding:6px;margin:2px 0;overflow:auto;max-height:420px;font-size:12px;line-height:1.35}
+.ipyc .code>.ct{font-family:ui-monospace,monospace;font-size:12px;color:var(--ic-muted)}
+.ipyc pre{background:var(--ic-code);color:var(--ic-fg);border:1px solid var(--ic-border);padding:6px;margin:2px 0;overflow:auto;max-height:420px;font-size:12px;line-height:1.35}
 .ipyc details.tree{margin:2px 0 2px 4px}
-.ipyc details.tree>.kids{margin-left:14px;border-left:1px dotted #c0c8d2;padding-left:8px}
+.ipyc details.tree>.kids{margin-left:14px;border-left:1px dotted var(--ic-border);padding-left:8px}
 .ipyc details.tree>summary{cursor:pointer}
 .ipyc details.opt>summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:12px}
-.ipyc .choice>.ttl{color:#57606a}
+.ipyc .choice>.ttl{color:var(--ic-muted)}
 .ipyc figure{margin:6px 0}
-.ipyc figure img{max-width:100%;height:auto}
+.ipyc figure img{max-width:100%;height:auto;background:#fff}
 .ipyc figcaption{font-weight:600}
-.ipyc a{color:#0969da}
+.ipyc a{color:var(--ic-link)}
+.ipyc :focus-visible{outline:2px solid var(--ic-link);outline-offset:1px}
+"""
+
+#: What a notebook output holding the static report adds, so that a saved notebook shows a
+#: report whether or not its widget state was saved (see :func:`ipycompile.widgets.live.show`):
+#: beside a live report widget the static copy hides; where the widget cannot be drawn
+#: (no widget state: "Error displaying widget: model not found") the widget's output hides.
+FALLBACK_CSS = """
+.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has([data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(.ipyc-w)){display:none}
+.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w){display:none}
 """
 
 _STYLE: Optional[str] = None
 
 
-def style_block(css: str, scope: str, background: str) -> str:
-    """A ``<style>`` with ``css`` then pygments' classes scoped to ``{scope} .hl``."""
-    from pygments.formatters import HtmlFormatter
-
-    hl = HtmlFormatter(style="default").get_style_defs(f"{scope} .hl")
-    return "<style>" + css + hl + f"\n{scope} .hl{{background:{background}}}</style>"
-
-
 def _style() -> str:
-    """The page's CSS (built once)."""
+    """The page's CSS (one ``<style>``; highlighted code uses pygments' token classes,
+    coloured by the theme's editor colours)."""
     global _STYLE
     if _STYLE is None:
-        _STYLE = style_block(_CSS, ".ipyc", "transparent")
+        _STYLE = "<style>" + _CSS + "</style>"
     return _STYLE
 
 
@@ -175,13 +218,15 @@ class Limits:
     (``report.to_html``). :data:`COMPACT`: the notebook output, which must stay small
     enough to keep notebooks shareable (a few hundred KB for a large model)."""
 
-    def __init__(self, code_lines=None, table_rows=None, detail_rows=None, options=None, tab_bytes=None, dpi=100):
+    def __init__(self, code_lines=None, table_rows=None, detail_rows=None, options=None, tab_bytes=None, dpi=100,
+                 figures=True):
         self.code_lines = code_lines  # lines of a code block (the Summary tab's are never cut)
         self.table_rows = table_rows  # rows of a table
         self.detail_rows = detail_rows  # rows of a table that expand to their details
         self.options = options  # options of a Choice shown with their content
         self.tab_bytes = tab_bytes  # past this, a tab's remaining code and details are left out
         self.dpi = dpi
+        self.figures = figures  # False: a figure is named, not drawn (the widget and the full page draw it)
 
     @property
     def cuts(self) -> bool:
@@ -189,7 +234,7 @@ class Limits:
 
 
 FULL = Limits()
-COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=36_000, dpi=72)
+COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=24_000, dpi=72, figures=False)
 
 #: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
 CAPPED_WHERE = "report.to_html(path) shows it whole"
@@ -262,7 +307,10 @@ def _block(b, out: list, page: _Page) -> None:
     elif isinstance(b, Code):
         _code(b, out, page)
     elif isinstance(b, Figure):
-        out.append(_figure(b, page.limits.dpi))
+        if page.limits.figures:
+            out.append(_figure(b, page.limits.dpi))
+        else:
+            out.append(page.omitted(f"figure: {b.title}"))
     elif isinstance(b, TreeNode):
         _tree(b, out, page)
     elif isinstance(b, Choice):
@@ -289,7 +337,10 @@ def _code(b: Code, out: list, page: _Page) -> None:
     out.append('<div class="code">')
     if b.title:
         out.append(f'<div class="ct">{_e(b.title)}</div>')
-    out.append(f'<pre class="hl">{_highlight(code, b.language, page)}</pre>')
+    if b.copy:
+        out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">{_highlight(code, b.language, page)}</pre></div>')
+    else:
+        out.append(f'<pre class="hl">{_highlight(code, b.language, page)}</pre>')
     if more:
         out.append(page.omitted(f"... {more} more lines"))
     out.append("</div>")
@@ -417,22 +468,78 @@ def _figure(f: Figure, dpi: int = 100) -> str:
     return f'<figure><figcaption>{_e(f.title)}</figcaption><img alt="{_e(f.title)}" src="data:image/png;base64,{data}"></figure>'
 
 
+# -- the first screen ------------------------------------------------------------------
+#: A copy button for code (the browser's clipboard; without script it does nothing, and the
+#: code beside it can still be selected).
+COPY_BUTTON = ('<button class="copy" type="button" title="Copy the code" aria-label="Copy the code" '
+               'onclick="navigator.clipboard&amp;&amp;navigator.clipboard.writeText('
+               'this.parentNode.querySelector(\'pre\').innerText)">Copy</button>')
+
+
+def chip_html(c) -> str:
+    tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
+    return f'<span class="chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip}>{_e(c.text)}</span>'
+
+
+def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
+    """What is wrong and what to do (``vm.problems``, most costly first), then the chips:
+    the first thing in the static page and in the widget. ``anchor``, when given, is the
+    id prefix of the page's tabs, so that a problem links to the tab with its details."""
+    out = ['<div class="first" role="region" aria-label="What to fix">']
+    out += [f'<p class="note">{_e(n)}</p>' for n in vm.notes]
+    if vm.problems:
+        n = len(vm.problems)
+        out.append(f'<p class="heading">{"What to fix" if any(p.severe for p in vm.problems) else "To consider"}'
+                   f' ({n}, most costly first)</p>')
+    for p in vm.problems or ():
+        out.append(f'<div class="prob{"" if p.severe else " mild"}" data-kind="{_e(p.kind)}">')
+        cost = f' <span class="cost">({_e(p.cost)})</span>' if p.cost else ""
+        out.append(f'<p><span class="pt">{_e(p.title)}</span>{cost}</p>')
+        if p.where:
+            where = _e(p.where)
+            if anchor and p.tab:
+                where = f'<a href="#{_e(anchor)}-{_e(p.tab)}">{where}</a>'
+            code = f": <code>{_e(p.code)}</code>" if p.code else ""
+            out.append(f'<p class="at">{where}{code}</p>')
+        if p.fix:
+            conf = f" ({_e(p.confidence)} confidence)" if p.confidence else ""
+            out.append(f'<p>Fix{conf}: {_e(p.fix)}</p>')
+            if p.fix_code:
+                out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">'
+                           f'{_highlight(p.fix_code, "python", _Page(FULL))}</pre></div>')
+        elif p.note:
+            out.append(f'<p class="fixnote">{_e(p.note)}</p>')
+        out.append("</div>")
+    if vm.problems == []:
+        out.append('<p class="ok">Nothing to fix: no graph breaks, recompiles or failures.</p>')
+    out.append('<div class="strip">')
+    out += [chip_html(c) for c in vm.header]
+    out.append("</div></div>")
+    return "".join(out)
+
+
 # -- the page ---------------------------------------------------------------------------
-def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL) -> str:
-    """The HTML fragment for ``vm``. ``timings``, when given, receives seconds per tab.
-    ``limits`` (:data:`FULL` or :data:`COMPACT`) says how much of each block to show."""
+_PAGES = 0
+
+
+def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL,
+                      fallback: bool = False) -> str:
+    """The HTML fragment for ``vm``: the first screen, then every tab. ``timings``, when
+    given, receives seconds per tab. ``limits`` (:data:`FULL` or :data:`COMPACT`) says how
+    much of each block to show. ``fallback``: this is the static copy beside a report
+    widget (it carries :data:`FALLBACK_CSS`)."""
+    global _PAGES
+    _PAGES += 1
+    anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
-    out: list[str] = [_style(), '<div class="ipyc">', '<div class="strip">']
-    for c in vm.header:
-        tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
-        out.append(f'<span class="chip{" warn" if c.warn else ""}"{tip}>{_e(c.text)}</span>')
-    out.append("</div>")
+    style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
+    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor)]
     note_at = len(out)
     for i, tab in enumerate(vm.tabs):
         t0 = time.perf_counter()
         warn = ' class="warn"' if tab.warn else ""
-        out.append(f'<details class="tab" data-tab="{_e(tab.key)}"{" open" if i == 0 else ""}>'
-                   f"<summary{warn}>{_e(tab.title)}</summary><div class=\"body\">")
+        out.append(f'<details class="tab" id="{_e(anchor)}-{_e(tab.key)}" data-tab="{_e(tab.key)}"'
+                   f'{" open" if i == 0 else ""}><summary{warn}>{_e(tab.title)}</summary><div class="body">')
         page.tab_start = len(out)
         page.cut_code = limits.cuts and tab.key != "summary"
         _blocks(tab.blocks(), out, page)
@@ -456,7 +563,8 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
     """Write the report as a standalone HTML page with every detail; returns ``path``."""
     page = (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        f"<title>{_e(title)}</title></head><body>\n{render_html(report)}\n</body></html>\n"
+        f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
+        f"<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n{render_html(report)}\n</body></html>\n"
     )
     write_atomic(path, page)  # a failed write leaves an earlier page as it was
     return path
@@ -465,3 +573,9 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
 def notebook_bundle(report: CompileReport) -> dict[str, str]:
     """The notebook output's HTML: the compact page (see :func:`render_html`)."""
     return {"text/html": render_html(report, compact=True)}
+
+
+def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
+    """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
+    the compact page and the first screen's text."""
+    return {"text/html": render_view_model(vm, limits=COMPACT, fallback=True), "text/plain": text}

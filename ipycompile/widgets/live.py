@@ -39,6 +39,16 @@ def show(report: Any, cell: Hashable) -> Any:
     earlier = _live.pop(cell, None)
     if earlier is not None:  # its output is being replaced (the frontend cleared it): close, no update
         _retire(earlier[0], None)
+    if isinstance(view, ReportWidget):
+        # Two outputs: the static copy first (compact HTML and the text), then the widget alone.
+        # A saved notebook reopened without the widget's state (JupyterLab saves none by default;
+        # a kernel restarted before saving drops it) cannot draw the widget: JupyterLab and
+        # Notebook 7 choose the widget's MIME type over any text/html beside it in the same
+        # output and show "Error displaying widget: model not found". In its own output the
+        # static copy always shows; its CSS (html.FALLBACK_CSS) hides it beside a drawn widget
+        # and hides the widget's output where no widget was drawn. nbconvert and GitHub show it.
+        display(view.static_bundle(), raw=True)
+        view.standalone = False
     handle = display(view, display_id=True)
     if isinstance(view, ReportWidget):
         _live[cell] = (view, handle)
@@ -62,6 +72,9 @@ def _retire(widget: Any, handle: Any) -> None:
     widget.close()
     if handle is not None:
         try:
-            handle.update(widget)  # now its static HTML and text
+            if getattr(widget, "standalone", True):
+                handle.update(widget)  # now its static HTML and text
+            else:  # the static copy is the output before it: the widget's output empties
+                handle.update({"text/plain": ""}, raw=True)
         except Exception:  # no frontend to update: the widgets are closed all the same
             pass

@@ -117,6 +117,37 @@ def ranks_html(d: "RankDivergence") -> str:
     return render_view_model(ranks_view_model(d), limits=COMPACT)
 
 
+def ranks_page(reports, d: "RankDivergence") -> str:
+    """One page: the ranks' divergence (this view, every detail), then the full report of one rank
+    of each behaviour (the report's view, :mod:`.html`)."""
+    import html as htmllib
+    import os
+
+    from .html import render_html, render_view_model
+
+    e = htmllib.escape
+    name = os.path.basename(os.path.normpath(reports.path))
+    parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">',
+             f"<title>ipycompile: {e(name)}</title></head><body class=\"ipyc standalone\">",
+             f"<h2>{e(reports.path)}</h2>", f'<pre>{e(str(reports))}</pre>', render_view_model(ranks_view_model(d))]
+    for group in d.behaviours or []:
+        r = group.ranks[0]
+        more = ", ".join(map(str, group.ranks[1:6])) + (" ..." if len(group.ranks) > 6 else "")
+        who = f"rank {r}" + (f" (as ranks {more})" if len(group.ranks) > 1 else "")
+        parts.append(f"<h3>{e(who)}: {e(group.text)}</h3>")
+        parts.append(render_html(reports[r]))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def save_ranks_html(reports, d: "RankDivergence", path: str) -> str:
+    """Write :func:`ranks_page` to ``path`` (atomically: a failed write leaves an earlier file as it was)."""
+    from ..report.files import write_atomic
+
+    write_atomic(path, ranks_page(reports, d))
+    return path
+
+
 class RanksView:
     """What ``%compile_trace DIR`` displays: the divergence's text and its HTML."""
 

@@ -97,6 +97,8 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         total = ct.total_s or sum(p.seconds for p in ct.phases) or 1.0
         rows = [[p.name, round(p.seconds, 4), f"{p.seconds / total:.1%}"] for p in sorted(ct.phases, key=lambda p: -p.seconds)]
         out.append(Table(["phase", "seconds", "share"], rows, sortable=True))
+        if r.autotuning and any(p.name == "Autotuning" for p in ct.phases):
+            out.append(Text(_autotune_spans(r), "note"))
     if r.control_flow:
         out.append(Text("Control flow: " + ", ".join(sorted({n.op for n in r.control_flow}))))
     if r.stats.unknown:
@@ -105,8 +107,16 @@ def summary_tab(r: "CompileReport") -> list[Block]:
     if r.stats.parse_errors:
         out.append(Text(f"{plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed: "
                         + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.parse_errors.items())), "warn"))
-    out.append(Code("Text summary", r.summary(), "text"))
     return out
+
+
+def _autotune_spans(r: "CompileReport") -> str:
+    """Why the Autotuning phase and max-autotune's own total differ: two timers of two spans."""
+    total = sum(a.tuning_s for a in r.autotuning)
+    return (f"The Autotuning phase ({fmt_seconds(r.compile_time.phase('Autotuning'))}) is torch's compile-time timer; "
+            f"the autotuned sites' own precompile and benchmark timers add up to {fmt_seconds(total)} (the Kernels "
+            "tab): the candidates' timers overlap (precompilation runs in parallel) and run partly outside that "
+            "phase, so the two are different spans, not one inside the other.")
 
 
 def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
@@ -150,7 +160,7 @@ def suggestion_blocks(s, where: str = "") -> list[Block]:
                              f"Suggested fix ({s.confidence} confidence): {s.title}", "heading")]
     out += [Text(para) for para in s.explanation.split("\n\n") if para.strip()]
     if s.code and not withdrawn:
-        out.append(Code("suggested code" + span, s.code, "python"))
+        out.append(Code("suggested code" + span, s.code, "python", copy=True))
     if s.check is not None:
         out.append(Text(s.check.text, "warn" if withdrawn else "note"))
         if s.check.torch_says:
@@ -322,7 +332,7 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
 
 # -- Kernels ----------------------------------------------------------------------
 def kernels_tab(r: "CompileReport") -> list[Block]:
-    times = r.profile.kernel_times if r.profile is not None else []
+    times = r.profile.kernels.times if r.profile is not None else []
     if not r.kernels and not times:
         return [Text("No kernels: nothing went through Inductor (or its output was not captured).", "note")]
     timed = {(t.kernel, str(t.compile_id or ""), t.graph_stage): t for t in times if t.kernel}
@@ -341,7 +351,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         if times:
             rows[-1][6:6] = _roof_cells(roofs.get(id(t)) if t is not None else None)
         if t is not None:
-            d.append(Text(f"profiled: {plural(t.calls, 'kernel call')} in {plural(r.profile.kernel_times_calls, 'call')} "
+            d.append(Text(f"profiled: {plural(t.calls, 'kernel call')} in {plural(r.profile.kernels.calls, 'call')} "
                           f"of the cell, {fmt_seconds(t.total_s)} in all"))
             d.extend(_roof_text(roofs.get(id(t))))
         info = {key: v for key, v in k.info.items() if key != "compile_time_us"}
@@ -368,7 +378,7 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
                              else "No kernels compiled in this run (compiled code was reused)", "heading")]
     if times:
         p = r.profile
-        what = "device" if p.kernel_times_device == "cuda" else "CPU"
+        what = "device" if p.kernels.device == "cuda" else "CPU"
         columns[4:4] = [f"{what} time (us/call)", "share %", "MB/launch", "GFLOP/launch", "GB/s", "% peak BW",
                         "TFLOP/s", "% peak FLOP/s", "verdict"]
         for t in times:  # time no kernel row holds: the other time, kernels this report lacks
@@ -378,8 +388,8 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
                 details.append([Text(_untimed_note(t, what), "note"), *_roof_text(roofs.get(id(t)))])
         order = sorted(range(len(rows)), key=lambda i: -(rows[i][4] or 0))
         rows, details = [rows[i] for i in order], [details[i] for i in order]
-        total = sum(t.total_s for t in times) / max(p.kernel_times_calls, 1)
-        out.append(Text(f"{what} time per kernel over {plural(p.kernel_times_calls, 'profiled call')} after the timed "
+        total = sum(t.total_s for t in times) / max(p.kernels.calls, 1)
+        out.append(Text(f"{what} time per kernel over {plural(p.kernels.calls, 'profiled call')} after the timed "
                         f"runs: {fmt_seconds(total)} per call in all ("
                         + ("all device time" if what == "device" else "wall time of the calls") + "), longest first"))
         coll = collective_share(times)
@@ -503,7 +513,7 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
     if cached:
         sites += f", {cached} cached"
     head = Text(f"max-autotune: {sites}, {fmt_seconds(total)} precompiling and "
-                "benchmarking candidates (in the compile time's Autotuning phase)", "heading")
+                "benchmarking candidates (the sites' own timers, summed)", "heading")
     cols = ["op", "input shapes", "dtypes", "sites", "cached", "choices", "winner", "winner us", "extern us",
             "vs extern", "best Triton us", "autotune s", "kernels", "compiles"]
     return [head, Table(cols, rows, sortable=True, details=details)]
@@ -587,8 +597,10 @@ def profile_tab(r: "CompileReport") -> list[Block]:
     if r.autotuning:
         parts = [f"{a.op} {a.shape}: {fmt_seconds(a.precompile_s or 0)} precompiling + {fmt_seconds(a.benchmark_s or 0)} "
                  f"benchmarking {a.num_choices or '?'} choices" for a in r.autotuning]
-        out.append(Text(f"Autotuning phase ({fmt_seconds(ct.phase('Autotuning'))}): " + "; ".join(parts)
+        out.append(Text(f"Autotuning by site (the sites' own timers): " + "; ".join(parts)
                         + " (the Kernels tab has the choices)"))
+        if any(p.name == "Autotuning" for p in ct.phases):
+            out.append(Text(_autotune_spans(r), "note"))
     if r.cudagraphs:
         out.extend(cudagraph_blocks(r))
     if p is None:
@@ -596,11 +608,11 @@ def profile_tab(r: "CompileReport") -> list[Block]:
             return [Text("No compile-time events and no profile (run the cell with %%compile for one).", "note")]
         out.append(Text("No run profile: run the cell with %%compile (or ipycompile.run_cell) for run times and memory.", "note"))
         return out
-    if p.run_times_s:
+    if p.steady.run_times_s:
         out.append(Figure("Run-time distribution", lambda: fig_runs(r)))
     if p.peak_device_bytes is not None or p.peak_host_bytes is not None:
         out.append(Figure("Peak memory", lambda: fig_memory(r)))
-    if p.memory_timelines:
+    if p.memory.timelines:
         out.append(Figure("CUDA memory over the call (--memory-timeline)", lambda: fig_memory_timeline(r)))
         out.extend(_memory_tables(r))
     out.append(Table(["field", "value"], _profile_rows(p), title="Profile"))
@@ -609,7 +621,7 @@ def profile_tab(r: "CompileReport") -> list[Block]:
 
 def _memory_tables(r: "CompileReport") -> list[Block]:
     out: list[Block] = []
-    for tl in r.profile.memory_timelines:
+    for tl in r.profile.memory.timelines:
         rows, details = [], []
         for a in tl.top_at_peak:
             line = f"{r.where(a.frame.filename, a.frame.lineno)}: {a.frame.source_line.strip()}" if a.frame.filename else ""
@@ -659,21 +671,21 @@ def _profile_rows(p) -> list[list[Any]]:
         if value is not None and value != "" and value != [] and value != {}:
             rows.append([name, value])
 
-    row("first call (compile + run), net of the capture", fmt_seconds(p.compile_s) if p.compile_s is not None else None)
-    row("first call, wall time", fmt_seconds(p.compile_wall_s) if p.compile_wall_s is not None else None)
-    row("run time (median)", fmt_seconds(p.run_median_s) if p.run_median_s is not None else None)
-    row("run time IQR", fmt_seconds(p.run_iqr_s) if p.run_iqr_s is not None else None)
-    row("run time min / max", f"{fmt_seconds(p.run_min_s)} / {fmt_seconds(p.run_max_s)}" if p.run_min_s is not None else None)
-    row("device time (median)", fmt_seconds(p.device_median_s) if p.device_median_s is not None else None)
-    row("latency (median)", fmt_seconds(p.latency_median_s) if p.latency_median_s is not None else None)
-    row("timing method", p.timing_method)
-    row("runs", f"{p.runs} after {p.warmup} warm-up" + (" (auto)" if p.auto_runs else ""))
-    row("blocks dropped (torch compiled or recorded in them)", p.run_dropped_blocks or None)
-    row("peak device memory, compile", fmt_bytes(p.peak_device_bytes_compile) if p.peak_device_bytes_compile is not None else None)
-    row("peak device memory, steady state", fmt_bytes(p.peak_device_bytes_run) if p.peak_device_bytes_run is not None else None)
-    row("peak host memory, compile", fmt_bytes(p.peak_host_bytes_compile) if p.peak_host_bytes_compile is not None else None)
-    row("peak host memory, steady state", fmt_bytes(p.peak_host_bytes_run) if p.peak_host_bytes_run is not None else None)
-    row("host memory method", p.host_memory_method)
+    row("first call (compile + run), net of the capture", fmt_seconds(p.first_call.compile_s) if p.first_call.compile_s is not None else None)
+    row("first call, wall time", fmt_seconds(p.first_call.compile_wall_s) if p.first_call.compile_wall_s is not None else None)
+    row("run time (median)", fmt_seconds(p.steady.run_median_s) if p.steady.run_median_s is not None else None)
+    row("run time IQR", fmt_seconds(p.steady.run_iqr_s) if p.steady.run_iqr_s is not None else None)
+    row("run time min / max", f"{fmt_seconds(p.steady.run_min_s)} / {fmt_seconds(p.steady.run_max_s)}" if p.steady.run_min_s is not None else None)
+    row("device time (median)", fmt_seconds(p.steady.device_median_s) if p.steady.device_median_s is not None else None)
+    row("latency (median)", fmt_seconds(p.steady.latency_median_s) if p.steady.latency_median_s is not None else None)
+    row("timing method", p.steady.timing_method)
+    row("runs", f"{p.steady.runs} after {p.steady.warmup} warm-up" + (" (auto)" if p.steady.auto_runs else ""))
+    row("blocks dropped (torch compiled or recorded in them)", p.steady.run_dropped_blocks or None)
+    row("peak device memory, compile", fmt_bytes(p.first_call.peak_device_bytes) if p.first_call.peak_device_bytes is not None else None)
+    row("peak device memory, steady state", fmt_bytes(p.steady.peak_device_bytes) if p.steady.peak_device_bytes is not None else None)
+    row("peak host memory, compile", fmt_bytes(p.first_call.peak_host_bytes) if p.first_call.peak_host_bytes is not None else None)
+    row("peak host memory, steady state", fmt_bytes(p.steady.peak_host_bytes) if p.steady.peak_host_bytes is not None else None)
+    row("host memory method", p.memory.host_method)
     e = p.eager
     if e is not None:
         row("eager run time (median)", fmt_seconds(e.run_median_s) if e.run_median_s is not None else None)
@@ -693,20 +705,20 @@ def _profile_rows(p) -> list[list[Any]]:
                                    f"(allowed {e.allowed_error:.3g})")
         for line in e.check_details[:8]:
             row("output check", line)
-    if p.kernel_times:
-        what = "device" if p.kernel_times_device == "cuda" else "CPU"
-        row("kernel profile", f"{plural(p.kernel_times_calls, 'call')} under torch.profiler after the timed runs: "
+    if p.kernels.times:
+        what = "device" if p.kernels.device == "cuda" else "CPU"
+        row("kernel profile", f"{plural(p.kernels.calls, 'call')} under torch.profiler after the timed runs: "
                               f"{what} time per kernel in the Kernels tab")
     row("caches", ", ".join(f"{k} {v}" for k, v in p.caches.items()))
     row("reused compiled code", "yes" if p.reused_compiled_code else None)
-    row("one-time start-up (not in first call)", fmt_seconds(p.one_time_s) if p.one_time_s is not None else None)
-    row("trace logging in first call (the capture's cost, torch's tally)", fmt_seconds(p.trace_logging_s) if p.trace_logging_s is not None else None)
+    row("one-time start-up (not in first call)", fmt_seconds(p.first_call.one_time_s) if p.first_call.one_time_s is not None else None)
+    row("trace logging in first call (the capture's cost, torch's tally)", fmt_seconds(p.first_call.trace_logging_s) if p.first_call.trace_logging_s is not None else None)
     row("report build", fmt_seconds(p.report_build_s) if p.report_build_s is not None else None)
     row("settings", settings_text(p))
-    row("torch", p.torch_version)
-    row("device", p.device)
-    row("label", p.label)
-    row("sweep point", ", ".join(f"{k}={v!r}" for k, v in p.params.items()) if p.params else None)
+    row("torch", p.settings.torch_version)
+    row("device", p.settings.device)
+    row("label", p.settings.label)
+    row("sweep point", ", ".join(f"{k}={v!r}" for k, v in p.settings.params.items()) if p.settings.params else None)
     for n in p.notes:
         row("note", n)
     row("error", p.error)

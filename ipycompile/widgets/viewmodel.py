@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..report.summary import fmt_bytes, fmt_seconds, limit_lines
+from ..report.summary import Hints, fmt_bytes, fmt_seconds, limit_lines, origin_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
 from .source import SOURCE_CONTEXT
 from ..report.summary import plural
 from .tabs import gb_url
+from .first_screen import Problem, headline, problems
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -28,6 +29,8 @@ __all__ = ["Chip", "Text", "Table", "Code", "Figure", "TreeNode", "Choice", "Blo
 
 # -- header ---------------------------------------------------------------------
 def header(report: "CompileReport") -> list[Chip]:
+    """The strip under the problems: what happened (reused code, the recompile limit), the
+    headline numbers (:func:`.first_screen.headline`), then the counts."""
     r = report
     p = r.profile
     chips: list[Chip] = []
@@ -39,8 +42,10 @@ def header(report: "CompileReport") -> list[Chip]:
         add(Chip(text, False, "status", None, "nothing was compiled in this run" if r.reused_from else ""))
     for line in limit_lines(r):
         add(Chip(line.replace("RECOMPILE LIMIT HIT", "recompile limit hit"), True, "recompile_limit", None, line))
-    graphs = sum(1 for g in r.graphs if g.stage == "dynamo")
-    add(Chip(plural(graphs, "graph"), False, "graphs", graphs))
+    chips += headline(r)
+    graphs = dynamo_graphs(r)
+    add(Chip(plural(graphs, "graph"), False, "graphs", graphs,
+             "graphs Dynamo captured (one per compiled region); the Graphs tab shows each at every stage"))
     nb = r.graph_break_count
     add(Chip(plural(nb, "graph break"), nb > 0, "graph_breaks", nb,
              f"{len(r.graph_breaks)} site(s)" if r.graph_breaks else ""))
@@ -61,47 +66,22 @@ def header(report: "CompileReport") -> list[Chip]:
         add(Chip(f"ran without compiling: {plural(len(eager), 'frame')}", False, "ran_without_compiling", len(eager),
                  "torch could not compile these frames and ran them as plain Python: "
                  + ", ".join(sorted({c.function for c in eager}))))
-    compile_s = p.compile_s if p is not None and p.compile_s is not None else (r.compile_time.total_s or None)
-    if compile_s is not None:
-        what = "first call" if p is not None and p.compile_s is not None else "compile"
-        add(Chip(f"{what} {fmt_seconds(compile_s)}", False, "compile_time", compile_s))
-    if p is not None:
-        if p.run_median_s is not None:
-            noisy = p.noisy("run time")
-            add(Chip(f"run {fmt_seconds(p.run_median_s)} median" + (" (noisy)" if noisy else ""), bool(noisy),
-                     "run_time", p.run_median_s, noisy or f"{p.runs} runs, IQR {fmt_seconds(p.run_iqr_s)}"))
-        e = p.eager
-        if e is not None:
-            noisy = p.noisy("speedup vs eager")
-            mark = " (noisy)" if noisy else ""
-            if e.speedup is not None:
-                ci = (f", 95 % interval {e.speedup_ci95[0]:.2f}x to {e.speedup_ci95[1]:.2f}x over {e.pairs} pairs"
-                      if e.speedup_ci95 else "")
-                add(Chip(f"{e.speedup:.2f}x vs eager{mark}", e.speedup < 1 or bool(noisy), "speedup", e.speedup,
-                         noisy or f"eager median {fmt_seconds(e.run_median_s)}{ci}"))
-            if e.run_median_s is not None or e.speedup is not None:
-                if e.break_even_calls is not None:
-                    add(Chip(f"break-even after {e.break_even_calls} calls{mark}", bool(noisy), "break_even",
-                             e.break_even_calls, noisy))
-                else:
-                    add(Chip(f"never breaks even{mark}", True, "break_even", None, noisy))
-            if e.outputs_match is False:
-                add(Chip("outputs differ from eager", True, "outputs", False, e.message))
-        if p.peak_device_bytes is not None:
-            add(Chip(f"device peak {fmt_bytes(p.peak_device_bytes)}", False, "device_memory", p.peak_device_bytes))
-        if p.peak_host_bytes is not None:
-            add(Chip(f"host peak {fmt_bytes(p.peak_host_bytes)}", False, "host_memory", p.peak_host_bytes))
-        if p.error:
-            add(Chip(f"raised {p.error.splitlines()[0][:120]}", True, "error", p.error))
     return chips
 
 
+def dynamo_graphs(r: "CompileReport") -> int:
+    """Graphs Dynamo captured: what the "graphs" chip and the Graphs tab both count (the tab
+    shows each of them at every later stage too)."""
+    return sum(1 for g in r.graphs if g.stage == "dynamo")
+
+
 # -- the view-model -------------------------------------------------------------
-def view_model(report: "CompileReport") -> ViewModel:
-    """The header (built now) and the tabs (built when first asked for)."""
+def view_model(report: "CompileReport", hints: Hints = Hints()) -> ViewModel:
+    """The first screen (problems and header, built now) and the tabs (built when first
+    asked for). ``hints`` words where the rest is, for where the report is shown."""
     r = report
     nb, nr = r.graph_break_count, len(r.recompiles)
-    graphs = len(r.graphs)
+    graphs = dynamo_graphs(r)
     cf = _count_nodes(r.control_flow)
     tab_list = [
         Tab("summary", "Summary", lambda: T.summary_tab(r), None, bool(r.failures)),
@@ -114,7 +94,7 @@ def view_model(report: "CompileReport") -> ViewModel:
         Tab("guards", f"Guards ({sum(g.count for g in r.guards)})", lambda: T.guards_tab(r),
             sum(g.count for g in r.guards)),
     ]
-    return ViewModel(header(r), tab_list)
+    return ViewModel(header(r), tab_list, problems(r), origin_lines(r, hints))
 
 
 def _count_nodes(nodes) -> int:

@@ -3,24 +3,30 @@
 It renders :func:`ipycompile.widgets.viewmodel.view_model` and nothing else (no
 analysis of its own), so it shows what the static HTML shows:
 
-- the header: one ``HTML`` chip per :class:`~.viewmodel.Chip` (warning colours for
-  warn chips);
+- the first screen (what to fix, most costly first, each with the user's line and the
+  fix, then the chips): the static page's HTML of it (:func:`.html.first_screen_html`);
 - a ``Tab`` with one child per view-model tab. The first tab (Summary) is built
   with the widget; every other tab is built the first time it is selected, then
   kept;
 - blocks: ``Text`` -> ``HTML``; ``Table`` -> an HTML table (sortable ones get a
   sort-column and an order ``Dropdown``), rows with details -> an ``Accordion``
   (a ``Dropdown`` picking the row for long tables) whose content is built when
-  opened; ``Code`` -> pygments-highlighted HTML; ``Figure`` -> a PNG ``Image``;
+  opened; ``Text`` and ``Code`` -> the static page's HTML of the block (one renderer of
+  blocks to HTML, :mod:`.html`); ``Figure`` -> a PNG ``Image``;
   ``TreeNode`` -> nested ``Accordion`` s; ``Choice`` -> a ``Dropdown`` and the
   chosen option's content.
 
-Displayed, a ``ReportWidget`` gives the widget view and, in the same bundle, the
-report's static ``text/html`` and ``text/plain``, for frontends with no widgets
-(nbconvert, GitHub, a terminal).
+Displayed on its own, a ``ReportWidget`` gives the widget view and, in the same bundle, the
+report's compact static ``text/html`` and its first screen as ``text/plain``.
+``%%compile`` shows it differently (:func:`ipycompile.widgets.live.show`): the static
+copy as an output of its own before the widget's, so that a saved notebook shows the
+report whether or not the widget state was saved. Colours are JupyterLab's theme
+variables (:data:`.html._THEME`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import html as htmllib
 import io
@@ -31,47 +37,28 @@ import ipywidgets as W
 
 from ..report import CompileReport
 from ..report.text import capped
-from .html import style_block
-from .blocks import Chip, Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
+from . import html as H
+from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
 from .viewmodel import view_model
 
-__all__ = ["ReportWidget", "close_all", "HIGHLIGHT_LINES", "ACCORDION_ROWS"]
+__all__ = ["ReportWidget", "close_all", "ACCORDION_ROWS"]
 
-#: Lines of each code block highlighted by pygments; the rest is shown escaped.
-HIGHLIGHT_LINES = 400
 #: Tables with details and at most this many rows expand row by row (an Accordion);
 #: longer ones pick the row to show with a Dropdown.
 ACCORDION_ROWS = 40
 
-_CSS = """
-.ipyc-w{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;color:#1f2328}
+#: What the widget adds to the static page's CSS: ipywidgets' own boxes, in the theme's colours.
+_WIDGET_CSS = """
 .ipyc-w .widget-html-content{line-height:1.4;font-size:13px}
-.ipyc-w .ipyc-header .widget-html{height:auto;margin:0}
-.ipyc-w .ipyc-chip{display:inline-block;border-radius:4px;padding:2px 8px;background:#eef2f7;border:1px solid #d0d7e2;white-space:nowrap}
-.ipyc-w .ipyc-chip.warn{background:#fff4e5;border-color:#f0a848;color:#8a4b00;font-weight:600}
-.ipyc-w table.ipyc-t{border-collapse:collapse;margin:2px 0 8px}
-.ipyc-w table.ipyc-t th,.ipyc-w table.ipyc-t td{border:1px solid #dde3ea;padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere}
-.ipyc-w table.ipyc-t th{background:#f5f7fa}
-.ipyc-w table.ipyc-t td.n{text-align:right;font-variant-numeric:tabular-nums}
-.ipyc-w .ipyc-ttl{font-weight:600;margin:6px 0 2px}
-.ipyc-w p{margin:3px 0}
-.ipyc-w p.heading{font-weight:600;margin-top:8px}
-.ipyc-w p.warn{color:#8a4b00;font-weight:600;background:#fff4e5;padding:2px 6px;border-left:3px solid #f0a848}
-.ipyc-w p.note{color:#57606a}
-.ipyc-w .ipyc-code .ct{font-family:ui-monospace,monospace;font-size:12px;color:#57606a}
-.ipyc-w pre.hl{background:#f8f9fb;border:1px solid #e3e7ee;padding:6px;margin:2px 0;overflow:auto;max-height:420px;font-size:12px;line-height:1.35}
-.ipyc-w a{color:#0969da}
+.ipyc-w .widget-html{height:auto;margin:0}
+.ipyc-w table.ipyc-t th,.ipyc-w table.ipyc-t td{overflow-wrap:normal;word-break:normal}
+.ipyc-w .jupyter-widget-Collapse-header,.ipyc-w .lm-TabBar-tab{color:var(--jp-ui-font-color1,inherit)}
 """
-
-_STYLE: Optional[str] = None
 
 
 def _style() -> str:
-    """The widget's CSS (built once)."""
-    global _STYLE
-    if _STYLE is None:
-        _STYLE = style_block(_CSS, ".ipyc-w", "#f8f9fb")
-    return _STYLE
+    """The widget's CSS: the static page's (theme colours, first screen, blocks) and its own."""
+    return H._style() + f"<style>{_WIDGET_CSS}{H.FALLBACK_CSS}</style>"
 
 
 def _e(text: Any) -> str:
@@ -82,54 +69,38 @@ def _html(value: str) -> W.HTML:
     return W.HTML(value=value, layout=W.Layout(width="100%"))
 
 
-# -- blocks -> HTML strings ---------------------------------------------------------
-def _highlight(code: str, language: str) -> str:
-    if language not in ("python", "cpp") or not code:
-        return htmllib.escape(code, False)
-    lines = code.split("\n")
-    head, rest = "\n".join(lines[:HIGHLIGHT_LINES]), "\n".join(lines[HIGHLIGHT_LINES:])
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import CppLexer, PythonLexer
-
-    lexer = (PythonLexer if language == "python" else CppLexer)(stripnl=False, ensurenl=False)
-    out = highlight(head, lexer, HtmlFormatter(nowrap=True))
-    return out + ("\n" + htmllib.escape(rest, False) if rest else "")
-
-
-def text_html(b: Text) -> str:
-    cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
-    text = capped(b.text, where="report.to_html(path) shows it whole")  # the widget's state is saved in the notebook
-    if b.url:
-        return f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(text)}</a></p>'
-    return f"<p{cls}>{_e(text)}</p>"
-
-
-def code_html(b: Code) -> str:
-    title = f'<div class="ct">{_e(b.title)}</div>' if b.title else ""
-    return f'<div class="ipyc-code">{title}<pre class="hl">{_highlight(b.code, b.language)}</pre></div>'
-
-
-def table_html(t: Table, order: Optional[list[int]] = None) -> str:
-    order = list(range(len(t.rows))) if order is None else order
-    out = ['<table class="ipyc-t"><tr>', *(f"<th>{_e(c)}</th>" for c in t.columns), "</tr>"]
-    for i in order:
-        out.append("<tr>")
-        for v in t.rows[i]:
-            num = isinstance(v, (int, float)) and not isinstance(v, bool)
-            out.append(f'<td class="n">{_e(v)}</td>' if num else f"<td>{_e(v)}</td>")
-        out.append("</tr>")
-    out.append("</table>")
+# -- blocks -> HTML strings: the static page's renderer, one block at a time ------------------
+def block_html(b) -> str:
+    """The static page's HTML of one block (:mod:`.html`), with every detail."""
+    out: list = []
+    H._block(b, out, H._Page(H.FULL))
     return "".join(out)
 
 
-def chip_html(c: Chip) -> str:
-    tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
-    # inline colours as well as the class, so a chip keeps its colour without the style block
-    style = ("background:#fff4e5;border:1px solid #f0a848;color:#8a4b00;font-weight:600" if c.warn
-             else "background:#eef2f7;border:1px solid #d0d7e2")
-    return (f'<span class="ipyc-chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip} '
-            f'style="{style};border-radius:4px;padding:2px 8px;white-space:nowrap">{_e(c.text)}</span>')
+def text_html(b: Text) -> str:
+    # the widget's state is saved in the notebook: a 1 MB reason must not make a 1 MB output
+    return block_html(dataclasses.replace(b, text=capped(b.text, where="report.to_html(path) shows it whole")))
+
+
+def code_html(b: Code) -> str:
+    return block_html(b)
+
+
+def table_html(t: Table, order: Optional[list[int]] = None) -> str:
+    """A table's rows in ``order`` (sorting re-renders it), with the static page's cells:
+    short cells never wrap, long ones wrap between words; a wide table scrolls sideways."""
+    order = list(range(len(t.rows))) if order is None else order
+    lengths = H._lengths(t)
+    short = [longest <= H.SHORT_CELL for _, longest, _ in lengths]
+    out = ['<div class="wide"><table class="ipyc-t"><tr>', *(f"<th>{_e(c)}</th>" for c in t.columns), "</tr>"]
+    for i in order:
+        out.append("<tr>" + "".join(H._cell(v, sh) for v, sh in zip(t.rows[i], short)) + "</tr>")
+    out.append("</table></div>")
+    return "".join(out)
+
+
+def chip_html(c) -> str:
+    return H.chip_html(c)
 
 
 def _row_title(row: list, limit: int = 140) -> str:
@@ -352,13 +323,10 @@ class ReportWidget(W.VBox):
         self.report = report
         self.view_model: ViewModel = view_model(report)
         vm = self.view_model
-        self.chips = [W.HTML(value=chip_html(c)) for c in vm.header]
-        for w, c in zip(self.chips, vm.header):
-            w.add_class("ipyc-chip-w")
-            if c.warn:
-                w.add_class("ipyc-warn")
-        self.header = W.HBox(self.chips, layout=W.Layout(flex_flow="row wrap", grid_gap="6px", margin="4px 0 6px"))
-        self.header.add_class("ipyc-header")
+        # the first screen: what to fix, most costly first, and the chips (the static page's HTML)
+        self.first = _html(H.first_screen_html(vm))
+        self.first.add_class("ipyc-first")
+        self.chips = list(vm.header)
         placeholder = _html('<p class="note">building this tab…</p>')
         unopened = W.Layout(display="flex", flex_flow="column")  # a VBox's, shared by the tabs not built yet
         self._owned = [placeholder, unopened]  # for close_all, once no tab shows them
@@ -370,8 +338,12 @@ class ReportWidget(W.VBox):
             self._build(0)
             self.tabs.selected_index = 0
         self.tabs.observe(self._on_select, names="selected_index")
-        super().__init__([W.HTML(value=_style()), self.header, self.tabs], **kwargs)
+        super().__init__([W.HTML(value=_style()), self.first, self.tabs], **kwargs)
         self.add_class("ipyc-w")
+        self.add_class("ipyc")
+        #: False once :func:`.live.show` displayed the static copy as an output of its own:
+        #: the widget's bundle then carries the widget view and a one-line text only
+        self.standalone = True
 
     # -- tabs ------------------------------------------------------------------
     @property
@@ -417,18 +389,29 @@ class ReportWidget(W.VBox):
         return self._add_static({})
 
     def _repr_mimebundle_(self, **kwargs):
-        """The widget view, plus the report's compact static HTML and its text summary
-        for frontends without widgets (and for the saved notebook)."""
-        return self._add_static(super()._repr_mimebundle_(**kwargs) or {})
+        """The widget view, plus the report's compact static HTML and its text for frontends
+        without widgets; only the widget view and a short text where the static copy is an
+        output of its own (:func:`.live.show`)."""
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        if not self.standalone:
+            data["text/plain"] = "(the report widget: the report is shown above)"
+            return data
+        return self._add_static(data)
+
+    def text(self) -> str:
+        """The report as text: ``str(report)`` (the first screen, then the whole summary)."""
+        return str(self.report)
+
+    def static_bundle(self) -> dict:
+        """The static copy of this report: the compact page (no figures, long blocks cut)
+        and its text."""
+        try:
+            return H.fallback_bundle(self.view_model, self.text())
+        except Exception:  # the static fallback must not cost the widget
+            return {"text/html": f"<pre>{_e(self.report.summary())}</pre>", "text/plain": self.report.summary()}
 
     def _add_static(self, data: dict) -> dict:
-        data["text/plain"] = self.report.summary()
-        try:
-            from .html import COMPACT, render_view_model
-
-            data["text/html"] = render_view_model(self.view_model, limits=COMPACT)
-        except Exception:  # the static fallback must not cost the widget
-            data["text/html"] = f"<pre>{_e(self.report.summary())}</pre>"
+        data.update(self.static_bundle())
         return data
 
     def __repr__(self) -> str:

@@ -1,0 +1,62 @@
+"""Keep torch's own log lines about what the report shows out of a ``%%compile`` cell's output.
+
+Torch warns about a recompile limit or a graph break in ``W...`` lines that say again what
+the report's first screen says (with the user's line and the fix). :func:`quiet_torch_log`
+installs one :class:`logging.Filter` on the handlers that print torch's records (those of
+every ``torch`` logger and of the root logger) for the duration of the cell and removes it after,
+leaving logging exactly as it was. It drops only records of torch's loggers whose message is
+about a graph break or a recompile (the report covers both); everything else torch logs
+still prints. The dropped lines are kept, in order, in :attr:`TorchLogFilter.kept`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from typing import Iterator
+
+__all__ = ["TorchLogFilter", "quiet_torch_log", "COVERED"]
+
+#: What the report shows, as torch words it in its warnings: graph breaks, recompiles and
+#: the recompile limit.
+COVERED = re.compile(r"graph break|recompil|cache_size_limit|recompile_limit", re.I)
+
+
+class TorchLogFilter(logging.Filter):
+    """Drops torch's records about graph breaks and recompiles; keeps their text in ``kept``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (record.name == "torch" or record.name.startswith("torch.")):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        if COVERED.search(message):
+            self.kept.append(f"{record.levelname[:1]} {record.name}: {message}")
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def quiet_torch_log() -> Iterator[TorchLogFilter]:
+    """The filter on torch's and the root logger's handlers while the block runs; removed after."""
+    f = TorchLogFilter()
+    handlers = []
+    names = [n for n in list(logging.root.manager.loggerDict) if n == "torch" or n.startswith("torch.")]
+    for name in [""] + names:
+        logger = logging.getLogger(name)
+        for h in getattr(logger, "handlers", ()):
+            if f not in h.filters:
+                h.addFilter(f)
+                handlers.append(h)
+    try:
+        yield f
+    finally:
+        for h in handlers:
+            h.removeFilter(f)

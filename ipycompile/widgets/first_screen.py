@@ -1,0 +1,206 @@
+"""The first screen of a report: what is wrong, what to do, ranked by cost, then the headline numbers.
+
+Every rendering of a report (text, static HTML, the widget) opens with this, built once
+here as plain data (:class:`Problem` and :class:`~.blocks.Chip`), so the three say the
+same thing in the same order:
+
+1. **Problems**, most costly first: a failed compile or outputs that differ from eager
+   (wrong results cost more than slow ones), then graph breaks and recompiles ranked
+   together by the calls they cost and the time (a break by the calls that hit it, a
+   function's recompiles by their number and their compile time), then unrolled loops,
+   then a slowdown against eager, then a host-bound verdict. Each names the user's line
+   (where the break happened, not the ``def`` line) and the doctor's fix.
+2. **Headline numbers**: compile time, run time, speedup with its interval, memory.
+
+Torch's internals (compile ids, guard counts, resume-function names) are not here: the
+tabs hold them. Only the report's records are read (schema 2's records, not the flat
+names of schema 1); nothing is computed that the report and the doctor did not say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+from ..analysis.compare import user_function
+from ..report.summary import fmt_bytes, fmt_seconds, plural
+from .blocks import Chip
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import CompileReport
+
+__all__ = ["Problem", "problems", "headline", "stop", "user_line"]
+
+
+@dataclass
+class Problem:
+    """One thing wrong, with what it costs and what to do.
+
+    ``kind``: ``"failure"``, ``"outputs"``, ``"graph_break"``, ``"recompile"``,
+    ``"unrolled_loop"``, ``"slowdown"``, ``"host_bound"``. ``where`` is the user's line as
+    the user knows it (``In [4], line 13``), ``code`` that line's source; ``filename`` and
+    ``lineno`` the same place, for links. ``fix`` is the doctor's fix title ("" when none),
+    ``fix_code`` its code, ``note`` torch's own hint when the doctor has no fix. ``tab``
+    is the key of the tab with every detail. ``calls`` and ``seconds`` rank it."""
+
+    kind: str
+    title: str
+    cost: str = ""
+    where: str = ""
+    code: str = ""
+    fix: str = ""
+    fix_code: str = ""
+    confidence: str = ""
+    note: str = ""
+    tab: str = ""
+    filename: str = ""
+    lineno: Optional[int] = None
+    calls: int = 0
+    seconds: float = 0.0
+    severe: bool = True  # shown as a warning (False: a verdict to consider)
+
+
+def stop(b):
+    """Where Dynamo stopped for graph break ``b`` (:func:`ipycompile.report.summary.stop_frame`,
+    which reads ``GraphBreak.stop`` where the report has it): the one place the views ask."""
+    from ..report.summary import stop_frame
+
+    return stop_frame(b)
+
+
+def user_line(r: "CompileReport", b):
+    """The user's own line for break ``b``: the line in the user's code that breaks (its
+    ``frame``, the user's line that led to the break), else where torch stopped."""
+    if b.frame.filename:
+        return b.frame
+    return stop(b)
+
+
+def _fix(p: Problem, s) -> None:
+    if s is None:
+        return
+    if str(s.kind) == "unknown" or s.kind == "unknown":
+        p.note = "no specific fix known: torch's explanation is in the tab"
+        return
+    p.fix, p.fix_code, p.confidence = s.title, s.code, str(s.confidence)
+
+
+def _compile_seconds(r: "CompileReport", cid) -> float:
+    c = r.compile(cid) if cid is not None else None
+    return (c.entire_frame_compile_s or 0.0) if c is not None else 0.0
+
+
+def problems(r: "CompileReport") -> list[Problem]:
+    """What is wrong, most costly first (see the module's docstring)."""
+    first: list[Problem] = []
+    for f in r.failures:
+        msg = f.message.strip().splitlines()[0] if f.message.strip() else f.type
+        p = Problem("failure", f"Compile failed: {msg}", "the code ran without compiling" if f.type else "",
+                    r.where(f.frame.filename, f.frame.lineno) if f.frame.filename else "", f.frame.source_line.strip(),
+                    tab="summary", filename=f.frame.filename, lineno=f.frame.lineno)
+        _fix(p, f.suggestion)
+        first.append(p)
+    prof = r.profile
+    e = prof.eager if prof is not None else None
+    if e is not None and e.outputs_match is False:
+        first.append(Problem("outputs", "Outputs differ from eager", e.message, tab="profile"))
+
+    ranked: list[Problem] = []
+    for b in r.graph_breaks:
+        line = user_line(r, b)
+        s = stop(b)
+        elsewhere = (s.filename, s.lineno) != (line.filename, line.lineno) and s.filename
+        cost = f"hit {plural(b.count, 'time')}" + (
+            f"; torch stopped in {r.where(s.filename, s.lineno)}" if elsewhere else "")
+        p = Problem("graph_break", f"Graph break: {b.reason}", cost, r.where(line.filename, line.lineno),
+                    line.source_line.strip(), tab="graph_breaks", filename=line.filename, lineno=line.lineno,
+                    calls=b.count, seconds=sum(_compile_seconds(r, c) for c in b.compile_ids))
+        _fix(p, b.suggestion)
+        if not p.fix and not p.note and b.hints:
+            p.note = f"torch's hint: {b.hints[0]}"
+        ranked.append(p)
+    by_function: dict[tuple, list] = {}
+    for rc in r.recompiles:
+        by_function.setdefault((rc.filename, rc.function), []).append(rc)
+    for (filename, function), rcs in by_function.items():
+        seconds = sum(_compile_seconds(r, rc.compile_id) for rc in rcs)
+        limit = next((rc for rc in rcs if rc.limit_hit), None)
+        first_line = next((c.first_line for c in r.compiles if c.filename == filename and c.function == function
+                           and c.first_line is not None), None)
+        what = next((rc.explanation for rc in rcs if rc.explanation), "")
+        if not what and rcs[0].reasons:
+            what = " ".join(r.readable(rcs[0].reasons[0]).splitlines()[0].split())
+        name = user_function(function)
+        title = f"{name} recompiled {plural(len(rcs), 'time')}" + (f": {what}" if what else "")
+        cost = f"{fmt_seconds(seconds)} of compiling" if seconds else ""
+        if limit is not None:
+            title = f"Recompile limit hit: {name} now runs without compiling" + (f" ({what})" if what else "")
+        p = Problem("recompile", title, cost, r.where(filename, first_line) if filename else "", tab="recompiles",
+                    filename=filename, lineno=first_line, calls=len(rcs) + (1_000_000 if limit else 0), seconds=seconds)
+        _fix(p, next((rc.suggestion for rc in reversed(rcs) if rc.suggestion is not None), None))
+        ranked.append(p)
+    ranked.sort(key=lambda p: (-p.calls, -p.seconds))
+    for u in r.unrolled_loops:
+        from ..report.summary import loop_headline
+
+        p = Problem("unrolled_loop", loop_headline(r, u), "compile time grows with the trip count",
+                    r.where(u.filename, u.lineno) if u.lineno is not None else "", u.source_line.strip(),
+                    tab="summary", filename=u.filename, lineno=u.lineno)
+        _fix(p, u.suggestion)
+        ranked.append(p)
+    late: list[Problem] = []
+    if e is not None and e.speedup is not None and e.speedup < 1:
+        sure = bool(e.speedup_ci95) and e.speedup_ci95[1] < 1
+        noisy = prof.noisy("speedup vs eager")
+        ci = f" (95 % interval {e.speedup_ci95[0]:.2f}x to {e.speedup_ci95[1]:.2f}x)" if e.speedup_ci95 else ""
+        late.append(Problem("slowdown", f"Compiled is slower than eager: {e.speedup:.2f}x{ci}",
+                            e.why_slower or (noisy if noisy else ("beyond doubt" if sure else "not beyond doubt")),
+                            tab="profile", severe=sure and not noisy))
+    busy = prof.steady.busy if prof is not None else None
+    if busy is not None and busy.verdict == "host-bound":
+        late.append(Problem("host_bound", f"Host-bound: {busy.text}", "", note=busy.advice, tab="profile",
+                            severe=False))
+    return first + ranked + late
+
+
+def headline(r: "CompileReport") -> list[Chip]:
+    """The headline numbers: compile time, run time, speedup with its interval, memory."""
+    p = r.profile
+    out: list[Chip] = []
+    compile_s = p.first_call.compile_s if p is not None and p.first_call.compile_s is not None else (
+        r.compile_time.total_s or None)
+    if compile_s is not None:
+        what = "first call (compile)" if p is not None and p.first_call.compile_s is not None else "compile"
+        out.append(Chip(f"{what} {fmt_seconds(compile_s)}", False, "compile_time", compile_s))
+    if p is None:
+        return out
+    st = p.steady
+    if st.run_median_s is not None:
+        noisy = p.noisy("run time")
+        out.append(Chip(f"run {fmt_seconds(st.run_median_s)} median" + (" (noisy)" if noisy else ""), bool(noisy),
+                        "run_time", st.run_median_s, noisy or f"{st.runs} runs, IQR {fmt_seconds(st.run_iqr_s)}"))
+    e = p.eager
+    if e is not None:
+        noisy = p.noisy("speedup vs eager")
+        mark = " (noisy)" if noisy else ""
+        if e.speedup is not None:
+            ci = f" [{e.speedup_ci95[0]:.2f}x, {e.speedup_ci95[1]:.2f}x]" if e.speedup_ci95 else ""
+            out.append(Chip(f"{e.speedup:.2f}x vs eager{ci}{mark}", e.speedup < 1 or bool(noisy), "speedup", e.speedup,
+                            noisy or (f"eager median {fmt_seconds(e.run_median_s)}; 95 % interval over {e.pairs} pairs"
+                                      if e.speedup_ci95 else f"eager median {fmt_seconds(e.run_median_s)}")))
+        if e.run_median_s is not None or e.speedup is not None:
+            if e.break_even_calls is not None:
+                out.append(Chip(f"break-even after {e.break_even_calls} calls{mark}", bool(noisy), "break_even",
+                                e.break_even_calls, noisy))
+            else:
+                out.append(Chip(f"never breaks even{mark}", True, "break_even", None, noisy))
+        if e.outputs_match is False:
+            out.append(Chip("outputs differ from eager", True, "outputs", False, e.message))
+    if p.peak_device_bytes is not None:
+        out.append(Chip(f"device peak {fmt_bytes(p.peak_device_bytes)}", False, "device_memory", p.peak_device_bytes))
+    if p.peak_host_bytes is not None:
+        out.append(Chip(f"host peak {fmt_bytes(p.peak_host_bytes)}", False, "host_memory", p.peak_host_bytes,
+                        "the process's peak resident memory while the cell ran"))
+    if p.error:
+        out.append(Chip(f"raised {p.error.splitlines()[0][:120]}", True, "error", p.error))
+    return out
