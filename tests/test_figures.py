@@ -30,3 +30,32 @@ def test_run_histogram_counts_blocks_on_a_log_axis_that_spreads_one_slow_block()
     assert _tallest(ax) < 99 and ax.get_xscale() == "log"
     lo, hi = ax.get_xlim()
     assert lo <= 0.022 and hi >= 2.0  # ms: both ends shown
+
+
+def test_roofline_labels_points_by_kernel_name_and_keeps_its_axis_labels_inside():
+    """A CPU MLP written as ``y = lin(xx)``: every kernel's user line is that one line, which
+    labelled every point alike; now each labelled point names its kernel, and the y label is
+    not cut off at the figure's left edge."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ipycompile.analysis.roofline import roofline
+    from ipycompile.widgets.figures import fig_roofline
+
+    lin = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
+    ns = {"lin": lin, "xx": torch.randn(64, 128)}
+    run = ipycompile.run_cell("y = lin(xx)\ny", ns, profile_kernels=True, fresh=True, runs=2, record=False)
+    roof = roofline(run.report)
+    fig = fig_roofline(roof)
+    FigureCanvasAgg(fig)
+    ax = fig.axes[0]
+    notes = [t.get_text() for t in ax.texts if t.get_text()[:1].isdigit() and ". " in t.get_text()]
+    assert len(notes) >= 2
+    names = {x.time.name for x in roof.rows}
+    assert all(n.split(". ", 1)[1].rstrip("…") and any(m.startswith(n.split(". ", 1)[1].rstrip("…")) for m in names)
+               for n in notes), notes
+    assert len(set(notes)) == len(notes) and not any("lin(xx)" in n for n in notes)
+    renderer = fig.canvas.get_renderer()
+    fb = fig.bbox
+    for label in (ax.yaxis.label, ax.xaxis.label, ax.title):
+        bb = label.get_window_extent(renderer)
+        assert fb.x0 <= bb.x0 and bb.x1 <= fb.x1 + 0.5 and fb.y0 <= bb.y0 and bb.y1 <= fb.y1 + 0.5, (label.get_text(), bb, fb)

@@ -248,15 +248,22 @@ def fig_memory_timeline(r: "CompileReport"):
     return fig
 
 
-def fig_roofline(roof, labels: dict, top: int = 5):
+def _short_kernel_name(name: str, width: int = 34) -> str:
+    """A kernel's name as the Kernels table shows it, cut to ``width`` characters with an ellipsis."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def fig_roofline(roof, top: int = 5):
     """The roofline (:func:`ipycompile.analysis.roofline.roofline`): arithmetic intensity against
     achieved FLOP/s, log-log, the memory roof and one compute roof per dtype present, one point
-    per kernel sized by its share of the kernel time, the ``top`` longest labelled with
-    ``labels[row]`` (their user line). Kernels with no FLOPs counted sit at the left edge."""
+    per kernel sized by its share of the kernel time, the ``top`` longest labelled with their
+    kernel's name (as the Kernels table names it; several kernels often share one user line, so
+    the line would not tell them apart). Kernels with no FLOPs counted sit at the left edge.
+    Laid out with ``tight_layout`` so no axis label is cut off."""
     peak = roof.peak
     rows = [x for x in roof.rows if x.bytes_s is not None and x.time.total_s > 0]
     fig = _new_figure(6.4, 3.6)
-    ax = fig.add_axes((0.11, 0.14, 0.62, 0.76))
+    ax = fig.add_subplot(1, 1, 1)
     total = sum(x.time.total_s for x in rows) or 1.0
     floor = min([x.intensity for x in rows if x.intensity] + [0.05]) / 4
     xs = [x.intensity if x.intensity else floor for x in rows]
@@ -282,11 +289,11 @@ def fig_roofline(roof, labels: dict, top: int = 5):
     mid = (lo * hi) ** 0.5
     side = {True: 0, False: 0}
     for n, i in enumerate(order):  # labels staggered downwards, to the left of points on the right half
-        text = labels.get(id(rows[i])) or rows[i].time.name
+        text = _short_kernel_name(rows[i].time.name)
         right = xs[i] > mid
         k = side[right]
         side[right] += 1
-        ax.annotate(f"{n + 1}. {text[:36]}", (xs[i], ys[i]), fontsize=6,
+        ax.annotate(f"{n + 1}. {text}", (xs[i], ys[i]), fontsize=6,
                     xytext=(0.97, 0.62 - 0.065 * k) if right else (0.16, 0.42 - 0.065 * k),
                     textcoords="axes fraction", ha="right" if right else "left", va="center",
                     arrowprops=dict(arrowstyle="-", lw=0.4, color="gray"))
@@ -306,4 +313,5 @@ def fig_roofline(roof, labels: dict, top: int = 5):
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if not math.isfinite(hi):
         ax.set_xlim(auto=True)
+    fig.tight_layout(pad=0.4)
     return fig

@@ -403,7 +403,7 @@ def _roof_text(x) -> list[Block]:
 
 
 def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
-    """The roofline's line (where the kernel time goes) and its figure, the longest kernels labelled with their user line."""
+    """The roofline's line (where the kernel time goes) and its figure, the longest kernels labelled with their name."""
     out: list[Block] = []
     line = roofline_line(roof.shares)
     if line:
@@ -416,11 +416,7 @@ def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
                         f"{roof.peak.flops_for('bfloat16') / 1e12:.0f} TFLOP/s bf16/fp16, "
                         f"{roof.peak.flops_for('float32') / 1e12:.0f} fp32; source {roof.peak.source}", "note"))
     if any(x.bytes_s is not None for x in roof.rows):
-        labels = {}
-        for x in roof.rows:
-            k = x.kernel
-            labels[id(x)] = _user_line(r, k).split(": ", 1)[-1][:40] if k is not None and k.user_lines else x.time.name
-        out.append(Figure("Roofline (--profile-kernels)", lambda: fig_roofline(roof, labels)))
+        out.append(Figure("Roofline (--profile-kernels)", lambda: fig_roofline(roof)))
     return out
 
 
