@@ -59,3 +59,20 @@ def test_roofline_labels_points_by_kernel_name_and_keeps_its_axis_labels_inside(
     for label in (ax.yaxis.label, ax.xaxis.label, ax.title):
         bb = label.get_window_extent(renderer)
         assert fb.x0 <= bb.x0 and bb.x1 <= fb.x1 + 0.5 and fb.y0 <= bb.y0 and bb.y1 <= fb.y1 + 0.5, (label.get_text(), bb, fb)
+
+
+def test_kernels_table_shows_a_dash_not_zero_where_no_flops_were_counted():
+    """On the CPU the fused pointwise kernel has no FLOPs counted: its GFLOP/launch and TFLOP/s
+    read "—" (not estimated); the matmul's are numbers."""
+    from ipycompile.widgets.tabs import kernels_tab
+
+    a, w = torch.randn(64, 128), torch.randn(128, 256)
+    run = ipycompile.run_cell("torch.relu(a @ w) * 2", {"a": a, "w": w, "torch": torch}, profile_kernels=True,
+                              fresh=True, runs=2, record=False)
+    table = next(b for b in kernels_tab(run.report) if type(b).__name__ == "Table")
+    g, t = table.columns.index("GFLOP/launch"), table.columns.index("TFLOP/s")
+    rows = {row[0]: row for row in table.rows}
+    mm = rows["extern_kernels.mm"]
+    assert mm[g] == float(f"{2 * 64 * 128 * 256 / 1e9:.3g}") and mm[t] > 0
+    (cpp,) = [row for name, row in rows.items() if name.startswith("cpp_")]
+    assert cpp[g] == "—" and cpp[t] == "—"

@@ -388,8 +388,15 @@ def _roof_cells(x) -> list[Any]:
     if x is None or x.bytes_per_launch is None:
         return ["", "", "", "", "", "", ""]
     sig = lambda v: float(f"{v:.3g}") if v is not None else ""  # noqa: E731  (three significant figures)
-    return [sig(x.bytes_per_launch / 1e6), sig((x.flops_per_launch or 0) / 1e9), sig(x.bytes_s / 1e9),
-            sig(x.bw_pct), sig((x.flops_s or 0) / 1e12), sig(x.flops_pct), x.verdict]
+    return [sig(x.bytes_per_launch / 1e6), _flops_cell(x.flops_per_launch, 1e9), sig(x.bytes_s / 1e9),
+            sig(x.bw_pct), _flops_cell(x.flops_s, 1e12), sig(x.flops_pct), x.verdict]
+
+
+def _flops_cell(v, scale: float):
+    """A FLOPs figure in ``scale`` units to three significant figures, or "—" where no FLOPs were
+    counted (pointwise and reduction kernels: only matmuls, convolutions and GEMM templates are),
+    rather than a 0.0 that reads as a measurement."""
+    return float(f"{v / scale:.3g}") if v else "—"
 
 
 def _roof_text(x) -> list[Block]:
