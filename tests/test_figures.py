@@ -76,3 +76,31 @@ def test_kernels_table_shows_a_dash_not_zero_where_no_flops_were_counted():
     assert mm[g] == float(f"{2 * 64 * 128 * 256 / 1e9:.3g}") and mm[t] > 0
     (cpp,) = [row for name, row in rows.items() if name.startswith("cpp_")]
     assert cpp[g] == "—" and cpp[t] == "—"
+
+
+def test_host_memory_is_what_the_cell_added_over_the_process_before_it():
+    """A cell that makes a 64 MiB tensor: its own peak is at least that and far below the
+    process's RSS (torch alone is hundreds of MiB); the summary says what the figure is, the
+    absolute RSS stays in the record, the history has the column, and its plot starts at 0."""
+    from ipycompile.report import CompileReport
+
+    ipycompile.clear_history()
+    run = ipycompile.run_cell("(torch.ones(16 * 2**20) * 2).sum()", {"torch": torch}, backend="eager", runs=2,
+                              record=False)
+    p = run.report.profile
+    before = p.memory.host_before_bytes
+    assert before is not None and before > 0
+    added = p.peak_host_added_bytes
+    assert added >= 64 * 2**20 and added == p.peak_host_bytes - before < p.peak_host_bytes
+    from ipycompile.widgets.viewmodel import view_model
+
+    chip = view_model(run.report).chip("host_memory")
+    assert chip.value == added and chip.text.startswith("host +") and "before the cell" in chip.text
+    assert CompileReport.from_dict(run.report.to_dict()).profile.memory.host_before_bytes == before
+    for n in (1, 2):
+        ipycompile.run.history_log.record(run.report, n=n)
+    df = ipycompile.history()
+    assert list(df["peak_host_added_bytes"]) == [added, added]
+    fig = ipycompile.plot_history(df, "peak_host_added_bytes", x="n")
+    assert fig.axes[0].get_ylim()[0] == 0 and fig.axes[0].get_ylabel() == "peak_host_added_bytes (MiB)"
+    ipycompile.clear_history()

@@ -289,6 +289,7 @@ class FirstCallRun:
     expected: Any = None
     device_work: bool = False
     host_method: str = ""
+    host_before_bytes: Optional[int] = None  # the process's RSS just before the call
     recorder: Any = None  # the allocator's history of the call (--memory-timeline), else None
 
 
@@ -368,6 +369,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
         kernels = _attributed(kernels, events, report.kernels if not report.compiled_nothing else list(reused_kernels))
     said.notes += _kernel_option_note(settings, opts.profile_kernels, kernels)
     memory = said.take(_memory(call.host_method, recorders, report))
+    memory.host_before_bytes = call.host_before_bytes
     _note_cudagraphs(report, settings)
     profile.first_call, profile.steady, profile.memory, profile.kernels = first, steady, memory, kernels
     profile.eager = eager
@@ -411,7 +413,7 @@ def _first_call(target: Target, settings: CompileSettings, *, one_time_s: Option
                        one_time_s=one_time_s, peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
     device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
     return FirstCallRun(record, value, _copy_tensors(snap) if keep_expected and graphs else snap,
-                        device_work or _has_cuda_tensor(snap), mem.host_method,
+                        device_work or _has_cuda_tensor(snap), mem.host_method, mem.baseline_host_bytes,
                         recorder if memory_timeline else None)
 
 
@@ -732,7 +734,7 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
             elapsed = time.perf_counter() - t0
         profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
                                      peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
-        profile.memory = Memory(host_method=mem.host_method)
+        profile.memory = Memory(host_method=mem.host_method, host_before_bytes=mem.baseline_host_bytes)
     except (Exception, KeyboardInterrupt) as exc:
         error = exc
         profile.error = f"{type(exc).__name__}: {exc}"

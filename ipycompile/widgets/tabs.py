@@ -659,6 +659,8 @@ def _profile_rows(p) -> list[list[Any]]:
     row("peak device memory, steady state", fmt_bytes(p.peak_device_bytes_run) if p.peak_device_bytes_run is not None else None)
     row("peak host memory, compile", fmt_bytes(p.peak_host_bytes_compile) if p.peak_host_bytes_compile is not None else None)
     row("peak host memory, steady state", fmt_bytes(p.peak_host_bytes_run) if p.peak_host_bytes_run is not None else None)
+    row("host memory added by the cell (its peak RSS over the process's before it)",
+        fmt_bytes(p.peak_host_added_bytes) if p.peak_host_added_bytes is not None else None)
     row("host memory method", p.host_memory_method)
     e = p.eager
     if e is not None:
