@@ -45,6 +45,7 @@ from .timing import time_blocks, time_calls, time_paired
 from .busy import busy_method, busy_noise, measure_busy, why_slower
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
+from ..analysis.modes import mode_note
 from ..analysis.roofline import roofline
 from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
                       SteadyState)
@@ -381,6 +382,9 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     if profile.kernels.times:
         roof = roofline(report)
         profile.roofline = roof.shares if roof is not None else None
+    said_mode = mode_note(report)  # a mode that did nothing, and torch's rule why
+    if said_mode:
+        profile.notes.append(said_mode)
     profile.caches = _cache_summary(report, False, opts.fresh)
     _note_trace(cap, profile)
     return CellRun(call.value, report, error, compiled, cap.records)
