@@ -166,7 +166,7 @@ def run_point(workload: str, impl: str, trip: int, smallest: int, runs: int | No
     warm = ipycompile.sweep({impl: fn}, make_args=make_args, params={param: [smallest]}, runs=1, **quiet)
     warm_up_s = time.perf_counter() - t0
     rss_before = _current_rss()
-    df = ipycompile.sweep({impl: fn}, make_args=make_args, params={param: [trip]}, runs=runs, compare_eager=True, **quiet)
+    df = ipycompile.sweep({impl: fn}, make_args=make_args, params={param: [trip]}, runs=runs, compare_eager=True, **quiet).df
     row = df.iloc[0]
     report = row["report"]
     p = report.profile

@@ -365,3 +365,31 @@ def test_sweep_profiles_kernels_at_each_point():
     assert report.profile.options.get("cpp.enable_kernel_profile") is True
     assert report.profile.kernel_times and sum(t.share for t in report.profile.kernel_times) <= 1.0 + 1e-6
     assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
+
+
+def test_sweep_result_shows_a_formatted_table_and_keeps_the_dataframe_in_df(rnn_sweep):
+    """The result reads as a table (units, the IQR as a share of the median, noisy points
+    marked, columns with one value said once below), not a raw 35-column DataFrame; the
+    DataFrame is ``.df`` and indexing still reaches it."""
+    import copy
+
+    import pandas as pd
+
+    from ipycompile.run.sweeps import SweepResult
+
+    result, _ = rnn_sweep
+    assert isinstance(result, SweepResult) and isinstance(result.df, pd.DataFrame)
+    assert result["steps"].tolist() == result.df["steps"].tolist() and len(result) == 6
+    text, page = repr(result), result._repr_html_()
+    head = text.splitlines()[0].split()
+    assert head[:2] == ["steps", "label"] and "compile" in head and "run" in head
+    assert "557015040" not in text and " MiB" in text and (" us" in text or " ms" in text)
+    assert "None" not in text and "device peak" not in text  # nothing ran on a device: no column of Nones
+    assert "the same at every point: " in text and "status ok" in text
+    assert "is .df" in text and "<table" in page and "<th>host added</th>" in page
+    # a point the run layer judged noisy is marked, and the IQR shows as a share of the median
+    df = copy.copy(result.df)
+    df["noisy"] = ["", "run time", "", "", "", ""]
+    marked = repr(SweepResult(df)).splitlines()
+    assert "NOISY" in marked[3] and not any("NOISY" in ln for i, ln in enumerate(marked) if i != 3)
+    assert "%)" in marked[2]

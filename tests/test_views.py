@@ -150,7 +150,7 @@ def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
     assert vm.chip("compile_time").value == p.compile_s and vm.chip("compile_time").text.startswith("first call")
     assert vm.chip("speedup").value == pytest.approx(p.eager.speedup)
     assert vm.chip("break_even") is not None
-    assert vm.chip("host_memory").value == p.peak_host_bytes
+    assert vm.chip("host_memory").value == p.peak_host_added_bytes  # the cell's own, over the RSS before it
     assert vm.chip("speedup").warn == (p.eager.speedup < 1 or bool(p.noisy("speedup vs eager")))
     # a compiled cell slower than eager warns; one that never breaks even says so
     slow = copy.deepcopy(r)

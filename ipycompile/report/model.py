@@ -1055,6 +1055,8 @@ class Memory:
     """How host memory was measured, and the allocator's timelines (``--memory-timeline``)."""
 
     host_method: str = ""  # "vmhwm" | "sampling" | "unavailable"
+    # the whole process's RSS just before the cell ran (its first call): the peaks' baseline
+    host_before_bytes: Optional[int] = None
     timelines: list["MemoryTimeline"] = field(default_factory=list)
 
 
@@ -1154,6 +1156,18 @@ class Profile:
     def peak_host_bytes(self) -> Optional[int]:
         vals = [v for v in (self.first_call.peak_host_bytes, self.steady.peak_host_bytes) if v is not None]
         return max(vals) if vals else None
+
+    def host_added_bytes(self, peak: Optional[int]) -> Optional[int]:
+        """What the cell itself added to the process's host memory at ``peak`` (a peak RSS of
+        one of its phases): that peak over the RSS just before the cell ran. None where either
+        is unknown (reports before this field, no /proc)."""
+        before = self.memory.host_before_bytes
+        return None if peak is None or before is None else max(0, peak - before)
+
+    @property
+    def peak_host_added_bytes(self) -> Optional[int]:
+        """The cell's own host-memory peak: its highest peak RSS over the process's RSS before it."""
+        return self.host_added_bytes(self.peak_host_bytes)
 
     @staticmethod
     def from_v1(flat: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ COLUMNS = (
     "kernels",
     "peak_device_bytes",
     "peak_host_bytes",
+    "peak_host_added_bytes",
     "speedup",
     "break_even_calls",
     "noisy",
@@ -83,6 +84,7 @@ def row_of(report: CompileReport, *, execution_count: Optional[int] = None) -> d
         "peak_host_bytes": p.peak_host_bytes if p else None,
         "peak_host_bytes_compile": p.peak_host_bytes_compile if p else None,
         "peak_host_bytes_run": p.peak_host_bytes_run if p else None,
+        "peak_host_added_bytes": p.peak_host_added_bytes if p else None,  # the cell's own, over the RSS before it
         "graphs": sum(1 for g in report.graphs if g.stage == "dynamo"),
         "graph_breaks": report.graph_break_count,
         "recompiles": len(report.recompiles),

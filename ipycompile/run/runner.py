@@ -47,6 +47,7 @@ from .timing import time_blocks, time_calls, time_paired
 from .busy import busy_method, busy_noise, measure_busy, why_slower
 from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
+from ..analysis.modes import mode_note
 from ..analysis.roofline import roofline
 from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
                       SteadyState)
@@ -400,6 +401,7 @@ class FirstCallRun:
     expected: Any = None
     device_work: bool = False
     host_method: str = ""
+    host_before_bytes: Optional[int] = None  # the process's RSS just before the call
     recorder: Any = None  # the allocator's history of the call (--memory-timeline), else None
 
 
@@ -485,6 +487,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
         kernels = _attributed(kernels, events, report.kernels if not report.compiled_nothing else list(reused_kernels))
     said.notes += _kernel_option_note(settings, opts.profile_kernels, kernels)
     memory = said.take(_memory(call.host_method, recorders, report))
+    memory.host_before_bytes = call.host_before_bytes
     _note_cudagraphs(report, settings)
     profile.first_call, profile.steady, profile.memory, profile.kernels = first, steady, memory, kernels
     profile.eager = eager
@@ -496,6 +499,9 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     if profile.kernels.times:
         roof = roofline(report)
         profile.roofline = roof.shares if roof is not None else None
+    said_mode = mode_note(report)  # a mode that did nothing, and torch's rule why
+    if said_mode:
+        profile.notes.append(said_mode)
     profile.caches = _cache_summary(report, False, opts.fresh)
     _note_trace(cap, profile)
     return CellRun(call.value, report, error, compiled, cap.records)
@@ -528,7 +534,7 @@ def _first_call(target: Target, settings: CompileSettings, *, one_time_s: Option
                        one_time_s=one_time_s, peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
     device_work = bool(mem.device_bytes) and (mem.device_bytes or 0) > (mem.baseline_device_bytes or 0)
     return FirstCallRun(record, value, _copy_tensors(snap) if keep_expected and graphs else snap,
-                        device_work or _has_cuda_tensor(snap), mem.host_method,
+                        device_work or _has_cuda_tensor(snap), mem.host_method, mem.baseline_host_bytes,
                         recorder if memory_timeline else None)
 
 
@@ -866,7 +872,7 @@ def _observe(source, namespace, filename, header, profile, sources, execution_co
             elapsed = time.perf_counter() - t0
         profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
                                      peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
-        profile.memory = Memory(host_method=mem.host_method)
+        profile.memory = Memory(host_method=mem.host_method, host_before_bytes=mem.baseline_host_bytes)
     except BaseException as exc:  # recorded, and re-raised by the caller
         error = exc
         profile.error = error_text(exc)

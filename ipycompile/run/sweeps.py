@@ -1,4 +1,4 @@
-"""Sweeps: one honest compile per point of a parameter grid, as a DataFrame.
+"""Sweeps: one honest compile per point of a parameter grid, as a table (its DataFrame in ``.df``).
 
 A sweep answers questions such as "how do compile time and memory grow with
 the trip count, for a Python loop and for ``scan``?". Every point is compiled
@@ -50,6 +50,44 @@ _sweep_ids = itertools.count(1)
 
 # Columns a sweep's DataFrame shows first, after its parameters.
 _FIRST = ("sweep", "label", "status", "error", "compile_s", "run_median_s", "run_iqr_s", "peak_device_bytes", "peak_host_bytes")
+
+
+_table_view: Optional[Callable[["pd.DataFrame", str], str]] = None
+
+
+def register_table_view(render: Callable[["pd.DataFrame", str], str]) -> None:
+    """Set how a :class:`SweepResult` shows itself: ``render(df, medium)`` with ``medium``
+    ``"html"`` or ``"text"`` (the run layer draws nothing; ``ipycompile`` registers
+    :func:`ipycompile.widgets.sweep_table.sweep_table`)."""
+    global _table_view
+    _table_view = render
+
+
+class SweepResult:
+    """A sweep's points: shown as a formatted table (units, noisy marks, only the columns
+    that vary); the full DataFrame, one row per point, is ``.df``. Indexing and the
+    DataFrame's attributes reach ``.df`` (``result["compile_s"]``, ``result.attrs``), so
+    code written for the DataFrame result goes on working."""
+
+    def __init__(self, df: "pd.DataFrame") -> None:
+        self.df = df
+
+    def _repr_html_(self) -> str:
+        return _table_view(self.df, "html") if _table_view is not None else self.df._repr_html_()
+
+    def __repr__(self) -> str:
+        return _table_view(self.df, "text") if _table_view is not None else repr(self.df)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.df[key]
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "df" or name.startswith("__"):  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.df, name)
 
 
 class SweepError(ValueError):
@@ -273,7 +311,7 @@ def _run_points(
     warm_start: bool,
     execution_count: Optional[int] = None,
     title: str = "sweep",
-) -> "pd.DataFrame":
+) -> SweepResult:
     """Run every (point, label), warm start first; one row per run, failures included."""
     import pandas as pd
 
@@ -323,9 +361,9 @@ def _run_points(
     bar.finish(f"{title} {state}: {len(rows)}/{len(jobs)} points in {_fmt_s(bar.elapsed_s())}"
                f"{f', {failed} failed' if failed else ''}{warm}")
     if interrupted is not None:
-        interrupted.ipycompile_sweep = df  # type: ignore[attr-defined]
+        interrupted.ipycompile_sweep = SweepResult(df)  # type: ignore[attr-defined]
         raise interrupted
-    return df
+    return SweepResult(df)
 
 
 def sweep(
@@ -336,7 +374,7 @@ def sweep(
     warm_start: bool = True,
     progress: "bool | ProgressCallback" = True,
     **keywords: Any,
-) -> "pd.DataFrame":
+) -> SweepResult:
     """Compile and profile each function at each point of a parameter grid; one row per run.
 
     ``fns`` maps labels to functions (or is one function, labelled by its
@@ -350,7 +388,8 @@ def sweep(
     outside the timed calls. Every point is compiled from scratch (Dynamo reset, fresh
     Inductor caches); ``observe`` and ``label`` do not apply (each function's label is its key).
 
-    Returns a DataFrame: the parameters, ``label``, ``status`` (``ok``,
+    Returns a :class:`SweepResult`: shown as a formatted table; its ``.df`` is the
+    DataFrame: the parameters, ``label``, ``status`` (``ok``,
     ``failed`` for a compile failure, ``error`` when the code raised),
     ``error`` (the reason), the profile's figures and the
     ``report``. ``df.attrs`` holds the parameter names and the one-time
@@ -423,14 +462,14 @@ def sweep_cell(
     header: Optional[str] = None,
     sources: Optional[dict[str, str]] = None,
     **options: Any,
-) -> "pd.DataFrame":
+) -> SweepResult:
     """Run a cell once per grid point, with the parameters bound as names in ``namespace``.
 
     Each point runs as :func:`ipycompile.run.execute` with ``fresh=True``; the
     namespace's previous values of the parameter names are restored afterwards
     (names that did not exist are removed). The options are ``run_options``, or built
     here from ``options`` (:data:`~ipycompile.run.options.OPTION_NAMES` keywords); ``label``
-    names the rows, ``record`` adds them to the history. Returns the sweep's DataFrame, as
+    names the rows, ``record`` adds them to the history. Returns the sweep's :class:`SweepResult`, as
     :func:`sweep` does.
     """
     if run_options is None:

@@ -8,6 +8,7 @@ the figure is shown. matplotlib is imported inside the builders only.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -144,25 +145,45 @@ def _cid_key(text: str):
         return (1, 0, 0, 0)
 
 
-def fig_runs(r: "CompileReport"):
-    p = r.profile
-    fig, (ax,) = _stack_axes(7, 0.7, 0.3, [2.2])
-    comp = [t * 1e3 for t in p.run_times_s]
-    eager = [t * 1e3 for t in p.eager.run_times_s] if p.eager is not None and p.eager.run_times_s else []
-    vals = comp + eager
+def _log_bins(vals: list[float]) -> list[float]:
+    """Bin edges spaced evenly in log from the smallest value to the largest, the width by the
+    Freedman-Diaconis rule on the logs (2 IQR / n^(1/3)), 5 to 80 bins: the bulk of the blocks
+    gets several bars even when one slow block stretches the axis a hundredfold."""
     lo, hi = min(vals), max(vals)
-    rng = (lo, hi) if hi > lo else (lo * 0.95, hi * 1.05 + 1e-9)
-    bins = 30 if hi > lo else 5
-    ax.hist(comp, bins=bins, range=rng, alpha=0.7, histtype="stepfilled", color="#4c78a8",
-            label=f"compiled (median {fmt_seconds(p.run_median_s)})")
+    if not hi > lo:
+        lo, hi = lo * 0.95, hi * 1.05
+    logs = sorted(math.log10(v) for v in vals)
+    n = len(logs)
+    iqr = logs[(3 * n) // 4] - logs[n // 4] if n >= 4 else 0.0
+    span = math.log10(hi / lo)
+    count = math.ceil(span / (2 * iqr / n ** (1 / 3))) if iqr > 0 else 10
+    count = max(5, min(80, count))
+    return [lo * (hi / lo) ** (i / count) for i in range(count + 1)]
+
+
+def fig_runs(r: "CompileReport"):
+    """The run time per call of each timed block (compiled, and eager beside it), on a log
+    time axis with log-spaced bins: one slow block then no longer squeezes the others into
+    one bar. The y axis counts what was timed: blocks of ``run_block_calls`` calls (or calls)."""
+    st = r.profile.steady
+    e = r.profile.eager
+    fig, (ax,) = _stack_axes(7, 0.7, 0.3, [2.2])
+    comp = [t * 1e3 for t in st.run_times_s]
+    eager = [t * 1e3 for t in e.run_times_s] if e is not None and e.run_times_s else []
+    vals = [v for v in comp + eager if v > 0] or [1e-6]
+    bins = _log_bins(vals)
+    ax.hist(comp, bins=bins, alpha=0.7, histtype="stepfilled", color="#4c78a8",
+            label=f"compiled (median {fmt_seconds(st.run_median_s)})")
     if eager:
-        ax.hist(eager, bins=bins, range=rng, alpha=0.6, histtype="stepfilled", color="#f58518",
-                label=f"eager (median {fmt_seconds(p.eager.run_median_s)})")
-    if p.run_median_s is not None:
-        ax.axvline(p.run_median_s * 1e3, color="#1f3f66", linestyle="--", linewidth=1)
-    ax.set_xlabel("ms per call", fontsize=8)
-    ax.set_ylabel("calls", fontsize=8)
-    what = f"{len(comp)} blocks of {p.run_block_calls} calls" if p.run_block_calls else f"{len(comp)} timed calls"
+        ax.hist(eager, bins=bins, alpha=0.6, histtype="stepfilled", color="#f58518",
+                label=f"eager (median {fmt_seconds(e.run_median_s)})")
+    if st.run_median_s is not None:
+        ax.axvline(st.run_median_s * 1e3, color="#1f3f66", linestyle="--", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per call (log scale; each block's time over its calls)", fontsize=8)
+    unit = f"blocks of {st.run_block_calls} calls" if st.run_block_calls else "timed calls"
+    ax.set_ylabel(unit, fontsize=8)
+    what = f"{len(comp)} {unit}"
     ax.set_title(f"run time per call, {what}" + (f" (eager: {len(eager)} blocks)" if eager else ""), fontsize=10)
     ax.legend(fontsize=8)
     ax.tick_params(labelsize=8)
@@ -227,17 +248,22 @@ def fig_memory_timeline(r: "CompileReport"):
     return fig
 
 
-def fig_roofline(roof, labels: dict, top: int = 5):
+def _short_kernel_name(name: str, width: int = 34) -> str:
+    """A kernel's name as the Kernels table shows it, cut to ``width`` characters with an ellipsis."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def fig_roofline(roof, top: int = 5):
     """The roofline (:func:`ipycompile.analysis.roofline.roofline`): arithmetic intensity against
     achieved FLOP/s, log-log, the memory roof and one compute roof per dtype present, one point
-    per kernel sized by its share of the kernel time, the ``top`` longest labelled with
-    ``labels[row]`` (their user line). Kernels with no FLOPs counted sit at the left edge."""
-    import math
-
+    per kernel sized by its share of the kernel time, the ``top`` longest labelled with their
+    kernel's name (as the Kernels table names it; several kernels often share one user line, so
+    the line would not tell them apart). Kernels with no FLOPs counted sit at the left edge.
+    Laid out with ``tight_layout`` so no axis label is cut off."""
     peak = roof.peak
     rows = [x for x in roof.rows if x.bytes_s is not None and x.time.total_s > 0]
     fig = _new_figure(6.4, 3.6)
-    ax = fig.add_axes((0.11, 0.14, 0.62, 0.76))
+    ax = fig.add_subplot(1, 1, 1)
     total = sum(x.time.total_s for x in rows) or 1.0
     floor = min([x.intensity for x in rows if x.intensity] + [0.05]) / 4
     xs = [x.intensity if x.intensity else floor for x in rows]
@@ -263,11 +289,11 @@ def fig_roofline(roof, labels: dict, top: int = 5):
     mid = (lo * hi) ** 0.5
     side = {True: 0, False: 0}
     for n, i in enumerate(order):  # labels staggered downwards, to the left of points on the right half
-        text = labels.get(id(rows[i])) or rows[i].time.name
+        text = _short_kernel_name(rows[i].time.name)
         right = xs[i] > mid
         k = side[right]
         side[right] += 1
-        ax.annotate(f"{n + 1}. {text[:36]}", (xs[i], ys[i]), fontsize=6,
+        ax.annotate(f"{n + 1}. {text}", (xs[i], ys[i]), fontsize=6,
                     xytext=(0.97, 0.62 - 0.065 * k) if right else (0.16, 0.42 - 0.065 * k),
                     textcoords="axes fraction", ha="right" if right else "left", va="center",
                     arrowprops=dict(arrowstyle="-", lw=0.4, color="gray"))
@@ -287,4 +313,5 @@ def fig_roofline(roof, labels: dict, top: int = 5):
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if not math.isfinite(hi):
         ax.set_xlim(auto=True)
+    fig.tight_layout(pad=0.4)
     return fig

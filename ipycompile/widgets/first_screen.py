@@ -198,9 +198,13 @@ def headline(r: "CompileReport") -> list[Chip]:
             out.append(Chip("outputs differ from eager", True, "outputs", False, e.message))
     if p.peak_device_bytes is not None:
         out.append(Chip(f"device peak {fmt_bytes(p.peak_device_bytes)}", False, "device_memory", p.peak_device_bytes))
-    if p.peak_host_bytes is not None:
-        out.append(Chip(f"host peak {fmt_bytes(p.peak_host_bytes)}", False, "host_memory", p.peak_host_bytes,
-                        "the process's peak resident memory while the cell ran"))
+    if p.peak_host_added_bytes is not None:  # the cell's own; the process's RSS is in the Profile tab
+        out.append(Chip(f"host +{fmt_bytes(p.peak_host_added_bytes)} at peak (over the process's "
+                        f"{fmt_bytes(p.memory.host_before_bytes)} before the cell)", False, "host_memory",
+                        p.peak_host_added_bytes, "what the cell added to the process's resident memory at its peak"))
+    elif p.peak_host_bytes is not None:  # reports without the RSS before the cell
+        out.append(Chip(f"host peak {fmt_bytes(p.peak_host_bytes)} (process RSS)", False, "host_memory",
+                        p.peak_host_bytes, "the process's peak resident memory while the cell ran"))
     if p.error:
         out.append(Chip(f"raised {p.error.splitlines()[0][:120]}", True, "error", p.error))
     return out

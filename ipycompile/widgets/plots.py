@@ -96,6 +96,8 @@ def plot_history(df: "pd.DataFrame", y: str, *, x: Optional[str] = None, by: Opt
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.25 ticks
     if str(df[x].dtype).startswith(("int", "Int")) and ax.get_xscale() == "linear":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # run numbers: no 1.5
+    if unit:  # an amount (seconds, bytes): from 0, so the lines' gap reads at its true size
+        ax.set_ylim(bottom=0)
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} ({unit})" if unit else y)
     ax.grid(True, alpha=0.3)

@@ -408,8 +408,15 @@ def _roof_cells(x) -> list[Any]:
     if x is None or x.bytes_per_launch is None:
         return ["", "", "", "", "", "", ""]
     sig = lambda v: float(f"{v:.3g}") if v is not None else ""  # noqa: E731  (three significant figures)
-    return [sig(x.bytes_per_launch / 1e6), sig((x.flops_per_launch or 0) / 1e9), sig(x.bytes_s / 1e9),
-            sig(x.bw_pct), sig((x.flops_s or 0) / 1e12), sig(x.flops_pct), x.verdict]
+    return [sig(x.bytes_per_launch / 1e6), _flops_cell(x.flops_per_launch, 1e9), sig(x.bytes_s / 1e9),
+            sig(x.bw_pct), _flops_cell(x.flops_s, 1e12), sig(x.flops_pct), x.verdict]
+
+
+def _flops_cell(v, scale: float):
+    """A FLOPs figure in ``scale`` units to three significant figures, or "—" where no FLOPs were
+    counted (pointwise and reduction kernels: only matmuls, convolutions and GEMM templates are),
+    rather than a 0.0 that reads as a measurement."""
+    return float(f"{v / scale:.3g}") if v else "—"
 
 
 def _roof_text(x) -> list[Block]:
@@ -423,7 +430,7 @@ def _roof_text(x) -> list[Block]:
 
 
 def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
-    """The roofline's line (where the kernel time goes) and its figure, the longest kernels labelled with their user line."""
+    """The roofline's line (where the kernel time goes) and its figure, the longest kernels labelled with their name."""
     out: list[Block] = []
     line = roofline_line(roof.shares)
     if line:
@@ -436,11 +443,7 @@ def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
                         f"{roof.peak.flops_for('bfloat16') / 1e12:.0f} TFLOP/s bf16/fp16, "
                         f"{roof.peak.flops_for('float32') / 1e12:.0f} fp32; source {roof.peak.source}", "note"))
     if any(x.bytes_s is not None for x in roof.rows):
-        labels = {}
-        for x in roof.rows:
-            k = x.kernel
-            labels[id(x)] = _user_line(r, k).split(": ", 1)[-1][:40] if k is not None and k.user_lines else x.time.name
-        out.append(Figure("Roofline (--profile-kernels)", lambda: fig_roofline(roof, labels)))
+        out.append(Figure("Roofline (--profile-kernels)", lambda: fig_roofline(roof)))
     return out
 
 
@@ -685,6 +688,8 @@ def _profile_rows(p) -> list[list[Any]]:
     row("peak device memory, steady state", fmt_bytes(p.steady.peak_device_bytes) if p.steady.peak_device_bytes is not None else None)
     row("peak host memory, compile", fmt_bytes(p.first_call.peak_host_bytes) if p.first_call.peak_host_bytes is not None else None)
     row("peak host memory, steady state", fmt_bytes(p.steady.peak_host_bytes) if p.steady.peak_host_bytes is not None else None)
+    row("host memory added by the cell (its peak RSS over the process's before it)",
+        fmt_bytes(p.peak_host_added_bytes) if p.peak_host_added_bytes is not None else None)
     row("host memory method", p.memory.host_method)
     e = p.eager
     if e is not None:
