@@ -163,8 +163,14 @@ def seed_order(s, answer) -> str:
     return ""
 
 
-def removes_work(rewritten_module: str, first_line: int) -> str:
-    """The function holding ``first_line`` in the rewritten text does nothing any more."""
+_NO_WORK = re.compile(r"^\s*(?:print|warnings\.warn|logging\.\w+|logger\.\w+|log\.\w+|pass)\b")
+
+
+def removes_work(rewritten_module: str, first_line: int, replaced: str = "") -> str:
+    """The function holding ``first_line`` in the rewritten text does nothing any more, where the
+    lines it replaced (``replaced``) did work (not only a print, a warning or a log call)."""
+    if replaced and all(_NO_WORK.match(ln) or not ln.strip() or ln.strip().startswith("#") for ln in replaced.splitlines()):
+        return ""
     try:
         tree = ast.parse(rewritten_module)
     except SyntaxError as exc:

@@ -463,7 +463,9 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     local_marks: list = []
     try:
         if s.first_line is not None and s.filename == filename:
-            gone = checks.removes_work(apply_suggestion(Path(filename).read_text(), s), s.first_line)
+            text = Path(filename).read_text()
+            replaced = "\n".join(text.splitlines()[s.first_line - 1:(s.last_line or s.first_line)])
+            gone = checks.removes_work(apply_suggestion(text, s), s.first_line, replaced)
             if gone:
                 item.fix, item.fix_detail, item.wrong_class = "wrong", gone, "removes_work"
                 return
