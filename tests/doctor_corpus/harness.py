@@ -195,7 +195,13 @@ class Result:
 
     @property
     def breaks_or_recompiles(self) -> bool:
-        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors)
+        """Whether the case has something to answer: a break, a recompile, a compile error, or compiled
+        outputs that differ from eager's (a silent change, answered or not)."""
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors or self.silent_change)
+
+    @property
+    def silent_change(self) -> bool:
+        return any(it.what == "semantics" for it in self.items)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -678,9 +684,19 @@ def run_case(c: Case, fixes: bool = True) -> Result:
         for item, x in zip(res.items, _answered(report)):
             if item.specific and x.suggestion is not None:
                 _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager))
-        judge_answers(c, res, run, eager_outs, eager_err)
+    judge_answers(c, res, run, eager_outs, eager_err, rerun=fixes)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _deterministic(c: Case, eager_outs: list) -> bool:
+    """Whether eager gives the same outputs on a second run (a case seeded from the clock or the OS,
+    `torch.seed()`, differs from itself: its compiled outputs cannot be compared with eager's)."""
+    try:
+        again, err = _eager(c)
+    except Exception:  # noqa: BLE001
+        return False
+    return not err and _same(again, eager_outs)
 
 
 def _wrong(item: Item, cls: str, why: str) -> None:
@@ -692,10 +708,10 @@ def _wrong(item: Item, cls: str, why: str) -> None:
     item.fix_detail = why + (f" (its fix: {item.fix_detail})" if item.fix_detail else "")
 
 
-def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: str) -> None:
-    """The checks of :mod:`doctor_corpus.checks` on every answer of the case, and those that run the case
-    again: a ``dynamic=True`` the answer offers for a recompile, the settings of several answers applied
-    together, and compiled outputs that differ from eager's while no answer says so."""
+def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: str, rerun: bool = True) -> None:
+    """The checks of :mod:`doctor_corpus.checks` on every answer of the case; compiled outputs that differ
+    from eager's while no answer says so; and (``rerun``) those that compile the case again: a
+    ``dynamic=True`` the answer offers for a recompile, the settings of several answers applied together."""
     filename = case_file(c)
     user_source = Path(filename).read_text()
     report = run.report
@@ -709,8 +725,8 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
             if why:
                 _wrong(item, cls, why)
     # dynamic=True offered for a recompile: it must remove it (a size that goes 1 -> 2 stays specialised)
-    offered = [item for item, x in zip(res.items, answered)
-               if item.what == "recompile" and x.suggestion is not None and "dynamic=True" in (x.suggestion.code or "")]
+    offered = [item for item, x in zip(res.items, answered) if rerun
+               and item.what == "recompile" and x.suggestion is not None and "dynamic=True" in (x.suggestion.code or "")]
     if offered:
         try:
             dyn = _compiled_run(c, compile_kwargs={"dynamic": True})
@@ -727,7 +743,7 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
     together: dict = {}
     for it in setting_items:
         together.update(it.settings)
-    if len(setting_items) > 1 and len({tuple(sorted(map(str, it.settings.items()))) for it in setting_items}) > 1:
+    if rerun and len(setting_items) > 1 and len({tuple(sorted(map(str, it.settings.items()))) for it in setting_items}) > 1:
         why = ""
         try:
             after = _compiled_run(c, together)
@@ -744,6 +760,7 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
             for it in setting_items:
                 _wrong(it, "settings_together", f"its setting works alone, but the case's settings together ({names}) {why}")
     # compiled results that differ from eager's, silently
-    if res.same_as_eager is False and not run.error and not eager_err and not checks.says_outputs_differ(answered):
+    if res.same_as_eager is False and not run.error and not eager_err and _deterministic(c, eager_outs) \
+            and not checks.says_outputs_differ(answered):
         res.items.append(Item("semantics", "outputs differ from eager", "none", False, fix="wrong", wrong_class="silent_change",
                               fix_detail="the compiled outputs differ from eager's and no answer says so"))

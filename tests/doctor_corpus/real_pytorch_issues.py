@@ -13,7 +13,8 @@ https://github.com/pytorch/pytorch/issues/100455 (the repro needs a downloaded t
 https://github.com/pytorch/pytorch/issues/131561 (``.item()`` returned under capture_scalar_outputs:
 no break), https://github.com/pytorch/pytorch/issues/105054 (``len()`` of a NumPy array: traced now),
 https://github.com/pytorch/pytorch/issues/119292 (``.item()`` then a branch under capture_scalar_outputs:
-no break on torch 2.13).
+no break on torch 2.13), https://github.com/pytorch/pytorch/issues/155841 (an ``lru_cache`` method:
+traced on torch 2.13).
 """
 
 import logging
@@ -174,3 +175,188 @@ def print_in_loop():
     return foo, [(a, b)]
 
 
+
+
+# -- functools caches, copies, generators, classes, randomness, time ---------------------------------
+z = 0  # https://github.com/pytorch/pytorch/issues/146598: the user's global, bumped by a cached function
+
+
+@case(I + "146598")
+def functools_cache_global():
+    from functools import cache
+
+    global z
+    z = 0
+
+    @cache
+    def cached_fn(x):
+        global z
+
+        z = z + 1
+        return x + 1
+
+    def test(t):
+        cached_fn(1)
+        return t + z
+
+    return test, [(torch.ones(2),), (torch.ones(2),), (torch.ones(2),)]
+
+
+@case(I + "183900", fullgraph=True)
+def full_with_parameter_fill_value():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fill_value = nn.Parameter(torch.tensor(2.5))
+
+        def forward(self, x):
+            return torch.full(  # BREAK
+                (x.shape[0], x.shape[1], 2),
+                fill_value=self.fill_value,
+                dtype=x.dtype,
+                device=x.device,
+            )
+
+    return M(), [(torch.randn(3, 4),)]
+
+
+@case("https://github.com/pytorch/torchdynamo/issues/1172")
+def deepcopy_tensor():
+    import copy
+
+    def foo(x):
+        y = torch.randn_like(x)
+        z = copy.deepcopy(y)  # BREAK
+        return z + 1
+
+    return foo, [(torch.ones(4),)]
+
+
+@case(I + "198190")
+def generator_returned():
+    def make(x):
+        def gen():
+            yield x * 1
+            yield x * 2
+            return "done"
+        return gen()
+
+    def consume(f):
+        it = f(torch.ones(2))
+        return [type(it).__name__, *list(it)]
+
+    return make, [consume]
+
+
+@case(I + "101154")
+def reformer_attention_seed():
+    import sys
+
+    class MyModel(nn.Module):
+
+        def __init__(self):
+            super(MyModel, self).__init__()
+            self.linear = torch.nn.Linear(5, 5)
+            self.dropout = torch.nn.Dropout()
+
+        def _init_attention_seed(self):
+            """
+            This function sets a new seed for the attention layer to make dropout deterministic for both forward calls: 1
+            normal forward call and 1 forward call in backward to recalculate activations.
+            """
+
+            # randomize seeds
+            # use cuda generator if available
+            if hasattr(torch.cuda, "default_generators") and len(torch.cuda.default_generators) > 0:
+                # GPU
+                device_idx = torch.cuda.current_device()
+                self.attention_seed = torch.cuda.default_generators[device_idx].seed()
+            else:
+                # CPU
+                self.attention_seed = int(torch.seed() % sys.maxsize)
+
+            torch.manual_seed(self.attention_seed)  # BREAK
+
+        def forward(self, x):
+            self._init_attention_seed()
+            return self.dropout(self.linear(x))
+
+    return MyModel(), [(torch.randn(5, 5),)]
+
+
+@case("https://github.com/thuml/depyf/issues/29 (without the user's fn1 helper, not posted)", dynamic=True)
+def depyf_toy_example():
+    def toy_example(a, b):
+        y = np.zeros((10, ))
+        x = a / (torch.abs(a) + 1)
+        if b.sum() < 0:  # BREAK
+            b = b * -1
+            b = torch.pow(b, 2)
+        else:
+            b = b * 2
+            b = torch.pow(b, 2)
+        return x * b, y
+
+    return toy_example, [(torch.randn(10), torch.randn(10)) for _ in range(3)]
+
+
+@case(I + "128942")
+def class_defined_inside():
+    def toy_example(inp):
+        class A:  # BREAK
+            def __init__():
+                pass
+
+            def something():
+                pass
+        return inp + 2
+
+    return toy_example, [(torch.arange(2),)]
+
+
+@case(I + "161562", fullgraph=True)
+def set_fullgraph_false_class():
+    def fn(x):
+        y = x + 10
+
+        with torch._dynamo.set_fullgraph(False):  # BREAK
+            class Foo:
+                def __init__(self, x):
+                    self.x = x
+
+        f = Foo(x)
+        return f.x - y
+
+    return fn, [(torch.tensor([1.0]),)]
+
+
+@case(I + "137068")
+def time_time_in_function():
+    import time
+
+    def debug():
+        start_time = time.time()  # BREAK
+
+    return debug, [()]
+
+
+@case(I + "145446", fullgraph=True)
+def random_random_fullgraph():
+    import random
+
+    def fn(x):
+        return x + random.random()  # BREAK
+
+    return fn, [(torch.ones(5, 5),)]
+
+
+@case("https://github.com/pytorch/pytorch/pull/133725 (a random output used as a seed)")
+def random_seeded_random():
+    import random
+
+    def fn(x):
+        seed = random.randint(0, 100)
+        rand = random.Random(seed)  # BREAK
+        return x + rand.randrange(10)
+
+    return fn, [(torch.ones(1),)]
