@@ -292,3 +292,199 @@ def llama_dtype_switch():
             model.to(torch.float32)
 
     return model, [fp32, bf16]
+
+
+@case(PT + "128071 (a compiled decoder layer shared by every layer: recompiles per layer; 10 layers, limit 8)")
+def llama_per_layer_compile():
+    import types
+
+    model = _tiny.llama(layers=10)
+    layer_forward = type(model.model.layers[0]).forward
+    input_ids = _tiny.ids(1, 6)
+
+    def run(compiled_forward):
+        for layer in model.model.layers:
+            layer.forward = types.MethodType(compiled_forward, layer)
+        try:
+            with torch.no_grad():
+                return model(input_ids).logits
+        finally:
+            for layer in model.model.layers:
+                del layer.forward
+
+    return layer_forward, [run]
+
+
+@case(PT + "128071 (fn = torch.compile(model.generate))")
+def gpt2_compiled_generate():
+    model = _tiny.gpt2()
+    input_ids = _tiny.ids(1, 5)
+    return model.generate, [lambda fn: fn(input_ids=input_ids, max_new_tokens=2, do_sample=False, pad_token_id=0)]
+
+
+@case("https://huggingface.co/docs/transformers/generation_strategies (beam search with a compiled forward)")
+def gpt2_beam_search_compiled_forward():
+    model = _tiny.gpt2()
+    input_ids = _tiny.ids(1, 5)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=3, num_beams=2,
+                                                          do_sample=False, pad_token_id=0)]
+
+
+@case("https://huggingface.co/docs/transformers/generation_strategies (sampling with a compiled forward)")
+def llama_sampling_compiled_forward():
+    model = _tiny.llama()
+    input_ids = _tiny.ids(1, 4)
+
+    def run(fwd):
+        torch.manual_seed(0)
+        return _tiny.generate_with(model, fwd, input_ids, max_new_tokens=3, do_sample=True, temperature=0.7, top_k=10)
+
+    return model.forward, [run]
+
+
+@case("https://huggingface.co/docs/transformers/llm_tutorial (one prompt, then a batch of two)")
+def llama_generate_one_then_two_prompts():
+    model = _tiny.llama()
+    one = _tiny.ids(1, 5)
+    two = _tiny.ids(2, 5)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, one, max_new_tokens=2, do_sample=False),
+                           lambda fwd: _tiny.generate_with(model, fwd, two, max_new_tokens=2, do_sample=False)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/t5 (generate with a compiled forward)")
+def t5_generate_compiled_forward():
+    model = _tiny.t5()
+    input_ids = _tiny.ids(1, 7)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=3, do_sample=False)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/bert (token_type_ids for sentence pairs on one call)")
+def bert_token_type_ids():
+    model = _tiny.bert()
+    input_ids = _tiny.ids(2, 10)
+    token_type_ids = torch.zeros(2, 10, dtype=torch.long)
+    token_type_ids[:, 5:] = 1
+
+    def single(m):
+        with torch.no_grad():
+            return m(input_ids).logits
+
+    def pair(m):
+        with torch.no_grad():
+            return m(input_ids, token_type_ids=token_type_ids).logits
+
+    return model, [single, pair]
+
+
+@case("https://huggingface.co/docs/transformers/main_classes/output (output_hidden_states for features)")
+def llama_output_hidden_states():
+    model = _tiny.llama()
+    input_ids = _tiny.ids(1, 8)
+
+    def plain(m):
+        with torch.no_grad():
+            return m(input_ids).logits
+
+    def hidden(m):
+        with torch.no_grad():
+            return m(input_ids, output_hidden_states=True).hidden_states[-1]
+
+    return model, [plain, hidden]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/llama (inputs_embeds instead of input_ids)")
+def llama_inputs_embeds():
+    model = _tiny.llama()
+    input_ids = _tiny.ids(1, 8)
+
+    def ids_call(m):
+        with torch.no_grad():
+            return m(input_ids=input_ids).logits
+
+    def embeds_call(m):
+        with torch.no_grad():
+            return m(inputs_embeds=model.get_input_embeddings()(input_ids)).logits
+
+    return model, [ids_call, embeds_call]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/vit (interpolate_pos_encoding for larger images)")
+def vit_interpolate_pos_encoding():
+    model = _tiny.vit()
+
+    def call(size):
+        pixel_values = torch.randn(1, 3, size, size)
+
+        def run(m):
+            with torch.no_grad():
+                return m(pixel_values, interpolate_pos_encoding=True).logits
+        return run
+
+    return model, [call(32), call(48)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/gpt2 (return_dict=False: the tuple output)")
+def gpt2_return_dict_false():
+    model = _tiny.gpt2()
+    input_ids = _tiny.ids(1, 8)
+
+    def tuple_out(m):
+        with torch.no_grad():
+            return m(input_ids, return_dict=False)[0]
+
+    def dict_out(m):
+        with torch.no_grad():
+            return m(input_ids).logits
+
+    return model, [tuple_out, dict_out]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/whisper (the encoder on a batch of one, then four)")
+def whisper_encoder_batches():
+    model = _tiny.whisper()
+    encoder = model.get_encoder()
+
+    def call(n):
+        feats = torch.randn(n, 8, 32)
+
+        def run(m):
+            with torch.no_grad():
+                return m(feats).last_hidden_state
+        return run
+
+    return encoder, [call(1), call(4)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/mistral (generate past the sliding window with a compiled forward)")
+def mistral_generate_past_window():
+    model = _tiny.mistral()
+    input_ids = _tiny.ids(1, 6)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=5, do_sample=False)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/qwen2_moe (generate with a compiled forward: MoE routing per token)")
+def qwen2_moe_generate():
+    model = _tiny.qwen2_moe()
+    input_ids = _tiny.ids(1, 5)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=3, do_sample=False)]
+
+
+@case("https://huggingface.co/docs/transformers/tasks/token_classification (labels with -100 padding, two lengths)")
+def bert_token_classification_lengths():
+    from transformers import BertConfig, BertForTokenClassification
+
+    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=64, num_labels=3)
+    model = BertForTokenClassification(cfg).eval()
+
+    def call(n):
+        input_ids = _tiny.ids(2, n)
+        labels = torch.randint(0, 3, (2, n))
+        labels[:, -2:] = -100
+
+        def run(m):
+            with torch.no_grad():
+                return m(input_ids=input_ids, labels=labels).loss
+        return run
+
+    return model, [call(7), call(11)]
