@@ -703,6 +703,8 @@ def _wrong(item: Item, cls: str, why: str) -> None:
     """Count ``item``'s answer wrong for ``why`` (a class of :data:`checks.CLASSES`), keeping an earlier verdict's words."""
     if item.fix == "wrong" and item.wrong_class:
         item.fix_detail = f"{item.fix_detail}; {why}"
+        if item.wrong_class == "fix":  # the class that explains it (a fix that failed for a reason a check names)
+            item.wrong_class = cls
         return
     item.fix, item.wrong_class = "wrong", cls
     item.fix_detail = why + (f" (its fix: {item.fix_detail})" if item.fix_detail else "")
