@@ -67,6 +67,7 @@ REAL_MODULES = (
     "real_library_issues",
     "real_transformers",
     "real_training",
+    "real_library_code",
 )
 
 #: The parts of the corpus, by name.
