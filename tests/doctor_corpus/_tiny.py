@@ -99,3 +99,36 @@ def generate_with(model, forward, *args, **kwargs):
         return model.generate(*args, **kwargs)
     finally:
         del model.forward
+
+
+def causal_lm(family: str, **kw):
+    """A tiny causal LM of another family (Gemma, Phi-3, Qwen2, OLMoE, Qwen3-MoE), one layer."""
+    import transformers
+
+    common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                  num_key_value_heads=2, **_SMALL)
+    configs = {
+        "gemma": ("GemmaConfig", "GemmaForCausalLM", dict(head_dim=8)),
+        "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(pad_token_id=0)),
+        "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+        "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2)),
+        "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2,
+                                                                    moe_intermediate_size=32, head_dim=8)),
+    }
+    cfg_name, model_name, extra = configs[family]
+    cfg = getattr(transformers, cfg_name)(**common, **extra, **kw)
+    return getattr(transformers, model_name)(cfg).eval()
+
+
+def encoder(family: str, **kw):
+    """A tiny DistilBERT or BART (sequence classification / conditional generation)."""
+    import transformers
+
+    if family == "distilbert":
+        cfg = transformers.DistilBertConfig(vocab_size=96, dim=32, n_layers=1, n_heads=2, hidden_dim=64,
+                                            max_position_embeddings=64, **kw)
+        return transformers.DistilBertForSequenceClassification(cfg).eval()
+    cfg = transformers.BartConfig(vocab_size=96, d_model=32, encoder_layers=1, decoder_layers=1,
+                                  encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                                  decoder_ffn_dim=64, max_position_embeddings=64, **kw)
+    return transformers.BartForConditionalGeneration(cfg).eval()

@@ -10,7 +10,8 @@ call and the inputs.
 
 Tried and left out: ``torch.compile(model).generate(...)`` (generate calls the original
 module, nothing is compiled: no break or recompile to explain); ``torch.compile(model)`` on a
-tiny Mixtral, one call (its sparse MoE block traces without a break on torch 2.13).
+tiny Mixtral, one call (its sparse MoE block traces without a break on torch 2.13); generate on a
+tiny BART with a compiled forward (no recompile on torch 2.13).
 """
 
 import torch
@@ -488,3 +489,123 @@ def bert_token_classification_lengths():
         return run
 
     return model, [call(7), call(11)]
+
+
+# -- other families, called the same ways --------------------------------------------------------
+def _lengths(model, lengths, batch=1):
+    def call(n):
+        x = _tiny.ids(batch, n)
+
+        def run(m):
+            with torch.no_grad():
+                return m(x).logits
+        return run
+
+    return model, [call(n) for n in lengths]
+
+
+def _generate(model, prompt_len=5, new=3, batch=1):
+    input_ids = _tiny.ids(batch, prompt_len)
+    return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=new, do_sample=False,
+                                                          pad_token_id=0)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/gemma (torch.compile(model), prompts of several lengths)")
+def gemma_compiled_lengths():
+    return _lengths(_tiny.causal_lm("gemma"), (6, 9, 12))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/gemma (generate with a compiled forward)")
+def gemma_generate_compiled_forward():
+    return _generate(_tiny.causal_lm("gemma"))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/phi3 (torch.compile(model), batch 1 then 2)")
+def phi3_batch_one_then_two():
+    model = _tiny.causal_lm("phi3")
+
+    def call(b):
+        x = _tiny.ids(b, 8)
+
+        def run(m):
+            with torch.no_grad():
+                return m(x).logits
+        return run
+
+    return model, [call(1), call(2)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/phi3 (generate with a compiled forward)")
+def phi3_generate_compiled_forward():
+    return _generate(_tiny.causal_lm("phi3"))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/qwen2 (torch.compile(model), prompts of several lengths)")
+def qwen2_compiled_lengths():
+    return _lengths(_tiny.causal_lm("qwen2"), (5, 7, 11))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/qwen2 (generate with a compiled forward, a batch of two)")
+def qwen2_generate_batch_two():
+    return _generate(_tiny.causal_lm("qwen2"), batch=2)
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/olmoe (torch.compile(model) on a MoE, two lengths)")
+def olmoe_compiled_lengths():
+    return _lengths(_tiny.causal_lm("olmoe"), (6, 10))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/qwen3_moe (generate with a compiled forward)")
+def qwen3_moe_generate_compiled_forward():
+    return _generate(_tiny.causal_lm("qwen3_moe"))
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/distilbert (torch.compile(model), padded batches of two lengths)")
+def distilbert_padded_lengths():
+    model = _tiny.encoder("distilbert")
+
+    def call(n):
+        input_ids = _tiny.ids(2, n)
+        attention_mask = torch.ones(2, n, dtype=torch.long)
+        attention_mask[1, -2:] = 0
+
+        def run(m):
+            with torch.no_grad():
+                return m(input_ids=input_ids, attention_mask=attention_mask).logits
+        return run
+
+    return model, [call(8), call(13)]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/bart (torch.compile(model) with labels: the loss)")
+def bart_labels_loss():
+    model = _tiny.encoder("bart")
+    input_ids = _tiny.ids(2, 9)
+    labels = _tiny.ids(2, 5)
+
+    def plain(m):
+        with torch.no_grad():
+            return m(input_ids=input_ids, decoder_input_ids=labels).logits
+
+    def with_labels(m):
+        with torch.no_grad():
+            return m(input_ids=input_ids, labels=labels).loss
+
+    return model, [plain, with_labels]
+
+
+@case("https://huggingface.co/docs/transformers/model_doc/gemma (inference under no_grad, then a training forward)")
+def gemma_no_grad_then_train():
+    model = _tiny.causal_lm("gemma")
+    input_ids = _tiny.ids(1, 8)
+
+    def infer(m):
+        with torch.no_grad():
+            return m(input_ids).logits
+
+    def train(m):
+        out = m(input_ids, labels=input_ids)
+        out.loss.backward()
+        return out.loss.detach()
+
+    return model, [infer, train]
