@@ -14,7 +14,8 @@ https://github.com/pytorch/pytorch/issues/131561 (``.item()`` returned under cap
 no break), https://github.com/pytorch/pytorch/issues/105054 (``len()`` of a NumPy array: traced now),
 https://github.com/pytorch/pytorch/issues/119292 (``.item()`` then a branch under capture_scalar_outputs:
 no break on torch 2.13), https://github.com/pytorch/pytorch/issues/155841 (an ``lru_cache`` method:
-traced on torch 2.13).
+traced on torch 2.13), https://github.com/pytorch/pytorch/issues/105052 (``astype(int)`` on a NumPy
+array: traced on torch 2.13).
 """
 
 import logging
@@ -360,3 +361,42 @@ def random_seeded_random():
         return x + rand.randrange(10)
 
     return fn, [(torch.ones(1),)]
+
+
+@case(I + "118334 (an autograd.Function defined in torch: nested tensors' ViewNestedFromBuffer)", backend="aot_eager", dynamic=True)
+def torch_autograd_function_skipped():
+    from torch.nested._internal.nested_tensor import ViewNestedFromBuffer
+
+    def fn(values, offsets):
+        return ViewNestedFromBuffer.apply(values.cos(), offsets).sin()
+
+    values = torch.rand((12, 8), requires_grad=True)
+    offsets = torch.tensor([0, 1, 2, 5, 8, 9, 12])
+    return fn, [(values, offsets)]
+
+
+@case(I + "95425 (LayerDrop as transformers' BART/Wav2Vec2 encoders wrote it: random.uniform per layer)")
+def layerdrop_python_random():
+    import random
+
+    class LayerDropEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+            self.layerdrop = 0.5
+
+        def forward(self, x):
+            for layer in self.layers:
+                dropout_probability = random.uniform(0, 1)
+                if self.training and (dropout_probability < self.layerdrop):
+                    continue
+                x = layer(x)
+            return x
+
+    enc = LayerDropEncoder().train()
+
+    def call(m):
+        random.seed(0)
+        return m(torch.ones(2, 4))
+
+    return enc, [call, call]
