@@ -198,6 +198,8 @@ def main(argv=None) -> int:
                     + ", ".join(doctor_corpus.MODULES + doctor_corpus.REAL_MODULES))
     ap.add_argument("--merge", action="store_true", help="keep the other cases of --out, replacing the ones run now")
     ap.add_argument("--findings", default="", help="also write the wrong and unanswered cases, by class, as Markdown")
+    ap.add_argument("--combine", default="", help="comma-separated result JSON files to join and summarise again, "
+                    "without running any case (later files win for a case run in several)")
     ap.add_argument("--case", default="", help="comma-separated case names")
     ap.add_argument("--no-fixes", action="store_true", help="do not apply the fixes")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "doctor_coverage-cpu.json"))
@@ -217,6 +219,15 @@ def main(argv=None) -> int:
             ap.error(f"--case: no case named {args.case}")
     t0 = time.perf_counter()
     results = []
+    if args.combine:
+        joined: dict = {}
+        for f in args.combine.split(","):
+            for d in json.loads(Path(f).read_text())["cases"]:
+                joined[d["case"]] = _result(d)
+        known = {c.id for c in doctor_corpus.load(list(every))}
+        results = [r for r in joined.values() if r.case in known]  # cases since removed from the corpus are dropped
+        cases = []
+        modules = sorted({r.module for r in results}, key=lambda m: every.index(m) if m in every else 99)
     for c in cases:
         results.append(harness.run_case(c, fixes=not args.no_fixes))
         print(f"  [{len(results)}/{len(cases)}] {c.id} {results[-1].seconds:.1f}s", file=sys.stderr, flush=True)
