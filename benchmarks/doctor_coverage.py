@@ -1,7 +1,9 @@
-"""The doctor against PyTorch's own tests: captured, located, a specific answer, a proven fix.
+"""The doctor against its corpus: captured, located, a specific answer, a proven fix.
 
-Runs every case of ``tests/doctor_corpus`` (user functions transcribed from
-pytorch/pytorch's Dynamo tests; backend ``eager`` unless a case says otherwise) under
+Runs the cases of ``tests/doctor_corpus`` in two parts, reported separately and
+together: ``pytorch-tests`` (user functions transcribed from pytorch/pytorch's Dynamo
+tests) and ``real-code`` (real users' repros from GitHub issues, transformers models
+called as users call them); backend ``eager`` unless a case says otherwise; under
 ``ipycompile.capture()`` while torch's own ``graph_breaks`` / ``recompiles`` log
 records are collected (see ``tests/doctor_corpus/harness.py`` for what each column
 means and how a fix is applied), then prints
@@ -11,19 +13,25 @@ means and how a fix is applied), then prints
 * per GB code / recompile kind: how many items, how many got a specific answer (a
   ``Suggestion.kind`` other than ``unknown``), the kinds given, fixes proven / wrong /
   unchecked, and the cases left without an answer or given a wrong one;
-* the totals against the targets (issue 20): captured and located for every case, a
-  specific answer for >= 85 % of cases (every break and recompile of the case), no wrong
-  answer.
+* the totals against the targets (issues 20 and 27), per part and together: captured and
+  located for every case, a specific answer for >= 85 % of cases (every break and
+  recompile of the case), no wrong answer (a fix that does not remove the problem with the
+  same outputs, or an answer one of the checks of ``doctor_corpus.checks`` rejects: torch's
+  guard names, library code, a false claim about eager, ...), every code or setting fix
+  proven; the wrong answers by class.
 
-Writes ``benchmarks/results/doctor_coverage-cpu.json`` (every figure, every case).
+Writes ``benchmarks/results/doctor_coverage-cpu.json`` (every figure, every case) and, with
+``--findings``, a Markdown list of the wrong and unanswered cases by class.
 
-    python benchmarks/doctor_coverage.py [--module misc,generator] [--case NAME,...] [--no-fixes] [--out PATH]
+    python benchmarks/doctor_coverage.py [--part real-code] [--module misc,generator] [--case NAME,...]
+        [--no-fixes] [--merge] [--out PATH] [--findings PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import platform
@@ -53,6 +61,8 @@ def summarize(results: list[harness.Result]) -> dict:
     items = [(r, it) for r in live for it in r.items]
     specific_cases = [r for r in live if r.items and all(it.specific for it in r.items)]
     wrong = [(r.case, it.what, it.code, it.kind, it.fix_detail) for r, it in items if it.fix == "wrong"]
+    wrong_by_class = collections.Counter(it.wrong_class or "fix" for _, it in items if it.fix == "wrong")
+    code_fixes = [it for _, it in items if it.fix in ("proven", "wrong", "unchecked", "inapplicable")]
     per_code: dict = collections.OrderedDict()
     for r, it in sorted(items, key=lambda p: (p[1].what, p[1].code)):
         k = per_code.setdefault(f"{it.what} {it.code}", {
@@ -87,6 +97,11 @@ def summarize(results: list[harness.Result]) -> dict:
         "fixes_inapplicable": sum(it.fix == "inapplicable" for _, it in items),
         "inapplicable": [(r.case, it.what, it.code, it.kind, it.fix_detail) for r, it in items if it.fix == "inapplicable"],
         "wrong": wrong,
+        "wrong_cases": len({c for c, *_ in wrong}),
+        "wrong_by_class": dict(wrong_by_class.most_common()),
+        "code_fixes": len(code_fixes),
+        "code_fixes_proven_fraction": (sum(it.fix == "proven" for it in code_fixes) / len(code_fixes)) if code_fixes else 1.0,
+        "without_answer": sorted({f"{it.what} {it.code}" for _, it in items if not it.specific}),
         "not_captured": [r.case for r in live if not r.captured],
         "not_located": {r.case: r.located_detail for r in live if not r.located},
         "no_longer_breaks": gone,
@@ -97,6 +112,7 @@ def summarize(results: list[harness.Result]) -> dict:
             "located_all": all(r.located for r in live),
             "specific_85": (len(specific_cases) / len(live) if live else 0.0) >= TARGET_SPECIFIC,
             "no_wrong": not wrong,
+            "every_fix_proven": all(it.fix == "proven" for it in code_fixes),
         },
     }
 
@@ -131,7 +147,8 @@ def print_summary(s: dict) -> None:
     print(f"specific answer:  {_pct(s['specific_cases'], n)} of cases (every item specific); "
           f"{_pct(s['specific_items'], s['items'])} of items   target: >= {TARGET_SPECIFIC:.0%} of cases")
     print(f"fixes: {s['fixes_proven']} proven, {s['fixes_wrong']} wrong, {s['fixes_inapplicable']} inapplicable "
-          f"(mark a local the caller cannot reach), {s['fixes_unchecked']} not applied by the harness   target: 0 wrong")
+          f"(mark a local the caller cannot reach), {s['fixes_unchecked']} not applied by the harness   target: 0 wrong, every fix proven")
+    print(f"wrong answers by class: {s['wrong_by_class'] or 'none'} ({s['wrong_cases']} case(s))")
     for case, what, code, kind, why in s["wrong"]:
         print(f"  WRONG {case}: {what} {code} -> {kind}: {why}")
     for case, what, code, kind, why in s["inapplicable"]:
@@ -142,17 +159,58 @@ def print_summary(s: dict) -> None:
         print(f"  NOT CAPTURED {case}")
 
 
+def _result(d: dict) -> harness.Result:
+    """A saved case back as a :class:`harness.Result` (for ``--merge``)."""
+    d = dict(d)
+    items = [harness.Item(**it) for it in d.pop("items", [])]
+    known = {f.name for f in dataclasses.fields(harness.Result)}
+    r = harness.Result(**{k: v for k, v in d.items() if k in known})
+    r.items = items
+    return r
+
+
+def findings(results: list) -> str:
+    """The wrong answers by class, then the cases without a specific answer, as Markdown."""
+    out = ["# Doctor findings on the corpus (generated by benchmarks/doctor_coverage.py --findings)", ""]
+    by_class: dict = collections.defaultdict(list)
+    for r in results:
+        for it in r.items:
+            if it.fix == "wrong":
+                by_class[it.wrong_class or "fix"].append((r, it))
+    for cls, pairs in sorted(by_class.items(), key=lambda p: -len(p[1])):
+        out.append(f"## wrong: {cls} ({len(pairs)} answer(s), {len({r.case for r, _ in pairs})} case(s))")
+        for r, it in pairs:
+            out.append(f"- `{r.case}` ({r.source}): {it.what} {it.code} -> `{it.kind}` \"{it.title}\": {it.fix_detail}")
+        out.append("")
+    out.append("## no specific answer")
+    for r in results:
+        for it in r.items:
+            if not it.specific and it.what != "semantics":
+                out.append(f"- `{r.case}` ({r.source}): {it.what} {it.code} -> `{it.kind}`")
+    out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--module", default="", help="comma-separated corpus modules (default: all): " + ", ".join(doctor_corpus.MODULES))
+    ap.add_argument("--part", default="", help="one part of the corpus: " + ", ".join(doctor_corpus.PARTS) + " (default: both)")
+    ap.add_argument("--module", default="", help="comma-separated corpus modules (default: all): "
+                    + ", ".join(doctor_corpus.MODULES + doctor_corpus.REAL_MODULES))
+    ap.add_argument("--merge", action="store_true", help="keep the other cases of --out, replacing the ones run now")
+    ap.add_argument("--findings", default="", help="also write the wrong and unanswered cases, by class, as Markdown")
+    ap.add_argument("--combine", default="", help="comma-separated result JSON files to join and summarise again, "
+                    "without running any case (later files win for a case run in several)")
     ap.add_argument("--case", default="", help="comma-separated case names")
     ap.add_argument("--no-fixes", action="store_true", help="do not apply the fixes")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "doctor_coverage-cpu.json"))
     args = ap.parse_args(argv)
-    modules = [m for m in args.module.split(",") if m] or list(doctor_corpus.MODULES)
-    unknown = [m for m in modules if m not in doctor_corpus.MODULES]
+    every = doctor_corpus.MODULES + doctor_corpus.REAL_MODULES
+    if args.part and args.part not in doctor_corpus.PARTS:
+        ap.error(f"--part: no part {args.part}; there are {', '.join(doctor_corpus.PARTS)}")
+    modules = [m for m in args.module.split(",") if m] or list(doctor_corpus.PARTS[args.part] if args.part else every)
+    unknown = [m for m in modules if m not in every]
     if unknown:
-        ap.error(f"--module: no corpus module {', '.join(unknown)}; there are {', '.join(doctor_corpus.MODULES)}")
+        ap.error(f"--module: no corpus module {', '.join(unknown)}; there are {', '.join(every)}")
     cases = doctor_corpus.load(modules)
     if args.case:
         names = set(args.case.split(","))
@@ -161,12 +219,36 @@ def main(argv=None) -> int:
             ap.error(f"--case: no case named {args.case}")
     t0 = time.perf_counter()
     results = []
+    if args.combine:
+        joined: dict = {}
+        for f in args.combine.split(","):
+            for d in json.loads(Path(f).read_text())["cases"]:
+                joined[d["case"]] = _result(d)
+        known = {c.id for c in doctor_corpus.load(list(every))}
+        results = [r for r in joined.values() if r.case in known]  # cases since removed from the corpus are dropped
+        cases = []
+        modules = sorted({r.module for r in results}, key=lambda m: every.index(m) if m in every else 99)
     for c in cases:
         results.append(harness.run_case(c, fixes=not args.no_fixes))
         print(f"  [{len(results)}/{len(cases)}] {c.id} {results[-1].seconds:.1f}s", file=sys.stderr, flush=True)
+    path = Path(args.out)
+    if args.merge and path.exists():
+        ran = {r.case for r in results}
+        old = [_result(d) for d in json.loads(path.read_text())["cases"] if d["case"] not in ran]
+        results = old + results
+        modules = sorted({r.module for r in results}, key=lambda m: every.index(m) if m in every else 99)
     print_cases(results)
+    parts = {name: [r for r in results if r.module in mods] for name, mods in doctor_corpus.PARTS.items()}
+    summaries = {name: summarize(rs) for name, rs in parts.items() if rs}
     s = summarize(results)
+    for name, ps in summaries.items():
+        print(f"\n===== part {name} =====")
+        print_summary(ps)
+    print("\n===== both parts =====")
     print_summary(s)
+    if args.findings:
+        Path(args.findings).write_text(findings(results))
+        print(f"wrote {args.findings}")
     out = {
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -176,9 +258,9 @@ def main(argv=None) -> int:
         "modules": modules,
         "fixes_applied": not args.no_fixes,
         "summary": s,
+        "parts": summaries,
         "cases": [r.to_json() for r in results],
     }
-    path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, default=str) + "\n")
     print(f"\nwrote {os.path.relpath(path)}")

@@ -1,4 +1,11 @@
-"""Graph breaks and recompiles transcribed from PyTorch's own tests, for the doctor.
+"""Graph breaks and recompiles for the doctor, in two parts.
+
+* ``pytorch-tests`` (:data:`MODULES`): user functions transcribed from PyTorch's own tests;
+* ``real-code`` (:data:`REAL_MODULES`, modules named ``real_*``): real users' code that does
+  not come from PyTorch's test suite: minimal repros users posted in GitHub issues of
+  pytorch/pytorch and of the libraries they compile (each case names the issue), and
+  library model code (transformers models from tiny configs, random weights, nothing
+  downloaded) called the way people call it. :attr:`Case.part` tells them apart.
 
 Each module holds the cases of one PyTorch test file (``misc.py`` for
 ``test/dynamo/test_misc.py``, ...). A case is a function decorated with
@@ -53,6 +60,19 @@ MODULES = (
     "inductor_models",
 )
 
+#: The real-code part: users' repros from GitHub issues and library models called as users call them.
+REAL_MODULES = (
+    "real_pytorch_issues",
+    "real_pytorch_recompiles",
+    "real_library_issues",
+    "real_transformers",
+    "real_training",
+    "real_library_code",
+)
+
+#: The parts of the corpus, by name.
+PARTS = {"pytorch-tests": MODULES, "real-code": REAL_MODULES}
+
 
 @dataclass
 class Case:
@@ -70,6 +90,11 @@ class Case:
     @property
     def id(self) -> str:
         return f"{self.module}::{self.name}"
+
+    @property
+    def part(self) -> str:
+        """``"real-code"`` for a case of :data:`REAL_MODULES`, else ``"pytorch-tests"``."""
+        return "real-code" if self.module in REAL_MODULES else "pytorch-tests"
 
 
 def case(source: str, *, backend: str = "eager", note: str = "", config: "dict | None" = None, **compile_kwargs: Any):
@@ -94,7 +119,7 @@ def cases_in(namespace: dict, module: str = "") -> list[Case]:
 
 
 def load(modules: "tuple[str, ...] | list[str]" = MODULES) -> list[Case]:
-    """Every case of ``modules`` (default: the whole corpus)."""
+    """Every case of ``modules`` (default: the PyTorch-tests part; :func:`load_part` for a part by name)."""
     out: list[Case] = []
     for name in modules:
         try:
@@ -105,3 +130,10 @@ def load(modules: "tuple[str, ...] | list[str]" = MODULES) -> list[Case]:
             raise
         out.extend(cases_in(vars(mod), name))
     return out
+
+
+def load_part(part: str) -> list[Case]:
+    """Every case of one part (``"pytorch-tests"`` or ``"real-code"``)."""
+    if part not in PARTS:
+        raise ValueError(f"no corpus part {part!r}; there are {', '.join(PARTS)}")
+    return load(PARTS[part])

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import io
 import logging
 import re
 import sys
@@ -52,7 +53,7 @@ from ipycompile.analysis.source import apply_suggestion
 from ipycompile.report.model import Failure
 from ipycompile.report.summary import shared_callers
 
-from . import Case, cases_in
+from . import Case, cases_in, checks
 
 __all__ = ["TorchLog", "Result", "Item", "run_case", "expected_lines"]
 
@@ -71,6 +72,7 @@ class TorchLog(logging.Handler):
         super().__init__(logging.DEBUG)
         self.breaks: list[str] = []
         self.recompiles: list[str] = []
+        self.suppressed = 0  # duplicate break records without a user stack (see break_sites)
         self._quiet: list[tuple[logging.Handler, int]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -113,6 +115,32 @@ class TorchLog(logging.Handler):
                 out.append((m.group("fn"), m.group("file")))
         return out
 
+    def break_sites(self, filename: str) -> list[tuple[str, int]]:
+        """For each break record: (file, line) of the innermost frame of ``filename`` in its user
+        traceback, else (for a break wholly inside a library the user compiled: ``torch.compile(model)``)
+        the line torch's record names ("Graph break in user code at FILE:LINE", else the innermost frame)."""
+        out = []
+        self.suppressed = 0
+        seen: dict = {}  # torch's "in user code at" place -> the site its full record gave
+        for msg in self.breaks:
+            frames = [(m.group("file"), int(m.group("line"))) for m in _FILE_LINE.finditer(msg)]
+            mine = [f for f in frames if f[0] == filename]
+            m = re.search(r"in user code at (.+):(\d+)", msg)
+            at = (m.group(1), int(m.group(2))) if m else None
+            if mine:
+                site = mine[-1]
+            elif at is not None and at in seen and "user stack suppressed" in msg:
+                self.suppressed += 1  # a duplicate of a break in a library: which user line reached it, torch does not say
+                continue
+            else:
+                site = at or (frames[-1] if frames else None)
+            if site is None:
+                continue
+            if at is not None:
+                seen.setdefault(at, site)
+            out.append(site)
+        return out
+
     def break_lines(self, filename: str) -> list[int]:
         """For each break record: the innermost line of ``filename`` in its user traceback."""
         out = []
@@ -140,6 +168,8 @@ class Item:
     fix: str = "none"  # "none" | "proven" | "wrong" | "inapplicable" | "unchecked"
     fix_detail: str = ""
     limit_hit: bool = False  # a recompile past which torch stopped compiling (its fix is judged on that)
+    wrong_class: str = ""  # with fix "wrong": the class of wrong answer (doctor_corpus.checks.CLASSES)
+    settings: dict = field(default_factory=dict)  # the torch._dynamo.config settings its fix applies
 
 
 @dataclass
@@ -165,7 +195,13 @@ class Result:
 
     @property
     def breaks_or_recompiles(self) -> bool:
-        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors)
+        """Whether the case has something to answer: a break, a recompile, a compile error, or compiled
+        outputs that differ from eager's (a silent change, answered or not)."""
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors or self.silent_change)
+
+    @property
+    def silent_change(self) -> bool:
+        return any(it.what == "semantics" for it in self.items)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -182,7 +218,8 @@ def _run_calls(fn: Callable, calls: list) -> tuple[list, str]:
     outs: list = []
     for call in calls:
         try:
-            outs.append(_call(fn, call))
+            with contextlib.redirect_stdout(io.StringIO()):  # a case that prints (the user's print()) stays quiet
+                outs.append(_call(fn, call))
         except Exception as exc:  # noqa: BLE001 - a case that raises is data
             module = type(exc).__module__
             origin = "torch: " if module.startswith("torch._dynamo") else "torch-other: " if module.startswith("torch.") else ""
@@ -216,6 +253,25 @@ def _build(c: Case) -> tuple[Callable, list]:
     return c.make()
 
 
+def _build_with_locals(c: Case) -> tuple[Callable, list, dict]:
+    """:func:`_build`, and the names the case's code made (``make``'s locals: the user's variables,
+    which a fix such as ``mark_dynamic(batch, 0)`` names)."""
+    names: dict = {}
+    code = c.make.__code__
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code is code:
+            names.update(frame.f_locals)
+
+    old = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        fn, calls = _build(c)
+    finally:
+        sys.setprofile(old)
+    return fn, calls, names
+
+
 def _eager(c: Case) -> tuple[list, str]:
     fn, calls = _build(c)
     torch.manual_seed(1)
@@ -231,9 +287,18 @@ class _Run:
 
 
 def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
-                  before_call: str = "", names: Optional[dict] = None) -> _Run:
+                  before_call: str = "", names: Optional[dict] = None, compile_kwargs: Optional[dict] = None,
+                  local_marks: Optional[list] = None) -> _Run:
     torch._dynamo.reset()
-    fn, calls = _build(c)
+    if local_marks:  # `mark_dynamic(batch, 0)` on the case's own variable `batch`, before the first call
+        fn, calls, made = _build_with_locals(c)
+        for name, mark, dim in local_marks:
+            value = made.get(name)
+            if not isinstance(value, torch.Tensor):
+                raise _Unchecked(f"`{name}` is not a tensor the case's code made")
+            eval(mark, {"torch": torch})(value, dim)  # noqa: S307 - a dotted name the regex matched
+    else:
+        fn, calls = _build(c)
     if arg_fix is not None:
         calls = [arg_fix(fn, call) for call in calls]
     if before_call:  # a statement moved out of the compiled code runs before each call, in its namespace:
@@ -241,7 +306,7 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
         # statement took with it (`warnings` in `warnings.warn("test")`, a closed-over module)
         ns = {**(names or {}), **_names_of(fn)}
         calls = [_preceded(call, before_call, ns) for call in calls]
-    compiled = torch.compile(fn, backend=c.backend, **c.compile_kwargs)
+    compiled = torch.compile(fn, backend=c.backend, **{**c.compile_kwargs, **(compile_kwargs or {})})
     settings = {**c.config, **(config or {})}
     patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
     with patch, TorchLog() as log, ipycompile.capture() as cap:
@@ -333,7 +398,7 @@ def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
         return None
     name = m.group("arg")
     try:
-        params = list(inspect.signature(fn).parameters)
+        params = list(inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn).parameters)
     except (TypeError, ValueError):
         return None
     if name not in params:
@@ -410,8 +475,15 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         return
     filename = case_file(c)
     case2, config, arg_fix, before_call, names = c, None, None, "", None
+    local_marks: list = []
     try:
         if s.first_line is not None and s.filename == filename:
+            text = Path(filename).read_text()
+            replaced = "\n".join(text.splitlines()[s.first_line - 1:(s.last_line or s.first_line)])
+            gone = checks.removes_work(apply_suggestion(text, s), s.first_line, replaced)
+            if gone:
+                item.fix, item.fix_detail, item.wrong_class = "wrong", gone, "removes_work"
+                return
             case2 = _rewritten_case(c, s)
             moved = re.match(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
             if moved:
@@ -442,15 +514,24 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                             config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
                 if marks:
                     fixers = [_arg_fixer(fn, ln) for ln in marks]
+                    made = None
                     for ln, fx in zip(marks, fixers):
                         if fx is None:
-                            name = (_MARK.match(ln) or _CONTIG.match(ln)).group("arg")
+                            m = _MARK.match(ln) or _CONTIG.match(ln)
+                            name = m.group("arg")
+                            if made is None:
+                                made = _build_with_locals(c)[2]
+                            if "fn" in m.groupdict() and isinstance(made.get(name), torch.Tensor):
+                                local_marks.append((name, m.group("fn"), int(m.group("dim"))))  # the case's own variable
+                                continue
                             if not re.search(rf"\b{re.escape(name)}\b", Path(filename).read_text()):
                                 item.fix, item.fix_detail = "wrong", f"`{name}` is not a name in the user's code ({ln})"
+                                item.wrong_class = "guard_names"
                             else:
                                 item.fix = "inapplicable"
                                 item.fix_detail = f"`{name}` is not an input of the compiled function (a local): it cannot be marked before the call"
                             return
+                    fixers = [fx for fx in fixers if fx is not None]
 
                     def arg_fix(fn_: Callable, call: Any, fixers=fixers) -> Any:
                         for fx in fixers:
@@ -458,15 +539,19 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                         return call
             else:
                 raise _Unchecked("code of a form not applied by the harness")
-        after = _compiled_run(case2, config, arg_fix, before_call, names)
+        if config:
+            item.settings = dict(config)
+        after = _compiled_run(case2, config, arg_fix, before_call, names, local_marks=local_marks)
     except _Unchecked as exc:
         item.fix, item.fix_detail = "unchecked", str(exc)
         return
     except NameError as exc:
         item.fix, item.fix_detail = "wrong", f"the fix names what the user's code lacks: {exc}"
+        item.wrong_class = "guard_names"
         return
     except Exception as exc:  # noqa: BLE001 - a fix that raises is a wrong fix
         item.fix, item.fix_detail = "wrong", f"applying it raised {type(exc).__name__}: {exc}".splitlines()[0][:300]
+        item.wrong_class = "rewrite" if s.first_line is not None else "fix"
         return
     problems = []
     if after.error and not eager_err:
@@ -514,6 +599,8 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
         problems.append("a frame now runs without compiling")
     item.fix = "wrong" if problems else "proven"
     item.fix_detail = "; ".join(problems) or item.fix_detail
+    if problems:
+        item.wrong_class = "rewrite" if case2 is not c else "fix"
 
 
 def _same_lines(c: Case, s) -> bool:
@@ -554,10 +641,13 @@ def run_case(c: Case, fixes: bool = True) -> Result:
 
     # located
     marked = expected_lines(c)
-    expected = set(marked) if marked else set(log.break_lines(filename))
+    torch_sites = set(log.break_sites(filename))
+    outside = {site for site in torch_sites if site[0] != filename}  # breaks torch places in a library's code
+    expected = set(marked) if marked else {line for f, line in torch_sites if f == filename}
     res.expected_lines = sorted(expected)
     located_items = [*report.graph_breaks, *failures]
     shown: set = set()
+    shown_outside: set = set()
     elsewhere = []
     for b in located_items:
         # a break in a function the user's code calls from several lines is shown "reached from" those
@@ -568,9 +658,15 @@ def run_case(c: Case, fixes: bool = True) -> Result:
             shown.update(callers)
         elif b.frame.filename == filename:
             shown.add(b.frame.lineno)
+        elif (b.frame.filename, b.frame.lineno) in outside:
+            shown_outside.add((b.frame.filename, b.frame.lineno))
         else:
             elsewhere.append(f"{b.frame.filename}:{b.frame.lineno}")
     problems = []
+    if shown_outside != outside:
+        problems.append(f"library lines shown {sorted(shown_outside)}, torch's {sorted(outside)}")
+    if log.suppressed and not marked and expected <= shown and len(shown - expected) <= log.suppressed:
+        expected = shown  # a repeated library break whose user line torch did not print: the report's line stands
     if elsewhere:
         problems.append(f"shown outside the case: {', '.join(elsewhere)}")
     if shown != expected:
@@ -588,5 +684,85 @@ def run_case(c: Case, fixes: bool = True) -> Result:
         for item, x in zip(res.items, _answered(report)):
             if item.specific and x.suggestion is not None:
                 _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager))
+    judge_answers(c, res, run, eager_outs, eager_err, rerun=fixes)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _deterministic(c: Case, eager_outs: list) -> bool:
+    """Whether eager gives the same outputs on a second run (a case seeded from the clock or the OS,
+    `torch.seed()`, differs from itself: its compiled outputs cannot be compared with eager's)."""
+    try:
+        again, err = _eager(c)
+    except Exception:  # noqa: BLE001
+        return False
+    return not err and _same(again, eager_outs)
+
+
+def _wrong(item: Item, cls: str, why: str) -> None:
+    """Count ``item``'s answer wrong for ``why`` (a class of :data:`checks.CLASSES`), keeping an earlier verdict's words."""
+    if item.fix == "wrong" and item.wrong_class:
+        item.fix_detail = f"{item.fix_detail}; {why}"
+        if item.wrong_class == "fix":  # the class that explains it (a fix that failed for a reason a check names)
+            item.wrong_class = cls
+        return
+    item.fix, item.wrong_class = "wrong", cls
+    item.fix_detail = why + (f" (its fix: {item.fix_detail})" if item.fix_detail else "")
+
+
+def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: str, rerun: bool = True) -> None:
+    """The checks of :mod:`doctor_corpus.checks` on every answer of the case; compiled outputs that differ
+    from eager's while no answer says so; and (``rerun``) those that compile the case again: a
+    ``dynamic=True`` the answer offers for a recompile, the settings of several answers applied together."""
+    filename = case_file(c)
+    user_source = Path(filename).read_text()
+    report = run.report
+    answered = _answered(report)
+    for item, x in zip(res.items, answered):
+        s = x.suggestion
+        for cls, why in (("guard_names", checks.guard_names(s, x, user_source)),
+                         ("library_code", checks.library_code(s, x, item.kind, filename, user_source)),
+                         ("eager_claim", checks.eager_claim(s, x, eager_err)),
+                         ("seed_order", checks.seed_order(s, x))):
+            if why:
+                _wrong(item, cls, why)
+    # dynamic=True offered for a recompile: it must remove it (a size that goes 1 -> 2 stays specialised)
+    offered = [item for item, x in zip(res.items, answered) if rerun
+               and item.what == "recompile" and x.suggestion is not None and "dynamic=True" in (x.suggestion.code or "")]
+    if offered:
+        try:
+            dyn = _compiled_run(c, compile_kwargs={"dynamic": True})
+            left = len(dyn.report.recompiles)
+            if left >= len(report.recompiles) or (dyn.error and not eager_err):
+                for item in offered:
+                    _wrong(item, "sizes_0_1", f"torch.compile(..., dynamic=True), which it offers, leaves {left} recompile(s)"
+                           + (f" and raises {dyn.error}" if dyn.error and not eager_err else ""))
+        except Exception as exc:  # noqa: BLE001
+            for item in offered:
+                _wrong(item, "sizes_0_1", f"torch.compile(..., dynamic=True), which it offers, raises {type(exc).__name__}: {exc}"[:300])
+    # settings suggested for one case, proven together
+    setting_items = [it for it in res.items if it.settings and it.fix == "proven"]
+    together: dict = {}
+    for it in setting_items:
+        together.update(it.settings)
+    if rerun and len(setting_items) > 1 and len({tuple(sorted(map(str, it.settings.items()))) for it in setting_items}) > 1:
+        why = ""
+        try:
+            after = _compiled_run(c, together)
+            if after.error and not eager_err:
+                why = f"raises {after.error}"
+            elif res.same_as_eager and not _same(after.outs, eager_outs):
+                why = "the outputs differ from eager"
+            elif len(after.report.failures) > len(report.failures):
+                why = f"a new failure: {after.report.failures[-1].type}"
+        except Exception as exc:  # noqa: BLE001
+            why = f"raises {type(exc).__name__}: {exc}"[:300]
+        if why:
+            names = ", ".join(sorted(together))
+            for it in setting_items:
+                _wrong(it, "settings_together", f"its setting works alone, but the case's settings together ({names}) {why}")
+    # compiled results that differ from eager's, silently
+    if res.same_as_eager is False and not run.error and not eager_err and _deterministic(c, eager_outs) \
+            and not checks.says_outputs_differ(answered):
+        res.items.append(Item("semantics", "outputs differ from eager", "none", False, fix="wrong", wrong_class="silent_change",
+                              fix_detail="the compiled outputs differ from eager's and no answer says so"))

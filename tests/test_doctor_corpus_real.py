@@ -1,0 +1,148 @@
+"""The doctor on real users' code (the ``real-code`` part of ``tests/doctor_corpus``), and the
+harness's checks for the classes of wrong answer issue 27 lists: each check is shown to reject a
+hand-built wrong suggestion (and to pass a right one), on real compiles of the corpus's cases.
+
+``test_real_code_case`` runs every real-code case with its fixes applied and asserts captured,
+located and no wrong answer: it fails while the doctor gives wrong answers on real code (the
+figures are in ``benchmarks/results/doctor_coverage-cpu.json``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import doctor_corpus
+from doctor_corpus import checks, harness
+from ipycompile.report.model import GraphBreak, Recompile, Suggestion, UserFrame
+
+
+def _case(case_id: str):
+    return {c.id: c for c in doctor_corpus.load([case_id.split("::")[0]])}[case_id]
+
+
+def _judged(case_id: str, replace) -> harness.Result:
+    """Run the case, replace the doctor's answers with ``replace(answer)`` (a hand-built suggestion), judge."""
+    c = _case(case_id)
+    eager_outs, eager_err = harness._eager(c)
+    run = harness._compiled_run(c)
+    for a in harness._answered(run.report):
+        a.suggestion = replace(a)
+    res = harness.Result(c.id, c.source, c.module)
+    res.same_as_eager = harness._same(run.outs, eager_outs) and bool(run.error) == bool(eager_err)
+    res.items = harness._items(run.report, harness.case_file(c))
+    harness.judge_answers(c, res, run, eager_outs, eager_err)
+    return res
+
+
+# -- the parts ------------------------------------------------------------------------------------
+def test_the_corpus_has_two_parts_and_the_real_part_is_big_enough():
+    real = doctor_corpus.load_part("real-code")
+    ours = doctor_corpus.load_part("pytorch-tests")
+    assert {c.part for c in real} == {"real-code"} and {c.part for c in ours} == {"pytorch-tests"}
+    assert len(real) >= 120
+    assert all(c.source.startswith(("http", "https")) for c in real), [c.id for c in real if not c.source.startswith("http")]
+    with pytest.raises(ValueError, match="no corpus part"):
+        doctor_corpus.load_part("nope")
+
+
+# -- each class of wrong answer ------------------------------------------------------------------
+def test_guard_sources_and_wrapper_names_are_wrong():
+    user = "def step(batch):\n    return model(batch)\n"
+    answer = Recompile(compile_id=None, reasons=["tensor 'args[0]' size mismatch at index 0. expected 1, actual 2"])
+    for code in ("torch._dynamo.mark_dynamic(args[0], 0)", "torch._dynamo.mark_dynamic(L['x'], 0)",
+                 "torch._dynamo.mark_dynamic(kwargs['cache'].layers[0].keys, 2)", "mark(___stack0)"):
+        assert checks.guard_names(Suggestion("mark it", code=code), answer, user), code
+    s = Suggestion("the function `wrapped_func` recompiles")
+    assert "wrapped_func" in checks.guard_names(s, answer, user)
+    assert not checks.guard_names(Suggestion("mark `batch`", code="torch._dynamo.mark_dynamic(batch, 0)"), answer, user)
+    # torch's own words, quoted, are not the doctor's
+    quoted = Suggestion("mark `batch`", explanation="torch said: tensor 'args[0]' size mismatch at index 0. expected 1, actual 2",
+                        code="torch._dynamo.mark_dynamic(batch, 0)")
+    assert not checks.guard_names(quoted, answer, user)
+
+
+def test_advice_about_library_code_is_wrong():
+    user_file, user = "/corpus/case.py", "out = model(input_ids)\n"
+    b = GraphBreak("iterator", frame=UserFrame("/venv/site-packages/transformers/modeling_utils.py", 10, "f"))
+    rewrite = Suggestion("pass a list", code="x = list(y)", filename=b.frame.filename, first_line=10, last_line=10)
+    assert "does not own" in checks.library_code(rewrite, b, "iterator_input", user_file, user)
+    words = Suggestion("pass a list instead of an iterator")
+    assert "does not own" in checks.library_code(words, b, "iterator_input", user_file, user)
+    mark = Suggestion("mark", code="torch._dynamo.mark_dynamic(past_key_values, 2)")
+    assert "past_key_values" in checks.library_code(mark, b, "mark_dynamic", user_file, user)
+    setting = Suggestion("capture", code="torch._dynamo.config.capture_scalar_outputs = True")
+    assert not checks.library_code(setting, b, "capture_scalar_outputs", user_file, user)
+    assert not checks.library_code(Suggestion("mark", code="torch._dynamo.mark_dynamic(input_ids, 1)"), b,
+                                   "mark_dynamic", user_file, user)
+
+
+def test_a_claim_that_eager_raises_is_checked_by_running_eager():
+    """`item_scale` runs without torch.compile with no exception: saying it raises the same is wrong."""
+    res = _judged("real_pytorch_issues::item_scale", lambda a: Suggestion(
+        "The compiled code raises", explanation="the code raises the same without torch.compile: fix it there first."))
+    (item,) = res.items
+    assert item.fix == "wrong" and item.wrong_class == "eager_claim", item.fix_detail
+
+
+def test_a_rewrite_that_removes_the_work_is_wrong():
+    text = "def fn():\n    opt.step()\n    return None\n"
+    assert "doing nothing" in checks.removes_work("def fn():\n    pass  # opt.step() moved\n", 2, "    opt.step()")
+    assert not checks.removes_work("def fn():\n    pass\n", 2, "    print('x')")
+    assert not checks.removes_work(text, 2, "    opt.step()")
+
+
+def test_settings_that_work_alone_are_proven_together():
+    """Two settings the harness proved one by one: together they make the compile raise (here
+    capture_scalar_outputs on `x.shape[torch.tensor([1, 1])]`), so both answers are wrong."""
+    c = _case("misc::torch_size_tensor_index_non_scalar")
+    eager_outs, eager_err = harness._eager(c)
+    run = harness._compiled_run(c)
+    res = harness.Result(c.id, c.source, c.module, same_as_eager=True)
+    res.items = [harness.Item("break", "GB0", "capture_scalar_outputs", True, fix="proven",
+                              settings={"capture_scalar_outputs": True}),
+                 harness.Item("break", "GB1", "capture_dynamic_output_shape_ops", True, fix="proven",
+                              settings={"capture_dynamic_output_shape_ops": True})]
+    harness.judge_answers(c, res, run, eager_outs, eager_err)
+    assert [it.wrong_class for it in res.items] == ["settings_together"] * 2, [it.fix_detail for it in res.items]
+
+
+def test_dynamic_true_on_a_size_that_goes_one_to_two_is_rerun():
+    """`input_` of batch 1, then 4 and 7: `dynamic=True` leaves the recompile (1 is specialised)."""
+    res = _judged("real_pytorch_recompiles::masked_input_batch_one_then_more", lambda a: Suggestion(
+        "mark_dynamic", kind="mark_dynamic",
+        code="torch._dynamo.mark_dynamic(input_, 0)\n# or: torch.compile(..., dynamic=True)"))
+    (item,) = res.items
+    assert item.fix == "wrong" and item.wrong_class == "sizes_0_1", item.fix_detail
+
+
+def test_compiled_results_that_differ_from_eager_must_be_said():
+    """`functools.cache` around a function that bumps a global: torch traces through the cache, so the
+    compiled results differ; an answer that does not say so leaves the case wrong."""
+    res = _judged("real_pytorch_issues::functools_cache_global",
+                  lambda a: Suggestion("specialized_number: each value of `z` is a compiled version", kind="specialized_number"))
+    assert any(it.what == "semantics" and it.wrong_class == "silent_change" for it in res.items)
+    said = _judged("real_pytorch_issues::functools_cache_global", lambda a: Suggestion(
+        "The compiled results differ from eager: torch ignores the functools.cache", kind="specialized_number"))
+    assert not any(it.what == "semantics" for it in said.items)
+
+
+def test_a_seed_left_before_or_after_is_wrong():
+    s = Suggestion("Move `torch.manual_seed(0)` out", explanation="call it before or after the compiled function")
+    assert checks.seed_order(s, GraphBreak("x"))
+    assert not checks.seed_order(Suggestion("Move `torch.manual_seed(0)` before the call"), GraphBreak("x"))
+
+
+# -- the real-code part, case by case -------------------------------------------------------------
+REAL = doctor_corpus.load_part("real-code")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("c", REAL, ids=[c.id for c in REAL])
+def test_real_code_case(c):
+    r = harness.run_case(c, fixes=True)
+    assert not r.error, r.error
+    assert r.breaks_or_recompiles, f"{c.id} no longer breaks or recompiles"
+    assert r.captured, (r.torch_breaks, r.report_breaks, r.torch_recompiles, r.report_recompiles)
+    assert r.located, r.located_detail
+    wrong = [f"{it.what} {it.code} -> {it.kind} [{it.wrong_class}]: {it.fix_detail}" for it in r.items if it.fix == "wrong"]
+    assert not wrong, wrong
