@@ -163,7 +163,10 @@ def seed_order(s, answer) -> str:
     return ""
 
 
-_NO_WORK = re.compile(r"^\s*(?:print|warnings\.warn|logging\.\w+|logger\.\w+|log\.\w+|pass)\b")
+# what does no work of the function's own: output, and an explicit graph break (torch.compiler.graph_break
+# / torch._dynamo.graph_break splits the graph and computes nothing: removing it is the fix, not lost work)
+_NO_WORK = re.compile(r"^\s*(?:(?:print|warnings\.warn|logging\.\w+|logger\.\w+|log\.\w+|pass)\b"
+                      r"|(?:torch\.(?:_dynamo|compiler)\.)?graph_break\()")
 
 
 def removes_work(rewritten_module: str, first_line: int, replaced: str = "") -> str:
