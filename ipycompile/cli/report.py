@@ -174,13 +174,17 @@ def _write_json(f: IO[str], path: str, loaded, shown) -> None:
 
 
 def _write_html(f: IO[str], path: str, loaded, shown) -> None:
+    """The page, written into ``f`` as it is rendered (never held whole: a long log's page is tens of MB)."""
     from ..report import CompileReport
-    from ..widgets.html import render_html
+    from ..widgets.html import write_html
 
     if isinstance(shown, CompileReport):
-        f.write(_page(f"ipycompile: {os.path.basename(os.path.normpath(path))}", render_html(shown)))
+        head, tail = _page(f"ipycompile: {os.path.basename(os.path.normpath(path))}", "\0").split("\0")
+        f.write(head)
+        write_html(shown, f.write)
+        f.write(tail)
     else:
-        f.write(_directory_page(loaded, shown))
+        _write_directory_page(f, loaded, shown)
 
 
 def _page(title: str, body: str) -> str:
@@ -198,18 +202,19 @@ def _directory_json(reports, divergence) -> dict:
     }
 
 
-def _directory_page(reports, divergence) -> str:
-    """One page: the ranks' divergence, then the full report of one rank of each behaviour."""
-    from ..widgets.html import render_html
+def _write_directory_page(f: IO[str], reports, divergence) -> None:
+    """One page: the ranks' divergence, then the full report of one rank of each behaviour,
+    written into ``f`` as it is rendered."""
+    from ..widgets.html import write_html
 
-    parts = [
-        f"<h2>{html.escape(reports.path)}</h2>",
-        f"<pre>{html.escape(str(reports))}\n\n{html.escape(str(divergence))}</pre>",
-    ]
+    head, tail = _page(f"ipycompile: {os.path.basename(os.path.normpath(reports.path))}", "\0").split("\0")
+    f.write(head)
+    f.write(f"<h2>{html.escape(reports.path)}</h2>\n"
+            f"<pre>{html.escape(str(reports))}\n\n{html.escape(str(divergence))}</pre>")
     for group in divergence.behaviours or []:
         r = group.ranks[0]
         who = f"rank {r}" + (f" (as ranks {', '.join(map(str, group.ranks[1:6]))}{' ...' if len(group.ranks) > 6 else ''})"
                              if len(group.ranks) > 1 else "")
-        parts.append(f"<h3>{html.escape(who)}: {html.escape(group.text)}</h3>")
-        parts.append(render_html(reports[r]))
-    return _page(f"ipycompile: {os.path.basename(os.path.normpath(reports.path))}", "\n".join(parts))
+        f.write(f"\n<h3>{html.escape(who)}: {html.escape(group.text)}</h3>\n")
+        write_html(reports[r], f.write)
+    f.write(tail)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import base64
 import html
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from ..report import CompileReport
-from ..report.files import write_atomic
+from ..report.files import atomic_writer
 from ..report.text import VIEW_TEXT_LIMIT, capped
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
@@ -422,12 +422,22 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     """The HTML fragment for ``vm``. ``timings``, when given, receives seconds per tab.
     ``limits`` (:data:`FULL` or :data:`COMPACT`) says how much of each block to show."""
     page = _Page(limits)
-    out: list[str] = [_style(), '<div class="ipyc">', '<div class="strip">']
+    out: list[str] = []
+    note_at = _emit(vm, out, page, timings)
+    if page.cut:
+        out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
+    return "".join(out)
+
+
+def _emit(vm: ViewModel, out: list, page: _Page, timings: Optional[dict]) -> int:
+    """Append the page's pieces to ``out``; returns where the compact page's note goes."""
+    out.extend((_style(), '<div class="ipyc">', '<div class="strip">'))
     for c in vm.header:
         tip = f' title="{_e(c.tooltip)}"' if c.tooltip else ""
         out.append(f'<span class="chip{" warn" if c.warn else ""}"{tip}>{_e(c.text)}</span>')
     out.append("</div>")
     note_at = len(out)
+    limits = page.limits
     for i, tab in enumerate(vm.tabs):
         t0 = time.perf_counter()
         warn = ' class="warn"' if tab.warn else ""
@@ -440,9 +450,42 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
         if timings is not None:
             timings[tab.key] = time.perf_counter() - t0
     out.append("</div>")
-    if page.cut:
-        out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
-    return "".join(out)
+    return note_at
+
+
+class _Stream(list):
+    """The output of a full page: each piece is written as it is appended and not kept, so a
+    large page (tens of MB for a long log) is never held whole. Only for :data:`FULL` limits,
+    where nothing is measured (``tab_bytes``) or inserted (the compact note) after the fact."""
+
+    def __init__(self, write: Callable[[str], object]):
+        super().__init__()
+        self._write = write
+
+    def append(self, piece: str) -> None:
+        self._write(piece)
+
+    def extend(self, pieces) -> None:
+        for piece in pieces:
+            self._write(piece)
+
+
+def write_view_model(vm: ViewModel, write: Callable[[str], object], limits: Limits = FULL) -> None:
+    """Write the HTML fragment for ``vm`` through ``write`` (e.g. an open file's ``write``),
+    piece by piece as it is rendered: the same text as :func:`render_view_model`, without
+    holding the page in memory (a page with limits, which cuts after the fact, is rendered
+    whole and then written)."""
+    if limits.cuts or limits.tab_bytes is not None:
+        write(render_view_model(vm, limits=limits))
+        return
+    page = _Page(limits)
+    _emit(vm, _Stream(write), page, None)
+
+
+def write_html(report: CompileReport, write: Callable[[str], object]) -> None:
+    """:func:`render_html`'s full page written through ``write`` as it is rendered (see
+    :func:`write_view_model`): what ``python -m ipycompile report LOG -o page.html`` uses."""
+    write_view_model(view_model(report), write)
 
 
 def render_html(report: CompileReport, compact: bool = False) -> str:
@@ -453,13 +496,23 @@ def render_html(report: CompileReport, compact: bool = False) -> str:
 
 
 def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
-    """Write the report as a standalone HTML page with every detail; returns ``path``."""
-    page = (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        f"<title>{_e(title)}</title></head><body>\n{render_html(report)}\n</body></html>\n"
-    )
-    write_atomic(path, page)  # a failed write leaves an earlier page as it was
+    """Write the report as a standalone HTML page with every detail; returns ``path``.
+    The page is written as it is rendered, into a temporary file renamed over ``path`` at
+    the end: a failed write leaves an earlier page as it was."""
+    with atomic_writer(path) as f:
+        f.write(page_head(title))
+        write_html(report, f.write)
+        f.write(PAGE_TAIL)
     return path
+
+
+def page_head(title: str) -> str:
+    """The start of a standalone page, up to its body."""
+    return f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{_e(title)}</title></head><body>\n"
+
+
+#: The end of a standalone page.
+PAGE_TAIL = "\n</body></html>\n"
 
 
 def notebook_bundle(report: CompileReport) -> dict[str, str]:
