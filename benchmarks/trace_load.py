@@ -289,7 +289,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default: %(default)s)")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
-                         "in the same rounds, as 'baseline: ...'")
+                         "in the same rounds, as 'baseline: ...' (the first summary and the full report with HTML)")
     ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
@@ -337,13 +337,9 @@ def main() -> None:
             for mb, path in logs.items():
                 plan += [
                     ("summary", mb, "baseline: ipycompile report LOG", lambda p=path: ours(p, out, code=base)),
-                    ("full", mb, "baseline: ipycompile report LOG --full", lambda p=path: ours(p, out, "--full", code=base)),
                     ("full_html", mb, "baseline: ipycompile report LOG -o page.html",
                      lambda p=path: ours(p, out, "-o", str(page), code=base)),
                 ]
-            for n, d in dirs.items():
-                plan.append(("ranks", n, "baseline: ipycompile report DIR -o page.html",
-                             lambda d=d: ours(d, out, "-o", str(page), code=base)))
         for n, d in dirs.items():
             plan += [
                 ("ranks", n, "ipycompile report DIR -o page.html", lambda d=d: ours(d, out, "-o", str(page))),
