@@ -281,6 +281,88 @@ def slope(points: list[tuple[float, float]]) -> dict:
     return {"per_unit": round(b, 5), "intercept": round(a, 3), "worst_relative_residual": round(worst, 3)}
 
 
+def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False) -> None:
+    """Medians, ranges, ratios and growth of the rounds so far, printed and written as JSON."""
+    sizes = sorted(logs)
+    results: dict = {}
+    for (group, key, label), rows in runs.items():
+        results.setdefault(group, {}).setdefault(str(key), {})[label] = {**stats(rows), "runs": rows}
+    ratios: dict = {}
+    pairs = [("summary", "ipycompile report LOG", "tlparse --plain-text"),
+             ("full_html", "ipycompile report LOG -o page.html", "tlparse (HTML)"),
+             ("ranks", "ipycompile report DIR -o page.html", "tlparse --all-ranks-html")]
+    if args.baseline:
+        pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
+    for group, mine, theirs in pairs:
+        for key, by in results.get(group, {}).items():
+            if mine not in by or theirs not in by:
+                continue
+            a, b = by[mine], by[theirs]
+            ratios.setdefault(group, {}).setdefault(key, {})["baseline" if mine.startswith("baseline") else "ours"] = {
+                "time": round(a["wall_s"]["median"] / b["wall_s"]["median"], 3),
+                "user_cpu": round(a["user_s"]["median"] / max(b["user_s"]["median"], 1e-9), 3),
+                "memory": round(a["peak_rss_mb"]["median"] / b["peak_rss_mb"]["median"], 3),
+            }
+    sizes_mb = {mb: logs[mb].stat().st_size / 1e6 for mb in logs}
+    growth: dict = {}
+    for group, axis in (("summary", sizes_mb), ("full", sizes_mb), ("full_html", sizes_mb),
+                        ("ranks", {n: n for n in dirs})):
+        labels = {lab for by in results.get(group, {}).values() for lab in by}
+        for lab in labels:
+            pts_t = [(axis[int(k)], by[lab]["wall_s"]["median"]) for k, by in results[group].items() if lab in by]
+            pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
+            if len(pts_t) >= 2:
+                growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
+    top = str(sizes[-1])
+    r = ratios.get("full_html", {}).get(top, {}).get("ours")
+    met = {}
+    if r:
+        met[f"full report + HTML <= 0.4x tlparse's time ({top} MB)"] = r["time"] <= 0.4
+        met[f"full report + HTML <= 1/5 of tlparse's memory ({top} MB)"] = r["memory"] <= 0.2
+
+    if quiet:
+        print(json.dumps(ratios), flush=True)
+    for group, by_key in ({} if quiet else results).items():
+        for key, by in by_key.items():
+            for lab, row in by.items():
+                w, m = row["wall_s"], row["peak_rss_mb"]
+                print(f"{group:10s} {key:>5s} {lab:48s} {w['median']:7.2f} s [{w['min']:.2f}-{w['max']:.2f}] "
+                      f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]")
+    print("ratios (ours / tlparse, medians):", json.dumps(ratios))
+    for k, ok in met.items():
+        print(f"  {'met ' if ok else 'MISSED'} {k}")
+
+    result = {
+        "benchmark": "trace_load",
+        "label": args.label,
+        "host": host_name(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "tlparse": tlparse_version(),
+        "baseline": args.baseline_name or args.baseline,
+        "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "args": vars(args),
+        "rounds_done": rounds,
+        "method": (f"{args.reps} rounds; in each, every measurement once in its own process, ours and tlparse's "
+                   "alternating (the round's order reversed every other round), on a machine shared with other "
+                   "work: see load_average_1m (taken after each round). Median [min-max] of wall time and of peak RSS "
+                   "(RUSAGE_CHILDREN of a small launcher that runs only the measured command; for a command with "
+                   "worker processes, the largest single process)."),
+        "load_average_1m": [round(x[0], 2) for x in loads],
+        "log_mb": {str(k): round(v, 1) for k, v in sizes_mb.items()},
+        "results": results,
+        "ratios_ours_over_tlparse": ratios,
+        "growth": growth,
+        "met": met,
+    }
+    res_dir = HERE / "results"
+    res_dir.mkdir(exist_ok=True)
+    dest = res_dir / f"trace_load-{result['host']}{'-' + args.label if args.label else ''}.json"
+    dest.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nwrote {dest.relative_to(ROOT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 400], help="log sizes in MB (default: %(default)s)")
@@ -289,7 +371,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default: %(default)s)")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
-                         "in the same rounds, as 'baseline: ...' (the first summary and the full report with HTML)")
+                         "in the same rounds, as 'baseline: ...' (the full report with HTML)")
     ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
@@ -336,7 +418,6 @@ def main() -> None:
             base = Path(args.baseline).resolve()
             for mb, path in logs.items():
                 plan += [
-                    ("summary", mb, "baseline: ipycompile report LOG", lambda p=path: ours(p, out, code=base)),
                     ("full_html", mb, "baseline: ipycompile report LOG -o page.html",
                      lambda p=path: ours(p, out, "-o", str(page), code=base)),
                 ]
@@ -353,81 +434,9 @@ def main() -> None:
                 runs.setdefault((group, key, label), []).append(run())
             loads.append(os.getloadavg())
             print(f"round {rep + 1}/{args.reps} done, load {loads[-1][0]:.1f}", flush=True)
+            # written after every round: a run cut short keeps the rounds it finished
+            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps)
         page.unlink(missing_ok=True)
-
-        results: dict = {}
-        for (group, key, label), rows in runs.items():
-            results.setdefault(group, {}).setdefault(str(key), {})[label] = {**stats(rows), "runs": rows}
-        ratios: dict = {}
-        pairs = [("summary", "ipycompile report LOG", "tlparse --plain-text"),
-                 ("full_html", "ipycompile report LOG -o page.html", "tlparse (HTML)"),
-                 ("ranks", "ipycompile report DIR -o page.html", "tlparse --all-ranks-html")]
-        if args.baseline:
-            pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
-        for group, mine, theirs in pairs:
-            for key, by in results.get(group, {}).items():
-                if mine not in by or theirs not in by:
-                    continue
-                a, b = by[mine], by[theirs]
-                ratios.setdefault(group, {}).setdefault(key, {})["baseline" if mine.startswith("baseline") else "ours"] = {
-                    "time": round(a["wall_s"]["median"] / b["wall_s"]["median"], 3),
-                    "user_cpu": round(a["user_s"]["median"] / max(b["user_s"]["median"], 1e-9), 3),
-                    "memory": round(a["peak_rss_mb"]["median"] / b["peak_rss_mb"]["median"], 3),
-                }
-        sizes_mb = {mb: logs[mb].stat().st_size / 1e6 for mb in logs}
-        growth: dict = {}
-        for group, axis in (("summary", sizes_mb), ("full", sizes_mb), ("full_html", sizes_mb),
-                            ("ranks", {n: n for n in dirs})):
-            labels = {lab for by in results.get(group, {}).values() for lab in by}
-            for lab in labels:
-                pts_t = [(axis[int(k)], by[lab]["wall_s"]["median"]) for k, by in results[group].items() if lab in by]
-                pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
-                if len(pts_t) >= 2:
-                    growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
-        top = str(sizes[-1])
-        r = ratios.get("full_html", {}).get(top, {}).get("ours")
-        met = {}
-        if r:
-            met[f"full report + HTML <= 0.4x tlparse's time ({top} MB)"] = r["time"] <= 0.4
-            met[f"full report + HTML <= 1/5 of tlparse's memory ({top} MB)"] = r["memory"] <= 0.2
-
-        print()
-        for group, by_key in results.items():
-            for key, by in by_key.items():
-                for lab, row in by.items():
-                    w, m = row["wall_s"], row["peak_rss_mb"]
-                    print(f"{group:10s} {key:>5s} {lab:48s} {w['median']:7.2f} s [{w['min']:.2f}-{w['max']:.2f}] "
-                          f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]")
-        print("ratios (ours / tlparse, medians):", json.dumps(ratios))
-        for k, ok in met.items():
-            print(f"  {'met ' if ok else 'MISSED'} {k}")
-
-        result = {
-            "benchmark": "trace_load",
-            "label": args.label,
-            "host": host_name(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "tlparse": tlparse_version(),
-            "baseline": args.baseline_name or args.baseline,
-            "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                     capture_output=True, text=True).stdout.strip(),
-            "args": vars(args),
-            "method": (f"{args.reps} rounds; in each, every measurement once in its own process, ours and tlparse's "
-                       "alternating (the round's order reversed every other round), on a machine shared with other "
-                       "work: see load_average_1m. Median [min-max] of wall time and of peak RSS (wait4 of the child)."),
-            "load_average_1m": [round(x[0], 2) for x in loads],
-            "log_mb": {str(k): round(v, 1) for k, v in sizes_mb.items()},
-            "results": results,
-            "ratios_ours_over_tlparse": ratios,
-            "growth": growth,
-            "met": met,
-        }
-        res_dir = HERE / "results"
-        res_dir.mkdir(exist_ok=True)
-        dest = res_dir / f"trace_load-{result['host']}{'-' + args.label if args.label else ''}.json"
-        dest.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"\nwrote {dest.relative_to(ROOT)}")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
