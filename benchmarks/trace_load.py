@@ -1,31 +1,37 @@
-"""How fast does ipycompile read large TORCH_TRACE logs, next to tlparse?
+"""How fast, and in how much memory, does ipycompile read large TORCH_TRACE logs, next to tlparse?
 
-Builds, from the real H100 logs in ``tests/data/gpu-h100/`` (a training loop with
-graph breaks and recompiles, a max-autotune and a reduce-overhead run):
+Builds its inputs from the committed H100 logs in ``tests/data/gpu-h100/`` (a
+training loop with graph breaks and recompiles, a max-autotune and a
+reduce-overhead run), so anyone can repeat it from a clean clone:
 
-* one large log (``--mb``, default 300 MB): copies of the three logs one after
-  the other, each copy's compile ids made fresh (frame ids shifted, in the
-  envelopes, compilation metrics, chromium events and recompile reasons, with
-  payload md5s recomputed), as if one long job had compiled many frames;
-* a 64-rank directory (``--ranks``): one log per rank, each a few copies of the
-  training log with ``rank`` set; rank 3 compiles an extra frame, rank 5's
-  compiles take twice as long, as in a job where ranks diverge.
+* large logs (``--sizes``, default 50 100 200 400 MB): renumbered copies of the
+  three logs one after the other (each copy's frame ids shifted in the envelopes,
+  compilation metrics, chromium events and recompile reasons), as if one long job
+  had compiled many frames. One log of the largest size is written; each smaller
+  one is its prefix, cut at a copy boundary;
+* rank directories (``--ranks``, default 8 64 512): one log per rank, each
+  ``--copies-per-rank`` copies of the training log with ``rank`` set; rank 3
+  compiles an extra frame, rank 5's compiles take twice as long.
 
-Then times, each in a fresh process (wall time of the process, peak RSS from
-``wait4``), in one run:
+Then, ``--reps`` rounds (default 5); in each round every measurement runs once, in
+its own process (wall time; peak RSS from ``wait4``, i.e. ``RUSAGE_CHILDREN`` of
+that one child), ours and tlparse's alternating, so that load from other work on
+the machine falls on both alike:
 
-* ``tlparse`` (default: HTML pages) and ``tlparse --plain-text`` on the large log;
-* ``load_trace(path, summary=True)``: the first summary (what ``python -m
-  ipycompile report`` prints), and ``load_trace(path)``: the full report;
-* ``tlparse --all-ranks-html`` and ``load_trace(dir)`` (every rank read in
-  parallel, the divergence between ranks) on the directory.
+* the first summary: ``python -m ipycompile report LOG`` against ``tlparse --plain-text``;
+* the full report: ``report LOG --full`` (every event parsed, the summary printed);
+* the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
+  (its HTML output);
+* all ranks of a directory: ``report DIR -o page.html`` against ``tlparse --all-ranks-html``.
 
-Targets (2-core machine): first summary faster than the whole ``tlparse
---plain-text`` run, full report faster than tlparse's default run, peak memory
-below 2x the largest file. Prints a table and writes
-``benchmarks/results/trace_load-<host>.json``.
+Reports the median and range of each, the ratios of the medians, the growth with
+size and ranks (time and memory per MB / per rank), and the load average around
+the run. Targets (issue 32): the full report with HTML at most 0.4x tlparse's time
+and at most 1/5 of its peak memory on the largest log; linear growth.
+Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
-    python benchmarks/trace_load.py [--mb 300] [--ranks 64] [--copies-per-rank 4] [--keep DIR]
+    python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
+                                    [--copies-per-rank 1] [--label after] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -114,19 +120,23 @@ class Clock:
         return glog_prefix(self.t, self.pid, "torch/_dynamo/utils.py", 2126)
 
 
-def write_log(path: Path, chunks) -> int:
-    """Write record chunks into one log; returns its size."""
+def write_log(path: Path, chunks, marks: "list[int] | None" = None) -> int:
+    """Write record chunks into one log; returns its size. ``marks``, when given,
+    receives the byte offset after each chunk."""
     clock = Clock()
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+    with open(path, "wb") as f:
         for records in chunks:
             for meta, payload in records:
-                f.write(format_record(meta, payload, prefix=clock.prefix()))
-                f.write("\n")
+                f.write(format_record(meta, payload, prefix=clock.prefix()).encode("utf-8"))
+                f.write(b"\n")
+            if marks is not None:
+                marks.append(f.tell())
     return path.stat().st_size
 
 
-def build_large(path: Path, mb: int) -> tuple[int, int]:
-    """A ``mb`` MB log of renumbered copies of the three recorded logs; returns (size, copies)."""
+def build_large(path: Path, mb: int) -> tuple[int, int, list[int]]:
+    """A ``mb`` MB log of renumbered copies of the three recorded logs; returns (size,
+    copies, the byte offset after each copy)."""
     sources = [source_records(w) for w in WORKLOADS]
     one = sum(len(format_record(m, p)) + 1 for recs in sources for m, p in recs)
     copies = max(1, round(mb * 1e6 / one))
@@ -134,11 +144,26 @@ def build_large(path: Path, mb: int) -> tuple[int, int]:
     def chunks():
         offset = 0
         for _ in range(copies):
+            copy = []
             for recs in sources:
-                yield shifted(recs, offset)
+                copy.extend(shifted(recs, offset))
                 offset += frames_in(recs)
+            yield copy
 
-    return write_log(path, chunks()), copies
+    marks: list[int] = []
+    return write_log(path, chunks(), marks), copies, marks
+
+
+def prefix_log(src: Path, dest: Path, marks: list[int], mb: int) -> int:
+    """``dest``: the first copies of ``src`` (cut at the copy boundary nearest ``mb`` MB)."""
+    end = min(marks, key=lambda m: abs(m - mb * 1e6))
+    with open(src, "rb") as fin, open(dest, "wb") as fout:
+        left = end
+        while left:
+            block = fin.read(min(left, 1 << 22))
+            fout.write(block)
+            left -= len(block)
+    return end
 
 
 def build_ranks(directory: Path, ranks: int, copies: int) -> list[int]:
@@ -162,62 +187,65 @@ def build_ranks(directory: Path, ranks: int, copies: int) -> list[int]:
     return sizes
 
 
-# -- timing in fresh processes -----------------------------------------------------
-def timed(cmd: list[str], **kwargs) -> dict:
-    """Run ``cmd`` in a fresh process: its wall time, its own peak RSS (from ``wait4``), its stdout."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, **kwargs)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
-        return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024, "stdout": out.read().decode()}  # KiB on Linux
-
-
-PY_LOAD = r"""
-import json, resource, sys, time
+# -- timing, each measurement in its own process -------------------------------------
+# A small launcher (Python without site, no imports of ours): it forks and execs the
+# measured command and reports RUSAGE_CHILDREN. The benchmark's own process is not the
+# parent, because a forked child's peak RSS starts at its parent's size.
+LAUNCH = r"""
+import json, os, resource, sys, time
 t0 = time.perf_counter()
-import ipycompile
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-path, mode = sys.argv[1], sys.argv[2]
-if mode == "summary":
-    r = ipycompile.load_trace(path, summary=True)
-    text = r.summary()
-elif mode == "full":
-    r = ipycompile.load_trace(path)
-    text = r.summary()
-else:
-    from ipycompile.analysis.ranks import rank_divergence
-    reps = ipycompile.load_trace(path)
-    text = str(rank_divergence(reps))
-t1 = time.perf_counter()
-workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"inner_s": t1 - t0, "text": text, "baseline_rss_mb": baseline, "worker_peak_rss_mb": workers}))
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status = os.waitpid(pid, 0)
+wall = time.perf_counter() - t0
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+os.write(int(sys.argv[1]), json.dumps({"code": os.waitstatus_to_exitcode(status), "wall_s": wall, "peak_rss_mb": u.ru_maxrss / 1024,
+                        "user_s": u.ru_utime, "sys_s": u.ru_stime}).encode())
 """
 
 
-def python_load(path: Path, mode: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = timed([sys.executable, "-c", PY_LOAD, str(path), mode], env=env)
-    data = json.loads(res.pop("stdout").strip().splitlines()[-1])
-    return {**res, **{k: v for k, v in data.items()}}
+def timed(cmd: list[str], **kwargs) -> dict:
+    """Run ``cmd`` in its own process: its wall time, its peak RSS and CPU times
+    (``RUSAGE_CHILDREN`` of a small launcher that runs only it). For a command that
+    starts worker processes, the peak RSS is that of the largest single process."""
+    r, w = os.pipe()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", LAUNCH, str(w), *cmd], stdout=out, stderr=err,
+                                pass_fds=(w,), **kwargs)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        proc.wait()
+        res = json.loads(data) if data else {"code": proc.returncode}
+        if res["code"] != 0:
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed ({res['code']}): {err.read().decode()[-2000:]}")
+        res.pop("code")
+        return res
 
 
-def tlparse(path: Path, out: Path, *flags: str) -> dict:
-    exe = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
-    res = timed([exe, str(path), "-o", str(out), "--overwrite", "--no-browser", *flags])
-    res.pop("stdout")
-    shutil.rmtree(out, ignore_errors=True)
-    return res
+def tlparse_exe() -> str:
+    return shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
+
+
+def ours(target: Path, out: Path, *flags: str, code: Path = ROOT) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    try:
+        return timed([sys.executable, "-m", "ipycompile", "report", str(target), *flags], env=env)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def tlparse(target: Path, out: Path, *flags: str) -> dict:
+    try:
+        return timed([tlparse_exe(), str(target), "-o", str(out), "--overwrite", "--no-browser", *flags])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def tlparse_version() -> str:
-    exe = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
-    return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run([tlparse_exe(), "--version"], capture_output=True, text=True).stdout.strip()
 
 
 def host_name() -> str:
@@ -231,84 +259,184 @@ def host_name() -> str:
     return "cpu-" + "-".join(words[:3]) if words and words[0] else "cpu"
 
 
+def stats(rows: list[dict]) -> dict:
+    out = {}
+    for key in ("wall_s", "peak_rss_mb", "user_s", "sys_s"):
+        vals = sorted(r[key] for r in rows)
+        n = len(vals)
+        med = vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+        out[key] = {"median": round(med, 3), "min": round(vals[0], 3), "max": round(vals[-1], 3)}
+    return out
+
+
+def slope(points: list[tuple[float, float]]) -> dict:
+    """Least-squares line through (x, y); with the largest relative residual, a check of linearity."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    a = my - b * mx
+    worst = max((abs(y - (a + b * x)) / y for x, y in points if y), default=0.0)
+    return {"per_unit": round(b, 5), "intercept": round(a, 3), "worst_relative_residual": round(worst, 3)}
+
+
+def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False) -> None:
+    """Medians, ranges, ratios and growth of the rounds so far, printed and written as JSON."""
+    sizes = sorted(logs)
+    results: dict = {}
+    for (group, key, label), rows in runs.items():
+        results.setdefault(group, {}).setdefault(str(key), {})[label] = {**stats(rows), "runs": rows}
+    ratios: dict = {}
+    pairs = [("summary", "ipycompile report LOG", "tlparse --plain-text"),
+             ("full_html", "ipycompile report LOG -o page.html", "tlparse (HTML)"),
+             ("ranks", "ipycompile report DIR -o page.html", "tlparse --all-ranks-html")]
+    if args.baseline:
+        pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
+    for group, mine, theirs in pairs:
+        for key, by in results.get(group, {}).items():
+            if mine not in by or theirs not in by:
+                continue
+            a, b = by[mine], by[theirs]
+            ratios.setdefault(group, {}).setdefault(key, {})["baseline" if mine.startswith("baseline") else "ours"] = {
+                "time": round(a["wall_s"]["median"] / b["wall_s"]["median"], 3),
+                "user_cpu": round(a["user_s"]["median"] / max(b["user_s"]["median"], 1e-9), 3),
+                "memory": round(a["peak_rss_mb"]["median"] / b["peak_rss_mb"]["median"], 3),
+            }
+    sizes_mb = {mb: logs[mb].stat().st_size / 1e6 for mb in logs}
+    growth: dict = {}
+    for group, axis in (("summary", sizes_mb), ("full", sizes_mb), ("full_html", sizes_mb),
+                        ("ranks", {n: n for n in dirs})):
+        labels = {lab for by in results.get(group, {}).values() for lab in by}
+        for lab in labels:
+            pts_t = [(axis[int(k)], by[lab]["wall_s"]["median"]) for k, by in results[group].items() if lab in by]
+            pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
+            if len(pts_t) >= 2:
+                growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
+    top = str(sizes[-1])
+    r = ratios.get("full_html", {}).get(top, {}).get("ours")
+    met = {}
+    if r:
+        met[f"full report + HTML <= 0.4x tlparse's time ({top} MB)"] = r["time"] <= 0.4
+        met[f"full report + HTML <= 1/5 of tlparse's memory ({top} MB)"] = r["memory"] <= 0.2
+
+    if quiet:
+        print(json.dumps(ratios), flush=True)
+    for group, by_key in ({} if quiet else results).items():
+        for key, by in by_key.items():
+            for lab, row in by.items():
+                w, m = row["wall_s"], row["peak_rss_mb"]
+                print(f"{group:10s} {key:>5s} {lab:48s} {w['median']:7.2f} s [{w['min']:.2f}-{w['max']:.2f}] "
+                      f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]")
+    print("ratios (ours / tlparse, medians):", json.dumps(ratios))
+    for k, ok in met.items():
+        print(f"  {'met ' if ok else 'MISSED'} {k}")
+
+    result = {
+        "benchmark": "trace_load",
+        "label": args.label,
+        "host": host_name(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "tlparse": tlparse_version(),
+        "baseline": args.baseline_name or args.baseline,
+        "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "args": vars(args),
+        "rounds_done": rounds,
+        "method": (f"{args.reps} rounds; in each, every measurement once in its own process, ours and tlparse's "
+                   "alternating (the round's order reversed every other round), on a machine shared with other "
+                   "work: see load_average_1m (taken after each round). Median [min-max] of wall time and of peak RSS "
+                   "(RUSAGE_CHILDREN of a small launcher that runs only the measured command; for a command with "
+                   "worker processes, the largest single process)."),
+        "load_average_1m": [round(x[0], 2) for x in loads],
+        "log_mb": {str(k): round(v, 1) for k, v in sizes_mb.items()},
+        "results": results,
+        "ratios_ours_over_tlparse": ratios,
+        "growth": growth,
+        "met": met,
+    }
+    res_dir = HERE / "results"
+    res_dir.mkdir(exist_ok=True)
+    dest = res_dir / f"trace_load-{result['host']}{'-' + args.label if args.label else ''}.json"
+    dest.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nwrote {dest.relative_to(ROOT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=int, default=300, help="size of the large log (default: %(default)s)")
-    ap.add_argument("--ranks", type=int, default=64, help="rank logs in the directory (default: %(default)s)")
-    ap.add_argument("--copies-per-rank", type=int, default=4, help="training-log copies per rank (default: %(default)s)")
-    ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 400], help="log sizes in MB (default: %(default)s)")
+    ap.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 512], help="rank counts (default: %(default)s)")
+    ap.add_argument("--copies-per-rank", type=int, default=1, help="training-log copies per rank (default: %(default)s)")
+    ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default: %(default)s)")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
+                         "in the same rounds, as 'baseline: ...' (the full report with HTML)")
+    ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
+    ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
+    ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
     args = ap.parse_args()
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ipycompile-trace-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        big = work / "dedicated_log_torch_trace_large.log"
         t0 = time.perf_counter()
-        size, copies = build_large(big, args.mb)
-        ranks_dir = work / "ranks"
-        shutil.rmtree(ranks_dir, ignore_errors=True)
-        rank_sizes = build_ranks(ranks_dir, args.ranks, args.copies_per_rank)
-        built_s = time.perf_counter() - t0
-        print(f"built {big.name}: {size / 1e6:.0f} MB ({copies} copies of 3 logs), "
-              f"{args.ranks} rank logs of {max(rank_sizes) / 1e6:.1f} MB at most, in {built_s:.0f} s", flush=True)
+        sizes = sorted(set(args.sizes))
+        biggest = work / f"large_{sizes[-1]}.log"
+        marks_file = work / "marks.json"
+        if biggest.exists() and marks_file.exists():
+            marks = json.loads(marks_file.read_text())
+        else:
+            _, _, marks = build_large(biggest, sizes[-1])
+            marks_file.write_text(json.dumps(marks))
+        logs = {}
+        for mb in sizes:
+            path = work / f"large_{mb}.log"
+            if not path.exists():
+                prefix_log(biggest, path, marks, mb)
+            logs[mb] = path
+        dirs = {}
+        for n in sorted(set(args.ranks)):
+            d = work / f"ranks_{n}"
+            if not d.exists():
+                build_ranks(d, n, args.copies_per_rank)
+            dirs[n] = d
+        print(f"built inputs in {time.perf_counter() - t0:.0f} s", flush=True)
 
-        rows = {}
-        out = work / "tl_out"
-        load_before = os.getloadavg()[0]
-        rows["tlparse (default)"] = tlparse(big, out)
-        rows["tlparse --plain-text"] = tlparse(big, out, "--plain-text")
-        rows["load_trace: first summary"] = python_load(big, "summary")
-        rows["load_trace: full report"] = python_load(big, "full")
-        rows["tlparse --all-ranks-html (dir)"] = tlparse(ranks_dir, out, "--all-ranks-html")
-        rows["load_trace(dir): ranks + divergence"] = python_load(ranks_dir, "ranks")
-
-        largest = max(size, max(rank_sizes)) / 2**20
-        met = {
-            "first summary < tlparse --plain-text": rows["load_trace: first summary"]["wall_s"] < rows["tlparse --plain-text"]["wall_s"],
-            "full report < tlparse default": rows["load_trace: full report"]["wall_s"] < rows["tlparse (default)"]["wall_s"],
-            "peak memory < 2x largest file": all(
-                rows[k]["peak_rss_mb"] < 2 * size / 2**20 for k in ("load_trace: first summary", "load_trace: full report")
-            ),
-            # a directory: each worker holds one log at a time, the parent a slim summary per rank
-            "directory: worker peak < 2x largest rank log + interpreter": (
-                rows["load_trace(dir): ranks + divergence"]["worker_peak_rss_mb"]
-                < 2 * max(rank_sizes) / 2**20 + rows["load_trace(dir): ranks + divergence"]["baseline_rss_mb"]
-            ),
-        }
-        print()
-        print(f"{'':40s} {'wall s':>8s} {'peak RSS MB':>12s} {'worker peak MB':>15s}")
-        for name, row in rows.items():
-            worker = row.get("worker_peak_rss_mb") or 0
-            print(f"{name:40s} {row['wall_s']:8.2f} {row['peak_rss_mb']:12.0f} {worker:15.0f}" if worker
-                  else f"{name:40s} {row['wall_s']:8.2f} {row['peak_rss_mb']:12.0f} {'':>15s}")
-        print(f"\nlarge log {size / 2**20:.0f} MiB; largest rank log {max(rank_sizes) / 2**20:.1f} MiB "
-              f"({args.ranks} ranks, {sum(rank_sizes) / 2**20:.0f} MiB in all)")
-        for k, ok in met.items():
-            print(f"  {'met ' if ok else 'MISSED'} {k}")
-        print("\nfirst summary (stdout of the CLI would be this):\n" + rows["load_trace: first summary"]["text"][:1500])
-        print("\nrank divergence:\n" + rows["load_trace(dir): ranks + divergence"]["text"][:3000])
-
-        result = {
-            "benchmark": "trace_load",
-            "host": host_name(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_before_after": [load_before, os.getloadavg()[0]],
-            "python": platform.python_version(),
-            "tlparse": tlparse_version(),
-            "large_log_bytes": size,
-            "large_log_copies": copies,
-            "ranks": args.ranks,
-            "rank_log_bytes_max": max(rank_sizes),
-            "rank_log_bytes_total": sum(rank_sizes),
-            "largest_file_mib": largest,
-            "results": {k: {kk: vv for kk, vv in v.items() if kk != "text"} for k, v in rows.items()},
-            "met": met,
-        }
-        res_dir = HERE / "results"
-        res_dir.mkdir(exist_ok=True)
-        dest = res_dir / f"trace_load-{result['host']}.json"
-        dest.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"\nwrote {dest.relative_to(ROOT)}")
+        out = work / "out"
+        page = work / "page.html"
+        plan = []  # (group, key, label, runner) in the order of one round: ours then tlparse's, alternating
+        for mb, path in logs.items():
+            plan += [
+                ("summary", mb, "ipycompile report LOG", lambda p=path: ours(p, out)),
+                ("summary", mb, "tlparse --plain-text", lambda p=path: tlparse(p, out, "--plain-text")),
+                ("full", mb, "ipycompile report LOG --full", lambda p=path: ours(p, out, "--full")),
+                ("full_html", mb, "ipycompile report LOG -o page.html", lambda p=path: ours(p, out, "-o", str(page))),
+                ("full_html", mb, "tlparse (HTML)", lambda p=path: tlparse(p, out)),
+            ]
+        if args.baseline:
+            base = Path(args.baseline).resolve()
+            for mb, path in logs.items():
+                plan += [
+                    ("full_html", mb, "baseline: ipycompile report LOG -o page.html",
+                     lambda p=path: ours(p, out, "-o", str(page), code=base)),
+                ]
+        for n, d in dirs.items():
+            plan += [
+                ("ranks", n, "ipycompile report DIR -o page.html", lambda d=d: ours(d, out, "-o", str(page))),
+                ("ranks", n, "tlparse --all-ranks-html", lambda d=d: tlparse(d, out, "--all-ranks-html")),
+            ]
+        runs: dict[tuple, list[dict]] = {}
+        loads = [os.getloadavg()]
+        for rep in range(args.reps):
+            order = plan if rep % 2 == 0 else plan[::-1]  # alternate the order too
+            for group, key, label, run in order:
+                runs.setdefault((group, key, label), []).append(run())
+            loads.append(os.getloadavg())
+            print(f"round {rep + 1}/{args.reps} done, load {loads[-1][0]:.1f}", flush=True)
+            # written after every round: a run cut short keeps the rounds it finished
+            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps)
+        page.unlink(missing_ok=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

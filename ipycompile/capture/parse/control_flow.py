@@ -439,7 +439,7 @@ def _logical_lines(code: str) -> Iterable[str]:
     pending: list[str] = []
     depth = 0
     for line in code.splitlines():
-        bare = _STRING.sub("''", line)
+        bare = _STRING.sub("''", line) if "'" in line or '"' in line else line  # no quote: no string to blank
         hash_at = bare.find("#")
         if hash_at >= 0:
             bare = bare[:hash_at]
@@ -447,7 +447,8 @@ def _logical_lines(code: str) -> Iterable[str]:
         if not bare:
             continue
         pending.append(bare)
-        depth += sum(bare.count(c) for c in "([{") - sum(bare.count(c) for c in ")]}")
+        depth += (bare.count("(") + bare.count("[") + bare.count("{")
+                  - bare.count(")") - bare.count("]") - bare.count("}"))
         if depth <= 0:
             yield " ".join(pending)
             pending = []
