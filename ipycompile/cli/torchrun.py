@@ -86,7 +86,7 @@ def _trace_dir(given: Optional[str]) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    from . import _say
+    from .output import say as _say
 
     try:
         own, rest = split_arguments(argv)
