@@ -25,7 +25,8 @@ def test_run_cell_again_shows_the_compiling_runs_diagnosis_with_its_own_profile(
     assert b.graph_breaks == a.graph_breaks and b.graphs == a.graphs and b.compiles == a.compiles
     assert b.profile is not a.profile and b.profile.run_times_s != a.profile.run_times_s
     text = str(b)
-    assert text.startswith("ipycompile: reused compiled code: nothing was compiled in this run.")
+    assert b.summary().startswith("ipycompile: reused compiled code: nothing was compiled in this run.")
+    assert "ipycompile: reused compiled code: nothing was compiled in this run." in text  # after the first screen
     assert "from run 1, In [7], which compiled it" in text and "Graph breaks:" in text and "if y.sum() > 0:" in text
     chip = view_model(b).chip("status")
     assert chip.text == "reused compiled code (diagnosis from run 1, In [7])"
