@@ -21,23 +21,6 @@ def _magic_classes() -> list:
 def load_ipython_extension(ipython) -> None:
     for cls in _magic_classes():
         ipython.register_magics(cls)
-    _release_at_exit()
-
-
-_EXIT_HOOK: list = []
-
-
-def _release_at_exit() -> None:
-    """Once per process: at exit, before IPython clears the namespace (its own exit hook was
-    registered earlier, so runs later), let go of the cells' compiled code, so that Dynamo's
-    clean-up finds its helper names (``__builtins_dict___N``) still there."""
-    if not _EXIT_HOOK:
-        import atexit
-
-        from ..run.runner import release_compiled_cells
-
-        atexit.register(release_compiled_cells)
-        _EXIT_HOOK.append(release_compiled_cells)
 
 
 def unload_ipython_extension(ipython) -> None:

@@ -230,7 +230,6 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
     else:
         cf = make_cell_function(source, namespace, filename=filename, header=header)
         compiled = torch.compile(cf.fn, **settings.compile_kwargs())
-        _NAMESPACES.add(id(namespace))
         missing = [name for name in cf.read_first if name not in namespace]
         if missing:  # Dynamo gives up on this code for good: the next run gets a new function
             profile.notes.append(
@@ -257,7 +256,6 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
     target = Target(run_compiled, run_eager, lambda value: _snapshot(cf, value), lambda: placeholders(cf),
                     reference, lambda: namespace_state(cf, copy))
     run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
-    _hold_resume_functions(namespace)
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
@@ -924,54 +922,9 @@ def run_cell(source: str, namespace: Optional[dict] = None, **kwargs: Any) -> Ce
     return run
 
 
-def release_compiled_cells() -> None:
-    """At exit: Dynamo's helper names in the namespaces cells ran in are let go while those
-    namespaces are intact.
-
-    Dynamo keeps helpers (``__builtins_dict___N``) in the globals of the code it compiled, here
-    the notebook namespace, and deletes each when its compiled code is freed. IPython clears
-    the namespace at exit before that code is freed, and the deletion fails ("Exception
-    ignored ... KeyError: '__builtins_dict___1'"). Here (at exit, after IPython's terminal
-    has cleared the namespace, or before its kernel does) Dynamo's compiled code is dropped
-    (``torch._dynamo.reset()``) and the clean-ups still pending for those namespaces are
-    pointed at a private copy of their name, so that they find it."""
-    import sys
-
-    dynamo = sys.modules.get("torch._dynamo")
-    if dynamo is None or not _NAMESPACES:  # no cell was compiled in this process
-        return
-    try:
-        manager = getattr(getattr(dynamo.utils, "CleanupManager", None), "instance", None)
-        for hooks in list(getattr(manager, "values", {}).values()):
-            for hook in hooks:
-                scope, name = getattr(hook, "scope", None), getattr(hook, "name", None)
-                if isinstance(scope, dict) and id(scope) in _NAMESPACES and isinstance(name, str):
-                    hook.scope = {name: scope.pop(name, None)}  # IPython's terminal may have cleared it
-        dynamo.reset()
-    except Exception:  # at exit: never a traceback of ours
-        pass
-    _HELD.clear()
-    SESSION.clear()
-
-
-def _hold_resume_functions(namespace: dict) -> None:
-    """Keep Dynamo's resume functions of a cell (``__resume_at_*``, in the namespace) alive
-    until :func:`release_compiled_cells`: freed while IPython clears the namespace at exit,
-    their clean-up would look for names already gone."""
-    for key, value in list(namespace.items()):
-        if key.startswith("__resume_at_"):
-            _HELD[(id(namespace), key)] = value
-
-
-#: ids of the namespaces cells were compiled over, and their resume functions (see :func:`release_compiled_cells`)
-_NAMESPACES: set[int] = set()
-_HELD: dict[tuple[int, str], Any] = {}
-
-
 def reset(*, history: bool = False) -> None:
     """Reset Dynamo (all compiled code) and forget compiled cells; with ``history``, clear it too."""
     import torch
 
     torch._dynamo.reset()
-    _HELD.clear()
     SESSION.clear(history=history)
