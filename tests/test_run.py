@@ -147,7 +147,7 @@ def _as_saved(now, saved):
 def _saved_keys(new, old):
     """``new`` without the keys ``old`` lacks whose value is None (fields added since ``old`` was saved)."""
     if isinstance(new, dict) and isinstance(old, dict):
-        return {k: _saved_keys(v, old.get(k)) for k, v in new.items() if k in old or v is not None}
+        return {k: _saved_keys(v, old.get(k)) for k, v in new.items() if k in old or v not in (None, {}, [], False)}
     if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
         return [_saved_keys(a, b) for a, b in zip(new, old)]
     return new
