@@ -44,7 +44,7 @@ from tlparse_truth import tlparse_counts, torch_trace
 pytestmark = pytest.mark.slow
 
 VOCAB, SEQ, BATCH = 256, 16, 2
-BUILD_BOUND_S = 2.0  # generous: a report of these runs builds in tens of milliseconds
+BUILD_BOUND_S = 5.0  # generous: a report of these runs builds in well under a second on a quiet machine
 
 
 # -- the comparison ------------------------------------------------------------
