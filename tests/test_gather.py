@@ -8,6 +8,7 @@ processes wrote; a rank that ends its block late, or whose block raises, is name
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -145,3 +146,28 @@ def test_gathering_outside_a_distributed_job_says_what_is_missing():
         with ipycompile.capture(ranks="gather"):
             pass
     assert trace.handlers == before  # nothing was left listening
+
+
+def test_a_live_capture_shows_the_collectives_in_the_compiled_graph(tmp_path):
+    """A functional all_reduce inside compiled code, captured live in a (one-rank, gloo) job:
+    the Dynamo and AOT graphs both list it with its wait, as the NCCL logs do on GPUs."""
+    code = """
+import socket, torch, torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import ipycompile
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+def step(x):
+    return funcol.all_reduce(torch.relu(x), "sum", dist.group.WORLD) * 2
+x = torch.randn(4, 4)
+with ipycompile.capture() as cap:
+    out = torch.compile(step, backend="aot_eager")(x)
+assert torch.equal(out, torch.relu(x) * 2)
+print({g.stage: g.collective_counts() for g in cap.report.graphs})
+dist.destroy_process_group()
+"""
+    p = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    stages = ast.literal_eval(p.stdout.strip().splitlines()[-1])
+    assert stages["dynamo"] == stages["aot_inference"] == {"all_reduce": 1, "wait": 1}

@@ -228,3 +228,27 @@ def test_the_kernels_view_shows_collectives_and_their_time_against_compute():
     page = render_html(report)
     assert "collective: all_reduce" in page and "collective: all_gather" in page and "collective: wait" in page
     assert "Collectives (NCCL):" in page and "all_gather" in page
+
+
+def test_the_graphs_view_marks_the_collectives_each_graph_calls(jobs):
+    """Collectives inside compiled code are read from every printed stage of the graph (Dynamo's
+    ``all_reduce``, the post-grad graph's in-place ``all_reduce_``), counted by kind with the
+    waits apart, shown as a column of the Graphs table and said in the graph's panel; a job
+    whose collectives run outside the compiled code (DDP's hooks) gets no such column."""
+    from ipycompile.widgets.html import render_html
+    from ipycompile.widgets.tabs import graphs_tab
+
+    report = jobs["collective"][0]
+    by_stage = {(str(g.compile_id), g.stage): g for g in report.graphs}
+    dynamo, post = by_stage[("0/0", "dynamo")], by_stage[("0/0", "post_grad")]
+    assert dynamo.collective_counts() == {"all_reduce": 1, "wait": 2, "all_gather": 1}
+    assert post.collectives[0] == "_c10d_functional.all_reduce_.default"  # Inductor's in-place form
+    assert not by_stage[("1/0", "dynamo")].collectives  # the barrier's graph break left no collective in it
+    table = graphs_tab(report)[0]
+    assert table.columns[-1] == "collectives"
+    cells = {(r[0], r[1]): r[-1] for r in table.rows}
+    assert cells[("0/0", "dynamo")] == "all_reduce \u00d71, all_gather \u00d71" and cells[("1/0", "dynamo")] == ""
+    page = render_html(report)
+    assert "Collectives in this graph: all_reduce \u00d71, all_gather \u00d71" in page and "2 waits" in page
+    assert CompileReport.from_json(report.to_json()).graphs[0].collectives == report.graphs[0].collectives
+    assert "collectives" not in graphs_tab(jobs["ddp"][0])[0].columns

@@ -31,7 +31,7 @@ from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
 from .parse.failures import parse_failure
-from .parse.fx import graph_nodes, layer_inputs
+from .parse.fx import collective_calls, graph_nodes, layer_inputs
 from .parse.frames import parse_traceback, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
@@ -153,6 +153,8 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
     g = Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or ""))
+    if "c10d" in code:
+        g.collectives = collective_calls(code)
     if stage == "dynamo" and code:
         g.nodes, g.places = graph_nodes(code)
         g.layer_inputs = layer_inputs(g.nodes)

@@ -221,10 +221,22 @@ class Graph:
     nodes: list[FxNode] = field(default_factory=list)
     places: list[UserFrame] = field(default_factory=list)
     layer_inputs: dict[str, str] = field(default_factory=dict)
+    #: the collective ops the graph calls, in order (``_c10d_functional.all_reduce_.default``;
+    #: :func:`collective_kind` names each), read by capture from the printed graph
+    collectives: list[str] = field(default_factory=list)
 
     def place_of(self, node: FxNode) -> UserFrame:
         """The source place torch printed above ``node`` (an empty frame where none)."""
         return self.places[node.place] if 0 <= node.place < len(self.places) else UserFrame()
+
+    def collective_counts(self) -> dict[str, int]:
+        """How many of each collective the graph calls, by :func:`collective_kind`, in the
+        order first called (``{"all_reduce": 1, "all_gather": 1, "wait": 2}``)."""
+        out: dict[str, int] = {}
+        for op in self.collectives:
+            kind = collective_kind(op) or op
+            out[kind] = out.get(kind, 0) + 1
+        return out
 
 
 class Confidence(StrEnum):

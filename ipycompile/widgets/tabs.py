@@ -8,7 +8,7 @@ in :mod:`.source`.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
 from ..report.summary import (roofline_line, fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
@@ -301,11 +301,33 @@ def _stage_name(g) -> str:
     return f"{g.stage} {g.name}" if g.name else g.stage
 
 
+def _collectives_cell(g) -> str:
+    """``all_reduce ×1, all_gather ×1`` (the waits apart): the Graphs table's column."""
+    return ", ".join(f"{k} \u00d7{n}" for k, n in g.collective_counts().items() if k != "wait")
+
+
+def _collectives_note(g) -> Optional[Text]:
+    counts = g.collective_counts()
+    calls = {k: n for k, n in counts.items() if k != "wait"}
+    if not calls:
+        return None
+    waits = counts.get("wait", 0)
+    said = ", ".join(f"{k} \u00d7{n}" for k, n in calls.items())
+    wait = (f"; compute that needs a result waits for it at its wait_tensor ({plural(waits, 'wait')} here)"
+            if waits else "")
+    return Text(f"Collectives in this graph: {said} (torch's functional collectives, run by NCCL on its own "
+                f"stream{wait}, so they can overlap with the compute before it). Their device time against "
+                "compute is in the Kernels tab when the cell runs with --profile-kernels.", "note")
+
+
 def graphs_tab(r: "CompileReport") -> list[Block]:
     if not r.graphs:
         return [Text("No graphs were captured.", "note")]
     ordered = sorted(r.graphs, key=lambda g: (g.compile_id, _stage_order(g.stage)))
-    rows = [[str(g.compile_id), _stage_name(g), g.op_count, g.code.count("\n") + 1 if g.code else 0] for g in ordered]
+    with_collectives = any(_collectives_cell(g) for g in ordered)
+    heads = ["compile", "stage", "ops", "lines"] + (["collectives"] if with_collectives else [])
+    rows = [[str(g.compile_id), _stage_name(g), g.op_count, g.code.count("\n") + 1 if g.code else 0]
+            + ([_collectives_cell(g)] if with_collectives else []) for g in ordered]
     options: dict[str, list[Block]] = {}
     for g in ordered:
         key = f"{g.compile_id} · {_stage_name(g)}"
@@ -317,15 +339,17 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
         fn = f" of {c.function}" if c and c.function else ""
         loops = [u for u in r.unrolled_loops if u.compile_id == g.compile_id] if g.stage == "dynamo" else []
         ddp = [Text(_DDP_NOTE, "note")] if g.stage in ("ddp_split", "ddp_bucket") else []
+        coll = _collectives_note(g)
         options[key] = [
             Text(f"{_stage_name(g)} graph of compile {g.compile_id}{fn}: {plural(g.op_count, 'op')}"),
             *ddp,
+            *([coll] if coll else []),
             *(Text(f"{loop_headline(r, u)} (Summary tab: the fix)", "warn") for u in loops),
             Code(key, g.code, "python"),
         ]
     default = next((k for k, g in zip(options, ordered) if g.stage == "dynamo"), None)
     return [
-        Table(["compile", "stage", "ops", "lines"], rows, sortable=True, title="Graphs"),
+        Table(heads, rows, sortable=True, title="Graphs"),
         Choice("compile id · stage", options, default),
     ]
 

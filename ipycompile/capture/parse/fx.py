@@ -26,8 +26,8 @@ from typing import Iterator, Optional
 
 from ...report.model import FxNode, UserFrame
 
-__all__ = ["place", "graph_nodes", "layer_inputs", "matching_close", "split_top_level", "cut_top_level",
-           "blank_strings", "identifiers"]
+__all__ = ["place", "graph_nodes", "layer_inputs", "collective_calls", "matching_close", "split_top_level",
+           "cut_top_level", "blank_strings", "identifiers"]
 
 #: ``# File: PATH:LINE in FN, code: CODE`` (leading ``#`` and spaces optional: some callers strip them)
 _FILE = re.compile(r"^\s*(?:#\s*)?File:\s*(?P<file>.+?):(?P<line>\d+)(?: in (?P<fn>[^,]+?))?, code: (?P<code>.*)$")
@@ -39,6 +39,11 @@ _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 #: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
 _NUMBERED_CHILD = re.compile(r"^(?P<prefix>.*_modules_)\d+_")
 _INPUT = re.compile(r"^[lL]_\w+$")
+#: A call of one of torch's collective ops as any stage prints it: Dynamo's graph
+#: (``torch.ops._c10d_functional.all_reduce(y, 'sum', '0')``) and the AOT / post-grad graphs
+#: (``torch.ops._c10d_functional.all_reduce_.default(...)``, ``...wait_tensor.default(...)``).
+_COLLECTIVE_CALL = re.compile(
+    r"(?<![\w.])torch\.ops\.(?P<op>(?:_c10d_functional_autograd|_c10d_functional|c10d)\.\w+)(?:\.(?P<overload>\w+))?\(")
 
 
 # -- brackets ----------------------------------------------------------------------------
@@ -126,6 +131,23 @@ def _shape_key(expr: str, names: set[str]) -> str:
     s = _IDENT.sub(lambda m: "%" if m.group(0) in names else m.group(0), s)
     s = _NUMBER.sub("#", s)
     return re.sub(r"\x00(\d+)\x00", lambda m: strings[int(m.group(1))], s)
+
+
+def collective_calls(code: str) -> list[str]:
+    """The collective ops a printed graph calls, in order, as ``namespace.op`` with the
+    overload where printed (``_c10d_functional.all_reduce_.default``,
+    ``_c10d_functional.wait_tensor.default``); nested subgraphs included. Never raises."""
+    try:
+        out = []
+        for line in (code or "").splitlines():
+            stripped = line.lstrip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            for m in _COLLECTIVE_CALL.finditer(blank_strings(stripped)):
+                out.append(f"{m['op']}.{m['overload']}" if m["overload"] else m["op"])
+        return out
+    except Exception:  # noqa: BLE001 - a parser of torch's text must never break a capture
+        return []
 
 
 def graph_nodes(code: str) -> tuple[list[FxNode], list[UserFrame]]:
