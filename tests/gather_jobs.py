@@ -6,7 +6,10 @@
 * ``diverge``: rank 1 alone breaks the graph and recompiles on a shape of its own;
 * ``slow``: rank 1 ends its block well after rank 0's gather timeout;
 * ``fail``: rank 1's block raises (it goes on after the block, as a job that catches it);
-* ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test).
+* ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test);
+* ``run_cell``: every rank runs ``ipycompile.run_cell`` on a cell with a functional all-reduce
+  (aot_eager), once plainly and once asking for ``compare_eager`` (refused); each rank writes
+  ``OUT.<rank>`` (its report's graphs, notes and the refusal).
 
 Every rank opens ``ipycompile.capture(ranks="gather", timeout=GATHER_TIMEOUT)`` around the
 compiles; rank 0 writes ``OUT`` (JSON: the gathered summaries, the missing ranks, the
@@ -36,7 +39,32 @@ def odd(x):
 MODE = sys.argv[1]
 
 
+def run_cell_in_a_rank(out: str) -> int:
+    import torch.distributed._functional_collectives as funcol
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    ns = {"torch": torch, "funcol": funcol, "dist": dist, "x": torch.full((4, 4), float(rank + 1))}
+    cell = "y = funcol.all_reduce(torch.relu(x), 'sum', dist.group.WORLD)\ny * 2"
+    run = ipycompile.run_cell(cell, ns, backend="aot_eager", record=False)
+    try:
+        ipycompile.run_cell(cell, ns, backend="aot_eager", compare_eager=True, record=False)
+        refused = ""
+    except ValueError as exc:
+        refused = str(exc)
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump({"value": run.value.tolist(), "error": repr(run.error) if run.error else "",
+                   "collectives": [g.collective_counts() for g in run.report.graphs if g.stage == "dynamo"],
+                   "notes": run.report.profile.notes, "run_median_s": run.report.profile.steady.run_median_s,
+                   "refused": refused}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
 def main(out: str) -> int:
+    if MODE == "run_cell":
+        return run_cell_in_a_rank(out)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))

@@ -171,3 +171,19 @@ dist.destroy_process_group()
     assert p.returncode == 0, p.stderr[-3000:]
     stages = ast.literal_eval(p.stdout.strip().splitlines()[-1])
     assert stages["dynamo"] == stages["aot_inference"] == {"all_reduce": 1, "wait": 1}
+
+
+def test_run_cell_inside_each_rank_runs_the_cell_once_and_refuses_extra_calls(tmp_path):
+    """run_cell in every rank of a two-rank job whose cell calls a collective: each rank compiles
+    and runs the cell once, captured (its graph lists the all-reduce), with a note on why it
+    was not timed; asking for more calls (the eager comparison) is refused before anything runs,
+    naming the option. Nothing hangs: the job ends within the test's timeout."""
+    proc, out = torchrun(tmp_path, "run_cell")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for rank in (0, 1):
+        got = json.loads(Path(f"{out}.{rank}").read_text())
+        assert got["error"] == "" and got["value"] == [[6.0] * 4] * 4  # (1 + 2) summed over the ranks, doubled
+        assert got["collectives"] == [{"all_reduce": 1, "wait": 1}]
+        assert got["run_median_s"] is None
+        assert any("inside a rank of a 2-rank torch.distributed job the cell ran once" in n for n in got["notes"])
+        assert got["refused"].startswith("--compare-eager: not inside a rank of a 2-rank torch.distributed job")

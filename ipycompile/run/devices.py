@@ -11,7 +11,7 @@ import platform
 import sys
 from typing import Any
 
-__all__ = ["synchronize", "device_name"]
+__all__ = ["synchronize", "device_name", "job_ranks"]
 
 
 def _torch_if_imported() -> Any:
@@ -22,6 +22,19 @@ def _torch_if_imported() -> Any:
 def _cuda_in_use() -> bool:
     torch = _torch_if_imported()
     return torch is not None and torch.cuda.is_initialized()
+
+
+def job_ranks() -> int:
+    """The number of ranks of the ``torch.distributed`` job this process is a rank of (its
+    default process group's world size); 1 outside a job. Never imports torch."""
+    torch = _torch_if_imported()
+    try:
+        dist = torch.distributed if torch is not None else None
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return 1
+        return int(dist.get_world_size())
+    except Exception:  # a group torn down meanwhile: no job to keep in step with
+        return 1
 
 
 def synchronize(device: str | None = None) -> None:

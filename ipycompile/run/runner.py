@@ -41,7 +41,7 @@ from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_na
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
 from .activity import CompileActivity
 from .device_time import time_device
-from .devices import device_name, synchronize
+from .devices import device_name, job_ranks, synchronize
 from .memory import PeakMemory
 from .timing import time_blocks, time_calls, time_paired
 from .busy import busy_method, busy_noise, measure_busy, why_slower
@@ -167,9 +167,37 @@ def execute(
     if run_options is not None and options:
         raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
     opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    check_in_job(opts)
     with _one_run_at_a_time():
         return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
                         execution_count)
+
+
+#: options that make calls beyond the cell's own one (and so, in a job, collectives other ranks would not match)
+_EXTRA_CALLS = (("compare_eager", "--compare-eager"), ("profile_kernels", "--profile-kernels"),
+                ("verify_fixes", "--verify-fixes"), ("memory_timeline", "--memory-timeline"))
+
+
+def check_in_job(opts: RunOptions) -> None:
+    """Inside a rank of a multi-rank job, a ``ValueError`` naming any option that would call the
+    cell again: each rank times with call counts of its own choosing (from its own clock), and
+    a collective that one rank calls more often than another waits for ever (NCCL hangs)."""
+    ranks = job_ranks()
+    if ranks <= 1:
+        return
+    for field_name, flag in _EXTRA_CALLS:
+        if getattr(opts, field_name, False):
+            raise ValueError(
+                f"{flag}: not inside a rank of a {ranks}-rank torch.distributed job: it calls the cell again a number "
+                "of times this rank chooses, and a collective another rank does not call as often would wait for "
+                "ever. The cell runs once here, captured (graphs, breaks, recompiles, kernels); time the job with its "
+                "own step timer, or run the cell outside the job")
+
+
+def _in_job_note(ranks: int) -> str:
+    return (f"inside a rank of a {ranks}-rank torch.distributed job the cell ran once, captured: no warm-up, timing "
+            "or eager comparison (each rank would choose its own call counts, and a collective called more often "
+            "on one rank than another waits for ever); the job's own step timer times it")
 
 
 class NestedRunError(RuntimeError):
@@ -427,6 +455,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     import torch
 
     settings, runs = opts.settings, opts.runs
+    ranks = job_ranks()  # inside a rank of a job: the one call only (check_in_job refused the rest)
     said = _Said()
     one_time = _one_time_startup(settings)
     if one_time is not None:
@@ -455,15 +484,18 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 first = call.record
                 restore = target.state() if target.state is not None else None
                 recorders += [call.recorder] if call.recorder is not None else []
-                warmed = _warm_up(compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls,
-                                  activity)
+                warmed = 0 if ranks > 1 else _warm_up(
+                    compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls, activity)
             # the capture is closed: timed runs carry none of its cost
             cuda = call.device_work and torch.cuda.is_available()
             before = dict(activity.by_trigger)
-            steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
-            steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
-            steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
-            steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
+            if ranks > 1:  # one call on every rank, as the job's own code makes it: nothing more
+                said.notes.append(_in_job_note(ranks))
+            else:
+                steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
+                steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
+                steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
+                steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
             if opts.memory_timeline:
                 recorders.append(said.take(_steady_memory_timeline(compiled)))
             if opts.profile_kernels:
