@@ -42,18 +42,24 @@ MODE = sys.argv[1]
 def run_cell_in_a_rank(out: str) -> int:
     import torch.distributed._functional_collectives as funcol
 
-    dist.init_process_group("gloo")
+    nccl = os.environ.get("GATHER_BACKEND") == "nccl"  # on GPUs: NCCL, CUDA tensors, Inductor
+    dist.init_process_group("nccl" if nccl else "gloo")
     rank = dist.get_rank()
-    ns = {"torch": torch, "funcol": funcol, "dist": dist, "x": torch.full((4, 4), float(rank + 1))}
+    dev = f"cuda:{rank}" if nccl else "cpu"
+    if nccl:
+        torch.cuda.set_device(rank)
+    backend = "inductor" if nccl else "aot_eager"
+    ns = {"torch": torch, "funcol": funcol, "dist": dist, "x": torch.full((4, 4), float(rank + 1), device=dev)}
     cell = "y = funcol.all_reduce(torch.relu(x), 'sum', dist.group.WORLD)\ny * 2"
-    run = ipycompile.run_cell(cell, ns, backend="aot_eager", record=False)
+    run = ipycompile.run_cell(cell, ns, backend=backend, record=False)
     try:
-        ipycompile.run_cell(cell, ns, backend="aot_eager", compare_eager=True, record=False)
+        ipycompile.run_cell(cell, ns, backend=backend, compare_eager=True, record=False)
         refused = ""
     except ValueError as exc:
         refused = str(exc)
     with open(f"{out}.{rank}", "w") as f:
-        json.dump({"value": run.value.tolist(), "error": repr(run.error) if run.error else "",
+        json.dump({"value": run.value.tolist(), "error": repr(run.error) if run.error else "", "device": dev,
+                   "kernels": [k.name for k in run.report.kernels],
                    "collectives": [g.collective_counts() for g in run.report.graphs if g.stage == "dynamo"],
                    "notes": run.report.profile.notes, "run_median_s": run.report.profile.steady.run_median_s,
                    "refused": refused}, f)
