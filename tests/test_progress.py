@@ -14,6 +14,8 @@ import sys
 import textwrap
 import time
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -21,6 +23,10 @@ import ipycompile
 from ipycompile.capture.steps import AUTOTUNE_LOGGERS, CompileWatcher
 from ipycompile.report.progress import FIRST_CALL, REPORT, START_UP, TIMING, WARM_UP, Status
 from ipycompile.widgets.progress import TerminalStatus, final_line, status_line
+
+ROOT = Path(__file__).resolve().parents[1]
+#: this checkout first on the path of a child process (a script, a kernel)
+PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 # a first call that takes a while, as a slow cell does: Dynamo traces, then the cell sleeps
 SLOW_CELL = "y = torch.ones(3)\ntime.sleep(2.5)\ny.sum()"
@@ -125,7 +131,7 @@ def _terminal_script(tmp_path):
                             record=False, progress=True)
         print("ran", flush=True)
     """))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(os.getcwd()), os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     env.pop("TORCH_LOGS", None)
     return script, env
 
@@ -209,7 +215,7 @@ def kernel_run(tmp_path_factory):
     runner = _runner()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
-        mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(os.getcwd()), os.environ.get("PYTHONPATH")) if p))
+        mp.setenv("PYTHONPATH", PYTHONPATH)
         runner._prefer_this_prefix()
         cells = [nbformat.v4.new_code_cell(src) for src in KERNEL_CELLS.values()]
         nb = nbformat.v4.new_notebook(cells=cells)

@@ -141,7 +141,8 @@ class NotebookStatus:
         if status.final:
             self.handle.update(_Line(status))  # the one line left in the saved output
             if self.widget is not None:
-                self.widget.close()
+                for part in (self.widget.layout, self.widget.style, self.widget):  # each is a widget of its own
+                    part.close()
                 self.widget = None
         elif self.widget is not None:
             self.widget.value = status_html(status)
