@@ -29,13 +29,15 @@ COMPILING = "compiling"
 @dataclasses.dataclass(frozen=True)
 class SweepPoint:
     """Where a sweep is: point ``index`` (from 0) of ``total``, its label and parameters, an
-    estimate of the seconds left (None until a point is done), the points failed so far."""
+    estimate of the seconds left (None until a point is done; it counts down while the point
+    runs), the points failed so far."""
 
     index: int
     total: int
     label: str = ""
     params: tuple[tuple[str, str], ...] = ()  # (name, repr of the value)
     remaining_s: Optional[float] = None
+    point_s: Optional[float] = None  # the estimate for this point alone (in remaining_s)
     failed: int = 0
     warm_start: bool = False  # paying one-time start-up before the first point
     title: str = "sweep"

@@ -22,6 +22,7 @@ updating line in a terminal). Without one, nothing is shown.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -62,6 +63,7 @@ class RunProgress:
         self.started = time.perf_counter()
         self.took: dict[str, float] = {}  # run phase -> seconds, in order of first use
         self.point: Optional[SweepPoint] = None
+        self._point_t0 = self.started
         self.shown = 0  # statuses handed to the view
         self._phase, self._phase_t0 = "", self.started
         self._step: Optional[CompileStep] = None
@@ -115,7 +117,7 @@ class RunProgress:
         with self._lock:
             self._close_phase()
             self._phase, self._phase_t0, self._step = START_UP, time.perf_counter(), None
-            self.point = point
+            self.point, self._point_t0 = point, time.perf_counter()
         self._emit(force=True)
 
     def finish(self, outcome: str = "done", took: Optional[tuple[tuple[str, float], ...]] = None,
@@ -140,13 +142,22 @@ class RunProgress:
     def status(self) -> Status:
         with self._lock:
             now = time.perf_counter()
-            step = self._step
+            step, point = self._step, self._point_now(now)
             if step is not None:
                 return Status(phase=step.phase, detail=step.detail, elapsed_s=now - self.started,
                               phase_s=now - self._step_t0, done=step.done, total=step.total, run_phase=self._phase,
-                              point=self.point)
+                              point=point)
             return Status(phase=self._phase, elapsed_s=now - self.started, phase_s=now - self._phase_t0,
-                          run_phase=self._phase, point=self.point)
+                          run_phase=self._phase, point=point)
+
+    def _point_now(self, now: float) -> Optional[SweepPoint]:
+        """The sweep's point with what is left counted down: this point's estimate less its time so far
+        (never below nothing), plus the points after it."""
+        p = self.point
+        if p is None or p.remaining_s is None or p.point_s is None:
+            return p
+        left = p.remaining_s - p.point_s + max(0.0, p.point_s - (now - self._point_t0))
+        return dataclasses.replace(p, remaining_s=left)
 
     def _close_phase(self) -> None:
         if self._phase:

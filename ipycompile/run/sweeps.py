@@ -254,16 +254,18 @@ class Progress:
         """Estimate: each remaining point costs the mean of the points done with its label (else of all)."""
         if not self.durations:
             return None
-        overall = sum(d for _, d in self.durations) / len(self.durations)
-        by_label: dict[str, list[float]] = {}
-        for label, d in self.durations:
-            by_label.setdefault(label, []).append(d)
-        return sum(sum(by_label[lb]) / len(by_label[lb]) if lb in by_label else overall for lb in labels_left)
+        return sum(self._point_s(lb) for lb in labels_left)
+
+    def _point_s(self, label: str) -> float:
+        same = [d for lb, d in self.durations if lb == label] or [d for _, d in self.durations]
+        return sum(same) / len(same)
 
     def start(self, index: int, label: str, point: Mapping[str, Any], labels_left: Sequence[str]) -> SweepPoint:
         self.current = SweepPoint(index=index, total=self.total, label=label,
                                   params=tuple((k, repr(v)) for k, v in point.items()),
-                                  remaining_s=self.remaining_s(labels_left), failed=self.failed, title=self.title)
+                                  remaining_s=self.remaining_s(labels_left),
+                                  point_s=self._point_s(label) if self.durations else None,
+                                  failed=self.failed, title=self.title)
         if self.tracker is not None:
             self.tracker.at_point(self.current)
         return self.current
