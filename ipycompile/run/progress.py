@@ -57,7 +57,7 @@ class RunProgress:
     manager: the ticker runs inside the block. Thread-safe: torch's precompile threads
     report steps too."""
 
-    def __init__(self, show: ProgressCallback, *, tick_s: float = 0.25, min_gap_s: float = 0.1) -> None:
+    def __init__(self, show: ProgressCallback, *, tick_s: float = 0.25, min_gap_s: float = 0.05) -> None:
         self.show_cb = show
         self.tick_s, self.min_gap_s = tick_s, min_gap_s
         self.started = time.perf_counter()
