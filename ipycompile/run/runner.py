@@ -175,15 +175,16 @@ def execute(
     if run_options is not None and options:
         raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
     opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
-    track = tracker(progress)
-    own = track is not None and track is not progress  # a sweep's tracker is the sweep's to finish
-    with _one_run_at_a_time(), (track if own else contextlib.nullcontext()):
-        run = _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
-                       execution_count, track)
-        if own:
-            track.finish("stopped" if isinstance(run.error, KeyboardInterrupt) else
-                         "failed" if run.error is not None else "done")
-        return run
+    with _one_run_at_a_time():  # (a refused nested run shows no progress)
+        track = tracker(progress)
+        own = track is not None and track is not progress  # a sweep's tracker is the sweep's to finish
+        with track if own else contextlib.nullcontext():
+            run = _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
+                           execution_count, track)
+            if own:
+                track.finish("stopped" if isinstance(run.error, KeyboardInterrupt) else
+                             "failed" if run.error is not None else "done")
+            return run
 
 
 class NestedRunError(RuntimeError):

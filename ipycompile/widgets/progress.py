@@ -73,7 +73,7 @@ def final_line(s: Status) -> str:
     """What it took, in one line: a run's time by phase, or a sweep's points and time."""
     p = s.point
     if p is not None:
-        state = "stopped" if s.outcome == "stopped" else "done"
+        state = s.outcome if s.outcome in ("stopped", "failed") else "done"
         warm = sum(t for _, t in s.took)
         warm_text = f"; one-time start-up paid first ({_fmt_s(warm)}, not in any point)" if s.took else ""
         return (f"{p.title} {state}: {p.index}/{p.total} points in {_fmt_s(s.elapsed_s)}"
