@@ -10,15 +10,15 @@ from .report import CompileId, CompileReport
 from .run.observe import capture
 from .run.traces import load_trace
 from .run import CellRun, clear_history, history, reset, run_cell, sweep
-from .run.sweeps import register_progress_view as _register_progress_view
+from .run.progress import register_progress_view as _register_progress_view
 from .run.sweeps import register_table_view as _register_table_view
 from .widgets import install as _install_views
 from .widgets.plots import plot_history, plot_sweep
-from .widgets.progress import notebook_progress as _notebook_progress
+from .widgets.progress import progress_view as _progress_view
 from .widgets.sweep_table import sweep_table as _sweep_table
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
-_register_progress_view(_notebook_progress)  # sweeps show a progress bar in a notebook (the run layer draws nothing)
+_register_progress_view(_progress_view)  # runs and sweeps show a live status line (the run layer draws nothing)
 _register_table_view(_sweep_table)  # a sweep's result shows as a formatted table (its DataFrame is .df)
 
 __version__ = "0.1.0"

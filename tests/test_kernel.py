@@ -129,8 +129,11 @@ def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(exe
     _, cells = executed
     cell = cells["compile"]
     _no_errors(cell)
-    # two outputs: the static report (what a notebook reopened without widget state shows), then the widget
-    shown, widget = _outputs(cell, "display_data")
+    # three outputs: one line of what the run took (its live status line, replaced once done), the
+    # static report (what a notebook reopened without widget state shows), then the widget
+    took, shown, widget = _outputs(cell, "display_data")
+    assert took.data["text/plain"].startswith("ipycompile: took ") and "\n" not in took.data["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" not in took.data
     assert "application/vnd.jupyter.widget-view+json" in widget.data and "text/html" not in widget.data
     assert {"text/plain", "text/html"} <= set(shown.data) and "ipyc-static" in shown.data["text/html"]
     text, page = shown.data["text/plain"], shown.data["text/html"]

@@ -21,6 +21,8 @@ from torch._higher_order_ops.scan import scan
 
 import ipycompile
 from ipycompile.run.sweeps import Progress, SweepError, grid, parse_sweep
+from ipycompile.report.progress import TIMING, Status
+from ipycompile.widgets.progress import status_line
 
 W = torch.randn(4, 8) * 0.1
 H = torch.randn(8, 8) * 0.1
@@ -103,8 +105,11 @@ def test_progress_estimates_what_remains_from_the_points_done_per_label():
     bar.done("loop", 4.0, True)
     bar.done("scan", 1.0, False)
     assert bar.remaining_s(["loop", "scan", "other"]) == pytest.approx(4.0 + 1.0 + 2.5)
-    bar.start(2, "loop", {"n": 8}, ["loop", "scan"])
-    assert bar.text.startswith("sweep 3/4: loop: n=8") and "about 5.0 s left" in bar.text and "1 failed" in bar.text
+    point = bar.start(2, "loop", {"n": 8}, ["loop", "scan"])
+    assert (point.index, point.total, point.label, point.params) == (2, 4, "loop", (("n", "8"),))
+    assert point.remaining_s == pytest.approx(5.0) and point.failed == 1
+    text = status_line(Status(phase=TIMING, run_phase=TIMING, elapsed_s=3.0, point=point))
+    assert text.startswith("sweep 3/4: loop: n=8 · timing") and "about 5.0 s left" in text and "1 failed" in text
 
 
 # -- the Python API --------------------------------------------------------------------

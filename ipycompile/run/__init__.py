@@ -7,8 +7,9 @@ latency; ``device_time``; ``busy``: the GPU's busy time per call and a verdict; 
 ``activity``: compile activity; ``outputs`` and ``accuracy``: output checks; ``stats``:
 paired comparisons and noise; ``contention``: was the machine busy; ``profile`` gathers
 their names), ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: compile,
-time, measure, attach a profile), ``history_log`` (one row per run) and ``sweeps`` (a grid
-of fresh compiles). It draws nothing: plots and the sweep's progress bar are views
+time, measure, attach a profile), ``progress`` (the phase machine of a run while it runs),
+``history_log`` (one row per run) and ``sweeps`` (a grid of fresh compiles). It draws
+nothing: plots and the live status line of runs and sweeps are views
 (:mod:`ipycompile.widgets.plots`, :mod:`ipycompile.widgets.progress`), handed over by
 callback. It sits on capture, report and analysis; the magics sit on it.
 """

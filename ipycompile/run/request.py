@@ -43,7 +43,7 @@ def run_request(
     # the run's options, built once (bad ones fail before anything runs)
     opts = RunOptions.build(options=options, fresh=fresh, **chosen, devices=lambda: cell_devices(source, namespace))
     if not sweep:
-        return execute(source, namespace, run_options=opts, **kwargs)
+        return execute(source, namespace, run_options=opts, progress=not quiet, **kwargs)
     return sweep_cell(source, namespace, params, run_options=opts, progress=not quiet, **kwargs)
 
 

@@ -52,6 +52,8 @@ from ..analysis.roofline import roofline
 from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
                       SteadyState)
 from .options import RunOptions
+from .progress import (EAGER, FIRST_CALL, KERNEL_PROFILE, NO_PROGRESS, REPORT, START_UP, TIMING, VERIFY, WARM_UP,
+                       ProgressCallback, RunProgress, tracker)
 from .settings import CompileSettings
 
 R = TypeVar("R")
@@ -127,6 +129,7 @@ def execute(
     header: Optional[str] = None,
     sources: Optional[dict[str, str]] = None,
     execution_count: Optional[int] = None,
+    progress: "bool | ProgressCallback | RunProgress | None" = None,
     **options: Any,
 ) -> CellRun:
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
@@ -160,6 +163,11 @@ def execute(
     ``trace_dir``: also write the captured events to a TORCH_TRACE log in that
     directory (see :func:`ipycompile.capture`); the report's notes name the file.
 
+    ``progress``: show the run's phase while it runs (:mod:`ipycompile.run.progress`): True (the
+    registered view: a live status line in a notebook, one updating line in a terminal), a
+    callback ``show(status)``, or a sweep's :class:`~ipycompile.run.progress.RunProgress`; None or
+    False (the default) shows nothing.
+
     Bad settings raise :class:`~ipycompile.settings.SettingsError` (nothing runs);
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
@@ -168,9 +176,16 @@ def execute(
         raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
     opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
     check_in_job(opts)
-    with _one_run_at_a_time():
-        return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
-                        execution_count)
+    with _one_run_at_a_time():  # (a refused nested run shows no progress)
+        track = tracker(progress)
+        own = track is not None and track is not progress  # a sweep's tracker is the sweep's to finish
+        with track if own else contextlib.nullcontext():
+            run = _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
+                           execution_count, track)
+            if own:
+                track.finish("stopped" if isinstance(run.error, KeyboardInterrupt) else
+                             "failed" if run.error is not None else "done")
+            return run
 
 
 #: options that make calls beyond the cell's own one (and so, in a job, collectives other ranks would not match)
@@ -240,7 +255,8 @@ def _short(value: Any) -> str:
 
 
 def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[str], header: Optional[str],
-             sources: Optional[dict[str, str]], execution_count: Optional[int]) -> CellRun:
+             sources: Optional[dict[str, str]], execution_count: Optional[int],
+             progress: Optional[RunProgress] = None) -> CellRun:
     import torch
 
     settings = opts.settings
@@ -283,7 +299,8 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
                              "first (warm-up, timing, eager) starts from the namespace as it was before the cell")
     target = Target(run_compiled, run_eager, lambda value: _snapshot(cf, value), lambda: placeholders(cf),
                     reference, lambda: namespace_state(cf, copy))
-    run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else ())
+    run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
+                  progress=progress)
     report = run.report
     report.sources.update(sources or {})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
@@ -293,6 +310,7 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
         report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
     diagnosed = report
     if opts.verify_fixes:  # each suggested fix tried on the cell, in a scratch compile (run.verify)
+        (progress or NO_PROGRESS).phase(VERIFY)
         report = _verify_fixes(report, run.error, cf, source, header, namespace, opts)
     row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
@@ -431,7 +449,8 @@ class FirstCallRun:
     recorder: Any = None  # the allocator's history of the call (--memory-timeline), else None
 
 
-def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernels: Sequence[Kernel] = ()) -> CellRun:
+def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernels: Sequence[Kernel] = (),
+            progress: "RunProgress | None" = None) -> CellRun:
     """Profile one compiled call as ``opts`` says: the captured first call, warm-up, timed
     steady state, the GPU's busy time, eager; ``profile`` (its settings filled) gets the
     records the phases return.
@@ -451,12 +470,17 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     ``device_median_s`` CUDA events per call. Warm-up goes on while calls still
     compile or record CUDA graphs (up to 10 more calls), and a timed block in
     which torch compiled or recorded is dropped and re-run.
+
+    ``progress``: the :class:`~ipycompile.run.progress.RunProgress` told of each phase as it
+    starts, and of torch's compile steps as they arrive (:mod:`ipycompile.capture.steps`).
     """
     import torch
 
     settings, runs = opts.settings, opts.runs
     ranks = job_ranks()  # inside a rank of a job: the one call only (check_in_job refused the rest)
     said = _Said()
+    track = progress or NO_PROGRESS  # progress: told each phase as it starts (it draws nothing)
+    track.phase(START_UP)
     one_time = _one_time_startup(settings)
     if one_time is not None:
         said.notes.append(f"first Inductor use in this process: {one_time:.2f} s of one-time start-up was paid "
@@ -478,12 +502,15 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     # the user's exception is caught inside the fresh-cache block, so that torch deletes its temporary cache
     with fresh_ctx, activity:
         try:
-            with cap:
+            with cap, _watching(progress):
+                track.phase(FIRST_CALL)
                 call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
                                    keep_expected=opts.compare_eager)
                 first = call.record
                 restore = target.state() if target.state is not None else None
                 recorders += [call.recorder] if call.recorder is not None else []
+                if ranks <= 1:
+                    track.phase(WARM_UP)
                 warmed = 0 if ranks > 1 else _warm_up(
                     compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls, activity)
             # the capture is closed: timed runs carry none of its cost
@@ -492,6 +519,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
             if ranks > 1:  # one call on every rank, as the job's own code makes it: nothing more
                 said.notes.append(_in_job_note(ranks))
             else:
+                track.phase(TIMING)
                 steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
                 steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
                 steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
@@ -499,8 +527,10 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
             if opts.memory_timeline:
                 recorders.append(said.take(_steady_memory_timeline(compiled)))
             if opts.profile_kernels:
+                track.phase(KERNEL_PROFILE)
                 kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
             if opts.compare_eager:
+                track.phase(EAGER)
                 eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
                                                  device_work=call.device_work, first=first, steady=steady,
                                                  budget_s=2 * (opts.budget_s or RUN_TIME_BUDGET_S)))
@@ -510,6 +540,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
         finally:
             if restore is not None:  # the namespace as the first call left it, as after a plain cell
                 restore()
+    track.phase(REPORT)
     t0 = time.perf_counter()
     report = cap.report  # its sources name notebook cells already (capture reads them)
     profile.report_build_s = time.perf_counter() - t0
@@ -859,6 +890,15 @@ def _has_cuda_tensor(tree: Any) -> bool:
     if isinstance(tree, dict):
         return any(_has_cuda_tensor(t) for t in tree.values())
     return False
+
+
+def _watching(progress: Optional[RunProgress]) -> Any:
+    """Torch's compile steps, as they arrive, handed to ``progress`` (nothing without one)."""
+    if progress is None:
+        return contextlib.nullcontext()
+    from ..capture.steps import CompileWatcher
+
+    return CompileWatcher(progress.step)
 
 
 def _trace_logging_s() -> Optional[float]:

@@ -22,9 +22,10 @@ parameter in a column of its own.
   dtypes and devices as tagged strings (``"torch.float32"``,
   ``"torch.device('cuda:0')"``) that :func:`sweep_params` turns back into
   torch's objects, anything else as its ``repr`` (with a note saying so).
-* :class:`Progress` tracks which point runs, the time elapsed and an estimate
-  of what remains, and hands each change to a callback (the views' notebook progress
-  bar, registered by :func:`ipycompile.widgets.install`; lines on stderr elsewhere).
+* :class:`Progress` tracks which point runs, its phase (each point's run reports into the
+  same :class:`~ipycompile.run.progress.RunProgress`), the time elapsed and an estimate of
+  what remains, and hands the status to a callback at least every second (the views'
+  live status line, registered when ``ipycompile`` is imported).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
@@ -41,6 +41,7 @@ from . import history_log as _history
 from .cell import check_name
 from .kernel_times import cell_devices
 from .options import OPTION_NAMES, RunOptions
+from .progress import SWEEP_WARM_START, ProgressCallback, RunProgress, SweepPoint, tracker
 from .runner import CellRun, Target, error_text, execute, measure, new_profile
 
 if TYPE_CHECKING:
@@ -217,41 +218,14 @@ def grid(params: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(list(v) for v in params.values()))]
 
 
-def _fmt_point(point: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in point.items())
-
-
-def _fmt_s(s: float) -> str:
-    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
-
-
-#: where a sweep's progress is shown: views register a factory (``total -> show(text, done,
-#: total)``; :func:`ipycompile.widgets.install` registers the notebook's progress bar); without
-#: one, lines on stderr
-_progress_views: list[Callable[[int], Callable[[str, int, int], None]]] = []
-
-
-def register_progress_view(factory: Callable[[int], Callable[[str, int, int], None]]) -> None:
-    """Show sweeps' progress with ``factory(total)`` (a callback ``show(text, done, total)``)."""
-    if factory not in _progress_views:
-        _progress_views.append(factory)
-
-
-def _stderr_lines(total: int) -> Callable[[str, int, int], None]:
-    def show(text: str, done: int, total: int) -> None:
-        print(text, file=sys.stderr, flush=True)
-    return show
-
-
-ProgressCallback = Callable[[str, int, int], None]
-
-
 class Progress:
-    """Which point of a sweep runs, time elapsed, and an estimate of what remains.
+    """Which point of a sweep runs, the time elapsed, and an estimate of what remains.
 
-    It draws nothing: each change is handed to ``show(text, done, total)``, the callback
-    given (``progress=`` of :func:`sweep`), else the registered view (a notebook's progress
-    bar, :func:`register_progress_view`), else lines on stderr. ``enabled=False`` shows nothing.
+    It draws nothing: it keeps a :class:`~ipycompile.run.progress.RunProgress` (the phase
+    machine each point's run reports into) whose statuses carry the point
+    (:class:`~ipycompile.report.progress.SweepPoint`), handed to ``show(status)``, the callback
+    given (``progress=`` of :func:`sweep`), else the registered view (a notebook's live status
+    line, a terminal's line). ``enabled=False`` shows nothing.
     """
 
     def __init__(self, total: int, *, enabled: bool = True, title: str = "sweep",
@@ -260,10 +234,18 @@ class Progress:
         self.started = time.perf_counter()
         self.durations: list[tuple[str, float]] = []  # (label, seconds) of the points done
         self.failed = 0
-        self.text = ""
-        self._show_cb: Optional[ProgressCallback] = None
-        if enabled:
-            self._show_cb = show or (_progress_views[-1] if _progress_views else _stderr_lines)(total)
+        self.current: Optional[SweepPoint] = None
+        self.tracker: Optional[RunProgress] = tracker(show if show is not None else True, "sweep") if enabled else None
+
+    def __enter__(self) -> "Progress":
+        self.started = time.perf_counter()
+        if self.tracker is not None:
+            self.tracker.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.tracker is not None:
+            self.tracker.__exit__(*exc)
 
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.started
@@ -272,39 +254,43 @@ class Progress:
         """Estimate: each remaining point costs the mean of the points done with its label (else of all)."""
         if not self.durations:
             return None
-        overall = sum(d for _, d in self.durations) / len(self.durations)
-        by_label: dict[str, list[float]] = {}
-        for label, d in self.durations:
-            by_label.setdefault(label, []).append(d)
-        return sum(sum(by_label[lb]) / len(by_label[lb]) if lb in by_label else overall for lb in labels_left)
+        return sum(self._point_s(lb) for lb in labels_left)
 
-    def start(self, index: int, label: str, point: Mapping[str, Any], labels_left: Sequence[str]) -> None:
-        left = self.remaining_s(labels_left)
-        what = f"{label}: {_fmt_point(point)}" if label else _fmt_point(point)
-        eta = f", about {_fmt_s(left)} left" if left is not None else ""
-        failed = f", {self.failed} failed" if self.failed else ""
-        self._show(f"{self.title} {index + 1}/{self.total}: {what} (elapsed {_fmt_s(self.elapsed_s())}{eta}{failed})", index)
+    def _point_s(self, label: str) -> float:
+        same = [d for lb, d in self.durations if lb == label] or [d for _, d in self.durations]
+        return sum(same) / len(same)
+
+    def start(self, index: int, label: str, point: Mapping[str, Any], labels_left: Sequence[str]) -> SweepPoint:
+        self.current = SweepPoint(index=index, total=self.total, label=label,
+                                  params=tuple((k, repr(v)) for k, v in point.items()),
+                                  remaining_s=self.remaining_s(labels_left),
+                                  point_s=self._point_s(label) if self.durations else None,
+                                  failed=self.failed, title=self.title)
+        if self.tracker is not None:
+            self.tracker.at_point(self.current)
+        return self.current
 
     def done(self, label: str, seconds: float, ok: bool) -> None:
         self.durations.append((label, seconds))
         self.failed += 0 if ok else 1
 
     def warm_up(self, label: str) -> None:
-        self._show(f"{self.title}: paying one-time start-up before the first point{f' ({label})' if label else ''}", 0)
+        self.current = SweepPoint(index=0, total=self.total, label=label, warm_start=True, title=self.title)
+        if self.tracker is not None:
+            self.tracker.at_point(self.current)
 
-    def finish(self, summary: str) -> None:
-        self._show(summary, self.total)
-
-    def _show(self, text: str, done: int) -> None:
-        self.text = text
-        if self._show_cb is not None:
-            self._show_cb(text, done, self.total)
+    def finish(self, points_done: int, outcome: str, warm_up_s: Mapping[str, float]) -> None:
+        """The last status: the points done, the failures, the one-time start-up paid first."""
+        self.current = SweepPoint(index=points_done, total=self.total, failed=self.failed, title=self.title)
+        if self.tracker is not None:
+            self.tracker.finish(outcome, took=tuple((f"{SWEEP_WARM_START} ({lb})" if lb else SWEEP_WARM_START, s)
+                                                    for lb, s in warm_up_s.items()), point=self.current)
 
 
 def _run_points(
     points: list[dict[str, Any]],
     labels: list[str],
-    run_point: Callable[[str, dict[str, Any], bool], CellRun],
+    run_point: Callable[[str, dict[str, Any], bool, Optional[RunProgress]], CellRun],
     *,
     progress: "bool | ProgressCallback",
     record: bool,
@@ -317,13 +303,24 @@ def _run_points(
 
     sweep_id = next(_sweep_ids)
     jobs = [(point, label) for point in points for label in labels]
-    bar = Progress(len(jobs), enabled=bool(progress), title=title, show=progress if callable(progress) else None)
+    with Progress(len(jobs), enabled=bool(progress), title=title,
+                  show=progress if callable(progress) else None) as bar:
+        return _run_jobs(points, labels, jobs, run_point, bar, sweep_id, record=record, warm_start=warm_start,
+                         execution_count=execution_count, title=title)
+
+
+def _run_jobs(points: list[dict[str, Any]], labels: list[str], jobs: list[tuple[dict[str, Any], str]],
+              run_point: Callable[[str, dict[str, Any], bool, Optional[RunProgress]], CellRun], bar: Progress,
+              sweep_id: int, *, record: bool, warm_start: bool, execution_count: Optional[int],
+              title: str) -> SweepResult:
+    import pandas as pd
+
     warm_up_s: dict[str, float] = {}
     if warm_start:
         for label in labels:
             bar.warm_up(label)
             t0 = time.perf_counter()
-            warm = run_point(label, points[0], True)
+            warm = run_point(label, points[0], True, bar.tracker)
             warm_up_s[label] = time.perf_counter() - t0
             if isinstance(warm.error, KeyboardInterrupt):
                 raise warm.error
@@ -332,7 +329,7 @@ def _run_points(
     for i, (point, label) in enumerate(jobs):
         bar.start(i, label, point, [lb for _, lb in jobs[i:]])
         t0 = time.perf_counter()
-        run = run_point(label, point, False)
+        run = run_point(label, point, False, bar.tracker)
         if label in warm_up_s and not any(lb == label for lb, _ in bar.durations):  # this label's first point
             run.report.profile.notes.append(
                 f"sweep: one-time start-up was paid before this first point ({warm_up_s[label]:.2f} s: an untimed "
@@ -355,11 +352,7 @@ def _run_points(
         first = names + [c for c in _FIRST if c in df.columns and c not in names]
         df = df[first + [c for c in df.columns if c not in first]]
     df.attrs.update(params=list(points[0]), labels=list(labels), warm_up_s=warm_up_s, sweep=sweep_id)
-    failed = int((df["status"] != "ok").sum()) if not df.empty else 0
-    warm = f"; one-time start-up paid first ({_fmt_s(sum(warm_up_s.values()))}, not in any point)" if warm_up_s else ""
-    state = "stopped" if interrupted else "done"
-    bar.finish(f"{title} {state}: {len(rows)}/{len(jobs)} points in {_fmt_s(bar.elapsed_s())}"
-               f"{f', {failed} failed' if failed else ''}{warm}")
+    bar.finish(len(rows), "stopped" if interrupted else "done", warm_up_s)
     if interrupted is not None:
         interrupted.ipycompile_sweep = SweepResult(df)  # type: ignore[attr-defined]
         raise interrupted
@@ -394,8 +387,10 @@ def sweep(
     ``error`` (the reason), the profile's figures and the
     ``report``. ``df.attrs`` holds the parameter names and the one-time
     start-up paid before the first point (``warm_up_s``). ``progress``: True (the
-    registered view: a notebook's progress bar, else lines on stderr), False, or a
-    callback ``show(text, done, total)``.
+    registered view: a live status line in a notebook, one updating line on a terminal, a line
+    per point on stderr elsewhere), False, or a callback ``show(status)`` that receives each
+    :class:`~ipycompile.report.progress.Status` (the point, its phase, the time elapsed and
+    an estimate of what is left; the last one ``final``).
     """
     import torch
 
@@ -428,7 +423,7 @@ def sweep(
         args = made if isinstance(made, tuple) else (made,)
         return lambda: fn(*args)
 
-    def run_point(label: str, point: dict[str, Any], warm: bool) -> CellRun:
+    def run_point(label: str, point: dict[str, Any], warm: bool, progress: Optional[RunProgress]) -> CellRun:
         fn = fns[label]
         profile = new_profile(settings, label=label, fresh=True)
         _keep_params(profile, point)
@@ -444,7 +439,7 @@ def sweep(
         eager = call_of(fn, made)
         compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
         target = Target(compiled, eager, lambda value: value)
-        return measure(target, warm_opts if warm else opts, profile)
+        return measure(target, warm_opts if warm else opts, profile, progress=progress)
 
     return _run_points(points, list(fns), run_point, progress=progress, record=record, warm_start=warm_start)
 
@@ -487,10 +482,10 @@ def sweep_cell(
     missing = object()
     saved = {name: namespace.get(name, missing) for name in points[0]}
 
-    def run_point(lab: str, point: dict[str, Any], warm: bool) -> CellRun:
+    def run_point(lab: str, point: dict[str, Any], warm: bool, progress: Optional[RunProgress]) -> CellRun:
         namespace.update(point)
         run = execute(source, namespace, run_options=warm_opts if warm else opts, execution_count=execution_count,
-                      **cell)
+                      progress=progress, **cell)
         _keep_params(run.report.profile, point)
         return run
 
