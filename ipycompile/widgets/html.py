@@ -123,15 +123,17 @@ color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);
 
 #: What a notebook output holding the static report adds, so that a saved notebook shows a
 #: report whether or not its widget state was saved (see :func:`ipycompile.widgets.live.show`):
-#: beside a drawn report widget the static copy hides; where the widget cannot be drawn
-#: (no widget state: "Error displaying widget: model not found", or "Loading widget...")
-#: the widget's output hides. JupyterLab and Notebook 7 mark a rendered output's node with
-#: its MIME type (``data-mime-type``) except the widget renderer's (a panel of its own): the
-#: output after the static copy whose node has none and holds no report widget is the
-#: undrawn widget (tests/test_saved_notebook.py reopens saved notebooks in both).
+#: beside a live report widget the static copy hides; where the widget cannot be drawn (no
+#: widget state: "Error displaying widget: model not found", or "Loading widget..." with no
+#: kernel) or is drawn disconnected from its kernel (restored from saved widget state, or its
+#: kernel restarted: ipywidgets marks it ``jupyter-widgets-disconnected``; its tabs cannot be
+#: built nor its tables sorted) the widget's output hides and the static copy shows.
+#: JupyterLab and Notebook 7 mark a rendered output's node with its MIME type
+#: (``data-mime-type``) except the widget renderer's: the output after the static copy whose
+#: node has none is the widget's (tests/test_saved_notebook.py reopens saved notebooks in both).
 FALLBACK_CSS = """
-.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has(>.jp-OutputArea-output:not([data-mime-type])):not(:has(.ipyc-w)){display:none}
-.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w){display:none}
+.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has(>.jp-OutputArea-output:not([data-mime-type])):not(:has(.ipyc-w:not(.jupyter-widgets-disconnected))){display:none}
+.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w:not(.jupyter-widgets-disconnected)){display:none}
 """
 
 _STYLE: Optional[str] = None
