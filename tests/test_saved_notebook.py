@@ -304,11 +304,11 @@ def reopened_lab(saved, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reopened_notebook7(saved, tmp_path_factory):
-    pytest.importorskip(
+def reopened_notebook7(request, tmp_path_factory):
+    pytest.importorskip(  # before the live run: without Notebook 7 these tests skip at once
         "notebook", minversion="7",
         reason="Jupyter Notebook 7 is not installed: add `notebook>=7` to pyproject.toml's test extra")
-    root, home = saved
+    root, home = request.getfixturevalue("saved")
     server = LabServer(root, tmp_path_factory.mktemp("nb7") / "notebook.log", home=home, app="notebook",
                        args=NO_KERNEL)
     try:
