@@ -40,7 +40,6 @@ from browser_helpers import LabServer, chromium, require_browser  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
 WIDGETS = "@jupyter-widgets/jupyterlab-manager:plugin"
-THEMES = "@jupyterlab/apputils-extension:themes"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
