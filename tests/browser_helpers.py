@@ -118,12 +118,27 @@ def _group_alive(pgid: int) -> bool:
 
 
 class LabServer:
-    """``jupyter lab`` on 127.0.0.1 with a random token, rooted in ``root``."""
+    """``jupyter lab`` on 127.0.0.1 with a random token, rooted in ``root``.
 
-    def __init__(self, root: Path, log_path: Path, kernel_name: str = "python3") -> None:
+    ``app="notebook"`` runs Jupyter Notebook 7 instead (the ``notebook`` package).
+    ``home``: Jupyter's config, data and settings folder, kept after :meth:`stop` (else a
+    temporary one, removed): a second server on the same ``home`` is the same user's
+    Jupyter again (the same notary secret, so a notebook it saved is still trusted).
+    ``settings``: JupyterLab user settings (``"plugin-id": {...}``) beside the quiet defaults;
+    ``args``: more options for the server's command line."""
+
+    def __init__(self, root: Path, log_path: Path, kernel_name: str = "python3", *, app: str = "jupyterlab",
+                 home: Optional[Path] = None, settings: Optional[dict] = None, args: tuple = ()) -> None:
+        if app not in ("jupyterlab", "notebook"):
+            raise ValueError(f"app must be 'jupyterlab' or 'notebook', not {app!r}")
         self.root = Path(root)
         self.log_path = Path(log_path)
         self.kernel_name = kernel_name
+        self.app = app
+        self.keep_home = home is not None
+        self.home = Path(home) if home is not None else None
+        self.settings = dict(settings or {})
+        self.args = list(args)  # more command-line options for the server
         self.token = uuid.uuid4().hex
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -143,7 +158,19 @@ class LabServer:
         return json.loads(body) if body else None
 
     def url(self, notebook: str) -> str:
+        if self.app == "notebook":
+            return f"{self.base}/notebooks/{notebook}?token={self.token}"
         return f"{self.base}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def set_setting(self, plugin: str, values: dict) -> None:
+        """Save JupyterLab user settings of ``plugin`` (e.g.
+        ``"@jupyter-widgets/jupyterlab-manager:plugin"``) as the Settings Editor does; a page
+        reads them when it loads."""
+        req = urllib.request.Request(
+            f"{self.base}/lab/api/settings/{plugin}", data=json.dumps({"raw": json.dumps(values)}).encode(),
+            method="PUT", headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
 
     def log_tail(self, n: int = 60) -> str:
         try:
@@ -155,9 +182,12 @@ class LabServer:
     def start(self, timeout: float = 60.0) -> "LabServer":
         # Jupyter's config, data, runtime and lab settings in a folder of their own,
         # removed on stop: nothing from ~/.jupyter gets in, nothing is left behind.
-        self._home = home = Path(tempfile.mkdtemp(prefix="ipycompile-jupyter-"))
+        if self.home is None:
+            self.home = Path(tempfile.mkdtemp(prefix="ipycompile-jupyter-"))
+        self._home = home = self.home
         settings = home / "lab-settings"
-        for name, value in _LAB_SETTINGS.items():
+        extra = {f"{k.replace(':', '/')}.jupyterlab-settings": v for k, v in self.settings.items()}
+        for name, value in {**_LAB_SETTINGS, **extra}.items():
             path = settings / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(value))
@@ -175,7 +205,7 @@ class LabServer:
             PYTHONUNBUFFERED="1",
         )
         cmd = [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable, "-m", self.app,
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
@@ -188,6 +218,7 @@ class LabServer:
             "--LabApp.extension_manager=readonly",
             "--ServerApp.terminals_enabled=False",
             f"--MappingKernelManager.default_kernel_name={self.kernel_name}",
+            *self.args,
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI containers often run as root
@@ -199,13 +230,13 @@ class LabServer:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.app} exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 self.api("status", timeout=2)
                 return self
             except (urllib.error.URLError, ConnectionError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f}s:\n{self.log_tail()}")
+                    raise RuntimeError(f"{self.app} did not answer within {timeout:.0f}s:\n{self.log_tail()}")
                 time.sleep(0.25)
 
     def wait_for_kernel(self, timeout: float = 60.0) -> dict:
@@ -213,7 +244,13 @@ class LabServer:
         deadline = time.monotonic() + timeout
         kernels = []
         while time.monotonic() < deadline:
-            kernels = self.api("kernels")
+            try:
+                kernels = self.api("kernels")
+            except urllib.error.HTTPError as exc:  # jupyter_server answers 500 while a kernel starts
+                if exc.code != 500:  # (its `last_activity` not set yet): ask again
+                    raise
+                time.sleep(0.25)
+                continue
             if kernels and all(k.get("execution_state") == "idle" for k in kernels):
                 return kernels[0]
             time.sleep(0.25)
@@ -242,9 +279,10 @@ class LabServer:
         try:
             self._stop()
         finally:
-            if self._home is not None:
+            if self._home is not None and not self.keep_home:
                 shutil.rmtree(self._home, ignore_errors=True)
-                self._home = None
+                self.home = None
+            self._home = None
 
     def _stop(self) -> None:
         if self.proc is None:

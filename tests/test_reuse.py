@@ -30,6 +30,12 @@ def test_run_cell_again_shows_the_compiling_runs_diagnosis_with_its_own_profile(
     assert "from run 1, In [7], which compiled it" in text and "Graph breaks:" in text and "if y.sum() > 0:" in text
     chip = view_model(b).chip("status")
     assert chip.text == "reused compiled code (diagnosis from run 1, In [7])"
+    # the first screen says the first call reused compiled code, and gives no compile time
+    first_a, first_b = (" ".join(str(r).split("(the whole report follows")[0].split()) for r in (a, b))
+    assert "first call (compile)" in first_a and "reused" not in first_a
+    assert "first call (compile)" not in first_b and "(reused, no compile)" in first_b, first_b
+    timing = view_model(b).chip("compile_time")
+    assert timing.value is None and timing.text.startswith("first call ") and "reused" in timing.text
     summary = view_model(b).tab("summary").blocks()[0]
     assert summary.kind == "note" and "from run 1, In [7]" in summary.text
     # the history counts what each run compiled: the second compiled nothing

@@ -169,7 +169,12 @@ def headline(r: "CompileReport") -> list[Chip]:
     out: list[Chip] = []
     compile_s = p.first_call.compile_s if p is not None and p.first_call.compile_s is not None else (
         r.compile_time.total_s or None)
-    if compile_s is not None:
+    # a run that reused compiled code compiled nothing: its first call is no compile time
+    reused = bool(r.reused_from) or (p is not None and p.reused_compiled_code and r.compiled_nothing)
+    if compile_s is not None and reused and p is not None and p.first_call.compile_s is not None:
+        out.append(Chip(f"first call {fmt_seconds(compile_s)} (reused, no compile)", False,
+                        "compile_time", None, "this run compiled nothing: the first call ran code compiled earlier"))
+    elif compile_s is not None:
         what = "first call (compile)" if p is not None and p.first_call.compile_s is not None else "compile"
         out.append(Chip(f"{what} {fmt_seconds(compile_s)}", False, "compile_time", compile_s))
     if p is None:

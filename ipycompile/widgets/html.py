@@ -67,6 +67,7 @@ color:var(--ic-fg)}
 _CSS = _THEME + """
 .ipyc{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;line-height:1.4;max-width:1200px}
 .ipyc .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0 8px}
+.ipyc .strip>.sep{display:none}
 .ipyc .chip{border-radius:4px;padding:2px 8px;background:var(--ic-panel);border:1px solid var(--ic-border);white-space:nowrap}
 .ipyc .chip.warn{border:2px solid var(--ic-warn);font-weight:600}
 .ipyc .first{margin:2px 0 6px}
@@ -122,11 +123,17 @@ color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);
 
 #: What a notebook output holding the static report adds, so that a saved notebook shows a
 #: report whether or not its widget state was saved (see :func:`ipycompile.widgets.live.show`):
-#: beside a live report widget the static copy hides; where the widget cannot be drawn
-#: (no widget state: "Error displaying widget: model not found") the widget's output hides.
+#: beside a live report widget the static copy hides; where the widget cannot be drawn (no
+#: widget state: "Error displaying widget: model not found", or "Loading widget..." with no
+#: kernel) or is drawn disconnected from its kernel (restored from saved widget state, or its
+#: kernel restarted: ipywidgets marks it ``jupyter-widgets-disconnected``; its tabs cannot be
+#: built nor its tables sorted) the widget's output hides and the static copy shows.
+#: JupyterLab and Notebook 7 mark a rendered output's node with its MIME type
+#: (``data-mime-type``) except the widget renderer's: the output after the static copy whose
+#: node has none is the widget's (tests/test_saved_notebook.py reopens saved notebooks in both).
 FALLBACK_CSS = """
-.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has([data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(.ipyc-w)){display:none}
-.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w){display:none}
+.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has(>.jp-OutputArea-output:not([data-mime-type])):not(:has(.ipyc-w:not(.jupyter-widgets-disconnected))){display:none}
+.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w:not(.jupyter-widgets-disconnected)){display:none}
 """
 
 _STYLE: Optional[str] = None
@@ -513,7 +520,9 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
     if vm.problems == []:
         out.append('<p class="ok">Nothing to fix: no graph breaks, recompiles or failures.</p>')
     out.append('<div class="strip">')
-    out += [chip_html(c) for c in vm.header]
+    # " | " between chips, hidden by the page's CSS: where a renderer drops <style> (an
+    # untrusted notebook, GitHub) the chips still read apart
+    out.append('<span class="sep"> | </span>'.join(chip_html(c) for c in vm.header))
     out.append("</div></div>")
     return "".join(out)
 

@@ -327,7 +327,8 @@ class ReportWidget(W.VBox):
         self.first = _html(H.first_screen_html(vm))
         self.first.add_class("ipyc-first")
         self.chips = list(vm.header)
-        placeholder = _html('<p class="note">building this tab…</p>')
+        placeholder = _html('<p class="note">building this tab… (the kernel that ran the cell builds it: in a '
+                            'notebook reopened since, run the cell again)</p>')
         unopened = W.Layout(display="flex", flex_flow="column")  # a VBox's, shared by the tabs not built yet
         self._owned = [placeholder, unopened]  # for close_all, once no tab shows them
         self._boxes = [W.Box([placeholder], layout=unopened) for _ in vm.tabs]
