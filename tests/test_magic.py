@@ -70,7 +70,7 @@ def test_cell_namespace_result_and_display(ip):
     (shown,) = out.outputs
     assert "text/html" in shown.data and "ipycompile" in shown.data["text/plain"]
     p = last_report().profile
-    assert p.runs == 3 and p.backend == "eager" and p.compile_s > 0 and p.run_median_s > 0
+    assert p.steady.runs == 3 and p.settings.backend == "eager" and p.first_call.compile_s > 0 and p.steady.run_median_s > 0
 
 
 def test_graph_break_is_reported_at_the_editor_line_of_the_cell(ip):
@@ -235,7 +235,7 @@ def test_observe_captures_a_model_compiled_in_an_earlier_cell(ip):
     res, _ = run(ip, "%%compile --observe\nout = cm(torch.randn(2, 4))\nout.shape")
     assert res.error_in_exec is None and tuple(res.result) == (2, 4)
     r = last_report()
-    assert r.profile.observe and r.compiles and not r.profile.reused_compiled_code
+    assert r.profile.settings.observe and r.compiles and not r.profile.reused_compiled_code
     assert any("linear" in g.code for g in r.graphs if g.stage == "dynamo")
 
 
@@ -303,14 +303,14 @@ def test_line_magic(ip):
     ip.user_ns["m"] = torch.ones(3)
     res, _ = run(ip, "%compile --backend eager --runs 2 (m * 5).sum()")
     assert res.error_in_exec is None and res.result == 15.0
-    assert last_report().profile.runs == 2
+    assert last_report().profile.steady.runs == 2
 
 
 def test_inductor_default_fresh_and_dynamic_options(ip):
     res, _ = run(ip, "%%compile --fresh --no-dynamic --runs 2 --option max_autotune=False\ng = torch.randn(8, 8)\n(g.sin() * 2).sum()")
     assert res.error_in_exec is None, res.error_in_exec
     p = last_report().profile
-    assert p.backend == "inductor" and p.fresh and p.dynamic is False and p.options == {"max_autotune": False}
+    assert p.settings.backend == "inductor" and p.settings.fresh and p.settings.dynamic is False and p.settings.options == {"max_autotune": False}
     assert p.caches["dynamo"].startswith("fresh") and "miss" in p.caches["fx_graph"]
     assert any(k.backend == "cpp" for k in last_report().kernels)
 

@@ -139,7 +139,7 @@ def test_measure_assembles_the_records_of_the_phases_that_finished():
 
 
 def test_no_code_in_the_run_layer_writes_a_profiles_flat_names():
-    """Schema 1's flat names (``profile.run_median_s = ...``) may still be read; the run layer fills
+    """Schema 1's flat names (``profile.run_median_s = ...``) are gone (only ``Profile.from_v1`` knows them); the run layer fills
     the records (each phase returns its own), so no module of it assigns one, nor builds a Profile
     from them."""
     found = []

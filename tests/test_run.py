@@ -16,7 +16,7 @@ def test_run_cell_numbers_lines_from_one_and_returns_value_and_report():
     assert torch.equal(run.value, torch.full((2,), 6.0)) and torch.equal(ns["y"], torch.full((2,), 2.0))
     (gb,) = run.report.graph_breaks
     assert gb.frame.lineno == 2  # no %%compile header in plain Python
-    assert run.report.profile.runs == 2 and run.fn is not None
+    assert run.report.profile.steady.runs == 2 and run.fn is not None
 
 
 def test_run_cell_raises_the_users_exception_with_the_partial_report():
@@ -46,10 +46,10 @@ def test_one_time_inductor_startup_is_paid_before_the_timed_compile():
     SESSION.warmed_backends.discard("inductor")
     run = ipycompile.run_cell("(x.sin() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
     p = run.report.profile
-    assert p.one_time_s is not None and p.one_time_s > 0
+    assert p.first_call.one_time_s is not None and p.first_call.one_time_s > 0
     assert any("one-time start-up" in n for n in p.notes)
     again = ipycompile.run_cell("(x.cos() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
-    assert again.report.profile.one_time_s is None
+    assert again.report.profile.first_call.one_time_s is None
 
 
 def test_history_rows_extra_columns_and_plot():
@@ -76,7 +76,7 @@ def test_observe_with_fresh_recompiles_what_the_cell_calls():
     again = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, record=False).report
     assert not again.compiles and again.profile.caches["dynamo"] == "nothing compiled"
     fresh = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, fresh=True, record=False).report
-    assert fresh.compiles and fresh.profile.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
+    assert fresh.compiles and fresh.profile.settings.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
 
 
 @pytest.mark.gpu
@@ -94,20 +94,20 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
 def test_changed_torch_config_is_recorded_in_the_settings():
     with torch._inductor.config.patch(freezing=True), torch._dynamo.config.patch(recompile_limit=3):
         report = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
-    assert report.profile.config == {"dynamo.recompile_limit": "3", "inductor.freezing": "True"}
+    assert report.profile.settings.config == {"dynamo.recompile_limit": "3", "inductor.freezing": "True"}
     assert "config: dynamo.recompile_limit=3 inductor.freezing=True" in str(report)
     clean = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
-    assert clean.profile.config == {} and "config:" not in str(clean)
-    assert ipycompile.CompileReport.from_json(report.to_json()).profile.config == report.profile.config
+    assert clean.profile.settings.config == {} and "config:" not in str(clean)
+    assert ipycompile.CompileReport.from_json(report.to_json()).profile.settings.config == report.profile.settings.config
 
 
 def test_history_has_a_noisy_column_and_the_speedup_interval():
-    from ipycompile.report import CompileReport, EagerComparison, Profile
+    from ipycompile.report import CompileReport, EagerComparison, Profile, SteadyState
     from ipycompile.run.history_log import COLUMNS, row_of
 
-    quiet = Profile(run_median_s=1e-3, eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
-    noisy = Profile(run_median_s=1e-3, noise=["run time: the blocks disagree (IQR 40% ...)",
-                                              "speedup vs eager: the pairs disagree (...)"])
+    quiet = Profile(steady=SteadyState(run_median_s=1e-3), eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
+    noisy = Profile(steady=SteadyState(run_median_s=1e-3), noise=["run time: the blocks disagree (IQR 40% ...)",
+                                                                  "speedup vs eager: the pairs disagree (...)"])
     assert "noisy" in COLUMNS
     row = row_of(CompileReport(profile=quiet))
     assert row["noisy"] == "" and (row["speedup_low"], row["speedup_high"]) == (1.9, 2.1)
@@ -182,7 +182,6 @@ def test_saved_schema_1_reports_load_into_profile_records():
                 record, attr = PROFILE_FIELDS_V1[name]
                 # fields added to the records' items since (e.g. KernelTime.launches) keep their defaults
                 assert _as_saved(to_jsonable(getattr(getattr(p, record), attr)), value) == value, (path.name, name)
-                assert _as_saved(to_jsonable(getattr(p, name)), value) == value  # the flat name still reads it
             elif isinstance(value, dict) and name == "eager":  # fields added since keep their defaults
                 now = to_jsonable(getattr(p, name))
                 assert {k: now[k] for k in value} == value, (path.name, name)
@@ -192,17 +191,24 @@ def test_saved_schema_1_reports_load_into_profile_records():
         assert "run time" in report.summary()
 
 
-def test_profile_flat_names_build_and_replace_without_touching_the_original():
+def test_a_profile_has_its_records_only_and_schema_1_names_live_in_from_v1():
+    """Schema 1's flat names (``run_median_s``, ``peak_device_bytes_compile``, ...) are neither
+    attributes nor keywords of a Profile: only :meth:`Profile.from_v1` knows them, to read a saved
+    schema-1 profile into the records."""
     import dataclasses
 
-    from ipycompile.report import Profile
+    from ipycompile.report import PROFILE_FIELDS_V1, Profile, RunSettings, SteadyState
 
-    p = Profile(label="a", run_median_s=1e-3, peak_device_bytes_compile=10)
-    assert (p.settings.label, p.steady.run_median_s, p.first_call.peak_device_bytes) == ("a", 1e-3, 10)
-    q = dataclasses.replace(p, label="b")
-    assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
-    with pytest.raises(TypeError, match="no field 'nope'"):
-        Profile(nope=1)
+    records = {f.name for f in dataclasses.fields(Profile)}
+    flat = [name for name in PROFILE_FIELDS_V1 if name not in records]
+    assert flat and not [name for name in flat if hasattr(Profile(), name)]
+    with pytest.raises(TypeError):
+        Profile(run_median_s=1e-3)
+    p = Profile(settings=RunSettings(label="a"), steady=SteadyState(run_median_s=1e-3))
+    assert (p.settings.label, p.steady.run_median_s) == ("a", 1e-3)
+    v1 = Profile.from_v1({"label": "a", "run_median_s": 1e-3, "peak_device_bytes_compile": 10, "notes": ["n"]})
+    assert v1 == {"settings": {"label": "a"}, "steady": {"run_median_s": 1e-3},
+                  "first_call": {"peak_device_bytes": 10}, "notes": ["n"]}
 
 
 @pytest.mark.parametrize("kwargs, argument", [

@@ -1090,24 +1090,13 @@ PROFILE_FIELDS_V1 = {
 }
 
 
-def _flat(name: str) -> property:
-    record, attr = PROFILE_FIELDS_V1[name]
-
-    def get(self: "Profile") -> Any:
-        return getattr(getattr(self, record), attr)
-
-    def put(self: "Profile", value: Any) -> None:
-        setattr(getattr(self, record), attr, value)
-
-    return property(get, put, doc=f"``{record}.{attr}`` (the flat name of schema 1)")
-
-
-@dataclass(init=False)
+@dataclass
 class Profile:
     """What one run cost, as small records, each filled by the phase that measured it: the
     settings, the first call, the steady state with its timings, memory, the eager
     comparison, kernel times, and notes. The flat names of schema 1 (``run_median_s``,
-    ``peak_device_bytes_compile``, ...) read and write the records (:data:`PROFILE_FIELDS_V1`)."""
+    ``peak_device_bytes_compile``, ...) exist only in :meth:`from_v1`, which reads a saved
+    schema-1 profile into the records (:data:`PROFILE_FIELDS_V1` says where each now lives)."""
 
     settings: RunSettings = field(default_factory=RunSettings)
     first_call: FirstCall = field(default_factory=FirstCall)
@@ -1122,25 +1111,6 @@ class Profile:
     noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why (empty: quiet)
     roofline: Optional[RooflineShares] = None  # with --profile-kernels: the kernel time against the roofs
     error: str = ""  # the user's exception, when the cell raised
-
-    def __init__(self, **values: Any) -> None:
-        """Records by name, or schema 1's flat names (``Profile(run_median_s=1e-3)``)."""
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-        unknown = [n for n in values if n not in PROFILE_FIELDS_V1 and n not in self.__dataclass_fields__]
-        if unknown:
-            raise TypeError(f"Profile: no field {unknown[0]!r}")
-        for name, value in values.items():  # records first, then flat names into them
-            if name in self.__dataclass_fields__:
-                setattr(self, name, value)
-        copied: set[str] = set()
-        for name, value in values.items():
-            if name in PROFILE_FIELDS_V1:
-                record = PROFILE_FIELDS_V1[name][0]
-                if record not in copied:  # a record given (dataclasses.replace) is not changed in place
-                    setattr(self, record, dataclasses.replace(getattr(self, record)))
-                    copied.add(record)
-                setattr(self, name, value)
 
     def noisy(self, figure: str) -> str:
         """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share",
@@ -1182,8 +1152,6 @@ class Profile:
         return out
 
 
-for _name in PROFILE_FIELDS_V1:
-    setattr(Profile, _name, _flat(_name))
 
 
 @dataclass

@@ -17,7 +17,7 @@ parameter in a column of its own.
 * A failing point is recorded with status ``failed`` (a compile failure) or
   ``error`` (the code raised) and its reason, and the
   sweep goes on; Ctrl-C stops it, keeping the points done so far.
-* A report keeps its point's parameters (``report.profile.params``) in a form
+* A report keeps its point's parameters (``report.profile.settings.params``) in a form
   JSON holds, so that it saves and loads: Python literals as themselves, torch
   dtypes and devices as tagged strings (``"torch.float32"``,
   ``"torch.device('cuda:0')"``) that :func:`sweep_params` turns back into
@@ -147,7 +147,7 @@ def param_value(value: Any) -> Any:
 def sweep_params(report: Any) -> dict[str, Any]:
     """The sweep parameters of a report (a saved one too), with dtypes and devices as torch's objects."""
     profile = getattr(report, "profile", None)
-    return {k: param_value(v) for k, v in (profile.params if profile is not None else {}).items()}
+    return {k: param_value(v) for k, v in (profile.settings.params if profile is not None else {}).items()}
 
 
 def _keep_params(profile: Any, point: Mapping[str, Any]) -> None:
