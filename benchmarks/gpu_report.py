@@ -112,8 +112,8 @@ def _save(rows, prefix: str, out: Path, done: Optional[set] = None) -> list[dict
             "device": p.settings.device, "torch": p.settings.torch_version, "compile_s": p.first_call.compile_s, "compile_wall_s": p.first_call.compile_wall_s,
             "run_time_s": p.steady.run_median_s, "device_time_s": p.steady.device_median_s, "latency_s": p.steady.latency_median_s,
             "speedup": p.eager.speedup if p.eager else None,
-            "outputs_match": p.eager.outputs_match if p.eager else None,
-            "output_check": p.eager.check_method if p.eager else None,
+            "outputs_match": p.eager.check.match if p.eager and p.eager.check else None,
+            "output_check": p.eager.check.method if p.eager and p.eager.check else None,
             "autotuned_ops": len(r.autotuning), "cudagraphs": [f"{c.compile_id}: {c.status}" for c in r.cudagraphs],
             "memory_timelines": [t.label for t in p.memory.timelines],
         })

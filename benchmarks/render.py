@@ -57,6 +57,7 @@ from ipycompile.report import (  # noqa: E402
     FirstCall,
     Graph,
     GuardSet,
+    OutputCheck,
     Profile,
     Recompile,
     RunSettings,
@@ -205,7 +206,7 @@ def synthetic(scale: float = 1.0, real: CompileReport | None = None) -> CompileR
                            peak_device_bytes=2 << 30, peak_host_bytes=4 << 30),
         eager=EagerComparison(run_times_s=eager, run_median_s=statistics.median(eager), peak_device_bytes=2 << 30,
                               peak_host_bytes=4 << 30, speedup=1.4, memory_ratio=1.0, break_even_calls=12000,
-                              outputs_match=True, max_abs_diff=0.0),
+                              check=OutputCheck(True, "equal", max_abs_diff=0.0)),
     )
     # --profile-kernels: a time for every kernel, so the Kernels tab has its time and share columns
     weights = [1 + (i * 7919) % 97 for i in range(len(r.kernels))]

@@ -195,8 +195,8 @@ def run_point(workload: str, impl: str, trip: int, smallest: int, runs: int | No
         "kernels": len(report.kernels),
         "caches": p.caches,
         "eager_run_median_s": e.run_median_s if e else None,
-        "outputs_match_eager": e.outputs_match if e else None,
-        "max_abs_diff_vs_eager": e.max_abs_diff if e else None,
+        "outputs_match_eager": e.check.match if e and e.check else None,
+        "max_abs_diff_vs_eager": e.check.max_abs_diff if e and e.check else None,
     }
 
 

@@ -92,13 +92,13 @@ def test_fp16_rounding_is_not_flagged_a_miscompile_is():
           "w": torch.randn(1024, 1024, device="cuda", dtype=torch.float16) / 32}
     good = _run("torch.nn.functional.gelu(x @ w)", ns, backend=_rounding_backend, compare_eager=True, runs=3)
     e = good.report.profile.eager
-    assert e.outputs_match, e.message
-    assert e.check_method == "fp64 reference" and e.compiled_error <= e.allowed_error
-    assert e.max_abs_diff > 1e-5  # the differences an absolute 1e-5 would have flagged
+    assert e.check.match, e.check.message
+    assert e.check.method == "fp64 reference" and e.check.compiled_error <= e.check.allowed_error
+    assert e.check.max_abs_diff > 1e-5  # the differences an absolute 1e-5 would have flagged
     with pytest.warns(RuntimeWarning, match="outputs differ"):
         bad = _run("torch.nn.functional.gelu(x @ w)", ns, backend=_off_by_one_backend, compare_eager=True, runs=3)
     e = bad.report.profile.eager
-    assert not e.outputs_match and e.check_method == "fp64 reference" and e.compiled_error > e.allowed_error
+    assert not e.check.match and e.check.method == "fp64 reference" and e.check.compiled_error > e.check.allowed_error
 
 
 # -- 3. max-autotune --------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_reduce_overhead_raises_the_busy_share_and_lowers_run_time(launch_bound)
     before, after = launch_bound["default"].report.profile, launch_bound["reduce-overhead"].report.profile
     assert after.steady.busy.share > before.steady.busy.share, (before.steady.busy.text, after.steady.busy.text)
     assert after.steady.run_median_s < before.steady.run_median_s, (before.steady.run_median_s, after.steady.run_median_s)
-    assert after.eager.outputs_match and before.eager.outputs_match
+    assert after.eager.check.match and before.eager.check.match
     assert "reduce-overhead" not in after.steady.busy.advice  # under CUDA graphs: no suggestion to turn them on
     if after.steady.busy.verdict == "host-bound":
         assert "under CUDA graphs the host still spends" in after.steady.busy.advice

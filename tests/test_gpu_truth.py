@@ -120,9 +120,9 @@ def test_reduced_precision_rounding_passes_against_float64(bf16_ns):
     run = ipycompile.run_cell("torch.tanh(x @ w)", dict(bf16_ns), backend=_rounding_backend, compare_eager=True,
                               runs=2, record=False)
     e = run.report.profile.eager
-    assert e.outputs_match, e.message
-    assert e.check_method == "fp64 reference" and e.max_abs_diff > 1e-5  # beyond assert_close's atol
-    assert e.compiled_error <= e.allowed_error and e.eager_error > 0
+    assert e.check.match, e.check.message
+    assert e.check.method == "fp64 reference" and e.check.max_abs_diff > 1e-5  # beyond assert_close's atol
+    assert e.check.compiled_error <= e.check.allowed_error and e.check.eager_error > 0
     assert "fp64 reference" in str(run.report)
 
 
@@ -131,8 +131,8 @@ def test_a_wrong_backend_is_flagged_against_float64(bf16_ns):
         run = ipycompile.run_cell("torch.tanh(x @ w)", dict(bf16_ns), backend=_off_by_one, compare_eager=True,
                                   runs=2, record=False)
     e = run.report.profile.eager
-    assert not e.outputs_match and e.check_method == "fp64 reference"
-    assert e.compiled_error > 100 * e.eager_error and "ABOVE" in e.message
+    assert not e.check.match and e.check.method == "fp64 reference"
+    assert e.check.compiled_error > 100 * e.check.eager_error and "ABOVE" in e.check.message
     assert "OUTPUTS DIFFER" in str(run.report)
 
 

@@ -215,8 +215,8 @@ def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):
         res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
     assert res.error_in_exec is None
     e = last_report().profile.eager
-    assert e.outputs_match is False and e.max_abs_diff == pytest.approx(1.0)
-    assert e.check_method == "fp64 reference" and e.compiled_error == pytest.approx(1.0) and e.eager_error == 0
+    assert e.check.match is False and e.check.max_abs_diff == pytest.approx(1.0)
+    assert e.check.method == "fp64 reference" and e.check.compiled_error == pytest.approx(1.0) and e.check.eager_error == 0
     assert any("outputs differ" in n for n in last_report().profile.notes)
 
 
@@ -225,7 +225,7 @@ def test_compare_eager_reports_speedup_memory_and_break_even(ip):
     res, _ = run(ip, "%%compile --backend eager --runs 3 --compare-eager\n(q @ q).relu().sum()")
     assert res.error_in_exec is None
     e = last_report().profile.eager
-    assert e.outputs_match is True and e.speedup > 0 and e.run_median_s > 0
+    assert e.check.match is True and e.speedup > 0 and e.run_median_s > 0
     assert e.memory_ratio is not None
     assert e.break_even_calls is None or e.break_even_calls >= 1
 

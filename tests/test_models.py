@@ -117,7 +117,7 @@ def check(t: Traced, report: ipycompile.CompileReport, what: str) -> None:
 
 def outputs_match(report: ipycompile.CompileReport) -> None:
     eager = report.profile.eager
-    assert eager is not None and eager.outputs_match, eager and eager.message
+    assert eager is not None and eager.check.match, eager and eager.check.message
 
 
 # -- models, once per module ---------------------------------------------------

@@ -88,7 +88,7 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
                                   mode="max-autotune", options={"max_autotune_gemm": False},
                                   compare_eager=True, runs=3, record=False)
     assert make_settings(mode="max-autotune").uses_cudagraphs()
-    assert run.report.profile.eager.outputs_match, run.report.profile.eager.message
+    assert run.report.profile.eager.check.match, run.report.profile.eager.check.message
 
 
 def test_changed_torch_config_is_recorded_in_the_settings():
@@ -153,38 +153,46 @@ def _saved_keys(new, old):
     return new
 
 
-def test_saved_schema_1_reports_load_into_profile_records():
+def test_saved_schema_1_and_2_reports_load_into_profile_records():
     """Reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat Profile;
-    tutorial 07's, from the run before the records): they load into the records, every flat value
-    where it now lives. Those saved with schema 2 (regenerated since) load and save unchanged."""
+    tutorial 07's, from the run before the records) and schema 2 (the output check's fields beside
+    the eager timings): they load into the records, every flat value where it now lives, the
+    output check one record (``EagerComparison.check``)."""
     import gzip
     import json
     from pathlib import Path
 
-    from ipycompile.report import PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
+    from ipycompile.report import OUTPUT_CHECK_FIELDS_V2, PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
     from ipycompile.report.serialize import to_jsonable
+
+    def eager_now(saved):  # where each of the saved comparison's fields lives now
+        return {**{k: v for k, v in saved.items() if k not in OUTPUT_CHECK_FIELDS_V2},
+                "check": {OUTPUT_CHECK_FIELDS_V2[k]: v for k, v in saved.items() if k in OUTPUT_CHECK_FIELDS_V2}}
 
     files = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "gpu").glob("*.json.gz"))
     versions = {path.name: json.loads(gzip.decompress(path.read_bytes())).get("schema_version", 1) for path in files}
-    assert 1 in versions.values(), versions  # old reports stay, to keep this conversion tested
+    assert {1, 2} <= set(versions.values()), versions  # old reports stay, to keep these conversions tested
     for path in files:
         data = json.loads(gzip.decompress(path.read_bytes()))
-        if versions[path.name] == SCHEMA_VERSION:
-            # unchanged, but for fields added since the file was saved, at their default None
-            assert _saved_keys(to_jsonable(CompileReport.from_dict(data).profile), data["profile"]) == data["profile"], path.name
-            continue
-        assert data.get("schema_version", 1) == 1
         report = CompileReport.from_dict(data)
         p = report.profile
-        assert report.schema_version == SCHEMA_VERSION == 2
+        assert report.schema_version == SCHEMA_VERSION == 3
+        if versions[path.name] == 2:
+            saved = dict(data["profile"])
+            if saved.get("eager") is not None:
+                assert saved["eager"]["outputs_match"] is not None and p.eager.check is not None
+                saved["eager"] = eager_now(saved["eager"])
+            # unchanged otherwise, but for fields added since the file was saved, at their default None
+            assert _saved_keys(to_jsonable(p), saved) == saved, path.name
+            continue
+        assert versions[path.name] == 1
         for name, value in data["profile"].items():
             if name in PROFILE_FIELDS_V1:
                 record, attr = PROFILE_FIELDS_V1[name]
                 # fields added to the records' items since (e.g. KernelTime.launches) keep their defaults
                 assert _as_saved(to_jsonable(getattr(getattr(p, record), attr)), value) == value, (path.name, name)
             elif isinstance(value, dict) and name == "eager":  # fields added since keep their defaults
-                now = to_jsonable(getattr(p, name))
-                assert {k: now[k] for k in value} == value, (path.name, name)
+                assert _as_saved(to_jsonable(p.eager), eager_now(value)) == eager_now(value), (path.name, name)
             else:
                 assert to_jsonable(getattr(p, name)) == value, (path.name, name)
         assert CompileReport.from_json(report.to_json()).to_dict() == report.to_dict()
@@ -194,7 +202,7 @@ def test_saved_schema_1_reports_load_into_profile_records():
 def test_a_profile_has_its_records_only_and_schema_1_names_live_in_from_v1():
     """Schema 1's flat names (``run_median_s``, ``peak_device_bytes_compile``, ...) are neither
     attributes nor keywords of a Profile: only :meth:`Profile.from_v1` knows them, to read a saved
-    schema-1 profile into the records."""
+    schema-1 profile into the records. The output check is one record in the eager comparison."""
     import dataclasses
 
     from ipycompile.report import PROFILE_FIELDS_V1, Profile, RunSettings, SteadyState
@@ -206,6 +214,11 @@ def test_a_profile_has_its_records_only_and_schema_1_names_live_in_from_v1():
         Profile(run_median_s=1e-3)
     p = Profile(settings=RunSettings(label="a"), steady=SteadyState(run_median_s=1e-3))
     assert (p.settings.label, p.steady.run_median_s) == ("a", 1e-3)
+    from ipycompile.report import OUTPUT_CHECK_FIELDS_V2, EagerComparison, OutputCheck
+
+    # the eager comparison holds the output check as one record, not its fields copied one by one
+    eager_fields = {f.name for f in dataclasses.fields(EagerComparison)}
+    assert not eager_fields & ({f.name for f in dataclasses.fields(OutputCheck)} | set(OUTPUT_CHECK_FIELDS_V2))
     v1 = Profile.from_v1({"label": "a", "run_median_s": 1e-3, "peak_device_bytes_compile": 10, "notes": ["n"]})
     assert v1 == {"settings": {"label": "a"}, "steady": {"run_median_s": 1e-3},
                   "first_call": {"peak_device_bytes": 10}, "notes": ["n"]}

@@ -55,6 +55,8 @@ __all__ = [
     "Stats",
     "EagerComparison",
     "DeviceBusy",
+    "OutputCheck",
+    "OUTPUT_CHECK_FIELDS_V2",
     "KernelLaunch",
     "KernelTime",
     "RooflineShares",
@@ -887,8 +889,30 @@ class DeviceBusy:
 
 
 @dataclass
+class OutputCheck:
+    """The verdict on the compiled outputs against eager's (:func:`ipycompile.run.accuracy.check_outputs`),
+    and how it was reached."""
+
+    match: bool
+    method: str  # "equal" | "close" | "fp64 reference" | "dtype tolerances" | "structure"
+    max_abs_diff: Optional[float] = None
+    compiled_error: Optional[float] = None  # RMSE against float64 (worst leaf), fp64 method
+    eager_error: Optional[float] = None  # eager's RMSE against float64 on that leaf
+    allowed_error: Optional[float] = None  # the bound compiled_error was held to
+    message: str = ""
+    leaves: list[str] = field(default_factory=list)  # one line per tensor compared
+
+
+#: schema 2's EagerComparison fields that are :class:`OutputCheck`'s now (schema 3): name -> OutputCheck field
+OUTPUT_CHECK_FIELDS_V2 = {"outputs_match": "match", "check_method": "method", "max_abs_diff": "max_abs_diff",
+                          "compiled_error": "compiled_error", "eager_error": "eager_error",
+                          "allowed_error": "allowed_error", "message": "message", "check_details": "leaves"}
+
+
+@dataclass
 class EagerComparison:
-    """The same cell run uncompiled, measured the same way."""
+    """The same cell run uncompiled, measured the same way; ``check`` is its outputs against the
+    compiled run's."""
 
     run_times_s: list[float] = field(default_factory=list)
     run_median_s: Optional[float] = None
@@ -901,21 +925,22 @@ class EagerComparison:
     block_calls: list[int] = field(default_factory=list)  # calls per block in those pairs: [compiled, eager]
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
-    outputs_match: Optional[bool] = None
-    max_abs_diff: Optional[float] = None
-    message: str = ""
-    # how the outputs were judged (run/accuracy.py): "equal" | "close" | "fp64 reference" |
-    # "dtype tolerances" | "structure"; the fp64 method's RMSEs against float64
-    check_method: str = ""
-    compiled_error: Optional[float] = None
-    eager_error: Optional[float] = None
-    allowed_error: Optional[float] = None
-    check_details: list[str] = field(default_factory=list)  # one line per floating tensor
+    check: Optional[OutputCheck] = None  # the outputs against the compiled run's (None: not compared)
     device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
     latency_median_s: Optional[float] = None
     busy: Optional[DeviceBusy] = None  # how much of each eager call the GPU works (CUDA)
     # when compiled is slower beyond doubt and both sides' busy time is known: on the host or on the GPU, and by how much
     why_slower: str = ""
+
+    @staticmethod
+    def from_v2(flat: dict[str, Any]) -> dict[str, Any]:
+        """A schema-2 comparison's JSON (the output check's fields beside the timings) as this
+        schema's (the check one record, ``check``); None where the outputs were not compared."""
+        out = {k: v for k, v in flat.items() if k not in OUTPUT_CHECK_FIELDS_V2}
+        check = {OUTPUT_CHECK_FIELDS_V2[k]: v for k, v in flat.items() if k in OUTPUT_CHECK_FIELDS_V2}
+        if check.get("match") is not None:
+            out["check"] = {"method": "", **check}
+        return out
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report

@@ -143,8 +143,10 @@ def _profile_lines(r: "CompileReport") -> list[str]:
         if p.noisy("speedup vs eager"):
             sp += " NOISY"
         be = f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
-        method = f" ({e.check_method})" if getattr(e, "check_method", "") else ""
-        match = f"outputs match{method}" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
+        c = e.check
+        method = f" ({c.method})" if c is not None and c.method else ""
+        match = "outputs not compared" if c is None else f"outputs match{method}" if c.match \
+            else f"OUTPUTS DIFFER ({c.message})"
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
         if e.busy is not None:
             out.append(f"eager: {e.busy.text}" + (" NOISY" if p.noisy("eager GPU busy share") else ""))
