@@ -79,6 +79,36 @@ def test_observe_with_fresh_recompiles_what_the_cell_calls():
     assert fresh.compiles and fresh.profile.settings.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
 
 
+def test_observe_runs_the_cell_as_plain_code_through_measure():
+    """``--observe`` has no cell path of its own: ``execute`` gives ``measure`` the cell as ordinary
+    code (``cell.plain_cell``: module-level statements, the last expression's value), run once
+    under the capture; that run is the steady state's only run, and nothing is measured as ours."""
+    from ipycompile.report import FirstCall
+    from ipycompile.run import runner
+    from ipycompile.run.cell import CellError
+
+    import inspect
+
+    # one cell path: of the runner's functions, only measure opens a capture (and runs the first call)
+    functions = [f for f in vars(runner).values() if inspect.isfunction(f) and f.__module__ == runner.__name__]
+    assert [f.__name__ for f in functions if "capture(" in inspect.getsource(f)] == ["measure"]
+    ns = {"f": torch.compile(lambda t: t + 1, backend="eager"), "torch": torch}
+    source = "class K:\n    n = 1\ny = f(torch.ones(2))\ny.sum() + K.n"
+    run = runner.execute(source, ns, observe=True, record=False, sources={"<observed>": "In [4]"})
+    p = run.report.profile
+    assert run.error is None and run.fn is None and float(run.value) == 5.0 and float(ns["y"].sum()) == 4.0
+    assert ns["K"].__qualname__ == "K" and len(run.report.compiles) == 1  # the user's torch.compile, captured
+    assert p.settings.observe and p.first_call == FirstCall() and p.eager is None and not p.kernels.times
+    assert p.steady.runs == 1 and p.steady.run_times_s == [p.steady.run_median_s] and p.steady.run_median_s > 0
+    assert run.report.sources["<observed>"] == "In [4]" and run.records
+
+    failed = runner.execute("z = 1\n1 / 0", ns, observe=True, record=False)
+    assert isinstance(failed.error, ZeroDivisionError) and ns["z"] == 1
+    assert failed.report.profile.error.startswith("ZeroDivisionError") and failed.report.profile.steady.runs == 0
+    with pytest.raises(CellError, match="line 3: "):
+        runner.execute("x = (", ns, observe=True, record=False, header="%%compile --observe\n# a comment")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need CUDA")
 def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():

@@ -438,9 +438,7 @@ def sweep(
             from ..report import CompileReport
 
             profile.error = f"{error_text(exc)} (in make_args)"
-            report = CompileReport()
-            report.profile = profile
-            return CellRun(None, report, exc)
+            return CellRun(None, CompileReport(profile=profile), exc)
         eager = call_of(fn, made)
         compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
         target = Target(compiled, eager, lambda value: value)
