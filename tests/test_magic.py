@@ -375,3 +375,33 @@ def test_the_magics_flags_are_the_run_options_declared_once(ip):
     # every RunOptions/CompileSettings field but record (a magic run is always recorded); --option is
     # `options` as KEY=VALUE texts; plus the magic's own --sweep, -o and --quiet
     assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options"}) | {"option", "sweep", "output", "quiet"}
+
+
+def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keywords():
+    """The options are the fields of RunOptions and CompileSettings (OPTION_NAMES); no public call
+    spells one in its own signature (they reach RunOptions.build through ``**options``), and each
+    call that takes them says so with one rule: built, or keywords, not both."""
+    import dataclasses
+    import inspect
+
+    from ipycompile.run import execute, run_cell, sweep
+    from ipycompile.run.options import OPTION_NAMES, RunOptions
+    from ipycompile.run.request import run_request
+    from ipycompile.run.settings import CompileSettings
+    from ipycompile.run.sweeps import sweep_cell
+
+    fields = [f.name for f in dataclasses.fields(CompileSettings)] + \
+        [f.name for f in dataclasses.fields(RunOptions) if f.name != "settings"]
+    assert list(OPTION_NAMES) == fields
+    for fn in (execute, run_cell, sweep, sweep_cell, run_request):
+        params = inspect.signature(fn).parameters.values()
+        named = {p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert not named & set(OPTION_NAMES), (fn.__name__, sorted(named & set(OPTION_NAMES)))
+        assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params), fn.__name__
+    built = RunOptions.build(backend="eager", runs=2)
+    assert RunOptions.given(built, {}, where="execute") is built
+    assert RunOptions.given(None, {"backend": "eager", "runs": 2}, where="execute") == built
+    with pytest.raises(TypeError, match="sweep_cell: give the options as run_options or as keywords, not both"):
+        RunOptions.given(built, {"runs": 3}, where="sweep_cell")
+    with pytest.raises(TypeError, match="unknown option 'rns'; the options are mode, backend"):
+        RunOptions.build(rns=3)

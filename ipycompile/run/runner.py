@@ -135,10 +135,9 @@ def execute(
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
 
     The run's options are one :class:`~ipycompile.run.options.RunOptions`: given as
-    ``run_options``, or built here once from the keywords (``mode``, ``backend``,
-    ``dynamic``, ``fullgraph``, ``options``, ``runs``, ``warmup``, ``fresh``,
-    ``compare_eager``, ``observe``, ``profile_kernels``, ``memory_timeline``,
-    ``trace_dir``, ``label``, ``record``, ``verify_fixes``, ``verify_budget_s``; see :meth:`RunOptions.build`).
+    ``run_options``, or built here once from the keywords (the names in
+    :data:`~ipycompile.run.options.OPTION_NAMES`: ``mode``, ``backend``, ``runs``,
+    ``compare_eager``, ...; see :meth:`RunOptions.build`).
 
     ``verify_fixes``: after the report is diagnosed, try each suggested fix on the cell in a
     scratch compile of the same cell on copies of the same inputs (:mod:`ipycompile.run.verify`),
@@ -167,9 +166,8 @@ def execute(
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
     check_cell(source, namespace)
-    if run_options is not None and options:
-        raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
-    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    opts = RunOptions.given(run_options, options, where="execute",
+                            devices=lambda: cell_devices(source, namespace or {}))
     with _one_run_at_a_time():
         return _execute(source, {} if namespace is None else namespace, opts, filename, header, sources,
                         execution_count)

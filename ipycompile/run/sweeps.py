@@ -470,10 +470,8 @@ def sweep_cell(
     names the rows, ``record`` adds them to the history. Returns the sweep's :class:`SweepResult`, as
     :func:`sweep` does.
     """
-    if run_options is None:
-        run_options = RunOptions.build(**options, devices=lambda: cell_devices(source, namespace))
-    elif options:
-        raise TypeError(f"sweep_cell: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
+    run_options = RunOptions.given(run_options, options, where="sweep_cell",
+                                   devices=lambda: cell_devices(source, namespace))
     if run_options.observe:
         raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
     label, record = run_options.label, run_options.record
