@@ -405,3 +405,11 @@ def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keyword
         RunOptions.given(built, {"runs": 3}, where="sweep_cell")
     with pytest.raises(TypeError, match="unknown option 'rns'; the options are mode, backend"):
         RunOptions.build(rns=3)
+    # a sweep's untimed warm start is one variant of the options, the same for functions and cells
+    from ipycompile.run import sweeps
+
+    warm = RunOptions.build(backend="eager", runs=5, compare_eager=True, profile_kernels=True).warm_start()
+    assert (warm.runs, warm.warmup, warm.compare_eager, warm.profile_kernels, warm.memory_timeline, warm.record) == \
+        (1, 0, False, False, False, False)
+    assert inspect.getsource(sweeps.sweep).count(".warm_start()") == inspect.getsource(sweeps.sweep_cell).count(
+        ".warm_start()") == 1

@@ -7,7 +7,6 @@ Every class round-trips through ``to_dict`` / ``from_dict`` (see
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
