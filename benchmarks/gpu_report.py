@@ -97,8 +97,8 @@ def _save(rows, prefix: str, out: Path, done: Optional[set] = None) -> list[dict
         done.add(row["run"])
         r = row["report"]
         p = r.profile
-        name = f"{prefix}-{int(row['run']):02d}-{_slug(p.label or p.mode)}"
-        params = {k: row[k] for k in (p.params or {})}
+        name = f"{prefix}-{int(row['run']):02d}-{_slug(p.settings.label or p.settings.mode)}"
+        params = {k: row[k] for k in (p.settings.params or {})}
         if params:
             name += "-" + "-".join(f"{k}{v}" for k, v in params.items())
         (out / f"{name}.json").write_text(r.to_json())
@@ -108,14 +108,14 @@ def _save(rows, prefix: str, out: Path, done: Optional[set] = None) -> list[dict
             warnings.simplefilter("ignore")  # "contains your model's code": it is ours
             r.to_html(str(out / f"{name}.html"))
         saved.append({
-            "report": name, "label": p.label, "mode": p.mode, "params": params, "status": row["status"],
-            "device": p.device, "torch": p.torch_version, "compile_s": p.compile_s, "compile_wall_s": p.compile_wall_s,
-            "run_time_s": p.run_median_s, "device_time_s": p.device_median_s, "latency_s": p.latency_median_s,
+            "report": name, "label": p.settings.label, "mode": p.settings.mode, "params": params, "status": row["status"],
+            "device": p.settings.device, "torch": p.settings.torch_version, "compile_s": p.first_call.compile_s, "compile_wall_s": p.first_call.compile_wall_s,
+            "run_time_s": p.steady.run_median_s, "device_time_s": p.steady.device_median_s, "latency_s": p.steady.latency_median_s,
             "speedup": p.eager.speedup if p.eager else None,
-            "outputs_match": p.eager.outputs_match if p.eager else None,
-            "output_check": p.eager.check_method if p.eager else None,
+            "outputs_match": p.eager.check.match if p.eager and p.eager.check else None,
+            "output_check": p.eager.check.method if p.eager and p.eager.check else None,
             "autotuned_ops": len(r.autotuning), "cudagraphs": [f"{c.compile_id}: {c.status}" for c in r.cudagraphs],
-            "memory_timelines": [t.label for t in p.memory_timelines],
+            "memory_timelines": [t.label for t in p.memory.timelines],
         })
     return saved
 
@@ -147,15 +147,15 @@ def training_step(shell, out: Path) -> dict:
     p = rep.profile
     fn = next(SESSION.compiled[key][1] for key in SESSION.compiled if "last_loss = loss.item()" in key[0])
     autorange = torch.utils.benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=1.0)
-    info.update(reported_run_time_s=p.run_median_s, reported_device_time_s=p.device_median_s,
-                reported_latency_s=p.latency_median_s, run_block_calls=p.run_block_calls,
+    info.update(reported_run_time_s=p.steady.run_median_s, reported_device_time_s=p.steady.device_median_s,
+                reported_latency_s=p.steady.latency_median_s, run_block_calls=p.steady.run_block_calls,
                 graph_breaks=rep.graph_break_count, autorange_median_s=autorange.median,
-                ratio_to_autorange=p.run_median_s / autorange.median)
+                ratio_to_autorange=p.steady.run_median_s / autorange.median)
     if torch.cuda.is_available():
         from triton.testing import do_bench
 
         info["do_bench_median_s"] = do_bench(fn, return_mode="median") / 1e3
-        info["ratio_to_do_bench"] = (p.device_median_s or 0) / info["do_bench_median_s"]
+        info["ratio_to_do_bench"] = (p.steady.device_median_s or 0) / info["do_bench_median_s"]
         old = _old_per_call_timer(fn)
         info.update(old_timer_median_s=statistics.median(old), old_timer_min_s=min(old), old_timer_max_s=max(old))
     return info

@@ -79,8 +79,8 @@ def run_cells(ns: dict) -> dict[str, dict]:
             p = ipycompile.run_cell(source, ns, compare_eager=True, label=label, record=False).report.profile
             e = p.eager
             out[label] = {"speedup": e.speedup, "ci95": e.speedup_ci95, "pairs": e.pairs,
-                          "width": e.speedup_ci95[1] / e.speedup_ci95[0], "run_median_s": p.run_median_s,
-                          "run_spread": relative_iqr(p.run_times_s), "eager_spread": relative_iqr(e.run_times_s),
+                          "width": e.speedup_ci95[1] / e.speedup_ci95[0], "run_median_s": p.steady.run_median_s,
+                          "run_spread": relative_iqr(p.steady.run_times_s), "eager_spread": relative_iqr(e.run_times_s),
                           "noise": list(p.noise), "noisy_speedup": bool(p.noisy("speedup vs eager"))}
     return out
 

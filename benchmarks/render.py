@@ -54,10 +54,14 @@ from ipycompile.report import (  # noqa: E402
     CompileReport,
     ControlFlowNode,
     EagerComparison,
+    FirstCall,
     Graph,
     GuardSet,
+    OutputCheck,
     Profile,
     Recompile,
+    RunSettings,
+    SteadyState,
     Subgraph,
 )
 from ipycompile.report.model import KernelTime  # noqa: E402
@@ -195,21 +199,23 @@ def synthetic(scale: float = 1.0, real: CompileReport | None = None) -> CompileR
     times = [0.0021 + 0.0001 * ((i * 7919) % 13) / 13 for i in range(1000)]
     eager = [t * 1.4 for t in times]
     r.profile = Profile(
-        compile_s=ct.total_s, run_times_s=times, run_median_s=statistics.median(times), run_iqr_s=0.00004,
-        run_min_s=min(times), run_max_s=max(times), runs=len(times), warmup=3,
-        peak_device_bytes_compile=3 << 30, peak_device_bytes_run=2 << 30, peak_host_bytes_compile=5 << 30,
-        peak_host_bytes_run=4 << 30, torch_version=real.torch_version, device="NVIDIA H100 80GB HBM3",
-        backend="inductor",
-        eager=EagerComparison(eager, statistics.median(eager), 2 << 30, 4 << 30, 1.4, 1.0, 12000, True, 0.0),
+        settings=RunSettings(torch_version=real.torch_version, device="NVIDIA H100 80GB HBM3", backend="inductor"),
+        first_call=FirstCall(compile_s=ct.total_s, peak_device_bytes=3 << 30, peak_host_bytes=5 << 30),
+        steady=SteadyState(run_times_s=times, run_median_s=statistics.median(times), run_iqr_s=0.00004,
+                           run_min_s=min(times), run_max_s=max(times), runs=len(times), warmup=3,
+                           peak_device_bytes=2 << 30, peak_host_bytes=4 << 30),
+        eager=EagerComparison(run_times_s=eager, run_median_s=statistics.median(eager), peak_device_bytes=2 << 30,
+                              peak_host_bytes=4 << 30, speedup=1.4, memory_ratio=1.0, break_even_calls=12000,
+                              check=OutputCheck(True, "equal", max_abs_diff=0.0)),
     )
     # --profile-kernels: a time for every kernel, so the Kernels tab has its time and share columns
     weights = [1 + (i * 7919) % 97 for i in range(len(r.kernels))]
     total = sum(weights)
-    r.profile.kernel_times = [
+    r.profile.kernels.times = [
         KernelTime(k.name, k.name, k.compile_id, k.graph_stage, w * 1e-6, w * 2e-7, 5, w / total)
         for k, w in zip(r.kernels, weights)
     ]
-    r.profile.kernel_times_device, r.profile.kernel_times_calls = "cuda", 5
+    r.profile.kernels.device, r.profile.kernels.calls = "cuda", 5
     return r
 
 

@@ -138,7 +138,7 @@ def step_report(names: list[str], work: "Path | None" = None) -> dict:
 
             events = profile_calls(run.fn, 3, cuda=True)
             (work / f"events_{name}.json").write_text(json.dumps([asdict(e) for e in events], default=str))
-        calls = max(run.report.profile.kernel_times_calls, 1)
+        calls = max(run.report.profile.kernels.calls, 1)
         rows = []
         for x in roof.rows:
             t = x.time

@@ -225,12 +225,12 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
     run_ratios = _paired(seen["run_time"], seen["autorange"])
     row = {
         "workload": w["name"], "kind": w["kind"], "mode": mode, "rounds": rounds,
-        "compile_s": p.compile_s, "compile_wall_s": p.compile_wall_s,
+        "compile_s": p.first_call.compile_s, "compile_wall_s": p.first_call.compile_wall_s,
         # the report's own figures (measured once, by run_cell)
-        "report_run_time_s": p.run_median_s, "report_run_iqr_s": p.run_iqr_s,
-        "report_device_time_s": p.device_median_s, "report_latency_s": p.latency_median_s,
-        "run_blocks": len(p.run_times_s), "run_block_calls": p.run_block_calls,
-        "run_dropped_blocks": p.run_dropped_blocks,
+        "report_run_time_s": p.steady.run_median_s, "report_run_iqr_s": p.steady.run_iqr_s,
+        "report_device_time_s": p.steady.device_median_s, "report_latency_s": p.steady.latency_median_s,
+        "run_blocks": len(p.steady.run_times_s), "run_block_calls": p.steady.run_block_calls,
+        "run_dropped_blocks": p.steady.run_dropped_blocks,
         # each instrument once per round, interleaved
         "rounds_s": seen,
         "run_time_s": statistics.median(seen["run_time"]),
@@ -238,9 +238,9 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
         "spread": {k: _spread(v) for k, v in seen.items()},
         "round_ratios_to_autorange": run_ratios,
         "ratio_to_autorange": statistics.median(run_ratios),
-        "report_ratio_to_autorange": p.run_median_s / statistics.median(seen["autorange"]),
+        "report_ratio_to_autorange": p.steady.run_median_s / statistics.median(seen["autorange"]),
         "cudagraphs": [f"{c.compile_id}: {c.status} {c.reason}".strip() for c in run.report.cudagraphs],
-        "recorded_in_timing": p.recorded_in_timing,
+        "recorded_in_timing": p.steady.recorded_in_timing,
         "graph_breaks": run.report.graph_break_count,
         "other_processes_cores": contention.others_cores, "cores": contention.cores,
         "report_noise": list(p.noise),
@@ -250,17 +250,17 @@ def measure_one(w: dict, mode: str, cuda: bool, rounds: int, diagnose: bool) -> 
         row.update(device_time_s=statistics.median(seen["device_time"]),
                    do_bench_median_s=statistics.median(seen["do_bench"]),
                    round_ratios_to_do_bench=dev_ratios, ratio_to_do_bench=statistics.median(dev_ratios),
-                   report_ratio_to_do_bench=(p.device_median_s / statistics.median(seen["do_bench"])
-                                             if p.device_median_s else None),
+                   report_ratio_to_do_bench=(p.steady.device_median_s / statistics.median(seen["do_bench"])
+                                             if p.steady.device_median_s else None),
                    # how much of a call the device was busy: host-bound calls are well under 1
                    device_share_of_run_time=statistics.median(seen["device_time"]) / row["run_time_s"],
                    # the report's GPU busy time per call (kernels from the profiler) and its verdict
-                   busy_s=p.busy.busy_s if p.busy else None, busy_share=p.busy.share if p.busy else None,
+                   busy_s=p.steady.busy.busy_s if p.steady.busy else None, busy_share=p.steady.busy.share if p.steady.busy else None,
                    # the run time the share is judged against: plain blocks timed between the profiled ones
-                   busy_run_s=p.busy.run_s if p.busy else None,
-                   busy_run_times_s=list(p.busy.run_times_s) if p.busy else None,
-                   verdict=p.busy.verdict if p.busy else "", advice=p.busy.advice if p.busy else "",
-                   kernels_per_call=p.busy.kernels_per_call if p.busy else None)
+                   busy_run_s=p.steady.busy.run_s if p.steady.busy else None,
+                   busy_run_times_s=list(p.steady.busy.run_times_s) if p.steady.busy else None,
+                   verdict=p.steady.busy.verdict if p.steady.busy else "", advice=p.steady.busy.advice if p.steady.busy else "",
+                   kernels_per_call=p.steady.busy.kernels_per_call if p.steady.busy else None)
     if diagnose:
         for k in ("run_time_gc_off", "autorange_blocks"):
             row[f"ratio_{k}_to_autorange"] = statistics.median(_paired(seen[k], seen["autorange"]))

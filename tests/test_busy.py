@@ -65,7 +65,7 @@ def test_plain_blocks_last_at_least_the_shortest_block():
 
 
 def test_the_summary_marks_each_noisy_busy_share_by_its_own_name():
-    from ipycompile.report import CompileReport, DeviceBusy, EagerComparison, Profile
+    from ipycompile.report import CompileReport, DeviceBusy, EagerComparison, Profile, SteadyState
 
     def busy(run_times):
         return busy_beside_run(iter(run_times).__next__, lambda: BusyBlock(40e-6, 3), calls=5, cudagraphs=False,
@@ -73,7 +73,7 @@ def test_the_summary_marks_each_noisy_busy_share_by_its_own_name():
 
     compiled, eager = busy([100e-6, 101e-6, 100e-6]), busy([100e-6, 140e-6, 100e-6])
     report = CompileReport()
-    report.profile = Profile(busy=compiled, eager=EagerComparison(run_median_s=1e-4, busy=eager),
+    report.profile = Profile(steady=SteadyState(busy=compiled), eager=EagerComparison(run_median_s=1e-4, busy=eager),
                              noise=[n for n in (busy_noise(compiled), busy_noise(eager, "eager GPU busy share")) if n])
     lines = str(report).splitlines()
     assert isinstance(compiled, DeviceBusy) and len(report.profile.noise) == 1

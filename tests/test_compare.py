@@ -136,13 +136,13 @@ def test_times_and_memory_come_from_the_profiles_with_their_spread():
     a, _, b = cell_runs()
     c = compare(a, b)
     run = c.metric("run median")
-    assert (run.a, run.b) == (a.report.profile.run_median_s, b.report.profile.run_median_s)
-    assert (run.spread_a, run.spread_b) == (a.report.profile.run_iqr_s, b.report.profile.run_iqr_s)
+    assert (run.a, run.b) == (a.report.profile.steady.run_median_s, b.report.profile.steady.run_median_s)
+    assert (run.spread_a, run.spread_b) == (a.report.profile.steady.run_iqr_s, b.report.profile.steady.run_iqr_s)
     assert run.delta == pytest.approx(run.b - run.a) and run.beyond_spread is not None
     first = c.metric("first call (compile)")
-    assert (first.a, first.b) == (a.report.profile.compile_s, b.report.profile.compile_s) and first.spread_a is None
+    assert (first.a, first.b) == (a.report.profile.first_call.compile_s, b.report.profile.first_call.compile_s) and first.spread_a is None
     host = c.metric("peak host memory, steady")
-    assert host.a == a.report.profile.peak_host_bytes_run
+    assert host.a == a.report.profile.steady.peak_host_bytes
     assert f"run median" in str(c) and "(IQR " in str(c)
 
 
@@ -190,7 +190,8 @@ def test_find_run_by_number_index_and_label_with_clear_errors():
             history_log.find_run(1)
         a, _, b = cell_runs()
         history_log.record(a.report, execution_count=3)
-        history_log.record(dataclasses.replace(b.report, profile=dataclasses.replace(b.report.profile, label="fixed")))
+        fixed = dataclasses.replace(b.report.profile.settings, label="fixed")
+        history_log.record(dataclasses.replace(b.report, profile=dataclasses.replace(b.report.profile, settings=fixed)))
         assert history_log.find_run("1")[1] == "run 1 (In [3])"
         assert history_log.find_run(-1)[1] == "run 2 (fixed)" and history_log.find_run("fixed")[0] is history_log._ROWS[1]["report"]
         with pytest.raises(ValueError, match=r"no run 7: runs are numbered 1 to 2"):

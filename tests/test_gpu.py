@@ -49,10 +49,10 @@ def tiny():
 
 def test_three_times_are_measured_and_named(tiny):
     p = tiny.report.profile
-    assert p.run_median_s > 0 and p.device_median_s > 0 and p.latency_median_s > 0
-    assert p.run_block_calls > 1  # a launch-bound call: many calls per block
-    assert len(p.device_times_s) >= 5 and len(p.latency_times_s) >= 3
-    assert "blocks of" in p.timing_method and "CUDA events" in p.timing_method and "latency" in p.timing_method
+    assert p.steady.run_median_s > 0 and p.steady.device_median_s > 0 and p.steady.latency_median_s > 0
+    assert p.steady.run_block_calls > 1  # a launch-bound call: many calls per block
+    assert len(p.steady.device_times_s) >= 5 and len(p.steady.latency_times_s) >= 3
+    assert "blocks of" in p.steady.timing_method and "CUDA events" in p.steady.timing_method and "latency" in p.steady.timing_method
     text = str(tiny.report)
     assert "run time" in text and "device time" in text and "latency" in text
 
@@ -65,10 +65,10 @@ def test_device_time_agrees_with_the_profilers_kernel_sum():
     a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.float16) for _ in range(2))
     run = _run("a @ b", {"a": a, "b": b}, profile_kernels=True)
     p = run.report.profile
-    kernels = sum(t.per_call_s for t in p.kernel_times)
-    assert p.kernel_times_device == "cuda"
-    assert kernels == pytest.approx(p.device_median_s, rel=0.5), (kernels, p.device_median_s)
-    assert "cpp.enable_kernel_profile" not in p.options  # a CUDA-only cell: no C++ kernels to profile (item 8)
+    kernels = sum(t.per_call_s for t in p.kernels.times)
+    assert p.kernels.device == "cuda"
+    assert kernels == pytest.approx(p.steady.device_median_s, rel=0.5), (kernels, p.steady.device_median_s)
+    assert "cpp.enable_kernel_profile" not in p.settings.options  # a CUDA-only cell: no C++ kernels to profile (item 8)
 
 
 # -- 2. output checks that understand precision ------------------------------------
@@ -92,13 +92,13 @@ def test_fp16_rounding_is_not_flagged_a_miscompile_is():
           "w": torch.randn(1024, 1024, device="cuda", dtype=torch.float16) / 32}
     good = _run("torch.nn.functional.gelu(x @ w)", ns, backend=_rounding_backend, compare_eager=True, runs=3)
     e = good.report.profile.eager
-    assert e.outputs_match, e.message
-    assert e.check_method == "fp64 reference" and e.compiled_error <= e.allowed_error
-    assert e.max_abs_diff > 1e-5  # the differences an absolute 1e-5 would have flagged
+    assert e.check.match, e.check.message
+    assert e.check.method == "fp64 reference" and e.check.compiled_error <= e.check.allowed_error
+    assert e.check.max_abs_diff > 1e-5  # the differences an absolute 1e-5 would have flagged
     with pytest.warns(RuntimeWarning, match="outputs differ"):
         bad = _run("torch.nn.functional.gelu(x @ w)", ns, backend=_off_by_one_backend, compare_eager=True, runs=3)
     e = bad.report.profile.eager
-    assert not e.outputs_match and e.check_method == "fp64 reference" and e.compiled_error > e.allowed_error
+    assert not e.check.match and e.check.method == "fp64 reference" and e.check.compiled_error > e.check.allowed_error
 
 
 # -- 3. max-autotune --------------------------------------------------------------
@@ -143,7 +143,7 @@ def test_recorded_graphs_are_counted_and_kept_out_of_the_timing():
     (c,) = run.report.cudagraphs
     assert c.status == "recorded" and c.recordings >= 1 and c.recording_s > 0
     p = run.report.profile
-    assert p.recorded_in_timing == {} and p.run_dropped_blocks == 0
+    assert p.steady.recorded_in_timing == {} and p.steady.run_dropped_blocks == 0
 
 
 def test_new_shapes_are_rerecorded():
@@ -163,7 +163,7 @@ def test_memory_timeline_peak_agrees_with_the_allocator_and_names_the_line():
     ns = {"x": torch.randn(2048, 1024, device="cuda"), "w": torch.randn(1024, 4096, device="cuda")}
     source = "y = (x @ w).relu()\nout = y.sum(0)"
     run = _run(source, ns, memory_timeline=True, runs=3)
-    compiling, steady = run.report.profile.memory_timelines
+    compiling, steady = run.report.profile.memory.timelines
     assert (compiling.label, steady.label) == ("compiling call", "steady-state call")
     # the independent instrument: the allocator's own peak counter over the same call
     assert steady.peak_bytes == steady.allocator_peak_bytes and compiling.peak_bytes == compiling.allocator_peak_bytes
@@ -178,8 +178,8 @@ def test_memory_timeline_peak_agrees_with_the_allocator_and_names_the_line():
 # -- 6. compile time net of the capture --------------------------------------------
 def test_compile_time_is_net_of_the_capture_and_keeps_the_wall_time(tiny):
     p = tiny.report.profile
-    assert p.trace_logging_s > 0
-    assert p.compile_s + p.trace_logging_s == pytest.approx(p.compile_wall_s)
+    assert p.first_call.trace_logging_s > 0
+    assert p.first_call.compile_s + p.first_call.trace_logging_s == pytest.approx(p.first_call.compile_wall_s)
 
 
 # -- 7. kernels to user lines ---------------------------------------------------------
@@ -189,7 +189,7 @@ def test_slowest_kernel_leads_to_a_line_of_the_cell():
     source = "attn = q @ k.transpose(-2, -1)\nw = (attn / 8).softmax(-1)\nout = w @ v"
     run = _run(source, ns, profile_kernels=True, runs=5)
     r = run.report
-    timed = [t for t in r.profile.kernel_times if t.kernel]
+    timed = [t for t in r.profile.kernels.times if t.kernel]
     slowest = next(k for k in r.kernels if k.name == timed[0].kernel)
     assert slowest.user_lines and all(f.filename.startswith("<ipycompile-cell") for f in slowest.user_lines)
     lines = {f.lineno for k in r.kernels for f in k.user_lines}
@@ -212,8 +212,8 @@ def test_magic_memory_timeline_option_on_the_gpu():
                               store_history=True)
         assert res.error_in_exec is None, res.error_in_exec
         rep: CompileReport = ip.user_ns["rep"]
-        assert [t.label for t in rep.profile.memory_timelines] == ["compiling call", "steady-state call"]
-        assert statistics.median(rep.profile.device_times_s) == pytest.approx(rep.profile.device_median_s)
+        assert [t.label for t in rep.profile.memory.timelines] == ["compiling call", "steady-state call"]
+        assert statistics.median(rep.profile.steady.device_times_s) == pytest.approx(rep.profile.steady.device_median_s)
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")
 
@@ -234,14 +234,14 @@ def launch_bound():
 
 def test_busy_time_and_verdict_for_a_launch_bound_cell(launch_bound):
     p = launch_bound["default"].report.profile
-    b = p.busy
-    assert b is not None and 0 < b.busy_s < p.run_median_s
+    b = p.steady.busy
+    assert b is not None and 0 < b.busy_s < p.steady.run_median_s
     assert b.verdict == "host-bound", b.text
     assert "reduce-overhead" in b.advice  # default mode, inductor: the suggestion
     assert b.kernels_per_call >= 12
     # judged against plain blocks of the same calls timed between the two profiled blocks
     assert len(b.run_times_s) == 3 and b.run_s == statistics.median(b.run_times_s) and len(b.busy_times_s) == 2
-    assert "GPU busy: 2 blocks of" in p.timing_method
+    assert "GPU busy: 2 blocks of" in p.steady.timing_method
     assert p.eager.busy is not None and p.eager.busy.busy_s > 0  # the eager comparison gets the same figures
     assert len(p.eager.busy.run_times_s) == 3
     text = str(launch_bound["default"].report)
@@ -252,12 +252,12 @@ def test_reduce_overhead_raises_the_busy_share_and_lowers_run_time(launch_bound)
     """The suggestion, applied: CUDA graphs replay the launches; the GPU is busier and each call faster,
     with the same outputs as eager."""
     before, after = launch_bound["default"].report.profile, launch_bound["reduce-overhead"].report.profile
-    assert after.busy.share > before.busy.share, (before.busy.text, after.busy.text)
-    assert after.run_median_s < before.run_median_s, (before.run_median_s, after.run_median_s)
-    assert after.eager.outputs_match and before.eager.outputs_match
-    assert "reduce-overhead" not in after.busy.advice  # under CUDA graphs: no suggestion to turn them on
-    if after.busy.verdict == "host-bound":
-        assert "under CUDA graphs the host still spends" in after.busy.advice
+    assert after.steady.busy.share > before.steady.busy.share, (before.steady.busy.text, after.steady.busy.text)
+    assert after.steady.run_median_s < before.steady.run_median_s, (before.steady.run_median_s, after.steady.run_median_s)
+    assert after.eager.check.match and before.eager.check.match
+    assert "reduce-overhead" not in after.steady.busy.advice  # under CUDA graphs: no suggestion to turn them on
+    if after.steady.busy.verdict == "host-bound":
+        assert "under CUDA graphs the host still spends" in after.steady.busy.advice
 
 
 def test_a_compiled_call_slower_than_eager_says_it_is_the_host():

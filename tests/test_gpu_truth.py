@@ -120,9 +120,9 @@ def test_reduced_precision_rounding_passes_against_float64(bf16_ns):
     run = ipycompile.run_cell("torch.tanh(x @ w)", dict(bf16_ns), backend=_rounding_backend, compare_eager=True,
                               runs=2, record=False)
     e = run.report.profile.eager
-    assert e.outputs_match, e.message
-    assert e.check_method == "fp64 reference" and e.max_abs_diff > 1e-5  # beyond assert_close's atol
-    assert e.compiled_error <= e.allowed_error and e.eager_error > 0
+    assert e.check.match, e.check.message
+    assert e.check.method == "fp64 reference" and e.check.max_abs_diff > 1e-5  # beyond assert_close's atol
+    assert e.check.compiled_error <= e.check.allowed_error and e.check.eager_error > 0
     assert "fp64 reference" in str(run.report)
 
 
@@ -131,8 +131,8 @@ def test_a_wrong_backend_is_flagged_against_float64(bf16_ns):
         run = ipycompile.run_cell("torch.tanh(x @ w)", dict(bf16_ns), backend=_off_by_one, compare_eager=True,
                                   runs=2, record=False)
     e = run.report.profile.eager
-    assert not e.outputs_match and e.check_method == "fp64 reference"
-    assert e.compiled_error > 100 * e.eager_error and "ABOVE" in e.message
+    assert not e.check.match and e.check.method == "fp64 reference"
+    assert e.check.compiled_error > 100 * e.check.eager_error and "ABOVE" in e.check.message
     assert "OUTPUTS DIFFER" in str(run.report)
 
 
@@ -315,7 +315,7 @@ def test_memory_timeline_needs_cuda():
 def test_compile_time_is_net_of_torchs_logging_tally():
     run = ipycompile.run_cell("torch.ones(3).cos() * 2", {"torch": torch}, backend="aot_eager", runs=2, record=False)
     p = run.report.profile
-    assert p.trace_logging_s > 0 and p.compile_s + p.trace_logging_s == pytest.approx(p.compile_wall_s)
+    assert p.first_call.trace_logging_s > 0 and p.first_call.compile_s + p.first_call.trace_logging_s == pytest.approx(p.first_call.compile_wall_s)
     assert "net of" in str(run.report) and "wall" in str(run.report)
 
 
@@ -351,7 +351,7 @@ def test_cpu_kernels_name_user_lines_through_their_graphs(cpu_cell):
 
 # -- 8. --profile-kernels adds the C++ option only where C++ kernels can come ------------------
 def test_kernel_profile_option_only_for_cpu_tensors(cpu_cell):
-    assert cpu_cell.report.profile.options == {"cpp.enable_kernel_profile": True}
+    assert cpu_cell.report.profile.settings.options == {"cpp.enable_kernel_profile": True}
     assert kernel_profile_options(None, "inductor", devices={"cuda"}) is None
     assert kernel_profile_options({}, "inductor", devices={"cuda", "cpu"}) == {"cpp.enable_kernel_profile": True}
     assert kernel_profile_options(None, "inductor", devices=set()) == {"cpp.enable_kernel_profile": True}

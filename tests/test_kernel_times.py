@@ -56,27 +56,27 @@ def kernels_table(report: CompileReport) -> Table:
 # -- a real CPU run -------------------------------------------------------------------
 def test_cpp_kernels_and_the_extern_mm_get_cpu_time(run):
     r, p = run.report, run.report.profile
-    assert p.kernel_times_device == "cpu" and p.kernel_times_calls == 5
+    assert p.kernels.device == "cpu" and p.kernels.calls == 5
     cpp = [k for k in r.kernels if k.backend == "cpp"]
     (mm,) = [k for k in r.kernels if k.name == "extern_kernels.mm"]
     assert cpp
-    by_kernel = {(t.kernel, t.compile_id): t for t in p.kernel_times if t.kernel}
+    by_kernel = {(t.kernel, t.compile_id): t for t in p.kernels.times if t.kernel}
     for k in [*cpp, mm]:
         t = by_kernel[(k.name, k.compile_id)]
         assert t.name == k.name and t.graph_stage == k.graph_stage
         assert t.total_s > 0 and t.calls == 5 and t.share > 0
         assert t.per_call_s == pytest.approx(t.total_s / 5)
-    (other,) = [t for t in p.kernel_times if t.name == OTHER_CPU_TIME]
+    (other,) = [t for t in p.kernels.times if t.name == OTHER_CPU_TIME]
     assert other.kernel == "" and other.calls == 0 and other.total_s > 0
-    assert sum(t.share for t in p.kernel_times) <= 1 + 1e-6
-    assert [t.total_s for t in p.kernel_times] == sorted((t.total_s for t in p.kernel_times), reverse=True)
+    assert sum(t.share for t in p.kernels.times) <= 1 + 1e-6
+    assert [t.total_s for t in p.kernels.times] == sorted((t.total_s for t in p.kernels.times), reverse=True)
 
 
 def test_timed_runs_are_the_timed_runs_and_the_option_is_in_the_settings(run):
     p = run.report.profile
-    assert p.runs == RUNS and len(p.run_times_s) == RUNS  # the profiled calls are not timed runs
-    assert p.run_median_s == sorted(p.run_times_s)[RUNS // 2] and p.compile_s > 0
-    assert p.options == {KERNEL_PROFILE_OPTION: True}
+    assert p.steady.runs == RUNS and len(p.steady.run_times_s) == RUNS  # the profiled calls are not timed runs
+    assert p.steady.run_median_s == sorted(p.steady.run_times_s)[RUNS // 2] and p.first_call.compile_s > 0
+    assert p.settings.options == {KERNEL_PROFILE_OPTION: True}
     assert f"{KERNEL_PROFILE_OPTION}=True" in str(run.report)  # the settings line
     assert any(KERNEL_PROFILE_OPTION in n and "record-function" in n for n in p.notes)
     # the option is part of the settings key: a cell compiled without it is not reused
@@ -88,8 +88,8 @@ def test_json_round_trip_keeps_kernel_times(run):
     text = json.dumps(r.to_dict())
     back = CompileReport.from_dict(json.loads(text))
     assert back == r
-    assert back.profile.kernel_times == r.profile.kernel_times and all(
-        isinstance(t, KernelTime) for t in back.profile.kernel_times)
+    assert back.profile.kernels.times == r.profile.kernels.times and all(
+        isinstance(t, KernelTime) for t in back.profile.kernels.times)
     assert json.dumps(back.to_dict()) == text
 
 
@@ -115,9 +115,9 @@ def test_rerun_of_the_unchanged_cell_reuses_code_and_still_times_kernels(run, ns
     r, p = again.report, again.report.profile
     # nothing compiled: the report holds the diagnosis of the run that compiled the code, its kernels too
     assert p.reused_compiled_code and r.reused_from and r.kernels == run.report.kernels
-    names = {t.name for t in p.kernel_times}
+    names = {t.name for t in p.kernels.times}
     assert {k.name for k in run.report.kernels if k.backend == "cpp"} < names and OTHER_CPU_TIME in names
-    assert all(t.kernel == t.name for t in p.kernel_times if t.name in {k.name for k in r.kernels})  # charged to them
+    assert all(t.kernel == t.name for t in p.kernels.times if t.name in {k.name for k in r.kernels})  # charged to them
     t = kernels_table(r)  # the Kernels tab lists what the profiler saw
     assert {row[0] for row in t.rows} == {k.name for k in r.kernels} | {OTHER_CPU_TIME} and t.columns[4] == "CPU time (us/call)"
 
@@ -139,7 +139,7 @@ def test_kernels_table_has_time_and_share_columns_sorted_by_time(run):
 
 def test_kernels_table_without_kernel_times_is_as_before(run, tmp_path):
     r = CompileReport.from_dict(run.report.to_dict())
-    r.profile.kernel_times = []
+    r.profile.kernels.times = []
     t = kernels_table(r)
     assert t.columns == ["kernel", "backend", "kind", "fused ATen ops", "launches", "compile ms", "compile", "stage",
                          "user line"]
@@ -205,7 +205,7 @@ def test_gpu_device_kernels_are_charged_by_name_then_by_their_extern_op():
     assert times[0].name in ("extern_kernels.addmm", OTHER_DEVICE_TIME) and times[-1].total_s == min(t.total_s for t in times)
     # the view: device time, rows of every report kernel plus the entries no row holds
     rep = CompileReport.from_dict(r.to_dict())
-    rep.profile = ipycompile.report.Profile(kernel_times=times, kernel_times_device="cuda", kernel_times_calls=2)
+    rep.profile = ipycompile.report.Profile(kernels=ipycompile.report.KernelTimes(times, "cuda", 2))
     t = kernels_table(rep)
     assert t.columns[4:6] == ["device time (us/call)", "share %"]
     assert len(t.rows) == len(r.kernels) + 2  # + triton_red_fused_sum_9 and the other device time
@@ -240,8 +240,8 @@ def test_magic_profile_kernels(run):
             res = ip.run_cell(f"%%compile --profile-kernels --runs 2\n{SOURCE}", store_history=True)
         assert res.error_in_exec is None, res.error_in_exec
         p = ipycompile.history()["report"].iloc[-1].profile
-        assert p.options == {KERNEL_PROFILE_OPTION: True} and p.runs == 2
-        assert p.kernel_times_device == "cpu" and any(t.kernel == "extern_kernels.mm" for t in p.kernel_times)
+        assert p.settings.options == {KERNEL_PROFILE_OPTION: True} and p.steady.runs == 2
+        assert p.kernels.device == "cpu" and any(t.kernel == "extern_kernels.mm" for t in p.kernels.times)
         (shown,) = out.outputs
         assert "CPU time (us/call)" in shown.data["text/html"]
         with pytest.raises(Exception, match="--profile-kernels: not with --observe"):
@@ -257,28 +257,28 @@ def test_gpu_triton_and_extern_kernels_get_device_time():
     ns = namespace("cuda")
     run = ipycompile.run_cell(SOURCE, ns, profile_kernels=True, runs=RUNS, record=False)
     r, p = run.report, run.report.profile
-    assert p.kernel_times_device == "cuda" and 1 <= p.kernel_times_calls <= 5
-    assert p.runs == RUNS and not any("record-function" in n for n in p.notes)
+    assert p.kernels.device == "cuda" and 1 <= p.kernels.calls <= 5
+    assert p.steady.runs == RUNS and not any("record-function" in n for n in p.notes)
     triton = [k for k in r.kernels if k.backend == "triton"]
     (mm,) = [k for k in r.kernels if k.name == "extern_kernels.mm"]
     assert triton
-    by_kernel = {(t.kernel, t.compile_id): t for t in p.kernel_times if t.kernel}
+    by_kernel = {(t.kernel, t.compile_id): t for t in p.kernels.times if t.kernel}
     for k in triton:
         t = by_kernel[(k.name, k.compile_id)]
-        assert t.name == k.name and t.total_s > 0 and t.calls == p.kernel_times_calls
+        assert t.name == k.name and t.total_s > 0 and t.calls == p.kernels.calls
     t = by_kernel[(mm.name, mm.compile_id)]
-    assert t.total_s > 0 and t.calls == p.kernel_times_calls  # cuBLAS kernels, launched by aten::mm
-    assert sum(t.share for t in p.kernel_times) == pytest.approx(1)
+    assert t.total_s > 0 and t.calls == p.kernels.calls  # cuBLAS kernels, launched by aten::mm
+    assert sum(t.share for t in p.kernels.times) == pytest.approx(1)
     assert kernels_table(r).columns[4:6] == ["device time (us/call)", "share %"]
     # CUDA graphs: the replay launches every kernel; Triton's keep their names, cuBLAS's are other device time
     graphs = ipycompile.run_cell(SOURCE, ns, mode="reduce-overhead", profile_kernels=True, runs=RUNS, record=False)
-    times = graphs.report.profile.kernel_times
+    times = graphs.report.profile.kernels.times
     assert {t.name for t in times if t.kernel} == {k.name for k in graphs.report.kernels if k.backend == "triton"}
     assert sum(t.share for t in times) == pytest.approx(1)
     # training: the backward's kernels run on autograd's thread, and are found by name and stage
     ns["lin"] = torch.nn.Sequential(torch.nn.Linear(128, 64), torch.nn.GELU(), torch.nn.LayerNorm(64)).cuda()
     train = ipycompile.run_cell("loss = lin(x).sum()\nloss.backward()", ns, profile_kernels=True, runs=2, record=False)
-    times = train.report.profile.kernel_times
+    times = train.report.profile.kernels.times
     stages = {t.graph_stage for t in times if t.kernel}
     assert {"forward", "backward"} <= stages, times
     assert sum(t.share for t in times) == pytest.approx(1)
@@ -291,7 +291,7 @@ def test_wrapper_launch_shapes_cost_what_the_profilers_shapes_cost(run):
 
     (mm,) = [k for k in run.report.kernels if k.name == "extern_kernels.mm"]
     (static,) = mm.static_launches
-    (timed,) = [t for t in run.report.profile.kernel_times if t.kernel == mm.name]
+    (timed,) = [t for t in run.report.profile.kernels.times if t.kernel == mm.name]
     (recorded,) = timed.launches
     assert static.op == recorded.op == "aten::mm" and static.shapes[:2] == recorded.shapes[:2] == [[64, 128], [128, 32]]
     a, b = launch_cost(static, mm), launch_cost(recorded, mm)
@@ -331,5 +331,5 @@ def test_cuda_graph_replays_library_gemm_and_the_other_time_by_cause():
     assert other.parts == pytest.approx({OTHER_CAUSES["copies"]: 2e-6, OTHER_CAUSES["eager"]: 3e-6,
                                          OTHER_CAUSES["replay"]: 4e-6})
     # kept in the saved report
-    back = CompileReport.from_json(CompileReport(profile=ipycompile.report.Profile(kernel_times=list(by.values()))).to_json())
-    assert next(t for t in back.profile.kernel_times if t.name == OTHER_DEVICE_TIME).parts == other.parts
+    back = CompileReport.from_json(CompileReport(profile=ipycompile.report.Profile(kernels=ipycompile.report.KernelTimes(list(by.values())))).to_json())
+    assert next(t for t in back.profile.kernels.times if t.name == OTHER_DEVICE_TIME).parts == other.parts

@@ -70,7 +70,7 @@ def test_cell_namespace_result_and_display(ip):
     (shown,) = out.outputs
     assert "text/html" in shown.data and "ipycompile" in shown.data["text/plain"]
     p = last_report().profile
-    assert p.runs == 3 and p.backend == "eager" and p.compile_s > 0 and p.run_median_s > 0
+    assert p.steady.runs == 3 and p.settings.backend == "eager" and p.first_call.compile_s > 0 and p.steady.run_median_s > 0
 
 
 def test_graph_break_is_reported_at_the_editor_line_of_the_cell(ip):
@@ -215,8 +215,8 @@ def test_custom_backend_and_compare_eager_warns_when_outputs_differ(ip):
         res, _ = run(ip, "%%compile --backend off_by_one --runs 2 --compare-eager\nv = torch.ones(3) * 2\nv")
     assert res.error_in_exec is None
     e = last_report().profile.eager
-    assert e.outputs_match is False and e.max_abs_diff == pytest.approx(1.0)
-    assert e.check_method == "fp64 reference" and e.compiled_error == pytest.approx(1.0) and e.eager_error == 0
+    assert e.check.match is False and e.check.max_abs_diff == pytest.approx(1.0)
+    assert e.check.method == "fp64 reference" and e.check.compiled_error == pytest.approx(1.0) and e.check.eager_error == 0
     assert any("outputs differ" in n for n in last_report().profile.notes)
 
 
@@ -225,7 +225,7 @@ def test_compare_eager_reports_speedup_memory_and_break_even(ip):
     res, _ = run(ip, "%%compile --backend eager --runs 3 --compare-eager\n(q @ q).relu().sum()")
     assert res.error_in_exec is None
     e = last_report().profile.eager
-    assert e.outputs_match is True and e.speedup > 0 and e.run_median_s > 0
+    assert e.check.match is True and e.speedup > 0 and e.run_median_s > 0
     assert e.memory_ratio is not None
     assert e.break_even_calls is None or e.break_even_calls >= 1
 
@@ -235,7 +235,7 @@ def test_observe_captures_a_model_compiled_in_an_earlier_cell(ip):
     res, _ = run(ip, "%%compile --observe\nout = cm(torch.randn(2, 4))\nout.shape")
     assert res.error_in_exec is None and tuple(res.result) == (2, 4)
     r = last_report()
-    assert r.profile.observe and r.compiles and not r.profile.reused_compiled_code
+    assert r.profile.settings.observe and r.compiles and not r.profile.reused_compiled_code
     assert any("linear" in g.code for g in r.graphs if g.stage == "dynamo")
 
 
@@ -303,14 +303,14 @@ def test_line_magic(ip):
     ip.user_ns["m"] = torch.ones(3)
     res, _ = run(ip, "%compile --backend eager --runs 2 (m * 5).sum()")
     assert res.error_in_exec is None and res.result == 15.0
-    assert last_report().profile.runs == 2
+    assert last_report().profile.steady.runs == 2
 
 
 def test_inductor_default_fresh_and_dynamic_options(ip):
     res, _ = run(ip, "%%compile --fresh --no-dynamic --runs 2 --option max_autotune=False\ng = torch.randn(8, 8)\n(g.sin() * 2).sum()")
     assert res.error_in_exec is None, res.error_in_exec
     p = last_report().profile
-    assert p.backend == "inductor" and p.fresh and p.dynamic is False and p.options == {"max_autotune": False}
+    assert p.settings.backend == "inductor" and p.settings.fresh and p.settings.dynamic is False and p.settings.options == {"max_autotune": False}
     assert p.caches["dynamo"].startswith("fresh") and "miss" in p.caches["fx_graph"]
     assert any(k.backend == "cpp" for k in last_report().kernels)
 
@@ -375,3 +375,41 @@ def test_the_magics_flags_are_the_run_options_declared_once(ip):
     # every RunOptions/CompileSettings field but record (a magic run is always recorded); --option is
     # `options` as KEY=VALUE texts; plus the magic's own --sweep, -o and --quiet
     assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options"}) | {"option", "sweep", "output", "quiet"}
+
+
+def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keywords():
+    """The options are the fields of RunOptions and CompileSettings (OPTION_NAMES); no public call
+    spells one in its own signature (they reach RunOptions.build through ``**options``), and each
+    call that takes them says so with one rule: built, or keywords, not both."""
+    import dataclasses
+    import inspect
+
+    from ipycompile.run import execute, run_cell, sweep
+    from ipycompile.run.options import OPTION_NAMES, RunOptions
+    from ipycompile.run.request import run_request
+    from ipycompile.run.settings import CompileSettings
+    from ipycompile.run.sweeps import sweep_cell
+
+    fields = [f.name for f in dataclasses.fields(CompileSettings)] + \
+        [f.name for f in dataclasses.fields(RunOptions) if f.name != "settings"]
+    assert list(OPTION_NAMES) == fields
+    for fn in (execute, run_cell, sweep, sweep_cell, run_request):
+        params = inspect.signature(fn).parameters.values()
+        named = {p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert not named & set(OPTION_NAMES), (fn.__name__, sorted(named & set(OPTION_NAMES)))
+        assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params), fn.__name__
+    built = RunOptions.build(backend="eager", runs=2)
+    assert RunOptions.given(built, {}, where="execute") is built
+    assert RunOptions.given(None, {"backend": "eager", "runs": 2}, where="execute") == built
+    with pytest.raises(TypeError, match="sweep_cell: give the options as run_options or as keywords, not both"):
+        RunOptions.given(built, {"runs": 3}, where="sweep_cell")
+    with pytest.raises(TypeError, match="unknown option 'rns'; the options are mode, backend"):
+        RunOptions.build(rns=3)
+    # a sweep's untimed warm start is one variant of the options, the same for functions and cells
+    from ipycompile.run import sweeps
+
+    warm = RunOptions.build(backend="eager", runs=5, compare_eager=True, profile_kernels=True).warm_start()
+    assert (warm.runs, warm.warmup, warm.compare_eager, warm.profile_kernels, warm.memory_timeline, warm.record) == \
+        (1, 0, False, False, False, False)
+    assert inspect.getsource(sweeps.sweep).count(".warm_start()") == inspect.getsource(sweeps.sweep_cell).count(
+        ".warm_start()") == 1

@@ -117,7 +117,7 @@ def check(t: Traced, report: ipycompile.CompileReport, what: str) -> None:
 
 def outputs_match(report: ipycompile.CompileReport) -> None:
     eager = report.profile.eager
-    assert eager is not None and eager.outputs_match, eager and eager.message
+    assert eager is not None and eager.check.match, eager and eager.check.message
 
 
 # -- models, once per module ---------------------------------------------------
@@ -254,7 +254,7 @@ def test_vit_with_inductor_generates_kernels(tmp_path):
         "with torch.no_grad():\n    out = model(pixel_values=pixels).last_hidden_state", ns,
         backend="inductor", runs=3, compare_eager=True))
     report = t.result.report
-    assert report.profile.one_time_s is None  # the start-up was paid above, outside the trace
+    assert report.profile.first_call.one_time_s is None  # the start-up was paid above, outside the trace
     check(t, report, "ViT with Inductor")
     outputs_match(report)
     generated = [k for k in report.kernels if k.backend == "cpp" and k.kind != "extern"]
@@ -279,7 +279,7 @@ def test_training_step_with_backward_and_optimizer(tmp_path, input_ids):
     check(t, report, "GPT-2 training step")
     assert any(g.stage == "aot_backward" for g in report.graphs), "the backward was not compiled"
     # the compiled steps trained the model as the same steps run eagerly train a copy of it
-    steps = 1 + report.profile.warmup + report.profile.runs
+    steps = 1 + report.profile.steady.warmup + report.profile.steady.runs
     ref_ns = {"model": reference, "opt": torch.optim.AdamW(reference.parameters(), lr=1e-3), "input_ids": input_ids}
     for _ in range(steps):
         exec(step, ref_ns)

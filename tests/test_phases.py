@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.report import EagerComparison, FirstCall, KernelTimes, Memory, PROFILE_FIELDS_V1, SteadyState
+from ipycompile.report import EagerComparison, FirstCall, KernelTimes, Memory, OutputCheck, PROFILE_FIELDS_V1, SteadyState
 from ipycompile.run import runner
 from ipycompile.run.activity import CompileActivity
 from ipycompile.run.options import RunOptions
@@ -107,7 +107,8 @@ def test_compare_eager_returns_its_record_notes_and_noise(first, steady, target)
     m = runner._compare_eager(target, first.expected, runs=12, warmup=1, device_work=False, first=first.record,
                               steady=steady.record)
     e = m.record
-    assert isinstance(e, EagerComparison) and e.outputs_match and e.pairs == 6 and e.speedup > 0
+    assert isinstance(e, EagerComparison) and e.check.match and e.pairs == 6 and e.speedup > 0
+    assert isinstance(e.check, OutputCheck) and e.check.method == "equal"  # what run/accuracy.py returned, kept whole
     assert e.run_median_s > 0 and e.latency_median_s > 0 and e.busy is None and len(e.block_calls) == 2
     assert e.break_even_calls is None or e.break_even_calls >= 1
     assert not m.notes and all(n.startswith(("speedup vs eager:", "eager run time:")) for n in m.noise)
@@ -139,7 +140,7 @@ def test_measure_assembles_the_records_of_the_phases_that_finished():
 
 
 def test_no_code_in_the_run_layer_writes_a_profiles_flat_names():
-    """Schema 1's flat names (``profile.run_median_s = ...``) may still be read; the run layer fills
+    """Schema 1's flat names (``profile.run_median_s = ...``) are gone (only ``Profile.from_v1`` knows them); the run layer fills
     the records (each phase returns its own), so no module of it assigns one, nor builds a Profile
     from them."""
     found = []

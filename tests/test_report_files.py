@@ -11,7 +11,7 @@ import torch
 
 import ipycompile
 from ipycompile import CompileReport
-from ipycompile.report import Compile, CompileId, Profile
+from ipycompile.report import Compile, CompileId, Profile, RunSettings
 from ipycompile.report.serialize import ReportFormatError
 from ipycompile.run.sweeps import sweep_params
 
@@ -35,10 +35,10 @@ def test_a_sweep_over_dtypes_saves_and_loads_with_its_parameters(dtype_sweep, tm
         path = tmp_path / f"point{i}.json"
         report.save(path)
         back = CompileReport.load(path)
-        assert back.profile.params == {"dtype": str(dtype), "device": "torch.device('cpu')"}
+        assert back.profile.settings.params == {"dtype": str(dtype), "device": "torch.device('cpu')"}
         assert back == report
         assert sweep_params(back) == {"dtype": dtype, "device": torch.device("cpu")}  # the run layer's values
-        assert f"'dtype': '{dtype}'" in str(back.profile.params) and str(back)
+        assert f"'dtype': '{dtype}'" in str(back.profile.settings.params) and str(back)
 
 
 def test_a_parameter_json_cannot_hold_is_kept_as_its_repr_with_a_note():
@@ -53,7 +53,7 @@ def test_save_failing_leaves_the_earlier_file_as_it_was(tmp_path):
     path = tmp_path / "report.json"
     CompileReport().save(path)
     before = path.read_bytes()
-    bad = CompileReport(profile=Profile(params={"dtype": torch.float32}))
+    bad = CompileReport(profile=Profile(settings=RunSettings(params={"dtype": torch.float32})))
     with pytest.raises(ReportFormatError, match=r"report\.profile\.settings\.params\['dtype'\]: a torch\.dtype value"):
         bad.save(path)
     assert path.read_bytes() == before and CompileReport.load(path) == CompileReport()

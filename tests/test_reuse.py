@@ -23,7 +23,7 @@ def test_run_cell_again_shows_the_compiling_runs_diagnosis_with_its_own_profile(
     assert b.profile.reused_compiled_code and b.compiled_nothing
     assert b.reused_from == "run 1, In [7]"
     assert b.graph_breaks == a.graph_breaks and b.graphs == a.graphs and b.compiles == a.compiles
-    assert b.profile is not a.profile and b.profile.run_times_s != a.profile.run_times_s
+    assert b.profile is not a.profile and b.profile.steady.run_times_s != a.profile.steady.run_times_s
     text = str(b)
     assert b.summary().startswith("ipycompile: reused compiled code: nothing was compiled in this run.")
     assert "ipycompile: reused compiled code: nothing was compiled in this run." in text  # after the first screen

@@ -15,7 +15,7 @@ import ipycompile
 from ipycompile.analysis.device_peaks import device_peak
 from ipycompile.analysis.kernel_costs import launch_cost, meta_cost
 from ipycompile.analysis.roofline import roofline
-from ipycompile.report import CompileReport, Kernel, KernelLaunch, KernelTime, Profile
+from ipycompile.report import CompileReport, Kernel, KernelLaunch, KernelTime, KernelTimes, Profile, RunSettings
 
 
 def test_matmul_and_convolution_costs_follow_the_flop_counter():
@@ -105,7 +105,7 @@ def test_cpp_kernel_bytes_from_its_loops():
 
 def _gpu_report(times: list[KernelTime], kernels: list[Kernel]) -> CompileReport:
     r = CompileReport(kernels=kernels)
-    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda", kernel_times_calls=1)
+    r.profile = Profile(settings=RunSettings(device="NVIDIA H100 80GB HBM3"), kernels=KernelTimes(times, "cuda", 1))
     return r
 
 
@@ -164,8 +164,8 @@ def test_host_gap_is_the_busy_phases_idle_time_per_call():
     from ipycompile.widgets.tabs import kernels_tab
 
     r = _h100_matmul_report()
-    r.profile.run_median_s = 260e-6
-    r.profile.busy = judge(196e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    r.profile.steady.run_median_s = 260e-6
+    r.profile.steady.busy = judge(196e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
     roof = roofline(r)
     s = roof.shares
     assert s.host_gap_s == pytest.approx(64e-6) and s.run_s == 260e-6
@@ -180,11 +180,11 @@ def test_host_gap_is_the_busy_phases_idle_time_per_call():
     assert CompileReport.from_json(r.to_json()).profile.roofline == s
 
     # the busy phase measured more busy time than its run time (two phases, two samples): no negative gap
-    r.profile.busy = judge(300e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
+    r.profile.steady.busy = judge(300e-6, 260e-6, kernels=1, calls=20, cudagraphs=False, suggest=True)
     assert roofline(r).shares.host_gap_s == 0.0
 
     # no busy phase (the CPU, or --runs 1): None, and the line promises nothing
-    r.profile.busy = None
+    r.profile.steady.busy = None
     s = roofline(r).shares
     assert s.host_gap_s is None and s.run_s is None
     assert "host gap: not measured (no GPU busy-time phase in this run" in roofline_line(s)
@@ -212,7 +212,7 @@ def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     assert cpp.flops_per_launch == 0 and "C++ source" in cpp.how
     assert r.profile.roofline is not None and not r.profile.roofline.peak_known
     assert "no verdicts: the peak of cpu" in str(r)
-    assert r.profile.busy is None and r.profile.roofline.host_gap_s is None  # no GPU busy-time phase on the CPU
+    assert r.profile.steady.busy is None and r.profile.roofline.host_gap_s is None  # no GPU busy-time phase on the CPU
     assert "host gap" not in roofline_line(r.profile.roofline)  # nothing promised
     blocks = kernels_tab(r)
     table = next(b for b in blocks if type(b).__name__ == "Table")
@@ -321,7 +321,7 @@ def test_cuda_graph_replays_are_estimated_from_the_wrapper_codes_shapes():
     r = build_report(gpu_records("max_autotune"))
     templates = [k for k in r.kernels if k.kind == "template"]
     times = [KernelTime(k.name, k.name, k.compile_id, k.graph_stage, total_s=30e-6, calls=1) for k in templates]
-    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda", kernel_times_calls=1)
+    r.profile = Profile(settings=RunSettings(device="NVIDIA H100 80GB HBM3"), kernels=KernelTimes(times, "cuda", 1))
     rows = {x.time.name: x for x in roofline(r).rows}
     first = rows["triton_tem_fused_addmm_gelu_t_0"]
     assert first.flops_per_launch == 2 * 512 * 4096 * 1024 and first.dtype == "float16"
@@ -360,8 +360,7 @@ def test_cuda_graph_workloads_recorded_on_the_h100_cost_what_the_flop_counter_co
     assert not any(e.inputs for e in events if e.on_device)  # replayed: the profiler recorded no shapes
     times = attribute(events, r.kernels, device=True)
     calls = profiled_call_count(events)
-    r.profile = Profile(device="NVIDIA H100 80GB HBM3", kernel_times=times, kernel_times_device="cuda",
-                        kernel_times_calls=calls)
+    r.profile = Profile(settings=RunSettings(device="NVIDIA H100 80GB HBM3"), kernels=KernelTimes(times, "cuda", calls))
     roof = roofline(r)
     flops = sum((x.flops_per_launch or 0) * x.time.calls / calls for x in roof.rows)
     assert flops == pytest.approx(flop_counter, rel=1e-6)

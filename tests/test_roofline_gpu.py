@@ -55,7 +55,7 @@ def roof(run):
     r = roofline(run.report)
     assert r is not None, "no --profile-kernels times in the report"
     if r.peak is None:
-        pytest.skip(f"{run.report.profile.device!r} is not in ipycompile/analysis/device_peaks.py: no roofs, no verdicts")
+        pytest.skip(f"{run.report.profile.settings.device!r} is not in ipycompile/analysis/device_peaks.py: no roofs, no verdicts")
     return r
 
 
@@ -106,11 +106,11 @@ def test_shares_add_up_and_the_host_gap_is_the_busy_phases(run, roof):
     s = roof.shares
     parts = s.near_roof_s + s.memory_far_s + s.compute_far_s + s.latency_s + s.unknown_s
     assert s.busy_s > 0 and parts == pytest.approx(s.busy_s, rel=1e-9)
-    by = {x.verdict: x.time.total_s / max(run.report.profile.kernel_times_calls, 1) for x in roof.rows if x.verdict}
+    by = {x.verdict: x.time.total_s / max(run.report.profile.kernels.calls, 1) for x in roof.rows if x.verdict}
     assert set(by) >= {"compute-bound", "memory-bound", "latency-bound"}, by
     assert s.latency_s >= by["latency-bound"] > 0  # each kernel's time is in the share its verdict names
     p = run.report.profile
-    busy = p.busy  # the run layer's GPU busy-time phase: CUDA work, timed runs > 1
+    busy = p.steady.busy  # the run layer's GPU busy-time phase: CUDA work, timed runs > 1
     assert busy is not None, p.notes
     # two profiled phases of the same calls: the kernel sum and the busy (union) time agree loosely
     assert s.busy_s == pytest.approx(busy.busy_s, rel=0.3), (s.busy_s, busy.busy_s)

@@ -16,7 +16,7 @@ def test_run_cell_numbers_lines_from_one_and_returns_value_and_report():
     assert torch.equal(run.value, torch.full((2,), 6.0)) and torch.equal(ns["y"], torch.full((2,), 2.0))
     (gb,) = run.report.graph_breaks
     assert gb.frame.lineno == 2  # no %%compile header in plain Python
-    assert run.report.profile.runs == 2 and run.fn is not None
+    assert run.report.profile.steady.runs == 2 and run.fn is not None
 
 
 def test_run_cell_raises_the_users_exception_with_the_partial_report():
@@ -46,10 +46,10 @@ def test_one_time_inductor_startup_is_paid_before_the_timed_compile():
     SESSION.warmed_backends.discard("inductor")
     run = ipycompile.run_cell("(x.sin() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
     p = run.report.profile
-    assert p.one_time_s is not None and p.one_time_s > 0
+    assert p.first_call.one_time_s is not None and p.first_call.one_time_s > 0
     assert any("one-time start-up" in n for n in p.notes)
     again = ipycompile.run_cell("(x.cos() * 2).sum()", {"x": torch.randn(16)}, runs=1, record=False)
-    assert again.report.profile.one_time_s is None
+    assert again.report.profile.first_call.one_time_s is None
 
 
 def test_history_rows_extra_columns_and_plot():
@@ -76,7 +76,37 @@ def test_observe_with_fresh_recompiles_what_the_cell_calls():
     again = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, record=False).report
     assert not again.compiles and again.profile.caches["dynamo"] == "nothing compiled"
     fresh = ipycompile.run_cell("f(torch.ones(4))", ns, observe=True, fresh=True, record=False).report
-    assert fresh.compiles and fresh.profile.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
+    assert fresh.compiles and fresh.profile.settings.fresh and fresh.profile.caches["dynamo"] == "fresh (reset)"
+
+
+def test_observe_runs_the_cell_as_plain_code_through_measure():
+    """``--observe`` has no cell path of its own: ``execute`` gives ``measure`` the cell as ordinary
+    code (``cell.plain_cell``: module-level statements, the last expression's value), run once
+    under the capture; that run is the steady state's only run, and nothing is measured as ours."""
+    from ipycompile.report import FirstCall
+    from ipycompile.run import runner
+    from ipycompile.run.cell import CellError
+
+    import inspect
+
+    # one cell path: of the runner's functions, only measure opens a capture (and runs the first call)
+    functions = [f for f in vars(runner).values() if inspect.isfunction(f) and f.__module__ == runner.__name__]
+    assert [f.__name__ for f in functions if "capture(" in inspect.getsource(f)] == ["measure"]
+    ns = {"f": torch.compile(lambda t: t + 1, backend="eager"), "torch": torch}
+    source = "class K:\n    n = 1\ny = f(torch.ones(2))\ny.sum() + K.n"
+    run = runner.execute(source, ns, observe=True, record=False, sources={"<observed>": "In [4]"})
+    p = run.report.profile
+    assert run.error is None and run.fn is None and float(run.value) == 5.0 and float(ns["y"].sum()) == 4.0
+    assert ns["K"].__qualname__ == "K" and len(run.report.compiles) == 1  # the user's torch.compile, captured
+    assert p.settings.observe and p.first_call == FirstCall() and p.eager is None and not p.kernels.times
+    assert p.steady.runs == 1 and p.steady.run_times_s == [p.steady.run_median_s] and p.steady.run_median_s > 0
+    assert run.report.sources["<observed>"] == "In [4]" and run.records
+
+    failed = runner.execute("z = 1\n1 / 0", ns, observe=True, record=False)
+    assert isinstance(failed.error, ZeroDivisionError) and ns["z"] == 1
+    assert failed.report.profile.error.startswith("ZeroDivisionError") and failed.report.profile.steady.runs == 0
+    with pytest.raises(CellError, match="line 3: "):
+        runner.execute("x = (", ns, observe=True, record=False, header="%%compile --observe\n# a comment")
 
 
 @pytest.mark.gpu
@@ -88,26 +118,26 @@ def test_max_autotune_cuda_graph_outputs_are_copied_before_replays():
                                   mode="max-autotune", options={"max_autotune_gemm": False},
                                   compare_eager=True, runs=3, record=False)
     assert make_settings(mode="max-autotune").uses_cudagraphs()
-    assert run.report.profile.eager.outputs_match, run.report.profile.eager.message
+    assert run.report.profile.eager.check.match, run.report.profile.eager.check.message
 
 
 def test_changed_torch_config_is_recorded_in_the_settings():
     with torch._inductor.config.patch(freezing=True), torch._dynamo.config.patch(recompile_limit=3):
         report = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
-    assert report.profile.config == {"dynamo.recompile_limit": "3", "inductor.freezing": "True"}
+    assert report.profile.settings.config == {"dynamo.recompile_limit": "3", "inductor.freezing": "True"}
     assert "config: dynamo.recompile_limit=3 inductor.freezing=True" in str(report)
     clean = ipycompile.run_cell("torch.ones(2) + 1", {"torch": torch}, backend="eager", runs=1, record=False).report
-    assert clean.profile.config == {} and "config:" not in str(clean)
-    assert ipycompile.CompileReport.from_json(report.to_json()).profile.config == report.profile.config
+    assert clean.profile.settings.config == {} and "config:" not in str(clean)
+    assert ipycompile.CompileReport.from_json(report.to_json()).profile.settings.config == report.profile.settings.config
 
 
 def test_history_has_a_noisy_column_and_the_speedup_interval():
-    from ipycompile.report import CompileReport, EagerComparison, Profile
+    from ipycompile.report import CompileReport, EagerComparison, Profile, SteadyState
     from ipycompile.run.history_log import COLUMNS, row_of
 
-    quiet = Profile(run_median_s=1e-3, eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
-    noisy = Profile(run_median_s=1e-3, noise=["run time: the blocks disagree (IQR 40% ...)",
-                                              "speedup vs eager: the pairs disagree (...)"])
+    quiet = Profile(steady=SteadyState(run_median_s=1e-3), eager=EagerComparison(speedup=2.0, speedup_ci95=[1.9, 2.1], pairs=20))
+    noisy = Profile(steady=SteadyState(run_median_s=1e-3), noise=["run time: the blocks disagree (IQR 40% ...)",
+                                                                  "speedup vs eager: the pairs disagree (...)"])
     assert "noisy" in COLUMNS
     row = row_of(CompileReport(profile=quiet))
     assert row["noisy"] == "" and (row["speedup_low"], row["speedup_high"]) == (1.9, 2.1)
@@ -153,56 +183,75 @@ def _saved_keys(new, old):
     return new
 
 
-def test_saved_schema_1_reports_load_into_profile_records():
+def test_saved_schema_1_and_2_reports_load_into_profile_records():
     """Reports committed under benchmarks/results/gpu/ were saved with schema 1 (a flat Profile;
-    tutorial 07's, from the run before the records): they load into the records, every flat value
-    where it now lives. Those saved with schema 2 (regenerated since) load and save unchanged."""
+    tutorial 07's, from the run before the records) and schema 2 (the output check's fields beside
+    the eager timings): they load into the records, every flat value where it now lives, the
+    output check one record (``EagerComparison.check``)."""
     import gzip
     import json
     from pathlib import Path
 
-    from ipycompile.report import PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
+    from ipycompile.report import OUTPUT_CHECK_FIELDS_V2, PROFILE_FIELDS_V1, SCHEMA_VERSION, CompileReport
     from ipycompile.report.serialize import to_jsonable
+
+    def eager_now(saved):  # where each of the saved comparison's fields lives now
+        return {**{k: v for k, v in saved.items() if k not in OUTPUT_CHECK_FIELDS_V2},
+                "check": {OUTPUT_CHECK_FIELDS_V2[k]: v for k, v in saved.items() if k in OUTPUT_CHECK_FIELDS_V2}}
 
     files = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "gpu").glob("*.json.gz"))
     versions = {path.name: json.loads(gzip.decompress(path.read_bytes())).get("schema_version", 1) for path in files}
-    assert 1 in versions.values(), versions  # old reports stay, to keep this conversion tested
+    assert {1, 2} <= set(versions.values()), versions  # old reports stay, to keep these conversions tested
     for path in files:
         data = json.loads(gzip.decompress(path.read_bytes()))
-        if versions[path.name] == SCHEMA_VERSION:
-            # unchanged, but for fields added since the file was saved, at their default None
-            assert _saved_keys(to_jsonable(CompileReport.from_dict(data).profile), data["profile"]) == data["profile"], path.name
-            continue
-        assert data.get("schema_version", 1) == 1
         report = CompileReport.from_dict(data)
         p = report.profile
-        assert report.schema_version == SCHEMA_VERSION == 2
+        assert report.schema_version == SCHEMA_VERSION == 3
+        if versions[path.name] == 2:
+            saved = dict(data["profile"])
+            if saved.get("eager") is not None:
+                assert saved["eager"]["outputs_match"] is not None and p.eager.check is not None
+                saved["eager"] = eager_now(saved["eager"])
+            # unchanged otherwise, but for fields added since the file was saved, at their default None
+            assert _saved_keys(to_jsonable(p), saved) == saved, path.name
+            continue
+        assert versions[path.name] == 1
         for name, value in data["profile"].items():
             if name in PROFILE_FIELDS_V1:
                 record, attr = PROFILE_FIELDS_V1[name]
                 # fields added to the records' items since (e.g. KernelTime.launches) keep their defaults
                 assert _as_saved(to_jsonable(getattr(getattr(p, record), attr)), value) == value, (path.name, name)
-                assert _as_saved(to_jsonable(getattr(p, name)), value) == value  # the flat name still reads it
             elif isinstance(value, dict) and name == "eager":  # fields added since keep their defaults
-                now = to_jsonable(getattr(p, name))
-                assert {k: now[k] for k in value} == value, (path.name, name)
+                assert _as_saved(to_jsonable(p.eager), eager_now(value)) == eager_now(value), (path.name, name)
             else:
                 assert to_jsonable(getattr(p, name)) == value, (path.name, name)
         assert CompileReport.from_json(report.to_json()).to_dict() == report.to_dict()
         assert "run time" in report.summary()
 
 
-def test_profile_flat_names_build_and_replace_without_touching_the_original():
+def test_a_profile_has_its_records_only_and_schema_1_names_live_in_from_v1():
+    """Schema 1's flat names (``run_median_s``, ``peak_device_bytes_compile``, ...) are neither
+    attributes nor keywords of a Profile: only :meth:`Profile.from_v1` knows them, to read a saved
+    schema-1 profile into the records. The output check is one record in the eager comparison."""
     import dataclasses
 
-    from ipycompile.report import Profile
+    from ipycompile.report import PROFILE_FIELDS_V1, Profile, RunSettings, SteadyState
 
-    p = Profile(label="a", run_median_s=1e-3, peak_device_bytes_compile=10)
-    assert (p.settings.label, p.steady.run_median_s, p.first_call.peak_device_bytes) == ("a", 1e-3, 10)
-    q = dataclasses.replace(p, label="b")
-    assert (q.label, p.label, q.run_median_s) == ("b", "a", 1e-3)
-    with pytest.raises(TypeError, match="no field 'nope'"):
-        Profile(nope=1)
+    records = {f.name for f in dataclasses.fields(Profile)}
+    flat = [name for name in PROFILE_FIELDS_V1 if name not in records]
+    assert flat and not [name for name in flat if hasattr(Profile(), name)]
+    with pytest.raises(TypeError):
+        Profile(run_median_s=1e-3)
+    p = Profile(settings=RunSettings(label="a"), steady=SteadyState(run_median_s=1e-3))
+    assert (p.settings.label, p.steady.run_median_s) == ("a", 1e-3)
+    from ipycompile.report import OUTPUT_CHECK_FIELDS_V2, EagerComparison, OutputCheck
+
+    # the eager comparison holds the output check as one record, not its fields copied one by one
+    eager_fields = {f.name for f in dataclasses.fields(EagerComparison)}
+    assert not eager_fields & ({f.name for f in dataclasses.fields(OutputCheck)} | set(OUTPUT_CHECK_FIELDS_V2))
+    v1 = Profile.from_v1({"label": "a", "run_median_s": 1e-3, "peak_device_bytes_compile": 10, "notes": ["n"]})
+    assert v1 == {"settings": {"label": "a"}, "steady": {"run_median_s": 1e-3},
+                  "first_call": {"peak_device_bytes": 10}, "notes": ["n"]}
 
 
 @pytest.mark.parametrize("kwargs, argument", [

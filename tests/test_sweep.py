@@ -139,7 +139,7 @@ def test_sweep_runs_every_point_and_label_with_the_parameter_in_a_column(rnn_swe
     assert df["peak_host_bytes"].notna().all()
     for report, steps, label in zip(df["report"], df["steps"], df["label"]):
         p = report.profile
-        assert p.params == {"steps": steps} and p.label == label and p.fresh
+        assert p.settings.params == {"steps": steps} and p.settings.label == label and p.settings.fresh
         assert p.caches["dynamo"] == "fresh (reset)"
 
 
@@ -219,7 +219,7 @@ def test_parameters_clashing_with_arguments_go_in_params():
     df = ipycompile.sweep(lambda warmup: torch.tensor(warmup), params={"warmup": [1, 2]},
                           backend="eager", runs=1, progress=False, record=False, warm_start=False)
     assert df["warmup"].tolist() == [1, 2]  # the parameter, not sweep()'s own warmup argument
-    assert all(r.profile.warmup == 1 for r in df["report"])
+    assert all(r.profile.steady.warmup == 1 for r in df["report"])
     with pytest.raises(SweepError, match="given twice"):
         ipycompile.sweep(lambda n: n, params={"n": [1]}, n=[2])
     with pytest.raises(ValueError, match="--runs"):
@@ -248,7 +248,7 @@ def test_real_inductor_sweep_compiles_cpp_kernels_at_each_point():
         assert report.kernels and {k.backend for k in report.kernels} & {"cpp", "extern"}
         caches = report.profile.caches
         assert "hit" not in caches.get("fx_graph", "") and "hit" not in caches.get("aot_autograd", "")  # fresh
-        assert report.profile.eager.outputs_match, report.profile.eager.message
+        assert report.profile.eager.check.match, report.profile.eager.check.message
     assert df["speedup"].notna().all() and (df["eager_run_median_s"] > 0).all()
     # break-even is a count where compiled is faster, and "never" (None) where it is not
     assert all((be is None or be != be) == (sp <= 1) for be, sp in zip(df["break_even_calls"], df["speedup"]))
@@ -369,8 +369,8 @@ def test_sweep_profiles_kernels_at_each_point():
     df = ipycompile.sweep({"scan": rnn_scan}, steps=[2], make_args=rnn_args, fullgraph=True, runs=2,
                           profile_kernels=True, progress=False, record=False, warm_start=False)
     (report,) = df["report"]
-    assert report.profile.options.get("cpp.enable_kernel_profile") is True
-    assert report.profile.kernel_times and sum(t.share for t in report.profile.kernel_times) <= 1.0 + 1e-6
+    assert report.profile.settings.options.get("cpp.enable_kernel_profile") is True
+    assert report.profile.kernels.times and sum(t.share for t in report.profile.kernels.times) <= 1.0 + 1e-6
     assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
 
 

@@ -146,8 +146,8 @@ def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
     r = report("run_cell")
     p = r.profile
     vm = view_model(r)
-    assert vm.chip("run_time").value == p.run_median_s
-    assert vm.chip("compile_time").value == p.compile_s and vm.chip("compile_time").text.startswith("first call")
+    assert vm.chip("run_time").value == p.steady.run_median_s
+    assert vm.chip("compile_time").value == p.first_call.compile_s and vm.chip("compile_time").text.startswith("first call")
     assert vm.chip("speedup").value == pytest.approx(p.eager.speedup)
     assert vm.chip("break_even") is not None
     assert vm.chip("host_memory").value == p.peak_host_added_bytes  # the cell's own, over the RSS before it
@@ -155,13 +155,13 @@ def test_header_with_a_profile_shows_run_time_speedup_break_even_and_memory():
     # a compiled cell slower than eager warns; one that never breaks even says so
     slow = copy.deepcopy(r)
     slow.profile.noise = []  # a quiet run (the fixture's may have been measured on a busy machine)
-    slow.profile.eager = EagerComparison(run_median_s=p.run_median_s / 2, speedup=0.5, break_even_calls=None)
+    slow.profile.eager = EagerComparison(run_median_s=p.steady.run_median_s / 2, speedup=0.5, break_even_calls=None)
     vm = view_model(slow)
     assert vm.chip("speedup").warn and vm.chip("speedup").text == "0.50x vs eager"
     assert vm.chip("break_even").warn and vm.chip("break_even").text == "never breaks even"
     fast = copy.deepcopy(r)
     fast.profile.noise = []
-    fast.profile.eager = EagerComparison(run_median_s=p.run_median_s * 3, speedup=3.0, break_even_calls=40)
+    fast.profile.eager = EagerComparison(run_median_s=p.steady.run_median_s * 3, speedup=3.0, break_even_calls=40)
     vm = view_model(fast)
     assert not vm.chip("speedup").warn and vm.chip("break_even").text == "break-even after 40 calls"
     # a noisy speedup says so, in the chips and the summary, with what was noisy

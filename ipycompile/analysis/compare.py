@@ -165,8 +165,8 @@ _SETTINGS = (("mode", "mode"), ("backend", "backend"), ("dynamic", "dynamic"), (
 
 def _comparability(a: "CompileReport", b: "CompileReport", out: Comparison) -> None:
     pa, pb = a.profile, b.profile
-    ta = a.torch_version or (pa.torch_version if pa else "")
-    tb = b.torch_version or (pb.torch_version if pb else "")
+    ta = a.torch_version or (pa.settings.torch_version if pa else "")
+    tb = b.torch_version or (pb.settings.torch_version if pb else "")
     if ta and tb and ta != tb:
         out.differences.append(f"torch {ta} vs {tb}")
     if pa is None or pb is None:
@@ -175,16 +175,16 @@ def _comparability(a: "CompileReport", b: "CompileReport", out: Comparison) -> N
         else:
             out.notes.append("neither run is profiled: no times or memory to compare (capture reports)")
         return
-    if pa.device != pb.device:
-        out.differences.append(f"device {pa.device} vs {pb.device}")
+    if pa.settings.device != pb.settings.device:
+        out.differences.append(f"device {pa.settings.device} vs {pb.settings.device}")
     for attr, label in _SETTINGS:
-        va, vb = getattr(pa, attr), getattr(pb, attr)
+        va, vb = getattr(pa.settings, attr), getattr(pb.settings, attr)
         if va != vb:
             out.differences.append(f"{label}: {_setting(va)} vs {_setting(vb)}")
-    if pa.fresh != pb.fresh:
-        which = "A" if pa.fresh else "B"
+    if pa.settings.fresh != pb.settings.fresh:
+        which = "A" if pa.settings.fresh else "B"
         out.differences.append(f"fresh caches: only {which} compiled from scratch (--fresh), so their compile times differ by design")
-    elif not pa.fresh:
+    elif not pa.settings.fresh:
         out.notes.append("neither run used fresh caches: a compile can be faster from Inductor's caches (run with --fresh for honest compile times)")
     for label, r, p in (("A", a, pa), ("B", b, pb)):
         if r.reused_from or (p.reused_compiled_code and r.compiled_nothing):
@@ -267,13 +267,14 @@ def _metrics(a: "CompileReport", b: "CompileReport", out: Comparison) -> None:
     out.metrics.append(MetricDelta("compile time (torch)", "s", torch_compile_s(a), torch_compile_s(b)))
     if pa is None or pb is None:
         return
+    fa, fb, sa, sb = pa.first_call, pb.first_call, pa.steady, pb.steady
     out.metrics += [
-        MetricDelta("first call (compile)", "s", pa.compile_s, pb.compile_s),
-        MetricDelta("run median", "s", pa.run_median_s, pb.run_median_s, pa.run_iqr_s, pb.run_iqr_s),
-        MetricDelta("peak device memory, steady", "bytes", _num(pa.peak_device_bytes_run), _num(pb.peak_device_bytes_run)),
-        MetricDelta("peak device memory, compile", "bytes", _num(pa.peak_device_bytes_compile), _num(pb.peak_device_bytes_compile)),
-        MetricDelta("peak host memory, steady", "bytes", _num(pa.peak_host_bytes_run), _num(pb.peak_host_bytes_run)),
-        MetricDelta("peak host memory, compile", "bytes", _num(pa.peak_host_bytes_compile), _num(pb.peak_host_bytes_compile)),
+        MetricDelta("first call (compile)", "s", fa.compile_s, fb.compile_s),
+        MetricDelta("run median", "s", sa.run_median_s, sb.run_median_s, sa.run_iqr_s, sb.run_iqr_s),
+        MetricDelta("peak device memory, steady", "bytes", _num(sa.peak_device_bytes), _num(sb.peak_device_bytes)),
+        MetricDelta("peak device memory, compile", "bytes", _num(fa.peak_device_bytes), _num(fb.peak_device_bytes)),
+        MetricDelta("peak host memory, steady", "bytes", _num(sa.peak_host_bytes), _num(sb.peak_host_bytes)),
+        MetricDelta("peak host memory, compile", "bytes", _num(fa.peak_host_bytes), _num(fb.peak_host_bytes)),
     ]
     ea, eb = pa.eager, pb.eager
     if ea is not None or eb is not None:

@@ -119,16 +119,16 @@ def _kernel(r: "CompileReport", t: KernelTime) -> Optional[Kernel]:
 def roofline(r: "CompileReport") -> Optional[Roofline]:
     """The roofline of a report's profiled kernels; None without ``--profile-kernels`` times."""
     p = r.profile
-    if p is None or not p.kernel_times:
+    if p is None or not p.kernels.times:
         return None
-    peak = device_peak(p.device) if p.kernel_times_device == "cuda" else None
-    calls = max(p.kernel_times_calls, 1)
-    shares = RooflineShares(device=p.device, peak_known=peak is not None)
-    busy = p.busy  # the GPU busy-time phase (CUDA, more than one timed run): its idle time is the host gap
+    peak = device_peak(p.settings.device) if p.kernels.device == "cuda" else None
+    calls = max(p.kernels.calls, 1)
+    shares = RooflineShares(device=p.settings.device, peak_known=peak is not None)
+    busy = p.steady.busy  # the GPU busy-time phase (CUDA, more than one timed run): its idle time is the host gap
     if busy is not None and busy.run_s > 0:
         shares.host_gap_s, shares.run_s = max(0.0, busy.run_s - busy.busy_s), busy.run_s
     rows = []
-    for t in p.kernel_times:
+    for t in p.kernels.times:
         if t.name == OTHER_CPU_TIME:
             continue
         per_call = t.total_s / calls
@@ -170,4 +170,4 @@ def roofline(r: "CompileReport") -> Optional[Roofline]:
                 shares.compute_far_s += per_call
             else:
                 shares.memory_far_s += per_call
-    return Roofline(p.device, peak, rows, shares)
+    return Roofline(p.settings.device, peak, rows, shares)

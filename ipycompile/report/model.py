@@ -7,7 +7,6 @@ Every class round-trips through ``to_dict`` / ``from_dict`` (see
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
@@ -55,6 +54,8 @@ __all__ = [
     "Stats",
     "EagerComparison",
     "DeviceBusy",
+    "OutputCheck",
+    "OUTPUT_CHECK_FIELDS_V2",
     "KernelLaunch",
     "KernelTime",
     "RooflineShares",
@@ -899,8 +900,30 @@ class DeviceBusy:
 
 
 @dataclass
+class OutputCheck:
+    """The verdict on the compiled outputs against eager's (:func:`ipycompile.run.accuracy.check_outputs`),
+    and how it was reached."""
+
+    match: bool
+    method: str  # "equal" | "close" | "fp64 reference" | "dtype tolerances" | "structure"
+    max_abs_diff: Optional[float] = None
+    compiled_error: Optional[float] = None  # RMSE against float64 (worst leaf), fp64 method
+    eager_error: Optional[float] = None  # eager's RMSE against float64 on that leaf
+    allowed_error: Optional[float] = None  # the bound compiled_error was held to
+    message: str = ""
+    leaves: list[str] = field(default_factory=list)  # one line per tensor compared
+
+
+#: schema 2's EagerComparison fields that are :class:`OutputCheck`'s now (schema 3): name -> OutputCheck field
+OUTPUT_CHECK_FIELDS_V2 = {"outputs_match": "match", "check_method": "method", "max_abs_diff": "max_abs_diff",
+                          "compiled_error": "compiled_error", "eager_error": "eager_error",
+                          "allowed_error": "allowed_error", "message": "message", "check_details": "leaves"}
+
+
+@dataclass
 class EagerComparison:
-    """The same cell run uncompiled, measured the same way."""
+    """The same cell run uncompiled, measured the same way; ``check`` is its outputs against the
+    compiled run's."""
 
     run_times_s: list[float] = field(default_factory=list)
     run_median_s: Optional[float] = None
@@ -913,21 +936,22 @@ class EagerComparison:
     block_calls: list[int] = field(default_factory=list)  # calls per block in those pairs: [compiled, eager]
     memory_ratio: Optional[float] = None  # compiled steady-state peak / eager peak (device when known, else host)
     break_even_calls: Optional[int] = None  # calls after which compiling paid for itself; None: never
-    outputs_match: Optional[bool] = None
-    max_abs_diff: Optional[float] = None
-    message: str = ""
-    # how the outputs were judged (run/accuracy.py): "equal" | "close" | "fp64 reference" |
-    # "dtype tolerances" | "structure"; the fp64 method's RMSEs against float64
-    check_method: str = ""
-    compiled_error: Optional[float] = None
-    eager_error: Optional[float] = None
-    allowed_error: Optional[float] = None
-    check_details: list[str] = field(default_factory=list)  # one line per floating tensor
+    check: Optional[OutputCheck] = None  # the outputs against the compiled run's (None: not compared)
     device_median_s: Optional[float] = None  # device time of eager, same method as the compiled side
     latency_median_s: Optional[float] = None
     busy: Optional[DeviceBusy] = None  # how much of each eager call the GPU works (CUDA)
     # when compiled is slower beyond doubt and both sides' busy time is known: on the host or on the GPU, and by how much
     why_slower: str = ""
+
+    @staticmethod
+    def from_v2(flat: dict[str, Any]) -> dict[str, Any]:
+        """A schema-2 comparison's JSON (the output check's fields beside the timings) as this
+        schema's (the check one record, ``check``); None where the outputs were not compared."""
+        out = {k: v for k, v in flat.items() if k not in OUTPUT_CHECK_FIELDS_V2}
+        check = {OUTPUT_CHECK_FIELDS_V2[k]: v for k, v in flat.items() if k in OUTPUT_CHECK_FIELDS_V2}
+        if check.get("match") is not None:
+            out["check"] = {"method": "", **check}
+        return out
 
 
 OTHER_DEVICE_TIME = "other device time"  # the KernelTime of device time in no kernel of the report
@@ -1102,24 +1126,13 @@ PROFILE_FIELDS_V1 = {
 }
 
 
-def _flat(name: str) -> property:
-    record, attr = PROFILE_FIELDS_V1[name]
-
-    def get(self: "Profile") -> Any:
-        return getattr(getattr(self, record), attr)
-
-    def put(self: "Profile", value: Any) -> None:
-        setattr(getattr(self, record), attr, value)
-
-    return property(get, put, doc=f"``{record}.{attr}`` (the flat name of schema 1)")
-
-
-@dataclass(init=False)
+@dataclass
 class Profile:
     """What one run cost, as small records, each filled by the phase that measured it: the
     settings, the first call, the steady state with its timings, memory, the eager
     comparison, kernel times, and notes. The flat names of schema 1 (``run_median_s``,
-    ``peak_device_bytes_compile``, ...) read and write the records (:data:`PROFILE_FIELDS_V1`)."""
+    ``peak_device_bytes_compile``, ...) exist only in :meth:`from_v1`, which reads a saved
+    schema-1 profile into the records (:data:`PROFILE_FIELDS_V1` says where each now lives)."""
 
     settings: RunSettings = field(default_factory=RunSettings)
     first_call: FirstCall = field(default_factory=FirstCall)
@@ -1134,25 +1147,6 @@ class Profile:
     noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why (empty: quiet)
     roofline: Optional[RooflineShares] = None  # with --profile-kernels: the kernel time against the roofs
     error: str = ""  # the user's exception, when the cell raised
-
-    def __init__(self, **values: Any) -> None:
-        """Records by name, or schema 1's flat names (``Profile(run_median_s=1e-3)``)."""
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-        unknown = [n for n in values if n not in PROFILE_FIELDS_V1 and n not in self.__dataclass_fields__]
-        if unknown:
-            raise TypeError(f"Profile: no field {unknown[0]!r}")
-        for name, value in values.items():  # records first, then flat names into them
-            if name in self.__dataclass_fields__:
-                setattr(self, name, value)
-        copied: set[str] = set()
-        for name, value in values.items():
-            if name in PROFILE_FIELDS_V1:
-                record = PROFILE_FIELDS_V1[name][0]
-                if record not in copied:  # a record given (dataclasses.replace) is not changed in place
-                    setattr(self, record, dataclasses.replace(getattr(self, record)))
-                    copied.add(record)
-                setattr(self, name, value)
 
     def noisy(self, figure: str) -> str:
         """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share",
@@ -1194,8 +1188,6 @@ class Profile:
         return out
 
 
-for _name in PROFILE_FIELDS_V1:
-    setattr(Profile, _name, _flat(_name))
 
 
 @dataclass

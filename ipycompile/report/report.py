@@ -16,6 +16,7 @@ from .model import (
     CompileTime,
     ControlFlowNode,
     CudaGraphs,
+    EagerComparison,
     Failure,
     FixVerification,
     Graph,
@@ -38,7 +39,9 @@ from .text import capped, one_line
 if TYPE_CHECKING:
     from .summary import Hints
 
-SCHEMA_VERSION = 2  # 2: Profile made of records (settings, first_call, steady, ...); 1: flat
+#: 3: the eager comparison's output check one record (``EagerComparison.check``); 2: Profile made of
+#: records (settings, first_call, steady, ...); 1: flat
+SCHEMA_VERSION = 3
 
 #: Views register here, so the report never imports a view: ``ipycompile`` (the
 #: package) registers its HTML view when it is imported, and any view may add its own.
@@ -193,11 +196,15 @@ class CompileReport:
     def from_dict(cls, data: dict[str, Any]) -> "CompileReport":
         """The report of :meth:`to_dict`'s form, every field checked against the model:
         :class:`~ipycompile.report.serialize.ReportFormatError` (a ``ValueError``) names
-        the first field that does not fit, and what was expected. A schema-1 report (a flat
-        ``Profile``) is converted to this schema first."""
-        if isinstance(data, dict) and type(data.get("schema_version")) is int and data["schema_version"] < 2 \
-                and isinstance(data.get("profile"), dict):
-            data = {**data, "profile": Profile.from_v1(data["profile"]), "schema_version": SCHEMA_VERSION}
+        the first field that does not fit, and what was expected. A report of an older schema
+        is converted to this one first (schema 1: a flat ``Profile``, :meth:`Profile.from_v1`;
+        schema 2: the output check's fields in ``EagerComparison``, :meth:`EagerComparison.from_v2`)."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if type(version) is int and version < SCHEMA_VERSION and isinstance(data.get("profile"), dict):
+            profile = Profile.from_v1(data["profile"]) if version < 2 else data["profile"]
+            if isinstance(profile.get("eager"), dict):
+                profile = {**profile, "eager": EagerComparison.from_v2(profile["eager"])}
+            data = {**data, "profile": profile, "schema_version": SCHEMA_VERSION}
         return report_from_dict(cls, data, SCHEMA_VERSION)
 
     def to_json(self, **kwargs: Any) -> str:

@@ -127,7 +127,7 @@ def _any_value(data: Any) -> Any:
 
 
 def unjsonable_field(obj: Any, where: str = "report") -> str:
-    """Where in ``obj`` the first value JSON cannot hold is (``report.profile.params['dtype']``), or ""."""
+    """Where in ``obj`` the first value JSON cannot hold is (``report.profile.settings.params['dtype']``), or ""."""
     stack = [(obj, where)]
     while stack:
         v, at = stack.pop()

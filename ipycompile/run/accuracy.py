@@ -30,8 +30,9 @@ import contextlib
 import copy
 import math
 import types
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
+
+from ..report import OutputCheck
 
 __all__ = ["OutputCheck", "check_outputs", "upcast_namespace", "referenced_names", "float64_defaults", "SAME_TOL"]
 
@@ -39,20 +40,6 @@ __all__ = ["OutputCheck", "check_outputs", "upcast_namespace", "referenced_names
 SAME_TOL = 1e-4
 #: the per-dtype relative tolerance of the fallback (four ulps; fp32: ``same``'s tol)
 _FALLBACK_RTOL = {"float16": 4 * 2.0**-10 * 0.98, "bfloat16": 4 * 2.0**-7 * 0.99, "float32": 1e-4, "float64": 1e-7}
-
-
-@dataclass
-class OutputCheck:
-    """The verdict on one pair of outputs, and how it was reached."""
-
-    match: bool
-    method: str  # "equal" | "close" | "fp64 reference" | "dtype tolerances" | "structure"
-    max_abs_diff: Optional[float] = None
-    compiled_error: Optional[float] = None  # RMSE against float64 (worst leaf), fp64 method
-    eager_error: Optional[float] = None  # eager's RMSE against float64 on that leaf
-    allowed_error: Optional[float] = None  # the bound compiled_error was held to
-    message: str = ""
-    leaves: list[str] = field(default_factory=list)  # one line per tensor compared
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -48,11 +48,11 @@ import io
 import keyword
 import linecache
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["CellError", "CellFunction", "check_name", "make_cell_function", "register_source"]
+__all__ = ["CellError", "CellFunction", "check_name", "make_cell_function", "plain_cell", "register_source"]
 
 _ONE_FUNCTION = "a %%compile cell is the body of one function"
 _NOT_ASYNC = f"{_ONE_FUNCTION}, which is not async; run async code in a plain cell"
@@ -182,6 +182,39 @@ def make_cell_function(
     fn = types.FunctionType(fn_code, namespace, name)
     return CellFunction(fn=fn, filename=filename, source=source, has_result=has_result, assigned=assigned, name=name,
                         read_first=read_first, seedable=seedable)
+
+
+def plain_cell(
+    body: str,
+    namespace: dict[str, Any],
+    *,
+    filename: str,
+    header: Optional[str] = "%%compile",
+) -> Callable[[], Any]:
+    """The cell as ordinary code (``--observe``): a zero-argument call that runs its statements
+    at module level in ``namespace``, as IPython runs a plain cell, and returns the value of its
+    final expression (None when the last statement is not an expression).
+
+    ``header`` and line numbers as in :func:`make_cell_function` (the source is registered in
+    ``linecache`` under ``filename``); a syntax error raises :class:`CellError` naming the editor
+    line. Nothing else is checked: any code a plain cell may hold runs."""
+    source = body if header is None else f"{header}\n{body}"
+    register_source(filename, source)
+    header_lines = 0 if header is None else header.count("\n") + 1
+    try:
+        tree = ast.parse("\n" * header_lines + body, filename)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        # dont_inherit: this module's own `from __future__ import annotations` must not leak into the cell.
+        statements = compile(tree, filename, "exec", dont_inherit=True)
+        result = compile(ast.Expression(last.value), filename, "eval", dont_inherit=True) if last is not None else None
+    except SyntaxError as e:
+        raise _from_syntax_error(e, filename, _source_lines(source)) from None
+
+    def run() -> Any:
+        exec(statements, namespace)
+        return eval(result, namespace) if result is not None else None
+
+    return run
 
 
 def _unqualified(code: types.CodeType, prefix: str) -> types.CodeType:

@@ -5,7 +5,10 @@
 the Python call's keywords), checks them (a ``ValueError`` naming the option, the value
 and what is allowed), and returns one frozen object that ``execute``, ``measure``,
 ``sweep`` and ``sweep_cell`` read; a variant (a sweep's untimed warm start) is
-``options.replace(...)``.
+``options.replace(...)``. The names are declared once, as the fields of :class:`RunOptions`
+and :class:`CompileSettings` (:data:`OPTION_NAMES`); the public calls take them as keywords
+(``**options``) and name none of them in their own signatures, and the magic's flags are
+checked against them by the tests.
 """
 
 from __future__ import annotations
@@ -92,6 +95,17 @@ class RunOptions:
             run["verify_budget_s"] = float(run["verify_budget_s"])
         flags = {k: bool(v) for k, v in run.items() if isinstance(_DEFAULTS[k], bool)}
         return cls(settings=settings, **{**run, **flags, "label": label, "trace_dir": trace_dir})
+
+    @classmethod
+    def given(cls, run_options: Optional["RunOptions"], chosen: dict[str, Any], *, where: str,
+              devices: Optional[Callable[[], set[str]]] = None) -> "RunOptions":
+        """The options of a call that takes them built (``run_options``) or as :data:`OPTION_NAMES`
+        keywords (``chosen``, built here by :meth:`build`), not both (a ``TypeError`` naming ``where``)."""
+        if run_options is None:
+            return cls.build(**chosen, devices=devices)
+        if chosen:
+            raise TypeError(f"{where}: give the options as run_options or as keywords, not both ({sorted(chosen)[0]})")
+        return run_options
 
     def replace(self, **changes: Any) -> "RunOptions":
         return dataclasses.replace(self, **changes)

@@ -27,7 +27,6 @@ def run_request(
     *,
     option: Sequence[str] = (),
     sweep: Sequence[str] = (),
-    fresh: bool = False,
     quiet: bool = False,
     **kwargs: Any,
 ) -> "CellRun | Any":
@@ -41,7 +40,7 @@ def run_request(
         raise SweepError("--sweep: each NAME may be swept once; give all its values in one --sweep")
     chosen = {k: kwargs.pop(k) for k in OPTION_NAMES if k in kwargs}
     # the run's options, built once (bad ones fail before anything runs)
-    opts = RunOptions.build(options=options, fresh=fresh, **chosen, devices=lambda: cell_devices(source, namespace))
+    opts = RunOptions.build(options=options, **chosen, devices=lambda: cell_devices(source, namespace))
     if not sweep:
         return execute(source, namespace, run_options=opts, progress=not quiet, **kwargs)
     return sweep_cell(source, namespace, params, run_options=opts, progress=not quiet, **kwargs)

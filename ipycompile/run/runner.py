@@ -16,8 +16,11 @@ its arguments and displays what this returns. One run is
    (``KernelTimes``, charged to the report's kernels by :mod:`ipycompile.run.kernel_times`)
    and the comparison with eager (``EagerComparison``); memory (``Memory``);
 3. ``measure`` assembles the :class:`Profile` from the records of the phases that
-   finished (all of them, unless the user's code raised), and the report gets a row
-   in the history.
+   finished (all of them, unless the user's code raised) and returns the capture's report
+   with it, and the report gets a row in the history.
+
+``--observe`` takes the same path: the cell as ordinary code (:func:`~ipycompile.run.cell.plain_cell`)
+is ``measure``'s target, run once under the capture, with nothing more measured.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from . import history_log as _history
 from . import reuse as _reuse
 from .observe import capture
 from .session import SESSION
-from .cell import CellFunction, make_cell_function, namespace_state, placeholders
+from .cell import CellFunction, make_cell_function, namespace_state, placeholders, plain_cell
 from .accuracy import check_outputs, fp64_reference, referenced_names, upcast_namespace
 from .kernel_times import KERNEL_PROFILE_OPTION, attribute, cell_devices, profile_calls, profiled_call_count
 from .activity import CompileActivity
@@ -135,10 +138,9 @@ def execute(
     """Run ``source`` compiled (or observed) and profile it; never raises the user's exception.
 
     The run's options are one :class:`~ipycompile.run.options.RunOptions`: given as
-    ``run_options``, or built here once from the keywords (``mode``, ``backend``,
-    ``dynamic``, ``fullgraph``, ``options``, ``runs``, ``warmup``, ``fresh``,
-    ``compare_eager``, ``observe``, ``profile_kernels``, ``memory_timeline``,
-    ``trace_dir``, ``label``, ``record``, ``verify_fixes``, ``verify_budget_s``; see :meth:`RunOptions.build`).
+    ``run_options``, or built here once from the keywords (the names in
+    :data:`~ipycompile.run.options.OPTION_NAMES`: ``mode``, ``backend``, ``runs``,
+    ``compare_eager``, ...; see :meth:`RunOptions.build`).
 
     ``verify_fixes``: after the report is diagnosed, try each suggested fix on the cell in a
     scratch compile of the same cell on copies of the same inputs (:mod:`ipycompile.run.verify`),
@@ -172,9 +174,8 @@ def execute(
     a bad cell raises :class:`~ipycompile.cell.CellError` (nothing runs).
     """
     check_cell(source, namespace)
-    if run_options is not None and options:
-        raise TypeError(f"execute: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
-    opts = run_options or RunOptions.build(**options, devices=lambda: cell_devices(source, namespace or {}))
+    opts = RunOptions.given(run_options, options, where="execute",
+                            devices=lambda: cell_devices(source, namespace or {}))
     check_in_job(opts)
     with _one_run_at_a_time():  # (a refused nested run shows no progress)
         track = tracker(progress)
@@ -263,9 +264,13 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
     filename = filename or f"<ipycompile-cell-{next(SESSION.counter)}>"
 
     profile = new_profile(settings, observe=opts.observe, label=opts.label, fresh=opts.fresh)
-    if opts.observe:
-        return _observe(source, namespace, filename, header, profile, sources, execution_count, opts.record,
-                        opts.trace_dir)
+    if opts.observe:  # the cell as ordinary code, once, under the capture
+        cell = plain_cell(source, namespace, filename=filename, header=header)
+        run = measure(Target(cell, cell, lambda value: value), opts, profile)
+        report = dataclasses.replace(run.report, sources={**run.report.sources, **(sources or {})})
+        if opts.record:
+            _history.record(report, execution_count=execution_count)
+        return CellRun(run.value, report, run.error, None, run.records)
 
     cf_key = (source, header, id(namespace), settings.key())
     reused = cf_key in SESSION.compiled and not opts.fresh
@@ -301,8 +306,7 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
                     reference, lambda: namespace_state(cf, copy))
     run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
                   progress=progress)
-    report = run.report
-    report.sources.update(sources or {})
+    report = dataclasses.replace(run.report, sources={**run.report.sources, **(sources or {})})
     profile.caches = _cache_summary(report, reused and report.compiled_nothing, opts.fresh)
     if reused and not report.compiled_nothing:
         profile.notes.append("the cell was unchanged, but torch recompiled: a guard failed (see Recompiles)")
@@ -455,6 +459,10 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     steady state, the GPU's busy time, eager; ``profile`` (its settings filled) gets the
     records the phases return.
 
+    ``opts.observe``: ``target.compiled`` is the cell as ordinary code (torch.compile only where
+    the user's code calls it); it runs once, under the capture, and that one run is the steady
+    state's only run (``SteadyState.runs == 1``); nothing more is measured.
+
     Never raises the user's exception: it is returned in ``CellRun.error`` with
     the partial report (the records of the phases that finished). ``opts.fresh`` resets
     Dynamo and uses fresh Inductor caches. ``opts.profile_kernels``: after the timed runs, a
@@ -481,7 +489,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     said = _Said()
     track = progress or NO_PROGRESS  # progress: told each phase as it starts (it draws nothing)
     track.phase(START_UP)
-    one_time = _one_time_startup(settings)
+    one_time = None if opts.observe else _one_time_startup(settings)
     if one_time is not None:
         said.notes.append(f"first Inductor use in this process: {one_time:.2f} s of one-time start-up was paid "
                           "before the timed compile and is not in compile_s")
@@ -505,36 +513,38 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
             with cap, _watching(progress):
                 track.phase(FIRST_CALL)
                 call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
-                                   keep_expected=opts.compare_eager)
+                                   keep_expected=opts.compare_eager and not opts.observe)
                 first = call.record
-                restore = target.state() if target.state is not None else None
-                recorders += [call.recorder] if call.recorder is not None else []
-                if ranks <= 1:
-                    track.phase(WARM_UP)
-                warmed = 0 if ranks > 1 else _warm_up(
-                    compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls, activity)
-            # the capture is closed: timed runs carry none of its cost
-            cuda = call.device_work and torch.cuda.is_available()
-            before = dict(activity.by_trigger)
-            if ranks > 1:  # one call on every rank, as the job's own code makes it: nothing more
+                if not opts.observe:
+                    restore = target.state() if target.state is not None else None
+                    recorders += [call.recorder] if call.recorder is not None else []
+                    if ranks <= 1:
+                        track.phase(WARM_UP)
+                    warmed = 0 if ranks > 1 else _warm_up(
+                        compiled, opts.warmup if opts.warmup is not None else settings.warmup_calls, activity)
+            if opts.observe:  # the cell's one run as ordinary code is all there is
+                first, steady = FirstCall(), _observed_run(first)
+            elif ranks > 1:  # one call on every rank, as the job's own code makes it: nothing more
                 said.notes.append(_in_job_note(ranks))
-            else:
+            else:  # the capture is closed: timed runs carry none of its cost
+                cuda = call.device_work and torch.cuda.is_available()
+                before = dict(activity.by_trigger)
                 track.phase(TIMING)
                 steady = said.take(_run_time(compiled, runs, activity, warmed, opts.budget_s or RUN_TIME_BUDGET_S))
                 steady = said.take(_latency_and_device_time(steady, compiled, runs, cuda))
                 steady = said.take(_gpu_busy(steady, compiled, settings, runs, cuda))
                 steady = said.take(_recorded_in_timing(steady, before, activity.by_trigger))
-            if opts.memory_timeline:
-                recorders.append(said.take(_steady_memory_timeline(compiled)))
-            if opts.profile_kernels:
-                track.phase(KERNEL_PROFILE)
-                kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
-            if opts.compare_eager:
-                track.phase(EAGER)
-                eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
-                                                 device_work=call.device_work, first=first, steady=steady,
-                                                 budget_s=2 * (opts.budget_s or RUN_TIME_BUDGET_S)))
-                steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
+                if opts.memory_timeline:
+                    recorders.append(said.take(_steady_memory_timeline(compiled)))
+                if opts.profile_kernels:
+                    track.phase(KERNEL_PROFILE)
+                    kernels, events = said.take(_kernel_profile(compiled, steady.run_median_s))
+                if opts.compare_eager:
+                    track.phase(EAGER)
+                    eager = said.take(_compare_eager(target, call.expected, runs=runs, warmup=opts.warmup,
+                                                     device_work=call.device_work, first=first, steady=steady,
+                                                     budget_s=2 * (opts.budget_s or RUN_TIME_BUDGET_S)))
+                    steady = dataclasses.replace(steady, timing_method=steady.timing_method + _eager_method(eager))
         except BaseException as exc:  # the user's SystemExit too: the run is recorded, the magic re-raises it
             error = exc
         finally:
@@ -549,14 +559,15 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
     said.notes += _kernel_option_note(settings, opts.profile_kernels, kernels)
     memory = said.take(_memory(call.host_method, recorders, report))
     memory.host_before_bytes = call.host_before_bytes
-    _note_cudagraphs(report, settings)
     profile.first_call, profile.steady, profile.memory, profile.kernels = first, steady, memory, kernels
     profile.eager = eager
     profile.notes += said.notes
     profile.noise += said.noise
     if error is not None:
         profile.error = error_text(error)
-    report.profile = profile
+    # the capture's report with the run's profile, and the CUDA graphs that were asked for but not recorded
+    report = dataclasses.replace(report, profile=profile,
+                                 cudagraphs=[*report.cudagraphs, *_unrecorded_cudagraphs(report, settings)])
     if profile.kernels.times:
         roof = roofline(report)
         profile.roofline = roof.shares if roof is not None else None
@@ -565,7 +576,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
         profile.notes.append(said_mode)
     profile.caches = _cache_summary(report, False, opts.fresh)
     _note_trace(cap, profile)
-    return CellRun(call.value, report, error, compiled, cap.records)
+    return CellRun(call.value, report, error, None if opts.observe else compiled, cap.records)
 
 
 # --------------------------------------------------------------------------- the phases, in order
@@ -597,6 +608,13 @@ def _first_call(target: Target, settings: CompileSettings, *, one_time_s: Option
     return FirstCallRun(record, value, _copy_tensors(snap) if keep_expected and graphs else snap,
                         device_work or _has_cuda_tensor(snap), mem.host_method, mem.baseline_host_bytes,
                         recorder if memory_timeline else None)
+
+
+def _observed_run(call: FirstCall) -> SteadyState:
+    """``--observe``: the cell's one run as ordinary code, under the capture, is the steady state's
+    only run: its wall time and peaks."""
+    return SteadyState(run_times_s=[call.compile_wall_s], run_median_s=call.compile_wall_s, runs=1,
+                       peak_device_bytes=call.peak_device_bytes, peak_host_bytes=call.peak_host_bytes)
 
 
 def _warm_up(compiled: Callable[[], Any], calls: int, activity: CompileActivity) -> int:
@@ -801,14 +819,7 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
         run_median_s=eager_blocks.median_s,
         peak_device_bytes=mem.device_bytes,
         peak_host_bytes=mem.host_bytes,
-        outputs_match=check.match,
-        max_abs_diff=check.max_abs_diff,
-        message=check.message,
-        check_method=check.method,
-        compiled_error=check.compiled_error,
-        eager_error=check.eager_error,
-        allowed_error=check.allowed_error,
-        check_details=check.leaves,
+        check=check,
         speedup=ratio.median,
         speedup_ci95=list(ratio.ci95),
         pairs=ratio.pairs,
@@ -861,14 +872,15 @@ def _memory_recorder(label: str):
     return MemoryRecorder(label)
 
 
-def _note_cudagraphs(report: CompileReport, settings: CompileSettings) -> None:
-    """With CUDA graphs on, a compile that generated GPU kernels but neither recorded nor was skipped says so."""
+def _unrecorded_cudagraphs(report: CompileReport, settings: CompileSettings) -> list:
+    """With CUDA graphs on, each compile that generated GPU kernels but neither recorded nor was
+    skipped: a ``CudaGraphs`` record that says so."""
     try:
         on = settings.uses_cudagraphs()
     except Exception:
         on = False
     if not on:
-        return
+        return []
     from ..report import CudaGraphs
 
     seen = {c.compile_id for c in report.cudagraphs}
@@ -876,8 +888,7 @@ def _note_cudagraphs(report: CompileReport, settings: CompileSettings) -> None:
     for k in report.kernels:
         if k.backend == "triton" and k.compile_id is not None and k.compile_id not in seen and k.compile_id not in gpu:
             gpu.append(k.compile_id)
-    for cid in gpu:
-        report.cudagraphs.append(CudaGraphs(compile_id=cid, status="not recorded"))
+    return [CudaGraphs(compile_id=cid, status="not recorded") for cid in gpu]
 
 
 def _has_cuda_tensor(tree: Any) -> bool:
@@ -909,51 +920,6 @@ def _trace_logging_s() -> Optional[float]:
 
     tally = getattr(_internal, "structured_logging_overhead", None)
     return float(sum(tally.values())) if isinstance(tally, dict) else None
-
-
-def _observe(source, namespace, filename, header, profile, sources, execution_count, record, trace_dir=None) -> CellRun:
-    """Run the cell as ordinary code and capture whatever torch.compile does inside it."""
-    from .cell import register_source
-
-    import ast
-
-    register_source(filename, source if header is None else header + "\n" + source)
-    tree = ast.parse(source, filename)
-    if header is not None:
-        ast.increment_lineno(tree, header.count("\n") + 1)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    body = compile(tree, filename, "exec")
-    tail = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
-    value = error = None
-    cap = capture(trace_dir)
-    fresh = profile.settings.fresh
-    if fresh:  # recompile from scratch whatever the cell calls
-        import torch
-
-        torch._dynamo.reset()
-    try:
-        with fresh_inductor_cache() if fresh else contextlib.nullcontext(), cap, PeakMemory() as mem:
-            synchronize()
-            t0 = time.perf_counter()
-            exec(body, namespace)
-            if tail is not None:
-                value = eval(tail, namespace)
-            synchronize()
-            elapsed = time.perf_counter() - t0
-        profile.steady = SteadyState(run_times_s=[elapsed], run_median_s=elapsed, runs=1,
-                                     peak_device_bytes=mem.device_bytes, peak_host_bytes=mem.host_bytes)
-        profile.memory = Memory(host_method=mem.host_method, host_before_bytes=mem.baseline_host_bytes)
-    except BaseException as exc:  # recorded, and re-raised by the caller
-        error = exc
-        profile.error = error_text(exc)
-    report = cap.report
-    report.profile = profile
-    report.sources.update(sources or {})
-    profile.caches = _cache_summary(report, False, fresh)
-    _note_trace(cap, profile)
-    if record:
-        _history.record(report, execution_count=execution_count)
-    return CellRun(value, report, error)
 
 
 def error_text(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ parameter in a column of its own.
 * A failing point is recorded with status ``failed`` (a compile failure) or
   ``error`` (the code raised) and its reason, and the
   sweep goes on; Ctrl-C stops it, keeping the points done so far.
-* A report keeps its point's parameters (``report.profile.params``) in a form
+* A report keeps its point's parameters (``report.profile.settings.params``) in a form
   JSON holds, so that it saves and loads: Python literals as themselves, torch
   dtypes and devices as tagged strings (``"torch.float32"``,
   ``"torch.device('cuda:0')"``) that :func:`sweep_params` turns back into
@@ -148,7 +148,7 @@ def param_value(value: Any) -> Any:
 def sweep_params(report: Any) -> dict[str, Any]:
     """The sweep parameters of a report (a saved one too), with dtypes and devices as torch's objects."""
     profile = getattr(report, "profile", None)
-    return {k: param_value(v) for k, v in (profile.params if profile is not None else {}).items()}
+    return {k: param_value(v) for k, v in (profile.settings.params if profile is not None else {}).items()}
 
 
 def _keep_params(profile: Any, point: Mapping[str, Any]) -> None:
@@ -433,9 +433,7 @@ def sweep(
             from ..report import CompileReport
 
             profile.error = f"{error_text(exc)} (in make_args)"
-            report = CompileReport()
-            report.profile = profile
-            return CellRun(None, report, exc)
+            return CellRun(None, CompileReport(profile=profile), exc)
         eager = call_of(fn, made)
         compiled = call_of(torch.compile(fn, **settings.compile_kwargs()), made)
         target = Target(compiled, eager, lambda value: value)
@@ -467,10 +465,8 @@ def sweep_cell(
     names the rows, ``record`` adds them to the history. Returns the sweep's :class:`SweepResult`, as
     :func:`sweep` does.
     """
-    if run_options is None:
-        run_options = RunOptions.build(**options, devices=lambda: cell_devices(source, namespace))
-    elif options:
-        raise TypeError(f"sweep_cell: give the options as run_options or as keywords, not both ({sorted(options)[0]})")
+    run_options = RunOptions.given(run_options, options, where="sweep_cell",
+                                   devices=lambda: cell_devices(source, namespace))
     if run_options.observe:
         raise SweepError("--sweep: cannot be combined with --observe; a sweep compiles the cell afresh at each point")
     label, record = run_options.label, run_options.record

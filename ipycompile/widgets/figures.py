@@ -194,8 +194,8 @@ def fig_memory(r: "CompileReport"):
     p = r.profile
     e = p.eager
     groups = []  # (label, [(bar label, bytes)])
-    dev = [("compile", p.peak_device_bytes_compile), ("steady state", p.peak_device_bytes_run)]
-    host = [("compile", p.peak_host_bytes_compile), ("steady state", p.peak_host_bytes_run)]
+    dev = [("compile", p.first_call.peak_device_bytes), ("steady state", p.steady.peak_device_bytes)]
+    host = [("compile", p.first_call.peak_host_bytes), ("steady state", p.steady.peak_host_bytes)]
     if e is not None:
         dev.append(("eager", e.peak_device_bytes))
         host.append(("eager", e.peak_host_bytes))
@@ -220,7 +220,7 @@ def fig_memory(r: "CompileReport"):
 
 def fig_memory_timeline(r: "CompileReport"):
     """Allocated CUDA memory over each recorded call (--memory-timeline), the peak annotated."""
-    timelines = r.profile.memory_timelines
+    timelines = r.profile.memory.timelines
     fig, axes = _stack_axes(7.5, 0.8, 0.3, [2.0] * len(timelines))
     for ax, tl in zip(axes, timelines):
         scale = 1e3 if tl.time_unit == "us" else 1.0

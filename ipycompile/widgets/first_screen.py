@@ -102,8 +102,8 @@ def problems(r: "CompileReport") -> list[Problem]:
         first.append(p)
     prof = r.profile
     e = prof.eager if prof is not None else None
-    if e is not None and e.outputs_match is False:
-        first.append(Problem("outputs", "Outputs differ from eager", e.message, tab="profile"))
+    if e is not None and e.check is not None and not e.check.match:
+        first.append(Problem("outputs", "Outputs differ from eager", e.check.message, tab="profile"))
 
     ranked: list[Problem] = []
     for b in r.graph_breaks:
@@ -199,8 +199,8 @@ def headline(r: "CompileReport") -> list[Chip]:
                                 e.break_even_calls, noisy))
             else:
                 out.append(Chip(f"never breaks even{mark}", True, "break_even", None, noisy))
-        if e.outputs_match is False:
-            out.append(Chip("outputs differ from eager", True, "outputs", False, e.message))
+        if e.check is not None and not e.check.match:
+            out.append(Chip("outputs differ from eager", True, "outputs", False, e.check.message))
     if p.peak_device_bytes is not None:
         out.append(Chip(f"device peak {fmt_bytes(p.peak_device_bytes)}", False, "device_memory", p.peak_device_bytes))
     if p.peak_host_added_bytes is not None:  # the cell's own; the process's RSS is in the Profile tab

@@ -725,15 +725,16 @@ def _profile_rows(p) -> list[list[Any]]:
         row("memory vs eager", f"{e.memory_ratio:.2f}x" if e.memory_ratio is not None else None)
         row("eager peak device memory", fmt_bytes(e.peak_device_bytes) if e.peak_device_bytes is not None else None)
         row("eager peak host memory", fmt_bytes(e.peak_host_bytes) if e.peak_host_bytes is not None else None)
-        if e.outputs_match is not None:
-            row("outputs", "match eager" if e.outputs_match else f"DIFFER from eager ({e.message})")
-        row("max abs diff", f"{e.max_abs_diff:.3g}" if e.max_abs_diff is not None else None)
-        row("output check method", e.check_method)
-        if e.compiled_error is not None:
-            row("RMSE vs float64", f"compiled {e.compiled_error:.3g}, eager {e.eager_error:.3g} "
-                                   f"(allowed {e.allowed_error:.3g})")
-        for line in e.check_details[:8]:
-            row("output check", line)
+        c = e.check
+        if c is not None:
+            row("outputs", "match eager" if c.match else f"DIFFER from eager ({c.message})")
+            row("max abs diff", f"{c.max_abs_diff:.3g}" if c.max_abs_diff is not None else None)
+            row("output check method", c.method)
+            if c.compiled_error is not None:
+                row("RMSE vs float64", f"compiled {c.compiled_error:.3g}, eager {c.eager_error:.3g} "
+                                       f"(allowed {c.allowed_error:.3g})")
+            for line in c.leaves[:8]:
+                row("output check", line)
     if p.kernels.times:
         what = "device" if p.kernels.device == "cuda" else "CPU"
         row("kernel profile", f"{plural(p.kernels.calls, 'call')} under torch.profiler after the timed runs: "
