@@ -141,8 +141,6 @@ REAL = doctor_corpus.load_part("real-code")
 #: a strict xfail: the test fails when one of them starts passing, so the list only shrinks, and any
 #: other case answered wrongly fails as before.
 KNOWN_WRONG = {
-    "real_pytorch_issues::functools_cache_global": "silent change (functools.cache traced through): no answer says so",
-    "real_pytorch_issues::generator_returned": "silent change (a generator returned from compiled code): no answer says so",
     "real_pytorch_issues::random_seeded_random": "not captured: torch's log and the report count the breaks differently",
     "real_transformers::gpt2_compiled_generate": "mark_dynamic on a tensor generate() makes (model_kwargs)",
     "real_transformers::mistral_generate_past_window": "dynamic=True, offered for a library value, leaves 3 recompiles",
