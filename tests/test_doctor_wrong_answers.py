@@ -192,6 +192,36 @@ def test_the_users_own_raise_is_said_to_raise_without_compile_and_it_does():
     assert s.kind == "raised_exception" and "as the code does without torch.compile" in s.explanation
 
 
+# an error inside Dynamo itself (not one of torch's own kinds), raised into the call as InternalTorchDynamoError:
+# recorded as the user received it, and answered as torch's failure, never "the code raises the same" (an RNG
+# seeded from a size, as augmentation code does; from an int argument under dynamic=True)
+SEEDED_BY_SIZE = {
+    "size": ("def f(x):\n    rng = random.Random(x.shape[0])\n    return x + rng.random()", (torch.ones(3),)),
+    "int-argument": ("def f(x, n):\n    rng = random.Random(n)\n    return x + rng.random()", (torch.ones(3), 5)),
+}
+
+
+@pytest.mark.parametrize("src, args", SEEDED_BY_SIZE.values(), ids=SEEDED_BY_SIZE.keys())
+def test_an_internal_dynamo_error_is_recorded_as_raised_and_answered_as_torchs(src, args):
+    import random
+
+    ns = {"random": random, "torch": torch}
+    exec(compile(src, "<seeded>", "exec"), ns)  # noqa: S102 - the test's own code
+    ns["f"](*args)  # eager runs it
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        with pytest.raises(torch._dynamo.exc.InternalTorchDynamoError) as raised:
+            torch.compile(ns["f"], backend="eager", dynamic=True)(*args)
+    (f,) = cap.report.failures
+    assert raised.value.args[0].startswith(f.type)  # torch's message names the inner error ...
+    assert f.raised_as == "InternalTorchDynamoError"  # ... and the report what the call received
+    s = f.suggestion
+    assert s.kind == "internal_error" and s.code == ""
+    assert "not of your code" in s.explanation and f.type in s.explanation
+    assert "raises the same" not in s.explanation
+    torch._dynamo.reset()
+
+
 # -- rewrites that do not type-check ------------------------------------------------------------------
 MASKED = """
 def f(x, mask):

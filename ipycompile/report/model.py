@@ -271,6 +271,7 @@ class Kind(StrEnum):
     TORCH_HINT = "torch_hint"
     LIBRARY_CODE = "library_code"
     # breaks no code change of ours removes: what to do, in words
+    INTERNAL_ERROR = "internal_error"
     COMPILER_DISABLE = "compiler_disable"
     DDP_WRAPPER = "ddp_wrapper"
     NO_META_KERNEL = "no_meta_kernel"
@@ -818,6 +819,10 @@ class Failure:
     #: torch hit the recompile limit here (capture decides it once: ``capture.parse.recompiles.
     #: is_recompile_limit``); the recompile doctor explains it, not the break doctor
     limit_hit: bool = False
+    #: the exception the user's call received where it is not ``type``: torch re-raises an error
+    #: that is not one of its own kinds as ``InternalTorchDynamoError`` (an error inside Dynamo);
+    #: decided by capture (``capture.parse.failures.raised_as``), "" where it is ``type`` or unknown
+    raised_as: str = ""
 
     @property
     def stop(self) -> UserFrame:

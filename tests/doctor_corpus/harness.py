@@ -636,7 +636,7 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     failures = [f for f in _answered(report) if isinstance(f, Failure)]
     res.report_failures = len(failures)
     res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
-                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
+                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] in (f.type, f.raised_as) for f in failures)
                     if res.torch_errors else res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles)
 
     # located
