@@ -32,7 +32,7 @@ from .parse.control_flow import count_ops, inlined_control_flow, parse_control_f
 from .parse.cudagraphs import cudagraphs_from_events
 from .parse.failures import parse_failure
 from .parse.fx import graph_nodes, layer_inputs
-from .parse.frames import parse_traceback, resume_origin, user_stack_text
+from .parse.frames import parse_traceback, raising_frame, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
@@ -519,6 +519,8 @@ def _share_frame_names(r: CompileReport) -> None:
             c.function, c.filename, c.first_line = twin.function, twin.filename, c.first_line or twin.first_line
     compiles = {c.compile_id: c for c in r.compiles}
     for f in r.failures:
+        raiser = raising_frame(f.traceback)
+        f.raised_by_torch = raiser is not None and r.owner(raiser.filename) is Owner.TORCH
         named = _frame_at(f.traceback or f.message, f.frame.filename, f.frame.lineno) if f.frame.filename else None
         if named is not None:  # torch gave the line; its stack names the function that holds it
             f.frame = named

@@ -823,6 +823,9 @@ class Failure:
     #: that is not one of its own kinds as ``InternalTorchDynamoError`` (an error inside Dynamo);
     #: decided by capture (``capture.parse.failures.raised_as``), "" where it is ``type`` or unknown
     raised_as: str = ""
+    #: the exception was raised by torch's own code (the innermost frame of torch's traceback is
+    #: torch's), not by the user's code or a library it calls; decided by capture (the builder)
+    raised_by_torch: bool = False
 
     @property
     def stop(self) -> UserFrame:
