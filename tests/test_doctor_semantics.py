@@ -166,3 +166,40 @@ def test_a_saved_report_keeps_the_record_and_the_finding(tmp_path):
     _, report = _compiled(batches, [(torch.ones(2, 2),)])
     again = ipycompile.CompileReport.from_json(report.to_json())
     assert again.eager_differences == report.eager_differences and again.torch_warnings == report.torch_warnings
+
+
+# code that asks whether it is being compiled (transformers' `is_torchdynamo_compiling()` guards its checks this
+# way): compiled and eager differ by design; past the recompile limit the same program switches branches
+COMPILING_CELL = '''
+import torch
+
+def _maybe_clamp(y):
+    if not torch.compiler.is_compiling():
+        y = y.clamp(-1, 1)
+    return y
+
+def step(x, scale):
+    return _maybe_clamp(x * scale)
+'''
+
+
+def test_a_compiling_branch_in_a_function_past_the_recompile_limit_is_said_first(tmp_path):
+    ns = _module(COMPILING_CELL, tmp_path, "compiling_cell")
+    calls = [(torch.ones(3), s) for s in (2, 3, 4, 5)]
+    torch._dynamo.reset()
+    c = torch.compile(ns["step"], backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=2), ipycompile.capture() as cap:
+        outs = [c(*a) for a in calls]
+    report = cap.report
+    assert outs[0].max() == 2 and outs[-1].max() == 1  # compiled, then eager past the limit: the branch switched
+    assert any(rc.limit_hit for rc in report.recompiles)
+    d = report.eager_differences[0]
+    assert d.kind == "compiling_branch" and "`step`" in d.title and "recompile limit" in d.title
+    assert d.frame.function == "_maybe_clamp" and "is_compiling()" in d.frame.source_line
+    assert view_model(report).problems[0].kind == "semantics"
+
+
+def test_a_compiling_branch_that_stays_compiled_is_by_design_and_not_said(tmp_path):
+    ns = _module(COMPILING_CELL, tmp_path, "compiling_cell_ok")
+    _, report = _compiled(ns["step"], [(torch.ones(3), 2)])
+    assert report.eager_differences == []

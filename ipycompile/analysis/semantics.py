@@ -16,6 +16,11 @@ The kinds, :data:`KINDS`:
   put in the graph; the cache is not asked. Where that body changes state (a ``global``
   or ``nonlocal`` it assigns, an attribute or item it sets) the compiled results differ from
   eager's; where it only reads state, they may.
+- ``compiling_branch``: a compiled function (or a function it calls, in the kept source) asks
+  ``torch.compiler.is_compiling()`` / ``torch._dynamo.is_compiling()``, so its compiled and
+  eager results differ by the code's own design; and torch stopped compiling it (the
+  recompile limit was hit, or the frame was skipped), so from then on its calls take the
+  eager branch: its results change between calls of the same program.
 - ``generator_escapes``: a compiled function returns a generator made in the compiled
   code (a generator expression, a call of a generator function). Torch says nothing;
   Dynamo runs the generator to its end while compiling and returns a ``tuple_iterator``
@@ -47,6 +52,8 @@ KINDS: dict[str, str] = {
                      "ignoring the cache; results differ from eager's where the body changes state",
     "generator_escapes": "a generator made in compiled code and returned: the caller gets a `tuple_iterator` of its "
                          "values (no return value, no `.send()`, not lazy)",
+    "compiling_branch": "code that asks `torch.compiler.is_compiling()` in a function that then ran without compiling "
+                        "(the recompile limit, a skipped frame): its calls switch to the eager branch",
 }
 
 _CACHES = ("cache", "lru_cache", "functools.cache", "functools.lru_cache")
@@ -60,6 +67,7 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
         if w.kind == "lru_cache_traced":
             found.append(_ignored_cache(report, sources, w))
     found += _escaping_generators(report, sources)
+    found += _compiling_branches_past_the_limit(report, sources)
     seen: set = set()
     unique = []
     for d in found:
@@ -68,6 +76,16 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
             seen.add(key)
             unique.append(d)
     return dataclasses.replace(report, eager_differences=unique)
+
+
+def _compiled_def(sources: Sources, filename: str, function: str, first_line: Optional[int]):
+    """The ``def`` of a compiled function in the kept source: the one at ``first_line`` (torch's
+    ``co_firstlineno``, a decorator's line for a decorated function), else None."""
+    if first_line is None:
+        return None
+    found = [(p, d) for p in sources.parsed_spans(filename) for d in p.functions(function)
+             if first_line <= d.lineno <= first_line + 10]
+    return min(found, key=lambda pd: pd[1].lineno) if found else None
 
 
 # -- functools caches ------------------------------------------------------------------------------
@@ -199,7 +217,7 @@ def _escaping_generators(report: "CompileReport", sources: Sources) -> list[Eage
         seen.add((c.filename, c.function))
         if report.owner(c.filename) is not Owner.USER or c.status not in ("ok", ""):
             continue
-        found = sources.find_def(c.filename, c.function, before=c.first_line + 20)
+        found = _compiled_def(sources, c.filename, c.function, c.first_line)
         if found is None:
             continue
         p, fn = found
@@ -226,4 +244,64 @@ def _escaping_generators(report: "CompileReport", sources: Sources) -> list[Eage
                        "the generator in uncompiled code; a generator that stays inside the compiled code (consumed "
                        "there by a loop, `list()`, `sum()`) is traced as written.",
                        "", Confidence.MEDIUM, "generator_escapes")))
+    return out
+
+
+# -- is_compiling() branches in a function torch stopped compiling -------------------------------------
+_COMPILING = ("is_compiling", "is_dynamo_compiling")
+
+
+def _asks_compiling(fn: ast.FunctionDef) -> Optional[ast.Call]:
+    for n in walk_scope(fn.body):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _COMPILING:
+                return n
+    return None
+
+
+def _compiling_branches_past_the_limit(report: "CompileReport", sources: Sources) -> list[EagerDifference]:
+    stopped: dict[tuple, str] = {}
+    for rc in report.recompiles:
+        if rc.limit_hit and rc.filename and rc.function:
+            stopped.setdefault((rc.filename, rc.function), "hit the recompile limit" + (f" ({rc.limit})" if rc.limit else ""))
+    for c in report.ran_without_compiling:
+        if c.filename and c.function:
+            stopped.setdefault((c.filename, c.function), "could not be compiled")
+    out = []
+    for (filename, function), why in stopped.items():
+        if report.owner(filename) is not Owner.USER:
+            continue
+        first = next((c.first_line for c in report.compiles if (c.filename, c.function) == (filename, function)
+                      and c.first_line is not None), None)
+        found = _compiled_def(sources, filename, function, first)
+        if found is None:
+            continue
+        p, fn = found
+        asks, where_fn = _asks_compiling(fn), fn
+        if asks is None:  # a function it calls by name, in the kept source (torch inlines it)
+            for name in dict.fromkeys(n.func.id for n in walk_scope(fn.body)
+                                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                callee = sources.find_def(filename, name)
+                if callee is not None and callee[1] is not fn and (asks := _asks_compiling(callee[1])) is not None:
+                    p, where_fn = callee
+                    break
+        if asks is None:
+            continue
+        frame = UserFrame(filename, asks.lineno, where_fn.name, p.line(asks.lineno).strip())
+        where = report.where(filename, asks.lineno)
+        call = ast.unparse(asks)
+        out.append(EagerDifference(
+            "compiling_branch",
+            f"Compiled results differ from eager, and change between calls: `{function}` asks `{call}` "
+            f"({where}) and {why}, so its later calls run eagerly and take the other branch",
+            f"`{call}` is True while torch traces the code and False when it runs eagerly, so the code computes one "
+            f"thing compiled and another without torch.compile, by its own design. `{function}` {why}: torch runs "
+            "it eagerly from then on, so the calls before and after compute different results. Keep the function "
+            "compiling (see the recompile's fix) or make both branches compute the same result.",
+            frame, "",
+            Suggestion(f"Keep `{function}` compiling, or make both branches of `{call}` give the same result",
+                       "Results that depend on whether the code is compiled change whenever torch stops compiling it.",
+                       "", Confidence.MEDIUM, "compiling_branch")))
     return out
