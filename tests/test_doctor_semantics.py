@@ -96,6 +96,13 @@ def test_an_ignored_cache_that_changes_state_is_said_first(tmp_path):
     assert html_view._e(d.title) in first
     assert first.index(html_view._e(d.title)) < min(first.index(html_view._e(p.title)) for p in vm.problems[1:]) \
         if vm.problems[1:] else True
+    from ipycompile.widgets.widget import ReportWidget
+
+    w = ReportWidget(report)
+    try:
+        assert html_view._e(d.title) in w.first.value  # the widget's first screen: the same first problem
+    finally:
+        w.close()
 
 
 def test_the_users_own_warnings_are_still_shown_while_torch_is_heard(tmp_path):
