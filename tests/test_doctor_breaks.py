@@ -1194,3 +1194,25 @@ def test_an_operator_without_a_meta_kernel_is_named_and_the_alternative_it_offer
         fixed, clean = run("torch.linalg.solve(x, b)", ns)
     assert_clean(clean)
     assert_close(fixed, got, rtol=1e-4, atol=1e-5)
+
+
+# keep_tensor is offered only where the value meets a tensor: with a Python number on the other side
+# of the arithmetic, the result was a Python number, and keeping the value a tensor would change what
+# the code returns or accumulates (issue 27: "rewrites that change the outputs", ruled out as a class)
+NUMBER_WITH_NUMBER = {
+    # torchvision-style box size from two conversions (a box's width times its height)
+    "box-area": "b = x.abs() * 10\nw = int(b[2] - b[0])\nh = int(b[3] - b[1])\narea = w * h\narea",
+    # the PyTorch tutorials' training loop: `running_loss += loss.item()` into a float
+    "running-loss": "running_loss = 0.0\nloss = (x * 3).pow(2).mean()\nrunning_loss += loss.item()\nrunning_loss",
+    # a fraction of elements: a count over the tensor's numel (a Python int)
+    "fraction": "n_pos = int((x > 0).sum())\nfrac = n_pos / x.numel()\nfrac",
+}
+
+
+@pytest.mark.parametrize("cell", NUMBER_WITH_NUMBER.values(), ids=NUMBER_WITH_NUMBER.keys())
+def test_keep_tensor_is_not_offered_where_the_value_meets_a_python_number(cell):
+    expected, report = run(cell, ns_with(torch.tensor([3.0, -1.0, 2.0, 5.0])))
+    assert not isinstance(expected, torch.Tensor)  # eager: a Python number
+    assert report.graph_breaks, report.summary()
+    for b in report.graph_breaks:
+        assert b.suggestion is not None and b.suggestion.kind != "keep_tensor", b.suggestion

@@ -192,6 +192,80 @@ def test_the_users_own_raise_is_said_to_raise_without_compile_and_it_does():
     assert s.kind == "raised_exception" and "as the code does without torch.compile" in s.explanation
 
 
+# an error inside Dynamo itself (not one of torch's own kinds), raised into the call as InternalTorchDynamoError:
+# recorded as the user received it, and answered as torch's failure, never "the code raises the same" (an RNG
+# seeded from a size, as augmentation code does; from an int argument under dynamic=True)
+SEEDED_BY_SIZE = {
+    "size": ("def f(x):\n    rng = random.Random(x.shape[0])\n    return x + rng.random()", (torch.ones(3),)),
+    "int-argument": ("def f(x, n):\n    rng = random.Random(n)\n    return x + rng.random()", (torch.ones(3), 5)),
+}
+
+
+@pytest.mark.parametrize("src, args", SEEDED_BY_SIZE.values(), ids=SEEDED_BY_SIZE.keys())
+def test_an_internal_dynamo_error_is_recorded_as_raised_and_answered_as_torchs(src, args):
+    import random
+
+    ns = {"random": random, "torch": torch}
+    exec(compile(src, "<seeded>", "exec"), ns)  # noqa: S102 - the test's own code
+    ns["f"](*args)  # eager runs it
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        with pytest.raises(torch._dynamo.exc.InternalTorchDynamoError) as raised:
+            torch.compile(ns["f"], backend="eager", dynamic=True)(*args)
+    (f,) = cap.report.failures
+    assert raised.value.args[0].startswith(f.type)  # torch's message names the inner error ...
+    assert f.raised_as == "InternalTorchDynamoError"  # ... and the report what the call received
+    s = f.suggestion
+    assert s.kind == "internal_error" and s.code == ""
+    assert "not of your code" in s.explanation and f.type in s.explanation
+    assert "raises the same" not in s.explanation
+    torch._dynamo.reset()
+
+
+# an AssertionError of Dynamo's own on a line that has no assert and calls nothing: eager raises Python's error
+# (TypeError), compiled torch's AssertionError: the compiled call's result differs, and the answer says so
+# (a mean and std unpacked from one 0-d tensor where torch.std_mean was meant; a loop over a 0-d sum)
+SCALAR_UNPACKS = {
+    "unpack": "def f(x):\n    stats = x.mean()\n    mean, std = stats\n    return (x - mean) / std",
+    "loop": "def f(x):\n    s = x.sum()\n    acc = x * 0\n    for v in s:\n        acc = acc + v\n    return acc",
+}
+
+
+@pytest.mark.parametrize("src", SCALAR_UNPACKS.values(), ids=SCALAR_UNPACKS.keys())
+def test_torchs_own_assertion_on_a_line_that_cannot_assert_is_said_to_differ_from_eager(src, tmp_path):
+    ns = {"torch": torch}
+    path = tmp_path / "scalar_unpack.py"  # a file of the user's, as a script or a cell is
+    path.write_text(src)
+    exec(compile(src, str(path), "exec"), ns)  # noqa: S102 - the test's own code
+    with pytest.raises(TypeError):
+        ns["f"](torch.ones(3))  # eager: Python's own error
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        with pytest.raises(AssertionError):
+            torch.compile(ns["f"], backend="eager")(torch.ones(3))
+    (f,) = cap.report.failures
+    assert f.type == "AssertionError" and f.raised_by_torch and not f.raised_as
+    s = f.suggestion
+    assert s.kind == "internal_error" and "differs from eager" in s.title
+    assert "raises the same" not in s.explanation and "Can't unpack scalar tensors." in s.explanation
+    torch._dynamo.reset()
+
+
+def test_the_users_own_assert_is_not_called_torchs(tmp_path):
+    ns = {"torch": torch}
+    src = "def f(x):\n    assert x.dim() == 2, 'needs a matrix'\n    return x * 2"
+    path = tmp_path / "own_assert.py"
+    path.write_text(src)
+    exec(compile(src, str(path), "exec"), ns)  # noqa: S102 - the test's own code
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        with pytest.raises(AssertionError):
+            torch.compile(ns["f"], backend="eager")(torch.ones(3))
+    for i in [*cap.report.failures, *cap.report.graph_breaks]:
+        assert i.suggestion is None or i.suggestion.kind != "internal_error", i.suggestion
+    torch._dynamo.reset()
+
+
 # -- rewrites that do not type-check ------------------------------------------------------------------
 MASKED = """
 def f(x, mask):

@@ -41,7 +41,9 @@ def diagnose(report: "CompileReport") -> "CompileReport":
 from .breaks import suggest_break_fixes  # noqa: E402  (a pass module may use this module's helpers)
 from .loops import find_unrolled_loops  # noqa: E402
 from .recompiles import explain_recompiles  # noqa: E402
+from .semantics import find_eager_differences  # noqa: E402
 
 PASSES.append(suggest_break_fixes)
 PASSES.append(explain_recompiles)
 PASSES.append(find_unrolled_loops)
+PASSES.append(find_eager_differences)

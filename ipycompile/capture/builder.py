@@ -26,18 +26,19 @@ from ..report import (
     UserFrame,
 )
 from ..report.owners import CodeLayout, Owner
-from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT
+from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
 from .parse.failures import parse_failure
 from .parse.fx import collective_calls, graph_nodes, layer_inputs
-from .parse.frames import parse_traceback, resume_origin, user_stack_text
+from .parse.frames import parse_traceback, raising_frame, resume_origin, user_stack_text
 from .parse.graph_breaks import parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
 from .callsite import name_guarded_values
 from .parse.guards import guard_path, parse_guard_failure, parse_guard_tree
+from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_value, describe
@@ -357,6 +358,17 @@ def _on_autotune(st: _State, rec: TraceRecord) -> None:
         st.autotune_feedback.append((rec.compile_id, rec.body, rec.payload))
 
 
+def _on_warning(st: _State, rec: TraceRecord) -> None:
+    w = parse_torch_warning(rec.body, rec.compile_id)
+    if w is None:
+        return
+    same = next((x for x in st.report.torch_warnings if x.message == w.message), None)
+    if same is not None:
+        same.count += 1
+    else:
+        st.report.torch_warnings.append(w)
+
+
 def _on_kernel_stack_traces(st: _State, rec: TraceRecord) -> None:
     st.report.artifacts.append(RawArtifact(rec.key, rec.compile_id, rec.metadata, rec.payload))
     traces = kernel_stack_traces(rec.payload_json())
@@ -387,6 +399,7 @@ HANDLERS: dict[str, Handler] = {
     "artifact:inductor_provenance_tracking_kernel_stack_traces": _on_kernel_stack_traces,
     CUDAGRAPH_EVENT: _on_cudagraph,
     AUTOTUNE_EVENT: _on_autotune,
+    WARNING_EVENT: _on_warning,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
 
@@ -508,6 +521,8 @@ def _share_frame_names(r: CompileReport) -> None:
             c.function, c.filename, c.first_line = twin.function, twin.filename, c.first_line or twin.first_line
     compiles = {c.compile_id: c for c in r.compiles}
     for f in r.failures:
+        raiser = raising_frame(f.traceback)
+        f.raised_by_torch = raiser is not None and r.owner(raiser.filename) is Owner.TORCH
         named = _frame_at(f.traceback or f.message, f.frame.filename, f.frame.lineno) if f.frame.filename else None
         if named is not None:  # torch gave the line; its stack names the function that holds it
             f.frame = named

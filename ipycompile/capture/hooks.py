@@ -10,6 +10,15 @@ Some of what torch does is not in its structured trace (torch 2.11 and 2.13):
   (``CallbackTrigger.CUDAGRAPH_RECORDING``, with the compile id) and, at DEBUG
   level, on the ``cudagraph_trees`` logger ("Recording function=..., mode=...",
   "Re-recording function=..., reason=...").
+- **Python warnings**: Dynamo says some things only with ``warnings.warn`` (through
+  ``torch._dynamo.utils.warn_once``): that it traced through a ``functools.lru_cache``
+  wrapper, ignoring the cache (compiled results may differ from eager's), among others.
+  While a capture is open, ``warnings.showwarning`` (the hook Python documents for
+  replacing how warnings are shown) is wrapped: each warning raised from torch's own files
+  becomes an event (``ipycompile_warning``: category, message, torch's file and line), and
+  every warning, torch's and the user's, is handed on to the ``showwarning`` that was there
+  before, so the user sees what they would have seen. Warnings the filters hide (``ignore``)
+  are not shown, so not heard.
 - **max-autotune**: the trace's chromium events carry a summary per op
   (``autotune_choices_stats``: the winner, the best Triton choice); every
   candidate's benchmarked time goes to torch's autotune feedback hook
@@ -33,12 +42,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
+import warnings
 from typing import Any, Optional
 
 #: the kinds of the events this module adds to a capture's records
 CUDAGRAPH_EVENT = "ipycompile_cudagraph"
 AUTOTUNE_EVENT = "ipycompile_autotune"
+WARNING_EVENT = "ipycompile_warning"
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
 
 
@@ -109,6 +121,8 @@ class TorchHooks:
         self._callbacks: Any = None
         self._feedback_cache: Any = None
         self._recording: dict[str, float] = {}
+        self._shown: Any = None  # warnings.showwarning before attach
+        self._torch_dir = ""
         self.attached = False
 
     def add(self, kind: str, body: dict[str, Any], compile_id: Optional[str], payload: Optional[str] = None) -> None:
@@ -164,10 +178,42 @@ class TorchHooks:
         except Exception:  # the hook must never break a compile
             pass
 
+    # -- Python warnings from torch's own code -------------------------------------
+    def _showwarning(self, message: Any, category: Any, filename: str, lineno: int, *rest: Any, **kw: Any) -> None:
+        try:
+            if self.attached and self._torch_dir and str(filename).startswith(self._torch_dir):
+                self.add(WARNING_EVENT, {"category": getattr(category, "__name__", str(category)),
+                                         "message": str(message), "filename": str(filename), "lineno": lineno},
+                         _current_compile_id())
+        except Exception:  # hearing a warning must never cost the user its display
+            pass
+        shown = self._shown if self._shown is not None else warnings._showwarning_orig  # type: ignore[attr-defined]
+        shown(message, category, filename, lineno, *rest, **kw)
+
+    def _attach_warnings(self) -> None:
+        try:
+            import torch
+
+            self._torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        except Exception:
+            self._torch_dir = ""
+        if self._shown is not None:  # still in the chain of a wrapper put on top of ours (see below)
+            return
+        self._shown = warnings.showwarning
+        warnings.showwarning = self._showwarning
+
+    def _detach_warnings(self) -> None:
+        if warnings.showwarning == self._showwarning:
+            warnings.showwarning = self._shown
+            self._shown = None
+        # else someone wrapped ours meanwhile: ours stays in their chain, hands every warning on and
+        # records nothing while detached; attaching again uses that place rather than wrap twice
+
     def attach(self) -> None:
         if self.attached:
             return
         self.attached = True
+        self._attach_warnings()
         for name in CUDAGRAPH_LOGGERS:
             logger = logging.getLogger(name)
             self._saved[name] = (logger.level, logger.propagate, list(logger.handlers))
@@ -217,6 +263,7 @@ class TorchHooks:
         if not self.attached:
             return
         self.attached = False
+        self._detach_warnings()
         for name, (level, propagate, handlers) in self._saved.items():
             logger = logging.getLogger(name)
             logger.handlers[:] = handlers

@@ -65,6 +65,11 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
     for b in report.graph_breaks:
         for f in [b.frame, b.break_frame, *b.user_stack, *b.callers]:
             want(f.filename, f.lineno, f.source_line)
+    for w in getattr(report, "torch_warnings", None) or []:  # the user's line a warning of torch's names
+        want(w.frame.filename, w.frame.lineno, w.frame.source_line)
+    for c in report.compiles:  # the user's compiled functions (what they return: analysis/semantics.py)
+        if c.filename and c.first_line is not None and report.owner(c.filename) is Owner.USER:
+            want(c.filename, c.first_line)
     for fl in report.failures:
         want(fl.frame.filename, fl.frame.lineno, fl.frame.source_line)
         for u in fl.user_stack:  # read by capture from torch's "from user code:" / "User stack:"

@@ -37,6 +37,8 @@ __all__ = [
     "GraphBreak",
     "TorchDetail",
     "UnrolledLoop",
+    "TorchWarning",
+    "EagerDifference",
     "Recompile",
     "GuardChange",
     "GuardSet",
@@ -282,6 +284,7 @@ class Kind(StrEnum):
     TORCH_HINT = "torch_hint"
     LIBRARY_CODE = "library_code"
     # breaks no code change of ours removes: what to do, in words
+    INTERNAL_ERROR = "internal_error"
     COMPILER_DISABLE = "compiler_disable"
     DDP_WRAPPER = "ddp_wrapper"
     NO_META_KERNEL = "no_meta_kernel"
@@ -829,6 +832,13 @@ class Failure:
     #: torch hit the recompile limit here (capture decides it once: ``capture.parse.recompiles.
     #: is_recompile_limit``); the recompile doctor explains it, not the break doctor
     limit_hit: bool = False
+    #: the exception the user's call received where it is not ``type``: torch re-raises an error
+    #: that is not one of its own kinds as ``InternalTorchDynamoError`` (an error inside Dynamo);
+    #: decided by capture (``capture.parse.failures.raised_as``), "" where it is ``type`` or unknown
+    raised_as: str = ""
+    #: the exception was raised by torch's own code (the innermost frame of torch's traceback is
+    #: torch's), not by the user's code or a library it calls; decided by capture (the builder)
+    raised_by_torch: bool = False
 
     @property
     def stop(self) -> UserFrame:
@@ -849,6 +859,46 @@ class UnrolledLoop:
     ops_total: int
     compile_id: Optional[CompileId] = None
     source_line: str = ""
+    suggestion: Optional[Suggestion] = None
+
+
+@dataclass
+class TorchWarning:
+    """A Python warning torch issued while the capture was open (``warnings.warn`` in torch's
+    own code, heard by capture as it was shown: :mod:`ipycompile.capture.hooks`), read by
+    capture (``capture/parse/warnings.py``). ``kind`` names what the warning is about when
+    capture knows it (:data:`WARNING_KINDS`), else ``""``; ``frame`` is the user's place the
+    warning names (its file, line, function and source line), empty when it names none.
+    Torch shows most of its warnings once per process (``torch._dynamo.utils.warn_once``):
+    a later capture of the same code does not hear it again."""
+
+    message: str
+    category: str = ""  # "UserWarning"
+    kind: str = ""
+    frame: UserFrame = field(default_factory=UserFrame)
+    compile_id: Optional[CompileId] = None
+    count: int = 1
+
+
+#: What a :class:`TorchWarning` is about, where capture recognised it.
+WARNING_KINDS = (
+    "lru_cache_traced",  # Dynamo traced through a functools.lru_cache / cache wrapper, ignoring the cache
+)
+
+
+@dataclass
+class EagerDifference:
+    """A way the compiled code's results differ, or may differ, from eager's, recognised by
+    the doctor (:mod:`ipycompile.analysis.semantics`) from what torch did or said: shown
+    first, before any break or recompile. ``kind`` is one of
+    :data:`ipycompile.analysis.semantics.KINDS`; ``frame`` the user's line and function
+    it is about; ``torch_says`` torch's own words where torch said something."""
+
+    kind: str
+    title: str
+    explanation: str = ""
+    frame: UserFrame = field(default_factory=UserFrame)
+    torch_says: str = ""
     suggestion: Optional[Suggestion] = None
 
 

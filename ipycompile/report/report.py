@@ -17,6 +17,7 @@ from .model import (
     ControlFlowNode,
     CudaGraphs,
     EagerComparison,
+    EagerDifference,
     Failure,
     FixVerification,
     Graph,
@@ -28,6 +29,7 @@ from .model import (
     Recompile,
     SourceSpan,
     Stats,
+    TorchWarning,
     TraceOrigin,
     UnrolledLoop,
 )
@@ -119,6 +121,9 @@ class CompileReport:
     compile_time: CompileTime = field(default_factory=CompileTime)
     failures: list[Failure] = field(default_factory=list)
     unrolled_loops: list[UnrolledLoop] = field(default_factory=list)  # from the doctor
+    torch_warnings: list[TorchWarning] = field(default_factory=list)  # torch's Python warnings, read by capture
+    #: how the compiled results differ from eager's, from the doctor (analysis/semantics.py): shown first
+    eager_differences: list[EagerDifference] = field(default_factory=list)
     autotuning: list[Autotune] = field(default_factory=list)  # max-autotune's choices, per op
     cudagraphs: list[CudaGraphs] = field(default_factory=list)  # CUDA graphs per compile
     artifacts: list[RawArtifact] = field(default_factory=list)

@@ -4,8 +4,9 @@ Every rendering of a report (text, static HTML, the widget) opens with this, bui
 here as plain data (:class:`Problem` and :class:`~.blocks.Chip`), so the three say the
 same thing in the same order:
 
-1. **Problems**, most costly first: a failed compile or outputs that differ from eager
-   (wrong results cost more than slow ones), then graph breaks and recompiles ranked
+1. **Problems**, most costly first: compiled code that computes something else than eager
+   (the doctor's ``eager_differences``: a cache torch ignores, a generator it consumes), a
+   failed compile or outputs that differ from eager (wrong results cost more than slow ones), then graph breaks and recompiles ranked
    together by the calls they cost and the time (a break by the calls that hit it, a
    function's recompiles by their number and their compile time), then unrolled loops,
    then a slowdown against eager, then a host-bound verdict. Each names the user's line
@@ -36,7 +37,7 @@ __all__ = ["Problem", "problems", "headline", "stop", "user_line"]
 class Problem:
     """One thing wrong, with what it costs and what to do.
 
-    ``kind``: ``"failure"``, ``"outputs"``, ``"graph_break"``, ``"recompile"``,
+    ``kind``: ``"semantics"``, ``"failure"``, ``"outputs"``, ``"graph_break"``, ``"recompile"``,
     ``"unrolled_loop"``, ``"slowdown"``, ``"host_bound"``. ``where`` is the user's line as
     the user knows it (``In [4], line 13``), ``code`` that line's source; ``filename`` and
     ``lineno`` the same place, for links. ``fix`` is the doctor's fix title ("" when none),
@@ -93,6 +94,11 @@ def _compile_seconds(r: "CompileReport", cid) -> float:
 def problems(r: "CompileReport") -> list[Problem]:
     """What is wrong, most costly first (see the module's docstring)."""
     first: list[Problem] = []
+    for d in r.eager_differences:  # wrong results, recognised by the doctor: before everything else
+        p = Problem("semantics", d.title, d.explanation, r.where(d.frame.filename, d.frame.lineno) if d.frame.filename
+                    else "", d.frame.source_line.strip(), tab="summary", filename=d.frame.filename, lineno=d.frame.lineno)
+        _fix(p, d.suggestion)
+        first.append(p)
     for f in r.failures:
         msg = f.message.strip().splitlines()[0] if f.message.strip() else f.type
         p = Problem("failure", f"Compile failed: {msg}", "the code ran without compiling" if f.type else "",

@@ -191,10 +191,11 @@ def removes_work(rewritten_module: str, first_line: int, replaced: str = "") -> 
 
 
 def says_outputs_differ(answers: Iterable) -> bool:
-    """Whether an answer says the compiled results differ from eager's (title or explanation)."""
+    """Whether an answer says the compiled results differ from eager's (title or explanation); the
+    report's own findings (``CompileReport.eager_differences``) are answers with a title of their own."""
     for a in answers:
         s = getattr(a, "suggestion", None)
-        texts = [getattr(a, "explanation", "") if not hasattr(a, "gb_code") else ""]
+        texts = [getattr(a, "explanation", "") if not hasattr(a, "gb_code") else "", getattr(a, "title", "")]
         if s is not None:
             texts += [s.title, s.explanation]
         if any(_SAYS_DIFFERS.search(t or "") for t in texts):

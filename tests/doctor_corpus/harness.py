@@ -636,7 +636,7 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     failures = [f for f in _answered(report) if isinstance(f, Failure)]
     res.report_failures = len(failures)
     res.captured = (res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles
-                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] == f.type for f in failures)
+                    and bool(res.torch_errors) == any(run.error.split(": ", 2)[1] in (f.type, f.raised_as) for f in failures)
                     if res.torch_errors else res.torch_breaks == res.report_breaks and res.torch_recompiles == res.report_recompiles)
 
     # located
@@ -761,8 +761,15 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
             names = ", ".join(sorted(together))
             for it in setting_items:
                 _wrong(it, "settings_together", f"its setting works alone, but the case's settings together ({names}) {why}")
-    # compiled results that differ from eager's, silently
-    if res.same_as_eager is False and not run.error and not eager_err and _deterministic(c, eager_outs) \
-            and not checks.says_outputs_differ(answered):
-        res.items.append(Item("semantics", "outputs differ from eager", "none", False, fix="wrong", wrong_class="silent_change",
-                              fix_detail="the compiled outputs differ from eager's and no answer says so"))
+    # compiled results that differ from eager's: said first by the report (its eager_differences: an item of
+    # their own, answered by their kind), or by an answer, else silently (a wrong answer)
+    if res.same_as_eager is False and not run.error and not eager_err and _deterministic(c, eager_outs):
+        said = [d for d in getattr(report, "eager_differences", []) if checks.says_outputs_differ([d])]
+        if said:
+            d = said[0]
+            res.items.append(Item("semantics", "outputs differ from eager", str(d.kind), True,
+                                  d.frame.lineno if d.frame.filename == filename else None, d.title))
+        elif not checks.says_outputs_differ(answered):
+            res.items.append(Item("semantics", "outputs differ from eager", "none", False, fix="wrong",
+                                  wrong_class="silent_change",
+                                  fix_detail="the compiled outputs differ from eager's and no answer says so"))

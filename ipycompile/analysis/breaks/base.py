@@ -35,6 +35,9 @@ class Facts:
     in_library: bool = False  # Dynamo stopped in code the user cannot edit (torch, a library, generated code)
     hinted_settings: list[str] = field(default_factory=list)  # the settings torch's hints name, as code
     said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name (capture read them)
+    failure_type: str = ""  # a failure's exception type ("" for a break)
+    raised_as: str = ""  # a failure's exception as the user's call received it, where torch wrapped it
+    raised_by_torch: bool = False  # a failure's exception was raised by torch's own code
 
     @classmethod
     def of_break(cls, b: GraphBreak, ctx: "Context") -> "Facts":
@@ -48,7 +51,8 @@ class Facts:
     def of_failure(cls, f: Failure, ctx: "Context") -> "Facts":
         stop = f.stop
         return cls(f.gb_type or f.type, f.gb_code, f.explanation, list(f.hints), f.context, f.message or "",
-                   stop, f.frame, list(f.user_stack), ctx.library(stop.filename), list(f.hinted_settings), f.said)
+                   stop, f.frame, list(f.user_stack), ctx.library(stop.filename), list(f.hinted_settings), f.said,
+                   f.type, f.raised_as, f.raised_by_torch)
 
 
 @dataclass

@@ -26,7 +26,50 @@ from .frames import parse_traceback, user_stack_text
 from .graph_breaks import debug_context, hinted_settings
 from .recompiles import is_recompile_limit
 
-__all__ = ["parse_failure", "user_stack_text"]
+__all__ = ["parse_failure", "user_stack_text", "raised_as"]
+
+#: The errors Dynamo lets go to the caller as they are (``convert_frame._compile``, torch 2.11 to
+#: 2.13); any other exception raised while compiling reaches the caller as ``InternalTorchDynamoError``.
+_PASSED_ON = {
+    "torch._dynamo.exc": ("Unsupported", "UserError", "TorchRuntimeError", "BackendCompilerFailed",
+                          "UncapturedHigherOrderOpError", "ShortenTraceback", "ResumePrologueTracingError",
+                          "PackageError"),
+    "torch.fx.experimental.symbolic_shapes": ("ConstraintViolationError", "GuardOnDataDependentSymNode"),
+    "torch.fx.experimental.validator": ("ValidationException", "BisectValidationException"),
+    "torch._dynamo.package": ("PackageError",),
+    "builtins": ("AssertionError", "IndexError"),
+}
+INTERNAL_ERROR = "InternalTorchDynamoError"
+
+
+def raised_as(fail_type: str) -> str:
+    """What the user's call received for a compile that failed with ``fail_type`` (torch's
+    ``compilation_metrics.fail_type``, the class's name): ``InternalTorchDynamoError`` where
+    torch wraps it (an exception class of ``torch._dynamo.exc`` or a builtin that is none of the
+    kinds torch passes on), else ``""`` (the same type, or a class this process does not know:
+    a trace read elsewhere). Reads only modules torch already imported (a class of torch's found in
+    them by its name); never raises."""
+    import builtins
+    import sys
+
+    def error_class(module) -> Optional[type]:
+        c = getattr(module, fail_type, None)
+        return c if isinstance(c, type) and issubclass(c, BaseException) else None
+
+    try:
+        if not fail_type or fail_type == INTERNAL_ERROR or not fail_type.isidentifier():
+            return ""
+        cls = error_class(builtins) or error_class(sys.modules.get("torch._dynamo.exc"))
+        if cls is None:  # defined elsewhere in torch (AsPythonConstantNotImplementedError: torch._dynamo.variables.base)
+            cls = next((c for name, m in list(sys.modules.items()) if name.startswith("torch.")
+                        and (c := error_class(m)) is not None and c.__module__.startswith("torch.")), None)
+        if cls is None:
+            return ""
+        passed = tuple(c for mod, names in _PASSED_ON.items() for n in names
+                       if isinstance(c := getattr(sys.modules.get(mod), n, None), type))
+        return "" if issubclass(cls, passed) else INTERNAL_ERROR
+    except Exception:  # noqa: BLE001 - a report must survive any text
+        return ""
 
 _EXPLANATION = re.compile(r"^\s*Explanation:\s?(?P<text>.*)$", re.M)
 _HINT = re.compile(r"^\s*Hint:\s?(?P<text>.*)$", re.M)
@@ -39,6 +82,7 @@ def parse_failure(compile_id: Optional[CompileId], fail_type: str, message: str,
     f = Failure(compile_id, fail_type, message, frame, traceback)
     try:
         f.limit_hit = is_recompile_limit(fail_type, message)
+        f.raised_as = raised_as(fail_type)
         text = message or ""
         lines = [ln for ln in text.splitlines() if ln.strip()]
         # torch's preambles end with a colon ("... Got graph break/error:"); the kind is the line after

@@ -24,7 +24,7 @@ from typing import Iterable, Optional, Union
 
 from ...report.model import UserFrame
 
-__all__ = ["parse_traceback", "user_stack_text", "resume_origin", "resumed_function"]
+__all__ = ["parse_traceback", "user_stack_text", "raising_frame", "resume_origin", "resumed_function"]
 
 _FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<fn>.*?))?[ \t]*$')
 _CARETS = re.compile(r"^[\s~^\-]*$")
@@ -67,6 +67,15 @@ def user_stack_text(text: Optional[str]) -> str:
     for last in _USER_STACK.finditer(text or ""):
         pass
     return (text or "")[last.end():] if last is not None else ""
+
+
+def raising_frame(text: Optional[str]) -> Optional[UserFrame]:
+    """The innermost frame of the Python traceback in torch's ``text`` (a ``dynamo_error``
+    payload), before its user stack ("from user code:"): where the exception was raised."""
+    head = text or ""
+    first = _USER_STACK.search(head)
+    frames = parse_traceback(head[: first.start()] if first is not None else head)
+    return frames[-1] if frames else None
 
 
 def resume_origin(co_name: Optional[str]) -> Optional[tuple[str, int]]:

@@ -32,6 +32,7 @@ from . import (
     hop_match_structure,
     hop_return_value,
     ignore_logging_functions,
+    internal_error,
     keep_tensor,
     maybe_mark_dynamic,
     move_out,
@@ -70,6 +71,7 @@ RULES: list[Rule] = [
     move_out.RULE,
     custom_op.RULE,
     # breaks no code change of ours removes: what to do, in words
+    internal_error.RULE,
     compiler_disable.RULE,
     no_meta_kernel.RULE,
     torch_equal.RULE,

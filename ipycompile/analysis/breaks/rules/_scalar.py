@@ -43,15 +43,66 @@ def scalar_calls(stmt: ast.stmt, lineno: int) -> list[ast.Call]:
 
 
 def arith_use(p: Parsed, node: ast.AST) -> bool:
-    """``node`` is an operand of arithmetic with something that is not a plain number
-    (``x * n``, not ``0.1 * n``: that would turn a Python number into a tensor)."""
+    """``node`` is an operand of arithmetic with something that is not a Python number
+    (``x * n``, not ``0.1 * n``, ``w + h`` of two ``int(t)`` or ``total += n`` of a ``total = 0.0``:
+    with a number on the other side the result was a Python number, and keeping ``node`` a
+    tensor would make it a tensor: what the code returns or accumulates would change)."""
     parent = p.parents.get(node)
     if isinstance(parent, ast.UnaryOp):
         return arith_use(p, parent)
     if isinstance(parent, ast.BinOp):
         other = parent.right if parent.left is node else parent.left
-        return not isinstance(other, ast.Constant)
-    return isinstance(parent, ast.AugAssign) and parent.value is node
+        return not python_number(p, other)
+    return isinstance(parent, ast.AugAssign) and parent.value is node and not python_number(p, parent.target)
+
+
+#: Calls whose value is a Python number (the conversions torch breaks on, and the builtins that count).
+_NUMBER_CALLS = {"int", "float", "len", "round", "abs", "min", "max", "sum"}
+
+
+def python_number(p: Parsed, node: ast.AST, depth: int = 0) -> bool:
+    """Whether ``node`` is, by the code alone, a Python number: a numeric constant, a conversion
+    (``int(t)``, ``float(t)``, ``t.item()``, ``len(xs)``), arithmetic of those, or a name last
+    assigned one of those (in the same scope, before ``node``). False when the code cannot
+    tell (a parameter, an attribute, a tensor expression)."""
+    if depth > 8:
+        return False
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, complex))  # a bool is an int
+    if isinstance(node, ast.UnaryOp):
+        return python_number(p, node.operand, depth + 1)
+    if isinstance(node, ast.BinOp):
+        return python_number(p, node.left, depth + 1) and python_number(p, node.right, depth + 1)
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "item" and not node.args and not node.keywords:
+            return True
+        if isinstance(f, ast.Attribute) and (f.attr in ("numel", "dim", "ndimension", "nelement", "element_size")
+                                             or f.attr == "size" and len(node.args) == 1):
+            return True  # a tensor's count of elements, of dimensions, one dimension's size
+        if isinstance(f, ast.Name) and f.id in ("int", "float", "len"):
+            return True
+        if isinstance(f, ast.Name) and f.id in _NUMBER_CALLS and node.args:
+            return all(python_number(p, a, depth + 1) for a in node.args)
+        return False
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+            and not isinstance(node.slice, ast.Slice):
+        return True  # t.shape[0]
+    if isinstance(node, ast.Name):
+        return _assigned_number(p, node, depth)
+    return False
+
+
+def _assigned_number(p: Parsed, name: ast.Name, depth: int) -> bool:
+    """``name`` was last assigned, before this use and in the same scope, a Python number."""
+    from ...rewrite import scope_body, walk_scope
+
+    _, body = scope_body(p, name)
+    assigns = [n for n in walk_scope(body) if isinstance(n, ast.Assign) and n.lineno < name.lineno
+               and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name.id]
+    if not assigns:
+        return False
+    return python_number(p, max(assigns, key=lambda a: a.lineno).value, depth + 1)
 
 
 #: Tensor methods (and torch functions) that, called on a tensor with no dimension, give one element.
