@@ -172,6 +172,73 @@ def test_a_size_that_goes_1_to_2_gets_mark_unbacked_and_only_that_removes_the_re
     same(before, after)
 
 
+#: minGPT's forward, cut down (https://github.com/karpathy/minGPT/blob/master/mingpt/model.py): the sequence
+#: length is checked against the block size, as library models check theirs
+MINGPT = '''
+import torch
+from torch import nn
+
+
+class GPT(nn.Module):
+    def __init__(self, block_size=8):
+        super().__init__()
+        self.block_size = block_size
+        self.wte = nn.Embedding(16, 4)
+        self.wpe = nn.Embedding(block_size, 4)
+
+    def forward(self, idx):
+        device = idx.device
+        b, t = idx.size()
+        assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
+        pos = torch.arange(0, t, dtype=torch.long, device=device).unsqueeze(0)
+        return self.wte(idx) + self.wpe(pos)
+'''
+
+
+@pytest.fixture
+def mingpt(tmp_path, monkeypatch):
+    """minGPT as an installed package: a real package in a ``site-packages`` folder, imported."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "mingpt_lite").mkdir(parents=True)
+    (site / "mingpt_lite" / "__init__.py").write_text(MINGPT)
+    monkeypatch.syspath_prepend(str(site))
+    import importlib
+
+    try:
+        yield importlib.import_module("mingpt_lite")
+    finally:
+        import sys
+
+        sys.modules.pop("mingpt_lite", None)
+
+
+def test_a_size_1_in_a_library_model_gets_words_not_a_mark_that_fails_there(mingpt):
+    """A library's model called with a sequence of 1, then 2 and 3: the code compiled is the library's, which
+    may branch on the size (here minGPT's `assert t <= block_size`), so `mark_unbacked` is no fix there: with
+    it the size check becomes a break and the recompile stays. The doctor says what torch does, in words."""
+    torch.manual_seed(0)
+    m = mingpt.GPT()
+    ids = [torch.zeros(1, n, dtype=torch.long) for n in (1, 2, 3)]
+    cm = torch.compile(m, backend="eager")
+    r, before = captured(*[lambda x=x: cm(x) for x in ids])
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "size_0_1"
+    s = rc.suggestion
+    assert kind(s) == "mark_unbacked" and s.code == "", s.code
+    assert "`mingpt_lite`'s" in s.explanation and "compiled once" in s.explanation, s.explanation
+    no_torch_words(said(rc))
+    # why no code: the mark, written before each call as a user would, leaves the recompile and adds a break
+    cm = torch.compile(m, backend="eager")
+
+    def marked(x):
+        torch._dynamo.decorators.mark_unbacked(x, 1)
+        return cm(x)
+
+    after, outs = captured(*[lambda x=x: marked(x) for x in ids])
+    assert after.recompiles and after.graph_break_count, after.summary()
+    same(before, outs)
+
+
 # -- values torch carries across a graph break -----------------------------------------------------
 def breaks_then_sums(x):
     y = x * 2

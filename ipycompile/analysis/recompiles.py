@@ -476,6 +476,28 @@ def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     )
 
 
+def _unbacked_in_library(r: _Reason, rc: Recompile) -> Suggestion:
+    """A size that is 0 or 1 in one call where the compiled code is a library's (a transformers model's
+    ``forward``): ``mark_unbacked`` holds only where that code never branches on the size, which no rule
+    here can see in a library's code (on transformers' Llama the mark made it compile again and again, past
+    the recompile limit), so the answer is what torch does, in words."""
+    ch, x = r.change, r.change.subject
+    path = rc.filename.replace("\\", "/")
+    package = re.split(r"/(?:site|dist)-packages/", path)[-1].split("/", 1)[0] if "-packages/" in path else ""
+    where = f"`{package}`'s" if package and package.isidentifier() else "a library's"
+    return Suggestion(
+        f"mark_unbacked: dim {ch.dim} of `{x}` is 0 or 1 in one call: such a size has a version of its own, compiled once",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or `dynamic=True` "
+        f"specialise them too: the calls where dim {ch.dim} of `{x}` is 1 share one version of their own (so do those "
+        "where it is 0), compiled once and reused; the other sizes share another (dynamic after one recompile). "
+        "Nothing to fix for that one version. "
+        f"`torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})` before the call makes one version serve every size "
+        f"only where the compiled code never branches on that size, and the code compiled here is {where}, not "
+        "yours, which may: where it does, the mark makes torch compile again for each size "
+        "or break instead. Keep such a mark only where a run with it shows the recompile gone, the outputs equal and "
+        "no new break.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
+
+
 def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     if not (ch.kind == "stride" and r.nameable):
@@ -848,6 +870,8 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
+        root = _unbacked_in_library(read[0][0], rc)
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:
