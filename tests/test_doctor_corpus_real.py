@@ -133,6 +133,34 @@ def test_a_seed_left_before_or_after_is_wrong():
     assert not checks.seed_order(Suggestion("Move `torch.manual_seed(0)` before the call"), GraphBreak("x"))
 
 
+# -- a fix applied as the user applies it ------------------------------------------------------------
+def test_a_mark_on_the_users_own_variable_is_written_before_their_call_and_proven():
+    """`mark_dynamic(data, 0)` names a variable of the user's code that is no input of the compiled function
+    (`m(data)` inside the user's own function): the harness writes the mark into the case's source before the
+    line that made the call, indented as it, and judges the run of that source."""
+    from pathlib import Path
+
+    c = _case("real_library_code::mnist_example_last_batch")
+    eager_outs, eager_err = harness._eager(c)
+    run = harness._compiled_run(c)
+    (rc,) = run.report.recompiles
+    lines = Path(harness.case_file(c)).read_text().split("\n")
+    call = lines[rc.call_site.lineno - 1]
+    assert call.strip() == "return m(data)"
+    placed = harness._placed_before_call(c, rc, ["torch._dynamo.mark_dynamic(data, 0)"])
+    assert (placed.first_line, placed.last_line) == (rc.call_site.lineno,) * 2
+    assert placed.code.split("\n") == ["torch._dynamo.mark_dynamic(data, 0)", "return m(data)"]
+    item = harness._items(run.report, harness.case_file(c))[0]
+    harness._try_fix(c, item, rc.suggestion, run, eager_outs, eager_err, True, rc)
+    assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(data, 0)")
+    assert item.fix == "proven", item.fix_detail
+    # a name the user's code does not have at that line is a wrong fix, not an inapplicable one
+    bad = harness.Item("recompile", "size", "mark_dynamic", True)
+    harness._try_fix(c, bad, Suggestion("mark", code="torch._dynamo.mark_dynamic(batch_data, 0)"), run, eager_outs,
+                     eager_err, True, rc)
+    assert bad.fix == "wrong", bad.fix_detail
+
+
 # -- the real-code part, case by case -------------------------------------------------------------
 REAL = doctor_corpus.load_part("real-code")
 
