@@ -450,6 +450,31 @@ def test_keywords_passed_one_time_and_not_another_are_said_in_words_and_passing_
     same(before, after)
 
 
+def embed(**kwargs):
+    """A forward that takes `input_ids` or `inputs_embeds` by keyword (as Hugging Face models do, e.g.
+    https://huggingface.co/docs/transformers/main_classes/model `inputs_embeds`), written with **kwargs."""
+    ids = kwargs.get("input_ids")
+    if ids is not None:
+        return ids.float() * 2
+    return kwargs["inputs_embeds"].sum(-1)
+
+
+def test_a_keyword_not_passed_any_more_is_said_so_not_other():
+    """torch's reason is `KeyError on kwargs['input_ids']` (a guard it could not even check): the call passed
+    `input_ids=` when compiled and `inputs_embeds=` now. Passing the same keyword every call removes it."""
+    f = torch.compile(embed, backend="eager")
+    ids = torch.ones(2, 3, dtype=torch.long)
+    r, before = captured(lambda: f(input_ids=ids), lambda: f(inputs_embeds=ids.float().unsqueeze(-1) * 2))
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "keywords" and "passed `input_ids=` when compiled and does not now" in rc.explanation
+    assert kind(rc.suggestion) == "keyword_arguments", rc.suggestion.title
+    no_torch_words(said(rc))
+    f = torch.compile(embed, backend="eager")  # what it says: the same keywords every call
+    fixed, after = captured(lambda: f(input_ids=ids), lambda: f(input_ids=ids))
+    assert not fixed.recompiles
+    torch.testing.assert_close(after[0], before[0])
+
+
 class Masked(nn.Module):
     def __init__(self):
         super().__init__()

@@ -276,6 +276,9 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         mode = "eval()" if ch.after == "False" else "train()"
         return (f"`{mod}` was switched to {mode} (`training` went {_arrow(ch.before, ch.after)}): torch compiles "
                 "one version per mode and keeps both")
+    if k == "keywords" and ch.before.endswith("="):  # a keyword the compiled version read is not passed now
+        return (f"the call passed `{ch.before}` when compiled and does not now (it passes other keyword arguments): "
+                "each set of keyword arguments is a compiled version of its own")
     if k == "keywords":
         was = "none" if ch.before == "0" else "some"
         return (f"{x} changed: the call passed {was} when compiled and {'some' if was == 'none' else 'none'} now; "
@@ -702,8 +705,9 @@ RULES: list[RecompileRule] = [
                "of its own. Nothing to fix for a few lengths; for many, stack the items into one tensor "
                "(`torch.stack({x})`) and work on the tensor, whose size can be dynamic."),
     _explained(Kind.KEYWORD_ARGUMENTS, ("keywords",), "one compiled version per set of keyword arguments",
-               "the compiled code was called with keyword arguments one time and without them another (`m(x)`, then "
-               "`m(x, mask=mask)`): torch guards on which keywords a call passes, so each set is a version of its "
+               "the compiled code was called with one set of keyword arguments one time and another set another "
+               "time (`m(x)`, then `m(x, mask=mask)`; `m(input_ids=ids)`, then `m(inputs_embeds=emb)`): torch guards "
+               "on which keywords a call passes, so each set is a version of its "
                "own, kept and reused. Nothing to fix for a few; else pass the same keywords every call (the default "
                "value explicitly, `mask=None`)."),
     _explained(Kind.TRAIN_EVAL, ("training",), "one compiled version for train(), one for eval()",

@@ -125,6 +125,8 @@ _COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\
 _EQ = re.compile(r"^(?P<src>.+?) == (?P<value>.+)$")
 _IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
 _EMPTY = re.compile(r"^not (?P<src>[A-Za-z_][\w.\[\]'\"]*)$")
+#: a guard that could not even be checked: the keyword argument it reads is not passed (``KeyError on kwargs['input_ids']``)
+_KEY_ERROR = re.compile(r"^KeyError on (?P<src>[A-Za-z_][\w.\[\]'\"]*?)\[(?P<q>['\"])(?P<key>\w+)(?P=q)\]$")
 _LEN = re.compile(r"^len\((?P<src>.+)\)$")
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
@@ -208,6 +210,10 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
     if (h := _IS_NONE.match(guard)) is not None and m:  # `mask is None` (with the user's line): None when compiled
         _set_source(g, h.group("src"))
         g.kind, g.before = "value", "None"
+        return g
+    if (h := _KEY_ERROR.match(guard)) is not None and guard_path(h.group("src")).rsplit(".", 1)[-1] == "kwargs":
+        _set_source(g, h.group("src"))  # the call no longer passes a keyword the compiled version read
+        g.kind, g.before, g.after = "keywords", f"{h.group('key')}=", ""
         return g
     if (h := _EMPTY.match(guard)) is not None:  # `not kwargs`: a container that was empty when compiled
         _set_source(g, h.group("src"))
