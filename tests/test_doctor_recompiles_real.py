@@ -475,6 +475,53 @@ def test_a_keyword_not_passed_any_more_is_said_so_not_other():
     torch.testing.assert_close(after[0], before[0])
 
 
+class Defaults:
+    """A config whose class holds the defaults (class variables shared by every instance, as Python's tutorial
+    writes them: https://docs.python.org/3/tutorial/classes.html#class-and-instance-variables)."""
+
+    keep = 3
+
+
+class Head(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def forward(self, x):
+        return x[:, : self.config.keep] * 2
+
+
+def test_an_attribute_set_on_the_instance_over_the_class_default_is_said_so():
+    """torch's reason is `not ___dict_contains('keep', self.config.__dict__)`: the value was the class's when
+    compiled, the instance's own now, even with the same value. The answer says so; an instance that holds its
+    own value from the start compiles once."""
+    x = torch.ones(2, 5)
+    m = Head(Defaults())
+    cm = torch.compile(m, backend="eager")
+
+    def set_then_call():
+        m.config.keep = 3  # the same value, now the instance's own
+        return cm(x)
+
+    r, before = captured(lambda: cm(x), set_then_call)
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "attribute" and "was the class's when compiled and is the instance's own now" in rc.explanation
+    assert kind(rc.suggestion) == "attribute_presence" and "Nothing to fix for one such change" in rc.suggestion.explanation
+    no_torch_words(said(rc))
+    own = Defaults()
+    own.keep = 3  # held by the instance from the first call
+    m2 = Head(own)
+    cm2 = torch.compile(m2, backend="eager")
+
+    def set_again():
+        m2.config.keep = 3
+        return cm2(x)
+
+    fixed, after = captured(lambda: cm2(x), set_again)
+    assert not fixed.recompiles
+    same(before, after)
+
+
 class Masked(nn.Module):
     def __init__(self):
         super().__init__()

@@ -304,6 +304,9 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         elif kind == "bool":
             out += ": one compiled version per value"
         return out
+    if k == "attribute" and ch.before.endswith(("class's", "own")):
+        return (f"{x} was {ch.before} when compiled and is {ch.after} now (an assignment on the instance, "
+                "`obj.name = value`, hides the class's value): torch compiles one version for each")
     if k == "attribute":
         return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
     if k == "symbolic":
@@ -591,6 +594,22 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
     return RecompileRule(kind, title.format(x="x"), fix)
 
 
+def _instance_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """An attribute the compiled code read from the object's class (no value of the object's own) is now the
+    object's own (``model.config.block_size = 12`` on a config whose class gives the default), or back."""
+    ch = r.change
+    if not (ch.kind == "attribute" and ch.before.endswith(("class's", "own"))):
+        return None
+    x = ch.subject or "the attribute"
+    return _fix(Kind.ATTRIBUTE_PRESENCE, f"`{x}` is now {ch.after} value, where it was {ch.before}",
+                f"When compiled, `{x}` had no value on the object itself and was read from its class; an assignment "
+                "on the object (`obj.name = value`) now gives it its own, and torch, which guards on where the value "
+                "comes from, compiles again. Nothing to fix for one such change (a setting changed once, a model "
+                "cut down once). The value itself is part of what was compiled too: a value that keeps changing "
+                "compiles again for each, wherever it is held; keep such a value in a tensor where only tensor "
+                "arithmetic reads it.")
+
+
 def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     """A value torch carries across a graph break (made inside the compiled code): no line of the user's can
     mark it. A size: dynamic=True makes the code after the break dynamic too; a number from ``.item()``:
@@ -717,6 +736,8 @@ RULES: list[RecompileRule] = [
                "torch inlines the function or object passed as `{x}` and guards on its identity: each different "
                "object is a version of its own. Nothing to fix for a few; for many (a new lambda or module on "
                "every call), create it once outside the loop and pass the same one, or compile it on its own."),
+    RecompileRule(Kind.ATTRIBUTE_PRESENCE, "an attribute read from the class is now set on the instance: one more "
+                  "version, nothing to fix", _instance_attribute),
     _explained(Kind.ATTRIBUTE_PRESENCE, ("attribute",), "one compiled version with `{x}`, one without",
                "the code asks whether `{x}` exists (`hasattr`, `getattr(..., default)`), so torch compiles one "
                "version for each answer and keeps both. Nothing to fix when both are meant; else give the object the "

@@ -134,6 +134,8 @@ _LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]
 _PARAMETER = "Guard failed on a parameter"
 _HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
 _HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
+#: torch's check that an attribute is (or is not) the object's own, in its ``__dict__``, rather than its class's
+_DICT_CONTAINS = re.compile(r"^(?P<neg>not )?___dict_contains\('(?P<name>\w+)', (?P<src>.+)\.__dict__\)$")
 _DUPLICATES = re.compile(r"^Duplicate tensors found: \[(?P<names>.*)\]")
 _SYMBOL = re.compile(r"\bs\d+\b")
 
@@ -206,6 +208,11 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         _set_source(g, h.group("src"))
         g.kind, g.path = "attribute", f"{g.path}.{h.group('name')}"
         g.before, g.after = ("absent", "present") if h.group("neg") else ("present", "absent")
+        return g
+    if (h := _DICT_CONTAINS.match(guard)) is not None:  # the attribute moved between the class and the instance
+        _set_source(g, h.group("src"))
+        g.kind, g.path = "attribute", f"{g.path}.{h.group('name')}"
+        g.before, g.after = ("the class's", "the instance's own") if h.group("neg") else ("the instance's own", "the class's")
         return g
     if (h := _IS_NONE.match(guard)) is not None and m:  # `mask is None` (with the user's line): None when compiled
         _set_source(g, h.group("src"))
