@@ -17,13 +17,20 @@ returns a :class:`Result`:
 * the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
   kind, the word its title starts with; ``none`` without a suggestion); **specific**
   when it is not ``unknown`` / ``none``;
-* the **fix**: where the suggestion's code can be applied mechanically (a rewrite of
-  the case's lines with ``analysis.source.apply_suggestion``, a ``torch._dynamo.config``
-  setting, ``mark_dynamic`` / ``mark_unbacked`` / ``.contiguous()`` on an argument),
-  the case runs again with it: ``proven`` when that break or recompile is gone, nothing
-  new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why);
-  ``unchecked`` when the code is not of a form applied here (counted apart, never as
-  proven). A rewrite that keeps the file's lines in place is judged at its own break's
+* the **fix**: applied as the user would apply it, the fix's code read by
+  ``ipycompile.run.verify.read_fix_code`` (the reading ``--verify-fixes`` uses): a rewrite
+  of the case's lines with ``analysis.source.apply_suggestion``; ``torch._dynamo.config`` /
+  ``torch._inductor.config`` settings patched around the compile and calls; a compile
+  option (``torch.compile(..., dynamic=True)``); a statement to run before the call
+  (``mark_dynamic`` / ``mark_unbacked`` / ``x = x.contiguous()`` / ``i = torch.tensor(i)``)
+  written into the case's source before the line that made the call (the recompile's
+  ``call_site``) and applied as a rewrite, else on the argument passed by position, else on
+  the case's own variable before the first call. The case runs again with it (once per
+  distinct fix of the case): ``proven`` when that break or recompile is gone, nothing
+  new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why; a
+  name the user's code lacks at that line is wrong); ``unchecked`` when the code is not of a
+  form applied here (counted apart, never as proven); ``inapplicable`` when no line of the
+  case makes the call the statement must precede. A rewrite that keeps the file's lines in place is judged at its own break's
   line (several `graph_break()` lines each have their own fix); a break at a new line is
   accepted only where the fix let code that ran uncompiled before compile now (the
   break hidden behind it, answered on its own). The rewritten module keeps the data
