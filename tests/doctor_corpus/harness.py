@@ -506,6 +506,7 @@ class _Unchecked(Exception):
 
 
 _DYNAMIC = ("torch.compile(..., dynamic=True)",)  # the key of the case's run compiled with dynamic=True alone
+_BUILT = ("built",)  # the key of the case's function as built for reading its fixes (its names, its parameters)
 
 
 def _rewritten_case(c: Case, s) -> Case:
@@ -568,7 +569,10 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                 before_call = moved.group("stmt")
                 names = _names_of(_build(c)[0])
         else:
-            fn, _ = _build(c)
+            built = runs.get(_BUILT) if runs is not None else None
+            fn = built if built is not None else _build(c)[0]  # the case's function, built once per case
+            if runs is not None:
+                runs[_BUILT] = fn
             read = read_fix_code(code, _names_of(fn))  # the one reading of a fix's code (--verify-fixes reads it so)
             if read.why_not:
                 raise _Unchecked(read.why_not)
