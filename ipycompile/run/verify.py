@@ -18,7 +18,11 @@ What is applied (:func:`plan_fixes`):
   cell's file), applied to the cell's text (:func:`ipycompile.analysis.source.apply_suggestion`);
   a statement moved out of the compiled code runs before each call, uncompiled;
 * ``torch._dynamo.mark_dynamic(x, d)`` / ``mark_unbacked`` / ``maybe_mark_dynamic`` on an input
-  ``x`` of the notebook's namespace: on the scratch copy of ``x``.
+  ``x`` of the notebook's namespace: on the scratch copy of ``x``;
+* a compile option the fix passes (``torch.compile(..., dynamic=True)``): on the scratch compile.
+
+The fix's code is read by :func:`read_fix_code`, the one reading of it (the doctor corpus's
+harness applies the same reading to its cases).
 
 A rewrite of a file other than the cell, or of library code the user does not own, is
 never "verified" (only settings are, there); code of any other form is "not verified".
