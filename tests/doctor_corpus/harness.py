@@ -467,12 +467,21 @@ def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
         params = list(inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn).parameters)
     except (TypeError, ValueError):
         return None
-    if name not in params:
+    root = re.match(r"\w+", name).group()  # `box_lists[0].tensor`: a tensor reached from the argument `box_lists`
+    if root not in params or (root != name and "fn" not in m.groupdict()):
         return None
-    i = params.index(name)
+    i = params.index(root)
 
     def fix(fn_: Callable, call: Any) -> Any:
         as_tensor = _AS_TENSOR.match(line) is not None
+        if root != name:  # a mark on a tensor the argument holds
+            if not isinstance(call, tuple) or i >= len(call):
+                raise _Unchecked(f"`{root}` is not passed by position")
+            target = eval(name, {root: call[i]})  # noqa: S307 - the doctor's own expression, on the argument
+            if not isinstance(target, torch.Tensor):
+                raise _Unchecked(f"`{name}` is not a tensor")
+            eval(m.group("fn"), {"torch": torch})(target, int(m.group("dim")))  # noqa: S307
+            return call
         if not isinstance(call, tuple) or i >= len(call) or isinstance(call[i], torch.Tensor) == as_tensor:
             raise _Unchecked(f"`{name}` is not a {'number' if as_tensor else 'tensor'} passed by position")
         args = list(call)
