@@ -953,6 +953,50 @@ def test_a_compiler_disabled_function_is_named_and_removing_the_disable_removes_
     assert_close(got, expected)
 
 
+def test_a_method_disabled_without_recursion_is_named_too():
+    """GB0099 (torch would have inlined it): `torch.compiler.disable(recursive=False)` on a module's `forward`,
+    as torch's docs write it (https://docs.pytorch.org/docs/stable/generated/torch.compiler.disable.html)."""
+
+    class Head(torch.nn.Module):
+        @torch.compiler.disable(recursive=False)
+        def forward(self, t):
+            return t * 2
+
+    cell = "y = head(x)\ny + 1"
+    expected, report = run(cell, ns_with(POS, head=Head()))
+    s = only_suggestion(report)
+    assert report.graph_breaks[0].gb_code in ("GB0098", "GB0099"), report.summary()
+    assert s.kind == "compiler_disable" and "`forward`" in s.title and "recursive=False" in s.explanation
+
+    class Plain(torch.nn.Module):
+        def forward(self, t):
+            return t * 2
+
+    got, after = run(cell, ns_with(POS, head=Plain()))  # what it says: without the disable
+    assert_clean(after)
+    assert_close(got, expected)
+
+
+def test_requires_grad_set_inside_is_set_before_the_call():
+    """GB0206: `requires_grad` switched on a tensor inside the compiled code (the pattern of PyTorch's autograd
+    notes, https://docs.pytorch.org/docs/stable/notes/autograd.html, "Setting requires_grad"); set before the
+    call, as the answer says, the cell compiles whole with the same outputs and gradient."""
+    cell = "x.requires_grad = True\ny = (x * x).sum()\ny"
+    x = POS.clone()
+    expected, report = run(cell, ns_with(x))
+    assert report.graph_breaks and report.graph_breaks[0].gb_code == "GB0206", report.summary()
+    s = only_suggestion(report)
+    assert s.kind == "requires_grad_inside" and "`x.requires_grad = True`" in s.explanation and s.code == ""
+    assert "before calling the compiled code" in s.explanation
+    expected.backward()
+    x2 = POS.clone().requires_grad_(True)  # what it says: set before the call
+    got, after = run("y = (x * x).sum()\ny", ns_with(x2))
+    assert_clean(after)
+    assert_close(got, expected)
+    got.backward()
+    assert_close(x2.grad, x.grad)
+
+
 def test_torch_equal_is_kept_a_tensor():
     y = POS.clone()
     cell = "same = torch.equal(x, y)\nout = torch.where(torch.tensor(same), x, -x)\nout"

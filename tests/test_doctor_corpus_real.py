@@ -135,6 +135,34 @@ def test_a_seed_left_before_or_after_is_wrong():
     assert not checks.seed_order(Suggestion("Move `torch.manual_seed(0)` before the call"), GraphBreak("x"))
 
 
+# -- a fix applied as the user applies it ------------------------------------------------------------
+def test_a_mark_on_the_users_own_variable_is_written_before_their_call_and_proven():
+    """`mark_dynamic(data, 0)` names a variable of the user's code that is no input of the compiled function
+    (`m(data)` inside the user's own function): the harness writes the mark into the case's source before the
+    line that made the call, indented as it, and judges the run of that source."""
+    from pathlib import Path
+
+    c = _case("real_library_code::mnist_example_last_batch")
+    eager_outs, eager_err = harness._eager(c)
+    run = harness._compiled_run(c)
+    (rc,) = run.report.recompiles
+    lines = Path(harness.case_file(c)).read_text().split("\n")
+    call = lines[rc.call_site.lineno - 1]
+    assert call.strip() == "return m(data)"
+    placed = harness._placed_before_call(c, rc, ["torch._dynamo.mark_dynamic(data, 0)"])
+    assert (placed.first_line, placed.last_line) == (rc.call_site.lineno,) * 2
+    assert placed.code.split("\n") == ["torch._dynamo.mark_dynamic(data, 0)", "return m(data)"]
+    item = harness._items(run.report, harness.case_file(c))[0]
+    harness._try_fix(c, item, rc.suggestion, run, eager_outs, eager_err, True, rc)
+    assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(data, 0)")
+    assert item.fix == "proven", item.fix_detail
+    # a name the user's code does not have at that line is a wrong fix, not an inapplicable one
+    bad = harness.Item("recompile", "size", "mark_dynamic", True)
+    harness._try_fix(c, bad, Suggestion("mark", code="torch._dynamo.mark_dynamic(batch_data, 0)"), run, eager_outs,
+                     eager_err, True, rc)
+    assert bad.fix == "wrong", bad.fix_detail
+
+
 # -- the real-code part, case by case -------------------------------------------------------------
 REAL = doctor_corpus.load_part("real-code")
 
@@ -148,6 +176,12 @@ KNOWN_WRONG = {
     "real_training::gpt2_finetune_loop": "mark_dynamic names `logits`, not in the user's code",
     "real_library_code::modulelist_index_attribute": "allow_unspec_int_on_nn_module leaves the recompiles",
     "real_library_code::yolov5_nms_candidates": "capture_dynamic_output_shape_ops moves the failure (guard on u0)",
+    # wrong fixes the harness found once it wrote each mark into the user's source before their call (they were
+    # "inapplicable" before): the dynamic-shape class, library model code that may branch on the size
+    "real_transformers::mistral_lengths_across_window": "mark_dynamic(x, 1), written before the call, leaves 1 recompile",
+    "real_transformers::vit_interpolate_pos_encoding": "mark_dynamic on pixel_values, written before the call, leaves 1 recompile",
+    "real_library_code::nanogpt_generate_loop": "mark_unbacked(idx_cond, 1) before the call turns nanoGPT's "
+                                                "`assert t <= block_size` into a break (GB0170) and a recompile",
 }
 
 

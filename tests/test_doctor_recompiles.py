@@ -447,6 +447,12 @@ def test_unknown_reasons_keep_torch_words_and_get_no_fix():
     g = parse_guard_failure("something torch 3.0 says about L['x'] # nothing we know")
     assert g.kind == "other" and g.reason.startswith("something torch 3.0 says")
     assert guard_path("L['self']._modules['body']._modules['0']._parameters['weight']") == "self.body[0].weight"
+    # a guard torch could not check because the call lacks a keyword it reads: the keywords changed; a missing key
+    # of another dict is no keyword
+    g = parse_guard_failure("KeyError on kwargs['input_ids']")
+    assert (g.kind, g.path, g.before) == ("keywords", "kwargs", "input_ids=")
+    assert parse_guard_failure("KeyError on L['kwargs']['labels']").kind == "keywords"
+    assert parse_guard_failure("KeyError on d['a']").kind == "other"
 
 
 def test_the_diagnosis_survives_the_json_round_trip():

@@ -172,6 +172,73 @@ def test_a_size_that_goes_1_to_2_gets_mark_unbacked_and_only_that_removes_the_re
     same(before, after)
 
 
+#: minGPT's forward, cut down (https://github.com/karpathy/minGPT/blob/master/mingpt/model.py): the sequence
+#: length is checked against the block size, as library models check theirs
+MINGPT = '''
+import torch
+from torch import nn
+
+
+class GPT(nn.Module):
+    def __init__(self, block_size=8):
+        super().__init__()
+        self.block_size = block_size
+        self.wte = nn.Embedding(16, 4)
+        self.wpe = nn.Embedding(block_size, 4)
+
+    def forward(self, idx):
+        device = idx.device
+        b, t = idx.size()
+        assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
+        pos = torch.arange(0, t, dtype=torch.long, device=device).unsqueeze(0)
+        return self.wte(idx) + self.wpe(pos)
+'''
+
+
+@pytest.fixture
+def mingpt(tmp_path, monkeypatch):
+    """minGPT as an installed package: a real package in a ``site-packages`` folder, imported."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "mingpt_lite").mkdir(parents=True)
+    (site / "mingpt_lite" / "__init__.py").write_text(MINGPT)
+    monkeypatch.syspath_prepend(str(site))
+    import importlib
+
+    try:
+        yield importlib.import_module("mingpt_lite")
+    finally:
+        import sys
+
+        sys.modules.pop("mingpt_lite", None)
+
+
+def test_a_size_1_in_a_library_model_gets_words_not_a_mark_that_fails_there(mingpt):
+    """A library's model called with a sequence of 1, then 2 and 3: the code compiled is the library's, which
+    may branch on the size (here minGPT's `assert t <= block_size`), so `mark_unbacked` is no fix there: with
+    it the size check becomes a break and the recompile stays. The doctor says what torch does, in words."""
+    torch.manual_seed(0)
+    m = mingpt.GPT()
+    ids = [torch.zeros(1, n, dtype=torch.long) for n in (1, 2, 3)]
+    cm = torch.compile(m, backend="eager")
+    r, before = captured(*[lambda x=x: cm(x) for x in ids])
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "size_0_1"
+    s = rc.suggestion
+    assert kind(s) == "mark_unbacked" and s.code == "", s.code
+    assert "`mingpt_lite`'s" in s.explanation and "compiled once" in s.explanation, s.explanation
+    no_torch_words(said(rc))
+    # why no code: the mark, written before each call as a user would, leaves the recompile and adds a break
+    cm = torch.compile(m, backend="eager")
+
+    def marked(x):
+        torch._dynamo.decorators.mark_unbacked(x, 1)
+        return cm(x)
+
+    after, outs = captured(*[lambda x=x: marked(x) for x in ids])
+    assert after.recompiles and after.graph_break_count, after.summary()
+    same(before, outs)
+
+
 # -- values torch carries across a graph break -----------------------------------------------------
 def breaks_then_sums(x):
     y = x * 2
@@ -379,6 +446,78 @@ def test_keywords_passed_one_time_and_not_another_are_said_in_words_and_passing_
     no_torch_words(said(rc))
     cm = torch.compile(attn, backend="eager")  # what it says: pass the same keywords every call
     fixed, after = captured(lambda: cm(q, q, q, need_weights=True)[0], lambda: cm(q, q, q, need_weights=True)[0])
+    assert not fixed.recompiles
+    same(before, after)
+
+
+def embed(**kwargs):
+    """A forward that takes `input_ids` or `inputs_embeds` by keyword (as Hugging Face models do, e.g.
+    https://huggingface.co/docs/transformers/main_classes/model `inputs_embeds`), written with **kwargs."""
+    ids = kwargs.get("input_ids")
+    if ids is not None:
+        return ids.float() * 2
+    return kwargs["inputs_embeds"].sum(-1)
+
+
+def test_a_keyword_not_passed_any_more_is_said_so_not_other():
+    """torch's reason is `KeyError on kwargs['input_ids']` (a guard it could not even check): the call passed
+    `input_ids=` when compiled and `inputs_embeds=` now. Passing the same keyword every call removes it."""
+    f = torch.compile(embed, backend="eager")
+    ids = torch.ones(2, 3, dtype=torch.long)
+    r, before = captured(lambda: f(input_ids=ids), lambda: f(inputs_embeds=ids.float().unsqueeze(-1) * 2))
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "keywords" and "passed `input_ids=` when compiled and does not now" in rc.explanation
+    assert kind(rc.suggestion) == "keyword_arguments", rc.suggestion.title
+    no_torch_words(said(rc))
+    f = torch.compile(embed, backend="eager")  # what it says: the same keywords every call
+    fixed, after = captured(lambda: f(input_ids=ids), lambda: f(input_ids=ids))
+    assert not fixed.recompiles
+    torch.testing.assert_close(after[0], before[0])
+
+
+class Defaults:
+    """A config whose class holds the defaults (class variables shared by every instance, as Python's tutorial
+    writes them: https://docs.python.org/3/tutorial/classes.html#class-and-instance-variables)."""
+
+    keep = 3
+
+
+class Head(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def forward(self, x):
+        return x[:, : self.config.keep] * 2
+
+
+def test_an_attribute_set_on_the_instance_over_the_class_default_is_said_so():
+    """torch's reason is `not ___dict_contains('keep', self.config.__dict__)`: the value was the class's when
+    compiled, the instance's own now, even with the same value. The answer says so; an instance that holds its
+    own value from the start compiles once."""
+    x = torch.ones(2, 5)
+    m = Head(Defaults())
+    cm = torch.compile(m, backend="eager")
+
+    def set_then_call():
+        m.config.keep = 3  # the same value, now the instance's own
+        return cm(x)
+
+    r, before = captured(lambda: cm(x), set_then_call)
+    rc = r.recompiles[0]
+    assert rc.guards[0].kind == "attribute" and "was the class's when compiled and is the instance's own now" in rc.explanation
+    assert kind(rc.suggestion) == "attribute_presence" and "Nothing to fix for one such change" in rc.suggestion.explanation
+    no_torch_words(said(rc))
+    own = Defaults()
+    own.keep = 3  # held by the instance from the first call
+    m2 = Head(own)
+    cm2 = torch.compile(m2, backend="eager")
+
+    def set_again():
+        m2.config.keep = 3
+        return cm2(x)
+
+    fixed, after = captured(lambda: cm2(x), set_again)
     assert not fixed.recompiles
     same(before, after)
 

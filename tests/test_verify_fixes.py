@@ -244,6 +244,28 @@ def test_a_recompile_fixed_by_marking_an_input_dynamic():
     assert report.fix_verification.calls == 2
 
 
+def test_a_compile_option_a_fix_passes_is_applied_to_the_scratch_compile():
+    """`torch.compile(..., dynamic=True)` (the doctor's fix where no name holds a tensor to mark) is read as a
+    compile option (``read_fix_code``, the reading the corpus harness shares) and applied to the scratch compile."""
+    import dataclasses
+
+    ns = {"torch": torch, "x": torch.randn(8)}
+    body = "x = torch.cat([x, x[:1]])\nz = x.sin().sum()\n"
+    user = UserCell(body, ns, calls=3)
+    (rc,) = user.report.recompiles
+    read = verify.read_fix_code("torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    assert read.compile_kwargs == {"dynamic": True} and not read.why_not and not read.settings
+    option = dataclasses.replace(rc.suggestion, code="torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    user.report = dataclasses.replace(user.report, recompiles=[dataclasses.replace(rc, suggestion=option)])
+    state = UserState(ns, [user.cf.fn.__code__])
+    report = user.verify()
+    state.assert_unchanged()
+    (check,) = _checks(report)
+    assert check.status == FixStatus.VERIFIED, check
+    assert check.reason.startswith("the recompile is gone") and check.applied == ["torch.compile(..., dynamic=True)"]
+    assert "not applied" in verify.read_fix_code("y = f(x)").why_not
+
+
 def test_settings_are_verified_one_by_one_and_together():
     ns = {"torch": torch, "x": torch.rand(6)}
     body = "m = x.max().item()\nr = torch.arange(int(m * 10) + 20)\nidx = torch.nonzero(x > 0.5)\nw = idx.float().sum()\n"

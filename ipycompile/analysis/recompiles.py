@@ -276,6 +276,9 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         mode = "eval()" if ch.after == "False" else "train()"
         return (f"`{mod}` was switched to {mode} (`training` went {_arrow(ch.before, ch.after)}): torch compiles "
                 "one version per mode and keeps both")
+    if k == "keywords" and ch.before.endswith("="):  # a keyword the compiled version read is not passed now
+        return (f"the call passed `{ch.before}` when compiled and does not now (it passes other keyword arguments): "
+                "each set of keyword arguments is a compiled version of its own")
     if k == "keywords":
         was = "none" if ch.before == "0" else "some"
         return (f"{x} changed: the call passed {was} when compiled and {'some' if was == 'none' else 'none'} now; "
@@ -301,6 +304,9 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
         elif kind == "bool":
             out += ": one compiled version per value"
         return out
+    if k == "attribute" and ch.before.endswith(("class's", "own")):
+        return (f"{x} was {ch.before} when compiled and is {ch.after} now (an assignment on the instance, "
+                "`obj.name = value`, hides the class's value): torch compiles one version for each")
     if k == "attribute":
         return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
     if k == "symbolic":
@@ -476,6 +482,28 @@ def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     )
 
 
+def _unbacked_in_library(r: _Reason, rc: Recompile) -> Suggestion:
+    """A size that is 0 or 1 in one call where the compiled code is a library's (a transformers model's
+    ``forward``): ``mark_unbacked`` holds only where that code never branches on the size, which no rule
+    here can see in a library's code (on transformers' Llama the mark made it compile again and again, past
+    the recompile limit), so the answer is what torch does, in words."""
+    ch, x = r.change, r.change.subject
+    path = rc.filename.replace("\\", "/")
+    package = re.split(r"/(?:site|dist)-packages/", path)[-1].split("/", 1)[0] if "-packages/" in path else ""
+    where = f"`{package}`'s" if package and package.isidentifier() else "a library's"
+    return Suggestion(
+        f"mark_unbacked: dim {ch.dim} of `{x}` is 0 or 1 in one call: such a size has a version of its own, compiled once",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or `dynamic=True` "
+        f"specialise them too: the calls where dim {ch.dim} of `{x}` is 1 share one version of their own (so do those "
+        "where it is 0), compiled once and reused; the other sizes share another (dynamic after one recompile). "
+        "Nothing to fix for that one version. "
+        f"`torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})` before the call makes one version serve every size "
+        f"only where the compiled code never branches on that size, and the code compiled here is {where}, not "
+        "yours, which may: where it does, the mark makes torch compile again for each size "
+        "or break instead. Keep such a mark only where a run with it shows the recompile gone, the outputs equal and "
+        "no new break.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
+
+
 def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     if not (ch.kind == "stride" and r.nameable):
@@ -564,6 +592,22 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
         return _fix(kind, title.format(x=r.change.subject or "the input"), words.format(x=r.change.subject or "the input"))
 
     return RecompileRule(kind, title.format(x="x"), fix)
+
+
+def _instance_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """An attribute the compiled code read from the object's class (no value of the object's own) is now the
+    object's own (``model.config.block_size = 12`` on a config whose class gives the default), or back."""
+    ch = r.change
+    if not (ch.kind == "attribute" and ch.before.endswith(("class's", "own"))):
+        return None
+    x = ch.subject or "the attribute"
+    return _fix(Kind.ATTRIBUTE_PRESENCE, f"`{x}` is now {ch.after} value, where it was {ch.before}",
+                f"When compiled, `{x}` had no value on the object itself and was read from its class; an assignment "
+                "on the object (`obj.name = value`) now gives it its own, and torch, which guards on where the value "
+                "comes from, compiles again. Nothing to fix for one such change (a setting changed once, a model "
+                "cut down once). The value itself is part of what was compiled too: a value that keeps changing "
+                "compiles again for each, wherever it is held; keep such a value in a tensor where only tensor "
+                "arithmetic reads it.")
 
 
 def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
@@ -680,8 +724,9 @@ RULES: list[RecompileRule] = [
                "of its own. Nothing to fix for a few lengths; for many, stack the items into one tensor "
                "(`torch.stack({x})`) and work on the tensor, whose size can be dynamic."),
     _explained(Kind.KEYWORD_ARGUMENTS, ("keywords",), "one compiled version per set of keyword arguments",
-               "the compiled code was called with keyword arguments one time and without them another (`m(x)`, then "
-               "`m(x, mask=mask)`): torch guards on which keywords a call passes, so each set is a version of its "
+               "the compiled code was called with one set of keyword arguments one time and another set another "
+               "time (`m(x)`, then `m(x, mask=mask)`; `m(input_ids=ids)`, then `m(inputs_embeds=emb)`): torch guards "
+               "on which keywords a call passes, so each set is a version of its "
                "own, kept and reused. Nothing to fix for a few; else pass the same keywords every call (the default "
                "value explicitly, `mask=None`)."),
     _explained(Kind.TRAIN_EVAL, ("training",), "one compiled version for train(), one for eval()",
@@ -691,6 +736,8 @@ RULES: list[RecompileRule] = [
                "torch inlines the function or object passed as `{x}` and guards on its identity: each different "
                "object is a version of its own. Nothing to fix for a few; for many (a new lambda or module on "
                "every call), create it once outside the loop and pass the same one, or compile it on its own."),
+    RecompileRule(Kind.ATTRIBUTE_PRESENCE, "an attribute read from the class is now set on the instance: one more "
+                  "version, nothing to fix", _instance_attribute),
     _explained(Kind.ATTRIBUTE_PRESENCE, ("attribute",), "one compiled version with `{x}`, one without",
                "the code asks whether `{x}` exists (`hasattr`, `getattr(..., default)`), so torch compiles one "
                "version for each answer and keeps both. Nothing to fix when both are meant; else give the object the "
@@ -848,6 +895,8 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
+        root = _unbacked_in_library(read[0][0], rc)
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:

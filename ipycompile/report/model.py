@@ -289,6 +289,7 @@ class Kind(StrEnum):
     DDP_WRAPPER = "ddp_wrapper"
     NO_META_KERNEL = "no_meta_kernel"
     TORCH_EQUAL = "torch_equal"
+    REQUIRES_GRAD_INSIDE = "requires_grad_inside"
     SORT_TENSORS = "sort_tensors"
     CLASS_OUTSIDE = "class_outside"
     ITERATOR_INPUT = "iterator_input"

@@ -18,7 +18,11 @@ What is applied (:func:`plan_fixes`):
   cell's file), applied to the cell's text (:func:`ipycompile.analysis.source.apply_suggestion`);
   a statement moved out of the compiled code runs before each call, uncompiled;
 * ``torch._dynamo.mark_dynamic(x, d)`` / ``mark_unbacked`` / ``maybe_mark_dynamic`` on an input
-  ``x`` of the notebook's namespace: on the scratch copy of ``x``.
+  ``x`` of the notebook's namespace: on the scratch copy of ``x``;
+* a compile option the fix passes (``torch.compile(..., dynamic=True)``): on the scratch compile.
+
+The fix's code is read by :func:`read_fix_code`, the one reading of it (the doctor corpus's
+harness applies the same reading to its cases).
 
 A rewrite of a file other than the cell, or of library code the user does not own, is
 never "verified" (only settings are, there); code of any other form is "not verified".
@@ -90,7 +94,7 @@ from .observe import capture
 from .session import SESSION
 from .settings import CompileSettings
 
-__all__ = ["DEFAULT_BUDGET_S", "verify_fixes", "plan_fixes", "PlannedFix"]
+__all__ = ["DEFAULT_BUDGET_S", "verify_fixes", "plan_fixes", "PlannedFix", "read_fix_code", "FixCode"]
 
 #: seconds of scratch compiles and calls, over all fixes of one cell
 DEFAULT_BUDGET_S = 20.0
@@ -100,7 +104,11 @@ MAX_CALLS = 10
 _SETTING = re.compile(r"^torch\._(?P<mod>dynamo|inductor)\.config\.(?P<name>[\w.]+)\s*=\s*(?P<value>[^#]+?)\s*(#.*)?$")
 _SETTING_ADD = re.compile(r"^torch\._(?P<mod>dynamo|inductor)\.config\.(?P<name>\w+)\.add\((?P<value>[^#]+)\)\s*(#.*)?$")
 _MARK = re.compile(r"^torch\._dynamo\.(?:decorators\.)?(?P<fn>mark_dynamic|mark_unbacked|maybe_mark_dynamic)"
-                   r"\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)\s*(#.*)?$")
+                   r"\((?P<arg>[\w.\[\]'\"]+),\s*(?P<dim>-?\d+)\)\s*(#.*)?$")
+_CONTIGUOUS = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)\s*(#.*)?$")
+_AS_TENSOR = re.compile(r"^(?P<arg>\w+)\s*=\s*torch\.tensor\((?P=arg)\)\s*(#.*)?$")  # a number held in a 0-d tensor
+#: a compile option the fix passes (``torch.compile(..., dynamic=True)``): only the option is code, the rest the user's
+_COMPILE_OPTION = re.compile(r"^torch\.compile\(\.\.\.,\s*(?P<name>dynamic)=(?P<value>True|False|None)\)\s*(#.*)?$")
 _MOVED = re.compile(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$")
 
 
@@ -117,12 +125,14 @@ class PlannedFix:
     rewrite: Optional[str] = None  # the cell's body with the fix applied
     before_call: str = ""  # a statement moved out of the compiled code
     marks: list[tuple[str, str, int]] = field(default_factory=list)  # (function, name, dim)
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)  # torch.compile(..., dynamic=True)
     applied: list[str] = field(default_factory=list)
     why_not: str = ""
 
     @property
     def is_setting(self) -> bool:
-        return bool(self.settings) and self.rewrite is None and not self.marks and not self.why_not
+        return (bool(self.settings) and self.rewrite is None and not self.marks and not self.compile_kwargs
+                and not self.why_not)
 
 
 def _code_lines(code: str) -> list[str]:
@@ -186,16 +196,64 @@ def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, n
         fix.applied.append(f"{span} of the cell rewritten as suggested"
                            + (f"; `{fix.before_call}` run before each call" if fix.before_call else ""))
         return fix
+    read = read_fix_code(code, namespace)
+    fix.settings, fix.applied = read.settings, list(read.applied)
+    others = [ln for ln in read.before_call if not _MARK.match(ln)]  # `x = x.contiguous()`: a statement of the user's
+    if read.why_not or others:
+        fix.why_not = read.why_not or f"code of a form that is not applied automatically (`{others[0][:80]}`)"
+        return fix
+    fix.compile_kwargs = dict(read.compile_kwargs)
+    for (mark_fn, name, dim), ln in zip(read.marks, read.before_call):
+        if not name.isidentifier() or not isinstance(namespace.get(name), torch.Tensor):
+            fix.why_not = (f"`{name}` is not a tensor of the notebook's namespace (a local of the cell, or made "
+                           "inside a library): it cannot be marked before the call")
+            return fix
+        fix.marks.append((mark_fn, name, dim))
+        fix.applied.append(f"{ln} on a copy of `{name}`")
+    return fix
+
+
+@dataclass
+class FixCode:
+    """A fix's code (one that writes no lines of the user's), read statement by statement by
+    :func:`read_fix_code`: the one reading of a fix's settings, marks and compile options, shared by
+    ``--verify-fixes`` and the doctor corpus's harness, which apply them each to its own runs."""
+
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # "dynamo"/"inductor" -> {name: value}
+    marks: list[tuple[str, str, int]] = field(default_factory=list)  # (mark_dynamic|mark_unbacked|..., expression, dim)
+    #: statements the user runs on an input before calling the compiled code: each mark as written, ``x = x.contiguous()``,
+    #: ``i = torch.tensor(i)``
+    before_call: list[str] = field(default_factory=list)
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)  # torch.compile(..., dynamic=True)
+    applied: list[str] = field(default_factory=list)  # the settings, as written
+    why_not: str = ""  # code of another form: why it is not applied
+
+
+def read_fix_code(code: str, namespace: Optional[dict] = None) -> FixCode:
+    """``code`` (a suggestion's code that rewrites no lines), read: each ``torch._dynamo.config.NAME = VALUE``
+    / ``NAME.add(VALUE)`` (and ``torch._inductor.config``) evaluated in ``namespace`` with the fix's own
+    imports; each ``mark_dynamic`` / ``mark_unbacked`` / ``maybe_mark_dynamic`` (and ``x = x.contiguous()``,
+    ``i = torch.tensor(i)``) kept as a statement to run before the call; ``torch.compile(..., dynamic=True)``
+    as a compile option.
+    Comment lines (an alternative in words) are not code. Any other statement, or a template (``...``):
+    ``why_not`` says so."""
+    import torch
+
+    out = FixCode()
     lines = _code_lines(code)
     imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
     lines = [ln for ln in lines if ln not in imports]
-    if not lines or any("..." in ln.split("#")[0] for ln in lines):
-        fix.why_not = "the code is a template or words, not code to apply"
-        return fix
-    ns = {**namespace, "torch": torch}
+    if not lines:
+        out.why_not = "the code is a template or words, not code to apply"
+        return out
+    ns = {**(namespace or {}), "torch": torch}
     for ln in lines:
         m = _SETTING.match(ln) or _SETTING_ADD.match(ln)
         mark = _MARK.match(ln)
+        option = _COMPILE_OPTION.match(ln)
+        if "..." in ln.split("#")[0] and option is None:
+            out.why_not = "the code is a template or words, not code to apply"
+            return out
         if m:
             config = torch._dynamo.config if m.group("mod") == "dynamo" else torch._inductor.config
             name = m.group("name")
@@ -204,27 +262,27 @@ def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, n
                     exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
                 value = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
                 if _SETTING.match(ln) is None:  # NAME.add(VALUE)
-                    current = fix.settings.get(m.group("mod"), {}).get(name, getattr(config, name))
+                    current = out.settings.get(m.group("mod"), {}).get(name, getattr(config, name))
                     value = set(current) | {value}
                 else:
                     _get(config, name)  # a name the config has
             except Exception as exc:  # noqa: BLE001
-                fix.why_not = f"`{ln}` cannot be applied here ({type(exc).__name__}: {exc})"
-                return fix
-            fix.settings.setdefault(m.group("mod"), {})[name] = value
-            fix.applied.append(ln.split("#")[0].strip())
+                out.why_not = f"`{ln}` cannot be applied here ({type(exc).__name__}: {exc})"
+                return out
+            out.settings.setdefault(m.group("mod"), {})[name] = value
+            out.applied.append(ln.split("#")[0].strip())
         elif mark:
-            name = mark.group("arg")
-            if not isinstance(namespace.get(name), torch.Tensor):
-                fix.why_not = (f"`{name}` is not a tensor of the notebook's namespace (a local of the cell, or made "
-                               "inside a library): it cannot be marked before the call")
-                return fix
-            fix.marks.append((mark.group("fn"), name, int(mark.group("dim"))))
-            fix.applied.append(f"{ln.split('#')[0].strip()} on a copy of `{name}`")
+            out.marks.append((mark.group("fn"), mark.group("arg"), int(mark.group("dim"))))
+            out.before_call.append(ln.split("#")[0].strip())
+        elif _CONTIGUOUS.match(ln) or _AS_TENSOR.match(ln):
+            out.before_call.append(ln.split("#")[0].strip())
+        elif option:
+            out.compile_kwargs[option.group("name")] = {"True": True, "False": False, "None": None}[option.group("value")]
+            out.applied.append(f"torch.compile(..., {option.group('name')}={option.group('value')})")
         else:
-            fix.why_not = f"code of a form that is not applied automatically (`{ln[:80]}`)"
-            return fix
-    return fix
+            out.why_not = f"code of a form that is not applied automatically (`{ln[:80]}`)"
+            return out
+    return out
 
 
 def _get(config: Any, name: str) -> Any:
@@ -564,6 +622,8 @@ class _Scratch:
         self.made.append((cf.fn.__code__, ns))
         fn: Callable[[], Any] = cf.fn
         kwargs = self.settings.compile_kwargs()
+        if fix is not None:
+            kwargs.update(fix.compile_kwargs)  # a compile option the fix passes (dynamic=True)
         if compiled:
             if _isolates():
                 kwargs["isolate_recompiles"] = True

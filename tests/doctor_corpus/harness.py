@@ -17,13 +17,20 @@ returns a :class:`Result`:
 * the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
   kind, the word its title starts with; ``none`` without a suggestion); **specific**
   when it is not ``unknown`` / ``none``;
-* the **fix**: where the suggestion's code can be applied mechanically (a rewrite of
-  the case's lines with ``analysis.source.apply_suggestion``, a ``torch._dynamo.config``
-  setting, ``mark_dynamic`` / ``mark_unbacked`` / ``.contiguous()`` on an argument),
-  the case runs again with it: ``proven`` when that break or recompile is gone, nothing
-  new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why);
-  ``unchecked`` when the code is not of a form applied here (counted apart, never as
-  proven). A rewrite that keeps the file's lines in place is judged at its own break's
+* the **fix**: applied as the user would apply it, the fix's code read by
+  ``ipycompile.run.verify.read_fix_code`` (the reading ``--verify-fixes`` uses): a rewrite
+  of the case's lines with ``analysis.source.apply_suggestion``; ``torch._dynamo.config`` /
+  ``torch._inductor.config`` settings patched around the compile and calls; a compile
+  option (``torch.compile(..., dynamic=True)``); a statement to run before the call
+  (``mark_dynamic`` / ``mark_unbacked`` / ``x = x.contiguous()`` / ``i = torch.tensor(i)``)
+  written into the case's source before the line that made the call (the recompile's
+  ``call_site``) and applied as a rewrite, else on the argument passed by position, else on
+  the case's own variable before the first call. The case runs again with it (once per
+  distinct fix of the case): ``proven`` when that break or recompile is gone, nothing
+  new breaks or fails, and the outputs equal eager's; ``wrong`` otherwise (with why; a
+  name the user's code lacks at that line is wrong); ``unchecked`` when the code is not of a
+  form applied here (counted apart, never as proven); ``inapplicable`` when no line of the
+  case makes the call the statement must precede. A rewrite that keeps the file's lines in place is judged at its own break's
   line (several `graph_break()` lines each have their own fix); a break at a new line is
   accepted only where the fix let code that ran uncompiled before compile now (the
   break hidden behind it, answered on its own). The rewritten module keeps the data
@@ -49,8 +56,9 @@ from typing import Any, Callable, Optional
 import torch
 
 import ipycompile
-from ipycompile.analysis.source import apply_suggestion
-from ipycompile.report.model import Failure
+from ipycompile.analysis.source import apply_suggestion, indent_of
+from ipycompile.report.model import Failure, Suggestion
+from ipycompile.run.verify import read_fix_code
 from ipycompile.report.summary import shared_callers
 
 from . import Case, cases_in, checks
@@ -288,7 +296,7 @@ class _Run:
 
 def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Callable] = None,
                   before_call: str = "", names: Optional[dict] = None, compile_kwargs: Optional[dict] = None,
-                  local_marks: Optional[list] = None) -> _Run:
+                  local_marks: Optional[list] = None, inductor: Optional[dict] = None) -> _Run:
     torch._dynamo.reset()
     if local_marks:  # `mark_dynamic(batch, 0)` on the case's own variable `batch`, before the first call
         fn, calls, made = _build_with_locals(c)
@@ -309,7 +317,8 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
     compiled = torch.compile(fn, backend=c.backend, **{**c.compile_kwargs, **(compile_kwargs or {})})
     settings = {**c.config, **(config or {})}
     patch = torch._dynamo.config.patch(**settings) if settings else contextlib.nullcontext()
-    with patch, TorchLog() as log, ipycompile.capture() as cap:
+    patch_inductor = torch._inductor.config.patch(inductor) if inductor else contextlib.nullcontext()
+    with patch, patch_inductor, TorchLog() as log, ipycompile.capture() as cap:
         torch.manual_seed(1)
         outs, err = _run_calls(compiled, calls)
     torch._dynamo.reset()
@@ -381,35 +390,104 @@ def _items(report, filename: str) -> list[Item]:
 
 
 # -- applying a fix -------------------------------------------------------------------------------
-_CONFIG = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>.+?)\s*(#.*)?$")
-_CONFIG_ADD = re.compile(r"^torch\._dynamo\.config\.(?P<name>\w+)\.add\((?P<value>.+)\)\s*(#.*)?$")
-_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>\w+),\s*(?P<dim>-?\d+)\)")
+_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>[^,]+),\s*(?P<dim>-?\d+)\)")
 _CONTIG = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)")
+_AS_TENSOR = re.compile(r"^(?P<arg>\w+)\s*=\s*torch\.tensor\((?P=arg)\)")
 
 
-def _code_lines(code: str) -> list[str]:
-    return [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+def _statement_at(tree: ast.Module, lines: list[str], lineno: int) -> Optional[ast.stmt]:
+    """The innermost statement of ``tree`` that starts a line and holds line ``lineno``."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= lineno <= (node.end_lineno or node.lineno) \
+                and not lines[node.lineno - 1][:node.col_offset].strip():
+            if best is None or node.lineno > best.lineno or (node.lineno == best.lineno and node.col_offset > best.col_offset):
+                best = node
+    return best
+
+
+def _placed_before_call(c: Case, x: Any, statements: list[str]) -> Optional[Suggestion]:
+    """``statements`` written before the statement of the case's source whose call compiled again
+    (the recompile's ``call_site``: ``out = cm(batch)``), as a rewrite of that statement: what a user
+    does with "mark it before the call". None where the call is not a line of the case's file."""
+    site = getattr(x, "call_site", None)
+    filename = case_file(c)
+    if site is None or site.filename != filename or not site.lineno:
+        return None
+    text = Path(filename).read_text()
+    lines = text.split("\n")
+    stmt = _statement_at(ast.parse(text), lines, site.lineno)
+    if stmt is None:
+        return None
+    first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+    pad = indent_of(lines[first - 1])
+    body = [ln[len(pad):] if ln.startswith(pad) else ln for ln in lines[first - 1:last]]
+    return Suggestion("before the call", code="\n".join([*statements, *body]), filename=filename,
+                      first_line=first, last_line=last)
+
+
+def _on_arguments(c: Case, fn: Callable, statements: list[str], filename: str) -> tuple[Optional[Callable], list, Any]:
+    """Where no line of the case makes the call (the harness calls ``fn(*args)``): each statement on the
+    argument it names, by position, or on the case's own variable (``make``'s local) before the first call.
+    ``(arg_fix, local_marks, None)``, or ``(None, [], (verdict, why))`` where a name is neither."""
+    fixers, local_marks, made = [], [], None
+    for ln in statements:
+        fx = _arg_fixer(fn, ln)
+        if fx is not None:
+            fixers.append(fx)
+            continue
+        m = _MARK.match(ln) or _CONTIG.match(ln) or _AS_TENSOR.match(ln)
+        name = m.group("arg").strip()
+        if made is None:
+            made = _build_with_locals(c)[2]
+        if "fn" in m.groupdict() and isinstance(made.get(name), torch.Tensor):
+            local_marks.append((name, m.group("fn"), int(m.group("dim"))))  # the case's own variable
+            continue
+        root = re.match(r"\w+", name)
+        if not root or not re.search(rf"\b{re.escape(root.group())}\b", Path(filename).read_text()):
+            return None, [], ("wrong", f"`{name}` is not a name in the user's code ({ln})")
+        return None, [], ("inapplicable", f"`{name}` is not an input of the compiled function, and no line of the "
+                                          "case calls it: the fix cannot be written before the call")
+
+    def arg_fix(fn_: Callable, call: Any) -> Any:
+        for fx in fixers:
+            call = fx(fn_, call)
+        return call
+
+    return (arg_fix if fixers else None), local_marks, None
 
 
 def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
-    """A function applying ``mark_dynamic(x, d)`` / ``x = x.contiguous()`` to the argument ``x``."""
-    m = _MARK.match(line) or _CONTIG.match(line)
+    """A function applying ``mark_dynamic(x, d)`` / ``x = x.contiguous()`` / ``x = torch.tensor(x)`` to the argument ``x``."""
+    m = _MARK.match(line) or _CONTIG.match(line) or _AS_TENSOR.match(line)
     if not m:
         return None
-    name = m.group("arg")
+    name = m.group("arg").strip()
     try:
         params = list(inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn).parameters)
     except (TypeError, ValueError):
         return None
-    if name not in params:
+    root = re.match(r"\w+", name).group()  # `box_lists[0].tensor`: a tensor reached from the argument `box_lists`
+    if root not in params or (root != name and "fn" not in m.groupdict()):
         return None
-    i = params.index(name)
+    i = params.index(root)
 
     def fix(fn_: Callable, call: Any) -> Any:
-        if not isinstance(call, tuple) or i >= len(call) or not isinstance(call[i], torch.Tensor):
-            raise _Unchecked(f"`{name}` is not a tensor passed by position")
+        as_tensor = _AS_TENSOR.match(line) is not None
+        if root != name:  # a mark on a tensor the argument holds
+            if not isinstance(call, tuple) or i >= len(call):
+                raise _Unchecked(f"`{root}` is not passed by position")
+            target = eval(name, {root: call[i]})  # noqa: S307 - the doctor's own expression, on the argument
+            if not isinstance(target, torch.Tensor):
+                raise _Unchecked(f"`{name}` is not a tensor")
+            eval(m.group("fn"), {"torch": torch})(target, int(m.group("dim")))  # noqa: S307
+            return call
+        if not isinstance(call, tuple) or i >= len(call) or isinstance(call[i], torch.Tensor) == as_tensor:
+            raise _Unchecked(f"`{name}` is not a {'number' if as_tensor else 'tensor'} passed by position")
         args = list(call)
-        if "contiguous" in line:
+        if as_tensor:
+            args[i] = torch.tensor(args[i])
+        elif "contiguous" in line:
             args[i] = args[i].contiguous()
         else:
             eval(m.group("fn"), {"torch": torch})(args[i], int(m.group("dim")))  # noqa: S307 - a dotted name the regex matched
@@ -434,6 +512,10 @@ def _names_of(fn: Callable) -> dict:
 
 class _Unchecked(Exception):
     pass
+
+
+_DYNAMIC = ("torch.compile(..., dynamic=True)",)  # the key of the case's run compiled with dynamic=True alone
+_BUILT = ("built",)  # the key of the case's function as built for reading its fixes (its names, its parameters)
 
 
 def _rewritten_case(c: Case, s) -> Case:
@@ -464,18 +546,24 @@ def _rewritten_case(c: Case, s) -> Case:
     return fixed
 
 
-def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True) -> None:
+def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: str, before_same: bool = True,
+             x: Any = None, runs: Optional[dict] = None) -> None:
     """Apply ``s`` to ``c`` and judge it; sets ``item.fix`` / ``item.fix_detail``. The outputs
     are compared with eager's; where the compiled case already differs from eager
     (``before_same`` False: code that asks ``torch.compiler.is_compiling()``), a rewrite's
     outputs with the compiled run's before the fix, and a setting's not at all (a setting
-    changes what is compiled, so such code answers differently by design)."""
+    changes what is compiled, so such code answers differently by design). ``x`` is the report's item the
+    fix answers (a recompile's ``call_site`` is where statements to run before the call are written).
+    ``runs``: the fixed runs of this case so far, by the fix applied (several recompiles of one case often
+    get the same fix: it runs once, and each is judged on that run)."""
     code = (s.code or "").strip() if s else ""
     if not code:
         return
     filename = case_file(c)
     case2, config, arg_fix, before_call, names = c, None, None, "", None
+    inductor = compile_kwargs = None
     local_marks: list = []
+    applied = s  # the rewrite applied to the case's source (the doctor's, or its statements placed before the call)
     try:
         if s.first_line is not None and s.filename == filename:
             text = Path(filename).read_text()
@@ -490,58 +578,41 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                 before_call = moved.group("stmt")
                 names = _names_of(_build(c)[0])
         else:
-            lines = _code_lines(code)
-            imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
-            lines = [ln for ln in lines if ln not in imports]
-            if any("..." in ln for ln in lines):
-                raise _Unchecked("a template (`...`), not code to apply")
-            settings = [ln for ln in lines if _CONFIG.match(ln) or _CONFIG_ADD.match(ln)]
-            marks = [ln for ln in lines if _MARK.match(ln) or _CONTIG.match(ln)]
-            if lines and len(settings) + len(marks) == len(lines):  # settings, then every mark on its argument
-                fn, _ = _build(c)
-                if settings:
-                    config = {}
-                    ns = _names_of(fn)
-                    exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
-                    for ln in settings:
-                        m = _CONFIG.match(ln)
-                        if m:
-                            config[m.group("name")] = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
-                        else:
-                            m = _CONFIG_ADD.match(ln)
-                            name = m.group("name")
-                            current = config.get(name, set(c.config.get(name, getattr(torch._dynamo.config, name))))
-                            config[name] = current | {eval(m.group("value"), ns)}  # noqa: S307
-                if marks:
-                    fixers = [_arg_fixer(fn, ln) for ln in marks]
-                    made = None
-                    for ln, fx in zip(marks, fixers):
-                        if fx is None:
-                            m = _MARK.match(ln) or _CONTIG.match(ln)
-                            name = m.group("arg")
-                            if made is None:
-                                made = _build_with_locals(c)[2]
-                            if "fn" in m.groupdict() and isinstance(made.get(name), torch.Tensor):
-                                local_marks.append((name, m.group("fn"), int(m.group("dim"))))  # the case's own variable
-                                continue
-                            if not re.search(rf"\b{re.escape(name)}\b", Path(filename).read_text()):
-                                item.fix, item.fix_detail = "wrong", f"`{name}` is not a name in the user's code ({ln})"
-                                item.wrong_class = "guard_names"
-                            else:
-                                item.fix = "inapplicable"
-                                item.fix_detail = f"`{name}` is not an input of the compiled function (a local): it cannot be marked before the call"
-                            return
-                    fixers = [fx for fx in fixers if fx is not None]
-
-                    def arg_fix(fn_: Callable, call: Any, fixers=fixers) -> Any:
-                        for fx in fixers:
-                            call = fx(fn_, call)
-                        return call
-            else:
-                raise _Unchecked("code of a form not applied by the harness")
+            built = runs.get(_BUILT) if runs is not None else None
+            fn = built if built is not None else _build(c)[0]  # the case's function, built once per case
+            if runs is not None:
+                runs[_BUILT] = fn
+            read = read_fix_code(code, _names_of(fn))  # the one reading of a fix's code (--verify-fixes reads it so)
+            if read.why_not:
+                raise _Unchecked(read.why_not)
+            config = dict(read.settings.get("dynamo", {})) or None
+            inductor = dict(read.settings.get("inductor", {})) or None
+            compile_kwargs = dict(read.compile_kwargs) or None
+            if read.before_call:
+                # statements the user runs before calling the compiled code (a mark, `x = x.contiguous()`):
+                # written into the case's own source before the line that made the call, as the user would
+                placed = _placed_before_call(c, x, read.before_call)
+                if placed is not None:
+                    applied = placed
+                    case2 = _rewritten_case(c, placed)
+                else:
+                    arg_fix, local_marks, why = _on_arguments(c, fn, read.before_call, filename)
+                    if why:
+                        item.fix, item.fix_detail = why
+                        if item.fix == "wrong":
+                            item.wrong_class = "guard_names"
+                        return
         if config:
             item.settings = dict(config)
-        after = _compiled_run(case2, config, arg_fix, before_call, names, local_marks=local_marks)
+        key = (code, applied.filename, applied.first_line, applied.last_line, applied.code) if applied is not None else (code,)
+        after = runs.get(key) if runs is not None else None
+        if after is None:
+            after = _compiled_run(case2, config, arg_fix, before_call, names, compile_kwargs=compile_kwargs,
+                                  local_marks=local_marks, inductor=inductor)
+            if runs is not None:
+                runs[key] = after
+                if compile_kwargs == {"dynamic": True} and not (config or inductor or arg_fix or local_marks) and case2 is c:
+                    runs[_DYNAMIC] = after  # the run judge_answers makes for a `dynamic=True` offered
     except _Unchecked as exc:
         item.fix, item.fix_detail = "unchecked", str(exc)
         return
@@ -568,7 +639,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     elif item.what == "break":
         # judged at its own site where the rewrite kept the case's lines where they were (each of
         # several `graph_break()` lines has its own fix), else over every break of its code
-        site = item.line if case2 is not c and item.line is not None and _same_lines(c, s) else None
+        site = item.line if case2 is not c and item.line is not None and _same_lines(c, applied) else None
 
         def hits(r) -> int:
             return sum(b.count for b in r.graph_breaks if (b.gb_code or (b.gb_type or b.reason)[:40]) == item.code
@@ -600,7 +671,7 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     item.fix = "wrong" if problems else "proven"
     item.fix_detail = "; ".join(problems) or item.fix_detail
     if problems:
-        item.wrong_class = "rewrite" if case2 is not c else "fix"
+        item.wrong_class = "rewrite" if case2 is not c and applied is s else "fix"
 
 
 def _same_lines(c: Case, s) -> bool:
@@ -680,11 +751,12 @@ def run_case(c: Case, fixes: bool = True) -> Result:
 
     # answers, and fixes
     res.items = _items(report, filename)
+    runs: dict = {}  # one fixed run per distinct fix
     if fixes:
         for item, x in zip(res.items, _answered(report)):
             if item.specific and x.suggestion is not None:
-                _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager))
-    judge_answers(c, res, run, eager_outs, eager_err, rerun=fixes)
+                _try_fix(c, item, x.suggestion, run, eager_outs, eager_err, bool(res.same_as_eager), x, runs)
+    judge_answers(c, res, run, eager_outs, eager_err, rerun=fixes, runs=runs if fixes else None)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -710,10 +782,12 @@ def _wrong(item: Item, cls: str, why: str) -> None:
     item.fix_detail = why + (f" (its fix: {item.fix_detail})" if item.fix_detail else "")
 
 
-def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: str, rerun: bool = True) -> None:
+def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: str, rerun: bool = True,
+                  runs: Optional[dict] = None) -> None:
     """The checks of :mod:`doctor_corpus.checks` on every answer of the case; compiled outputs that differ
     from eager's while no answer says so; and (``rerun``) those that compile the case again: a
-    ``dynamic=True`` the answer offers for a recompile, the settings of several answers applied together."""
+    ``dynamic=True`` the answer offers for a recompile (the fixed run of ``runs`` where a fix was that alone),
+    the settings of several answers applied together."""
     filename = case_file(c)
     user_source = Path(filename).read_text()
     report = run.report
@@ -731,7 +805,7 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
                and item.what == "recompile" and x.suggestion is not None and "dynamic=True" in (x.suggestion.code or "")]
     if offered:
         try:
-            dyn = _compiled_run(c, compile_kwargs={"dynamic": True})
+            dyn = (runs or {}).get(_DYNAMIC) or _compiled_run(c, compile_kwargs={"dynamic": True})
             left = len(dyn.report.recompiles)
             if left >= len(report.recompiles) or (dyn.error and not eager_err):
                 for item in offered:

@@ -125,6 +125,8 @@ _COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\
 _EQ = re.compile(r"^(?P<src>.+?) == (?P<value>.+)$")
 _IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
 _EMPTY = re.compile(r"^not (?P<src>[A-Za-z_][\w.\[\]'\"]*)$")
+#: a guard that could not even be checked: the keyword argument it reads is not passed (``KeyError on kwargs['input_ids']``)
+_KEY_ERROR = re.compile(r"^KeyError on (?P<src>[A-Za-z_][\w.\[\]'\"]*?)\[(?P<q>['\"])(?P<key>\w+)(?P=q)\]$")
 _LEN = re.compile(r"^len\((?P<src>.+)\)$")
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
@@ -132,6 +134,8 @@ _LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]
 _PARAMETER = "Guard failed on a parameter"
 _HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
 _HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
+#: torch's check that an attribute is (or is not) the object's own, in its ``__dict__``, rather than its class's
+_DICT_CONTAINS = re.compile(r"^(?P<neg>not )?___dict_contains\('(?P<name>\w+)', (?P<src>.+)\.__dict__\)$")
 _DUPLICATES = re.compile(r"^Duplicate tensors found: \[(?P<names>.*)\]")
 _SYMBOL = re.compile(r"\bs\d+\b")
 
@@ -205,9 +209,18 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         g.kind, g.path = "attribute", f"{g.path}.{h.group('name')}"
         g.before, g.after = ("absent", "present") if h.group("neg") else ("present", "absent")
         return g
+    if (h := _DICT_CONTAINS.match(guard)) is not None:  # the attribute moved between the class and the instance
+        _set_source(g, h.group("src"))
+        g.kind, g.path = "attribute", f"{g.path}.{h.group('name')}"
+        g.before, g.after = ("the class's", "the instance's own") if h.group("neg") else ("the instance's own", "the class's")
+        return g
     if (h := _IS_NONE.match(guard)) is not None and m:  # `mask is None` (with the user's line): None when compiled
         _set_source(g, h.group("src"))
         g.kind, g.before = "value", "None"
+        return g
+    if (h := _KEY_ERROR.match(guard)) is not None and guard_path(h.group("src")).rsplit(".", 1)[-1] == "kwargs":
+        _set_source(g, h.group("src"))  # the call no longer passes a keyword the compiled version read
+        g.kind, g.before, g.after = "keywords", f"{h.group('key')}=", ""
         return g
     if (h := _EMPTY.match(guard)) is not None:  # `not kwargs`: a container that was empty when compiled
         _set_source(g, h.group("src"))
