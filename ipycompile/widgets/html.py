@@ -235,6 +235,11 @@ class Limits:
 
 FULL = Limits()
 COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=24_000, dpi=72, figures=False)
+#: The static copy beside a report widget (:func:`fallback_bundle`): every tab's headings and first
+#: rows, a few lines of code. It is kept in the notebook and, for every run, in IPython's output
+#: history (the terminal's always, a kernel's where it stores displayed outputs), so it stays a
+#: few KB per tab whatever the model; the widget builds each tab whole when it is opened.
+FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False)
 
 #: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
 CAPPED_WHERE = "report.to_html(path) shows it whole"
@@ -577,5 +582,5 @@ def notebook_bundle(report: CompileReport) -> dict[str, str]:
 
 def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
     """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
-    the compact page and the first screen's text."""
-    return {"text/html": render_view_model(vm, limits=COMPACT, fallback=True), "text/plain": text}
+    the page cut to :data:`FALLBACK` and the first screen's text."""
+    return {"text/html": render_view_model(vm, limits=FALLBACK, fallback=True), "text/plain": text}
