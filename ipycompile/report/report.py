@@ -290,13 +290,13 @@ class CompileReport:
 
         if not _html_writers:
             raise RuntimeError("no HTML view is registered: `import ipycompile` registers one")
+        refuse_input(path, self._inputs(), "the HTML page's path")  # before the warning: a refused page is not shared
         warnings.warn(
             f"{path}: the HTML report contains your model's code (captured graphs, generated kernels, "
             "source lines); share it as you would share the code",
             UserWarning,
             stacklevel=2,
         )
-        refuse_input(path, self._inputs(), "the HTML page's path")
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
