@@ -382,3 +382,35 @@ def test_any_option_value_is_taken_with_its_type_or_refused_naming_the_option(ke
     assert dict(settings_.options) == {k: v} and k in torch._inductor.list_options()
     expected = _option_type(torch._inductor.config, k)
     assert expected is None or _is_instance(v, expected), (k, v, expected)
+
+
+# -- issue 28 §2, §6: a field of any length leaves a small notebook output ---------------------
+_QUICK: dict = {}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(["reason", "detail", "source_line", "both"]), size=st.sampled_from([3_000, 200_000, 1_000_000]),
+       word=st.sampled_from(["why ", "x", "é ", "a\n"]))
+def test_a_huge_text_field_leaves_a_small_notebook_output(field, size, word):
+    """A graph break whose reason (or the user's line) is a megabyte: the report's own display and
+    the static copy %%compile shows beside its widget stay under the 300 KB target (text and HTML)."""
+    import dataclasses
+
+    from ipycompile.widgets.html import fallback_bundle
+    from ipycompile.widgets.viewmodel import view_model
+
+    if not _QUICK:
+        _QUICK["r"] = load_trace(DATA / "quickstart.log.gz")
+    r = _QUICK["r"]
+    big = (word * (size // len(word) + 1))[:size]
+    b = r.graph_breaks[0]
+    if field == "source_line":
+        b = dataclasses.replace(b, frame=dataclasses.replace(b.frame, source_line=big))
+    else:
+        b = dataclasses.replace(b, **({"reason": big, "detail": big} if field == "both" else {field: big}))
+    r = dataclasses.replace(r, graph_breaks=[b] + r.graph_breaks[1:])
+    for bundle in (r._repr_mimebundle_(), fallback_bundle(view_model(r), str(r))):
+        sizes = {m: len(v.encode()) for m, v in bundle.items()}
+        assert sum(sizes.values()) < 300_000, (field, size, sizes)
+    if field in ("reason", "both"):
+        assert printable(big) in r.summary()  # the summary has it whole
