@@ -15,6 +15,9 @@ The inputs, built in a temporary folder (sparse files: no disk used for the zero
   (``max_autotune``): what every process above costs before its input.
 * ``notebook_output_1mb_reason``: the notebook output (text/plain and text/html) of a
   report whose graph-break reason is 1 MB, in bytes.
+* ``displayed_static_copy_1mb_reason``: for that report, the static copy ``%%compile``
+  displays beside the report widget (kept in the notebook and, where IPython keeps
+  displayed outputs, in its output history), in bytes.
 
 Each runs as ``python -c ...`` under a small parent process that waits for it and
 reads ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` (the peak RSS of that one
@@ -115,6 +118,11 @@ def cases(inputs: dict[str, Path]) -> dict[str, str]:
         bundle = r._repr_mimebundle_()
         print(" ".join(f"{{k}}={{len(v.encode()):,}}B" for k, v in bundle.items()))
     """)
+    # what %%compile displays beside the report widget for that report (widgets.live.show's static copy)
+    big_reason_shown = big_reason.replace("bundle = r._repr_mimebundle_()", (
+        "from ipycompile.widgets.html import fallback_bundle\n"
+        "from ipycompile.widgets.viewmodel import view_model\n"
+        "bundle = fallback_bundle(view_model(r), str(r))"))
     return {
         "baseline_import": trace(DATA / "max_autotune.log.gz"),
         "gz_line_256mib": trace(inputs["bomb"]),
@@ -123,6 +131,7 @@ def cases(inputs: dict[str, Path]) -> dict[str, str]:
         "report_load_64mib_zeros": load(inputs["zeros_64m"]),
         "report_load_fifo": load(inputs["fifo"]),
         "notebook_output_1mb_reason": big_reason,
+        "displayed_static_copy_1mb_reason": big_reason_shown,
     }
 
 

@@ -277,3 +277,140 @@ def test_a_comparison_text_never_carries_raw_control_characters(a, b, reason):
     plain = str(compare(ra, CompileReport(), names=("A", "B")))
     assert not UNSAFE & set(text) and text.splitlines()[0].startswith("ipycompile comparison: A = ")
     assert len(text.splitlines()) == len(plain.splitlines())  # the names forge no line
+
+
+# -- issue 28 §1: no spelling of an input's path is written over ------------------------------
+import shutil  # noqa: E402
+
+from ipycompile.report.files import OutputIsInputError  # noqa: E402
+
+_SPELLINGS: dict = {}
+
+
+def _spelling_job(tmp_path_factory):
+    """A log, a report read from it, and the ways to reach the log: a symlink to it, a symlink to
+    its folder, a hard link, a sibling folder to climb out of (built once)."""
+    if not _SPELLINGS:
+        root = tmp_path_factory.mktemp("spell")
+        logs = root / "logs"
+        (logs / "sub").mkdir(parents=True)
+        log = logs / "t.log.gz"
+        shutil.copy(DATA / "quickstart.log.gz", log)
+        os.symlink(log, logs / "link.html")
+        os.symlink(logs / "link.html", logs / "link2.json")  # a link to a link
+        os.symlink(logs, root / "dirlink")
+        os.link(log, logs / "hard.json")
+        _SPELLINGS.update(root=root, log=log, bytes=log.read_bytes(), report=load_trace(log))
+    return _SPELLINGS
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(base=st.sampled_from(["logs/t.log.gz", "logs/link.html", "logs/link2.json", "dirlink/t.log.gz",
+                             "logs/hard.json", "dirlink/hard.json"]),
+       detours=st.lists(st.sampled_from(["./", "sub/../", "/", "../logs/", "../dirlink/"]), max_size=3),
+       how=st.sampled_from(["save", "to_html"]))
+def test_no_spelling_of_the_log_a_report_was_read_from_is_written_over(tmp_path_factory, base, detours, how):
+    job = _spelling_job(tmp_path_factory)
+    folder, name = base.split("/")
+    spelling = str(job["root"]) + "/" + folder + "/" + "".join(detours) + name
+    assert os.path.samefile(spelling, job["log"])  # it is the log, however it is spelled
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said, pytest.raises(OutputIsInputError) as info:
+        warnings.simplefilter("always")
+        getattr(job["report"], how)(spelling)
+    assert spelling in str(info.value) and len(str(info.value).splitlines()) == 1
+    assert not said, [str(w.message) for w in said]  # no "share it as you would share the code" for a page not written
+    assert job["log"].read_bytes() == job["bytes"]
+    assert sorted(os.listdir(job["log"].parent)) == ["hard.json", "link.html", "link2.json", "sub", "t.log.gz"]
+
+
+# -- issue 28 §4: every -o name is taken or refused in one line; every option value by its type --
+names = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True),
+    st.sampled_from(["class", "None", "True", "lambda", "__builtins__", "__name__", "get_ipython", "In", "Out", "exit",
+                     "quit", "_", "__", "___", "_i", "_ii", "_i7", "_7", "_oh", "_ih", "_dh", "a.b", "1bad", "é", "x y"]),
+    hostile_text,
+)
+
+
+@FUZZ
+@given(name=names)
+def test_any_o_name_is_taken_or_refused_in_one_line(name):
+    import keyword
+
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    from ipycompile.magics.arguments import output_name
+
+    shell = start_ipython() or __import__("IPython").get_ipython()
+    try:
+        taken = output_name(shell, name, "compile")
+    except UsageError as exc:
+        message = str(exc)
+        assert message.startswith("%compile -o: ") and len(message.splitlines()) == 1, message
+        assert not UNSAFE & set(message), message
+        return
+    assert taken == name and name.isidentifier() and not keyword.iskeyword(name)
+    assert name not in shell.user_ns_hidden and not (name.startswith("__") and name.endswith("__"))
+
+
+OPTION_KEYS = ["max_autotune", "cpp.threads", "max_autotune_gemm_backends", "coordinate_descent_tuning",
+               "epilogue_fusion", "triton.cudagraphs", "cpp.simdlen", "compile_threads", "not_an_option"]
+literals = st.one_of(st.booleans(), st.none(), st.integers(-5, 64), st.floats(allow_nan=False, width=32),
+                     st.text(max_size=8), st.lists(st.integers(0, 3), max_size=2))
+
+
+@FUZZ
+@given(key=st.sampled_from(OPTION_KEYS), value=st.one_of(literals.map(repr), st.text(max_size=12)))
+def test_any_option_value_is_taken_with_its_type_or_refused_naming_the_option(key, value):
+    from ipycompile.run.settings import SettingsError, make_settings, parse_option
+
+    text = f"{key}={value}"
+    try:
+        k, v = parse_option(text)
+        settings_ = make_settings(options={k: v})
+    except SettingsError as exc:
+        message = str(exc)
+        assert message.startswith("--option: ") and "\n" not in message.strip(), message
+        return
+    import torch
+
+    from ipycompile.run.settings import _is_instance, _option_type
+
+    assert dict(settings_.options) == {k: v} and k in torch._inductor.list_options()
+    expected = _option_type(torch._inductor.config, k)
+    assert expected is None or _is_instance(v, expected), (k, v, expected)
+
+
+# -- issue 28 §2, §6: a field of any length leaves a small notebook output ---------------------
+_QUICK: dict = {}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(["reason", "detail", "source_line", "both"]), size=st.sampled_from([3_000, 200_000, 1_000_000]),
+       word=st.sampled_from(["why ", "x", "é ", "a\n"]))
+def test_a_huge_text_field_leaves_a_small_notebook_output(field, size, word):
+    """A graph break whose reason (or the user's line) is a megabyte: the report's own display and
+    the static copy %%compile shows beside its widget stay under the 300 KB target (text and HTML)."""
+    import dataclasses
+
+    from ipycompile.widgets.html import fallback_bundle
+    from ipycompile.widgets.viewmodel import view_model
+
+    if not _QUICK:
+        _QUICK["r"] = load_trace(DATA / "quickstart.log.gz")
+    r = _QUICK["r"]
+    big = (word * (size // len(word) + 1))[:size]
+    b = r.graph_breaks[0]
+    if field == "source_line":
+        b = dataclasses.replace(b, frame=dataclasses.replace(b.frame, source_line=big))
+    else:
+        b = dataclasses.replace(b, **({"reason": big, "detail": big} if field == "both" else {field: big}))
+    r = dataclasses.replace(r, graph_breaks=[b] + r.graph_breaks[1:])
+    for bundle in (r._repr_mimebundle_(), fallback_bundle(view_model(r), str(r))):
+        sizes = {m: len(v.encode()) for m, v in bundle.items()}
+        assert sum(sizes.values()) < 300_000, (field, size, sizes)
+    if field in ("reason", "both"):
+        assert printable(big) in r.summary()  # the summary has it whole

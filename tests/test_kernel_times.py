@@ -234,6 +234,8 @@ def test_magic_profile_kernels(run):
     start_ipython()
     ip = IPython.get_ipython()
     ip.run_line_magic("load_ext", "ipycompile")
+    types = list(ip.display_formatter.active_types)
+    ip.display_formatter.active_types = [*types, "text/html"]  # a frontend that shows HTML (the test shell is a terminal's)
     try:
         ip.user_ns.update(namespace())
         with capture_output() as out:  # the same graph as the fixture's: the FX graph cache holds it
@@ -247,6 +249,7 @@ def test_magic_profile_kernels(run):
         with pytest.raises(Exception, match="--profile-kernels: not with --observe"):
             ip.run_cell("%%compile --profile-kernels --observe\n1", store_history=False).raise_error()
     finally:
+        ip.display_formatter.active_types = types
         ip.run_line_magic("unload_ext", "ipycompile")
 
 

@@ -104,6 +104,34 @@ def test_closing_a_report_widget_closes_every_widget_it_built():
     assert "text/html" in bundle and "text/plain" in bundle and "application/vnd.jupyter.widget-view+json" not in bundle
 
 
+BREAKS = ("y = t.sin() * 2 + 1\nif y.sum() > 0:\n    y = y * 3\nz = y.cos()\nif z.sum() > 0:\n    z = z + 1\n"
+          "w = z.exp()\nif w.sum() > 0:\n    w = w - 1\nw.sum()")  # graph breaks, a graph between each
+
+
+def test_what_a_displayed_run_leaves_is_under_the_budget_and_tabs_wait_to_be_opened():
+    """What %%compile displays for a run (live.show: the static copy, then the widget alone) is
+    kept in the notebook and in IPython's output history: under DISPLAY_BUDGET_BYTES, with every
+    tab still named in the static copy; the widget's other tabs are built only when opened."""
+    import json
+
+    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.widgets.widget import ReportWidget
+
+    run = ipycompile.run_cell(BREAKS, {"t": torch.randn(64)}, backend="aot_eager", runs=1, warmup=0, record=False)
+    assert run.report.graph_breaks and len(run.report.graphs) >= 2, run.report
+    w = ReportWidget(run.report)
+    static = w.static_bundle()
+    w.standalone = False  # as live.show displays it, after the static copy
+    bundles = [static, w._repr_mimebundle_()]
+    size = sum(len(v if isinstance(v, str) else json.dumps(v)) for b in bundles for v in b.values())
+    assert size <= DISPLAY_BUDGET_BYTES, [{m: len(str(v)) for m, v in b.items()} for b in bundles]
+    page = static["text/html"]
+    for tab in w.view_model.tabs:  # a reopened notebook still shows every tab, cut
+        assert f'data-tab="{tab.key}"' in page, tab.key
+    assert w.built == ["summary"]
+    w.close()
+
+
 def test_a_tab_not_opened_is_one_box():
     from ipycompile.widgets.widget import ReportWidget
 
@@ -140,6 +168,11 @@ def test_a_re_run_cell_in_a_kernel_keeps_no_widgets_and_at_most_max_live_stay_op
     cell = "%%compile --backend eager --runs 1 --warmup 0\ny = torch.sin(x) * 2\ny.sum()"
     r = leaks.kernel_session(20, warmup=2, max_live=3, cell=cell, then=CAP_PROBE)
     before, after = r["before"], r["after"]
+    # with the kernel keeping displayed outputs in IPython's output history: each run's two outputs
+    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
+
+    assert 0 < sum(r["display_bytes"].values()) <= DISPLAY_BUDGET_BYTES, r["display_bytes"]
+    assert 0 < sum(r["history_bytes_per_run"].values()) <= DISPLAY_BUDGET_BYTES + 1_000, r["history_bytes_per_run"]
     assert after["widgets"] == before["widgets"], r
     assert after["handlers"] == before["handlers"] and after["trace_handlers"] == before["trace_handlers"], r
     lines = r["then_output"].split("\n")

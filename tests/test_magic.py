@@ -68,9 +68,31 @@ def test_cell_namespace_result_and_display(ip):
     assert torch.equal(ip.user_ns["d"], torch.ones(3))
     assert res.result == 6.0
     (shown,) = out.outputs
-    assert "text/html" in shown.data and "ipycompile" in shown.data["text/plain"]
+    # the test shell is IPython's terminal shell: it shows text only (its text/html formatter is
+    # off), so no page is made, to stay in its output history for the session
+    assert "text/html" not in shown.data and "ipycompile" in shown.data["text/plain"]
     p = last_report().profile
     assert p.steady.runs == 3 and p.settings.backend == "eager" and p.first_call.compile_s > 0 and p.steady.run_median_s > 0
+
+
+def test_the_report_is_html_where_the_shell_shows_html_and_text_where_not(ip):
+    ip.user_ns["a"] = torch.ones(3)
+    cell = "%%compile --backend eager --runs 1 --warmup 0\nb = a * 2\nb.sum()"
+    types = list(ip.display_formatter.active_types)
+    try:
+        ip.display_formatter.active_types = [*types, "text/html"]  # a frontend that shows HTML
+        res, out = run(ip, cell)
+        assert res.success and "ipyc" in out.outputs[0].data["text/html"]
+        ip.display_formatter.active_types = ["text/plain"]  # the terminal's
+        res = ip.run_cell(cell, store_history=True)  # not captured: IPython's own publisher keeps what it shows
+        assert res.success
+        # what IPython keeps of the run in its output history: the report's text, no page
+        kept = ip.history_manager.outputs[res.execution_count]
+        shown = [o for o in kept if o.output_type == "display_data"]
+        assert shown and "ipycompile" in shown[0].bundle["text/plain"], kept
+        assert all(set(o.bundle) == {"text/plain"} for o in kept), [set(o.bundle) for o in kept]
+    finally:
+        ip.display_formatter.active_types = types
 
 
 def test_graph_break_is_reported_at_the_editor_line_of_the_cell(ip):

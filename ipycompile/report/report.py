@@ -36,7 +36,7 @@ from .model import (
 from .owners import CodeLayout, Owner, display_path, owner
 from .files import refuse_input, write_atomic
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
-from .text import capped, one_line
+from .text import capped_lines, one_line
 
 if TYPE_CHECKING:
     from .summary import Hints
@@ -285,7 +285,7 @@ class CompileReport:
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.widgets)."""
-        text = "\n".join(capped(line, where="print(report) shows it whole") for line in str(self).split("\n"))
+        text = capped_lines(str(self), where="print(report) shows it whole")
         bundle = {"text/plain": text}  # a 1 MB reason must not make a 1 MB output
         if _renderers:
             bundle.update(_renderers[-1](self))
@@ -302,13 +302,13 @@ class CompileReport:
 
         if not _html_writers:
             raise RuntimeError("no HTML view is registered: `import ipycompile` registers one")
+        refuse_input(path, self._inputs(), "the HTML page's path")  # before the warning: a refused page is not shared
         warnings.warn(
             f"{path}: the HTML report contains your model's code (captured graphs, generated kernels, "
             "source lines); share it as you would share the code",
             UserWarning,
             stacklevel=2,
         )
-        refuse_input(path, self._inputs(), "the HTML page's path")
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------

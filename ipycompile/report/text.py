@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "one_line", "capped", "VIEW_TEXT_LIMIT", "BIDI"]
+__all__ = ["printable", "one_line", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI"]
 
 #: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
 #: U+202A-202E, isolates U+2066-2069, the marks U+200E/U+200F and the Arabic letter mark U+061C.
@@ -51,6 +51,8 @@ def one_line(text: str) -> str:
 #: Characters of one text field a view shows before cutting it (a graph-break reason, an
 #: exception message, a guard): ample for anything torch writes for a reader.
 VIEW_TEXT_LIMIT = 2000
+#: The most characters a view's whole text (a notebook output's ``text/plain``) holds.
+VIEW_TEXT_TOTAL = 64_000
 
 
 def capped(text: str, limit: int = VIEW_TEXT_LIMIT, where: str = "") -> str:
@@ -61,3 +63,14 @@ def capped(text: str, limit: int = VIEW_TEXT_LIMIT, where: str = "") -> str:
         return text
     note = f" ... [{len(text) - limit:,} more characters"
     return text[:limit] + note + (f": {where}]" if where else "]")
+
+
+def capped_lines(text: str, where: str = "", total: int = VIEW_TEXT_TOTAL) -> str:
+    """``text`` with each line :func:`capped`, and the whole cut after ``total`` characters (a
+    reason of a hundred thousand short lines is as long as one of a megabyte), saying so."""
+    out = "\n".join(capped(line, where=where) for line in text.split("\n"))
+    if len(out) <= total:
+        return out
+    cut = out.rfind("\n", 0, total) + 1 or total
+    more = out.count("\n", cut) + 1
+    return out[:cut] + f"... [{more:,} more lines" + (f": {where}]" if where else "]")

@@ -13,10 +13,27 @@ from __future__ import annotations
 
 
 def notebook_bundle(report) -> dict:
-    """The report's HTML for a notebook output (compact; see :mod:`.html`)."""
+    """The report's HTML for a notebook output (compact; see :mod:`.html`). None where the
+    IPython shell showing it does not render HTML (the terminal app turns its ``text/html``
+    formatter off): IPython keeps every displayed bundle in its output history, and a page
+    nobody sees would stay there for the session."""
+    if not _shell_shows_html():
+        return {}
     from .html import notebook_bundle as bundle
 
     return bundle(report)
+
+
+def _shell_shows_html() -> bool:
+    """False in an IPython shell whose ``text/html`` formatter is off (its
+    ``DisplayFormatter.active_types``); True anywhere else (a kernel, no IPython)."""
+    import sys
+
+    if "IPython" not in sys.modules:  # not displayed by IPython: whoever asked gets the HTML
+        return True
+    shell = sys.modules["IPython"].get_ipython()
+    formatter = getattr(getattr(shell, "display_formatter", None), "formatters", {}).get("text/html")
+    return formatter is None or bool(getattr(formatter, "enabled", True))
 
 
 def write_html(report, path: str) -> str:

@@ -18,7 +18,7 @@ from typing import Optional
 
 from ..report import CompileReport
 from ..report.files import write_atomic
-from ..report.text import VIEW_TEXT_LIMIT, capped
+from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -152,6 +152,11 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _ec(text) -> str:
+    """A first-screen field, cut at VIEW_TEXT_LIMIT (the tabs and report.summary() have it whole)."""
+    return _e(capped(str(text), where="the tabs below show it whole"))
+
+
 # -- code ---------------------------------------------------------------------------
 _LEXERS: dict = {}
 
@@ -242,6 +247,11 @@ class Limits:
 
 FULL = Limits()
 COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=24_000, dpi=72, figures=False)
+#: The static copy beside a report widget (:func:`fallback_bundle`): every tab's headings and first
+#: rows, a few lines of code. It is kept in the notebook and, for every run, in IPython's output
+#: history (the terminal's always, a kernel's where it stores displayed outputs), so it stays a
+#: few KB per tab whatever the model; the widget builds each tab whole when it is opened.
+FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False)
 
 #: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
 CAPPED_WHERE = "report.to_html(path) shows it whole"
@@ -493,7 +503,7 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details."""
     out = ['<div class="first" role="region" aria-label="What to fix">']
-    out += [f'<p class="note">{_e(n)}</p>' for n in vm.notes]
+    out += [f'<p class="note">{_ec(n)}</p>' for n in vm.notes]
     if vm.problems:
         n = len(vm.problems)
         out.append(f'<p class="heading">{"What to fix" if any(p.severe for p in vm.problems) else "To consider"}'
@@ -501,21 +511,21 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
     for p in vm.problems or ():
         out.append(f'<div class="prob{"" if p.severe else " mild"}" data-kind="{_e(p.kind)}">')
         cost = f' <span class="cost">({_e(p.cost)})</span>' if p.cost else ""
-        out.append(f'<p><span class="pt">{_e(p.title)}</span>{cost}</p>')
+        out.append(f'<p><span class="pt">{_ec(p.title)}</span>{cost}</p>')
         if p.where:
-            where = _e(p.where)
+            where = _ec(p.where)
             if anchor and p.tab:
                 where = f'<a href="#{_e(anchor)}-{_e(p.tab)}">{where}</a>'
-            code = f": <code>{_e(p.code)}</code>" if p.code else ""
+            code = f": <code>{_ec(p.code)}</code>" if p.code else ""
             out.append(f'<p class="at">{where}{code}</p>')
         if p.fix:
             conf = f" ({_e(p.confidence)} confidence)" if p.confidence else ""
-            out.append(f'<p>Fix{conf}: {_e(p.fix)}</p>')
+            out.append(f'<p>Fix{conf}: {_ec(p.fix)}</p>')
             if p.fix_code:
                 out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">'
                            f'{_highlight(p.fix_code, "python", _Page(FULL))}</pre></div>')
         elif p.note:
-            out.append(f'<p class="fixnote">{_e(p.note)}</p>')
+            out.append(f'<p class="fixnote">{_ec(p.note)}</p>')
         out.append("</div>")
     if vm.problems == []:
         out.append('<p class="ok">Nothing to fix: no graph breaks, recompiles or failures.</p>')
@@ -586,5 +596,6 @@ def notebook_bundle(report: CompileReport) -> dict[str, str]:
 
 def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
     """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
-    the compact page and the first screen's text."""
-    return {"text/html": render_view_model(vm, limits=COMPACT, fallback=True), "text/plain": text}
+    the page cut to :data:`FALLBACK` and the first screen's text."""
+    text = capped_lines(text, where="print(report) shows it whole")
+    return {"text/html": render_view_model(vm, limits=FALLBACK, fallback=True), "text/plain": text}

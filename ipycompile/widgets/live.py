@@ -22,6 +22,11 @@ from typing import Any, Hashable
 
 #: report widgets kept open at once (the most recent)
 MAX_LIVE = 20
+#: What one displayed run of a small cell (a few graphs and breaks) may leave in the notebook
+#: and in IPython's output history, every MIME type of both outputs (bytes): the static copy is
+#: cut to ``html.FALLBACK``, and the widget builds a tab's content only when it is opened.
+#: ``benchmarks/leaks.py`` reports what a run leaves beside it.
+DISPLAY_BUDGET_BYTES = 24_000
 
 _live: "OrderedDict[Hashable, tuple[Any, Any]]" = OrderedDict()  # cell key -> (widget, display handle)
 

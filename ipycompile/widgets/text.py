@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..report.summary import printable
+from ..report.text import capped
 from .blocks import ViewModel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +30,9 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
     chips on one line each group, and where the rest is."""
     import textwrap
 
+    def wrap(text: str, **kw) -> list[str]:  # a field of a megabyte must not make ten thousand lines
+        return textwrap.wrap(capped(text, where="report.summary() shows it whole"), width, **kw)
+
     lines: list[str] = []
     every = vm.problems or []
     shown = every[:problems]
@@ -37,18 +41,18 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
         lines.append(f"ipycompile: {'what to fix' if severe else 'to consider'} ({len(every)}, most costly first)")
     else:
         lines.append("ipycompile: nothing to fix (no graph breaks, recompiles or failures)")
-    lines += vm.notes
+    lines += [capped(n, where="report.summary() shows it whole") for n in vm.notes]
     for i, p in enumerate(shown, 1):
         cost = f" ({p.cost})" if p.cost else ""
-        lines += textwrap.wrap(f"{i}. {p.title}{cost}", width, subsequent_indent="   ")
+        lines += wrap(f"{i}. {p.title}{cost}", subsequent_indent="   ")
         if p.where:
-            lines.append(f"   at {p.where}" + (f": {p.code}" if p.code else ""))
+            lines.append(capped(f"   at {p.where}" + (f": {p.code}" if p.code else ""), where="report.summary() shows it whole"))
         if p.fix:
             conf = f" ({p.confidence} confidence)" if p.confidence else ""
-            lines += textwrap.wrap(f"fix{conf}: {p.fix}", width, initial_indent="   ", subsequent_indent="     ")
-            lines += [f"   | {ln}" for ln in p.fix_code.splitlines()]
+            lines += wrap(f"fix{conf}: {p.fix}", initial_indent="   ", subsequent_indent="     ")
+            lines += [capped(f"   | {ln}", where="report.summary() shows it whole") for ln in p.fix_code.splitlines()]
         elif p.note:
-            lines += textwrap.wrap(p.note, width, initial_indent="   ", subsequent_indent="   ")
+            lines += wrap(p.note, initial_indent="   ", subsequent_indent="   ")
     if len(every) > len(shown):
         lines.append(f"   ... and {len(every) - len(shown)} more")
     chips = [c.text for c in vm.header]
