@@ -327,7 +327,7 @@ def test_recompiles_show_each_compile_with_the_guard_failures_that_caused_it():
 def test_recompile_limit_is_marked():
     blocks = tab_blocks("recompile_limit", "recompiles")
     (node,) = blocks  # the limit compile (no function name in its event) joins its frame's group
-    assert node.label.startswith("scaled ") and node.label.endswith("RECOMPILE LIMIT HIT")
+    assert node.label.startswith("scaled ") and node.label.endswith(": recompile limit hit")
     warn = [b for b in node.blocks if isinstance(b, Text) and b.kind == "warn"]
     assert warn and "Recompile limit hit at compile 0/2" in warn[0].text
     t = next(b for b in node.blocks if isinstance(b, Table))
@@ -535,7 +535,7 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
 def test_notebook_display_keeps_the_first_screen_as_text():
     r = report("break:helper")
     bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
-    assert bundle["text/plain"] == str(r) and str(r).endswith("\n\n" + r.summary())
+    assert bundle["text/plain"] == str(r) == r.summary()  # one text: the first screen, then every tab
     (b,) = r.graph_breaks
     text = str(r)  # what to fix first: the break at the user's line, its fix, then the numbers
     assert text.startswith("ipycompile: what to fix (1") and "1. Graph break: " in text

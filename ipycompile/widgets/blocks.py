@@ -8,6 +8,10 @@ Blocks (everything a tab holds):
   ``""`` for a missing value). ``sortable`` tables sort through :func:`sort_rows`.
   ``details[i]`` (optional) is a list of blocks shown when row ``i`` is expanded;
   an empty list means the row does not expand. ``title`` (optional) goes above.
+  ``headlines[i]`` (optional) is row ``i`` in one line: what the text rendering
+  prints for the row (its details indented below) and the widget's title of an
+  expandable row. ``columns_shown`` (optional): the columns a narrow view shows by
+  default (indices); the rest are one click away, never cut.
 - :class:`Code` -- ``language`` is ``"python"``, ``"cpp"`` or ``"text"``.
 - :class:`Figure` -- ``build()`` returns a matplotlib ``Figure`` (not pyplot: no
   global state); renderers turn it into PNG/SVG. Built only when shown.
@@ -62,6 +66,8 @@ class Table:
     sortable: bool = False
     details: Optional[list[list["Block"]]] = None  # per row, shown on expansion
     title: str = ""
+    headlines: Optional[list[str]] = None  # per row, the row in one line (text rendering, row titles)
+    columns_shown: Optional[list[int]] = None  # the default columns of a wide table; the others on demand
 
 
 @dataclass

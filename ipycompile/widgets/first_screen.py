@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from ..analysis.compare import user_function
-from ..report.summary import fmt_bytes, fmt_seconds, plural
+from ..report.text import fmt_bytes, fmt_seconds, plural
 from .blocks import Chip
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,11 +61,8 @@ class Problem:
 
 
 def stop(b):
-    """Where Dynamo stopped for graph break ``b`` (:func:`ipycompile.report.summary.stop_frame`,
-    which reads ``GraphBreak.stop`` where the report has it): the one place the views ask."""
-    from ..report.summary import stop_frame
-
-    return stop_frame(b)
+    """Where Dynamo stopped for graph break ``b`` (:attr:`ipycompile.report.GraphBreak.stop`)."""
+    return b.stop
 
 
 def user_line(r: "CompileReport", b):
@@ -141,7 +138,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         ranked.append(p)
     ranked.sort(key=lambda p: (-p.calls, -p.seconds))
     for u in r.unrolled_loops:
-        from ..report.summary import loop_headline
+        from .phrases import loop_headline
 
         p = Problem("unrolled_loop", loop_headline(r, u), "compile time grows with the trip count",
                     r.where(u.filename, u.lineno) if u.lineno is not None else "", u.source_line.strip(),
