@@ -135,6 +135,9 @@ class CompileReport:
     recompile_limits: dict[str, int] = field(default_factory=dict)
     # set by --verify-fixes (ipycompile.run.verify): what verifying the fixes on the user's cell covered
     fix_verification: Optional[FixVerification] = None
+    # torch's own log lines about graph breaks and recompiles that %%compile kept out of the cell's output
+    # (the report shows both; ipycompile.run.quiet), in order: the raw log, one click away in the views
+    torch_log: list[str] = field(default_factory=list)
 
     # -- queries --------------------------------------------------------
     def owner(self, filename: str) -> Owner:
@@ -264,6 +267,13 @@ class CompileReport:
             return f"{label}, line {lineno}" if lineno is not None else label
         name = one_line(display_path(filename, self.code_layout)) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
+
+    def cell_number(self, filename: str) -> Optional[int]:
+        """The execution count of the notebook cell ``filename`` is (``In [7]`` -> 7), else None."""
+        import re
+
+        m = re.fullmatch(r"In \[(\d+)\]", self.sources.get(filename, ""))
+        return int(m.group(1)) if m else None
 
     def readable(self, text: str) -> str:
         """``text`` (e.g. a recompile reason) with torch's file references to notebook cells,

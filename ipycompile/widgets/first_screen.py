@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..analysis.compare import user_function
 from ..report.text import fmt_bytes, fmt_seconds, plural
-from .blocks import Chip
+from .blocks import Chip, Place
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -58,6 +58,7 @@ class Problem:
     calls: int = 0
     seconds: float = 0.0
     severe: bool = True  # shown as a warning (False: a verdict to consider)
+    place: Optional[Place] = None  # ``where`` as a link: its notebook cell and line, its source excerpt in the tabs
 
 
 def stop(b):
@@ -157,6 +158,12 @@ def problems(r: "CompileReport") -> list[Problem]:
     if busy is not None and busy.verdict == "host-bound":
         late.append(Problem("host_bound", f"Host-bound: {busy.text}", "", note=busy.advice, tab="profile",
                             severe=False))
+    for p in first + ranked + late:
+        if p.filename:
+            from .tabs import place
+
+            # a recompile's place is the function's first line: no excerpt of it is shown
+            p.place = place(r, p.filename, p.lineno, shown=p.kind in ("failure", "graph_break", "unrolled_loop"))
     return first + ranked + late
 
 

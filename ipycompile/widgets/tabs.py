@@ -15,7 +15,7 @@ from ..report.text import fmt_bytes, fmt_seconds, plural
 from .phrases import ddp_lines, gpu_lines, limit_lines, loop_headline, profile_lines, roofline_line, settings_text
 from ..analysis.collectives import collective_share
 from ..analysis.roofline import roofline
-from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
+from .blocks import Block, Choice, Code, Figure, Place, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
 from .source import internal_frame, source_excerpt
 
@@ -27,13 +27,29 @@ def gb_url(gb_code: str) -> str:
     return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_code.lower()}.html"
 
 
+def place_key(filename: str, lineno) -> str:
+    """The id of the source excerpt of a place, the same wherever it is built."""
+    import zlib
+
+    return f"src{zlib.crc32(filename.encode('utf-8', 'replace')):08x}-{lineno}"
+
+
+def place(r: "CompileReport", filename: str, lineno, shown: bool = True) -> "Place | str":
+    """A user's place as a table cell: its text, its notebook cell and line, and (``shown``:
+    an excerpt of it is in this view) the key of its source excerpt; "" for no file."""
+    if not filename:
+        return ""
+    return Place(r.where(filename, lineno), r.cell_number(filename), lineno, place_key(filename, lineno) if shown else "")
+
+
 def excerpt_blocks(r: "CompileReport", frame, title: str = "") -> list[Block]:
     """The source around a frame (a :class:`~ipycompile.report.UserFrame`, or anything
     with its ``filename``, ``lineno`` and ``source_line``), as blocks: the code the
     report kept, else the local file only where it matches what torch recorded (see
     :mod:`.source`)."""
     ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources, spans=r.source_context)
-    out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python")] if ex.code else []
+    out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python",
+                             key=place_key(frame.filename, frame.lineno))] if ex.code else []
     if ex.note:
         out.append(Text(ex.note, "note"))
     return out
@@ -66,7 +82,7 @@ def summary_tab(r: "CompileReport") -> list[Block]:
             heads.append(f"[{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}{fn}: {first}")
             s = f.suggestion
             fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
-            rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), f.frame.function,
+            rows.append([str(f.compile_id or ""), f.type, place(r, f.frame.filename, f.frame.lineno), f.frame.function,
                          first, fix])
             d: list[Block] = [*excerpt_blocks(r, f.frame), *suggestion_blocks(s), Code("message", f.message, "text")]
             if f.traceback:
@@ -108,6 +124,10 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         out.append(Text("Control flow: " + ", ".join(sorted({n.op for n in r.control_flow}))))
         out += [Text(f"{n.op} at {r.where(n.filename, n.lineno)}: inlined by torch: {plural(n.inlined_ops, 'plain op')}")
                 for n in r.control_flow if n.inlined_ops is not None]
+    if r.torch_log:  # what %%compile kept out of the cell's output: torch's raw words, one click away
+        out.append(TreeNode(f"torch's log: {plural(len(r.torch_log), 'line')} about graph breaks and recompiles, "
+                            "kept out of the cell's output (the report shows them)",
+                            [Code("torch's log", "\n".join(r.torch_log), "text")]))
     if r.stats.unknown:
         out.append(Text(f"{plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts: "
                         + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.unknown.items())), "note"))
@@ -196,7 +216,9 @@ def graph_breaks_tab(r: "CompileReport") -> list[Block]:
                    else ", ".join(r.where(c.filename, c.lineno) for c in callers))
         s = b.suggestion
         fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
-        rows.append([where, stop.function, stop.source_line.strip(), reached, b.reason, b.gb_code, b.count, fix])
+        reached_cell = place(r, b.frame.filename, b.frame.lineno) if b.reached_from is not None else reached
+        rows.append([place(r, stop.filename, stop.lineno), stop.function, stop.source_line.strip(), reached_cell,
+                     b.reason, b.gb_code, b.count, fix])
         fn = f" in {stop.function}" if stop.function else ""
         heads.append(f"{where}{fn}: {b.reason}" + (f" [{b.gb_code}]" if b.gb_code else "")
                      + (f" (x{b.count})" if b.count > 1 else ""))
@@ -414,7 +436,10 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         coll = collective_share(times)
         if coll is not None:
             out.append(Text(coll.describe()))
-    out.append(Table(columns, rows, sortable=True, details=details))
+    # by default: the kernel, its backend, its time and verdict when profiled, and the user's line; the rest on demand
+    shown = ["kernel", "backend", "kind", "launches", "user line"] + (
+        [columns[4], "share %", "verdict"] if times else ["compile ms"])
+    out.append(Table(columns, rows, sortable=True, details=details, columns_shown=[columns.index(c) for c in shown]))
     if roof is not None:
         out.extend(roofline_blocks(r, roof))
     if r.autotuning:
@@ -466,14 +491,16 @@ def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
     return out
 
 
-def _user_line(r: "CompileReport", k) -> str:
-    """The first user line a kernel computes, as ``In [4], line 7: attn = q @ k...`` (and how many more)."""
+def _user_line(r: "CompileReport", k) -> "Place | str":
+    """The first user line a kernel computes, as ``In [4], line 7: attn = q @ k...`` (and how many more),
+    linked to its cell and line."""
     if not k.user_lines:
         return ""
     f = k.user_lines[0]
     more = f" (+{len(k.user_lines) - 1})" if len(k.user_lines) > 1 else ""
     approx = "~ " if k.user_lines_from == "ops" else ""
-    return f"{approx}{r.where(f.filename, f.lineno)}: {f.source_line.strip()[:60]}{more}"
+    return Place(f"{approx}{r.where(f.filename, f.lineno)}: {f.source_line.strip()[:60]}{more}",
+                 r.cell_number(f.filename), f.lineno)
 
 
 def _ms(v) -> str:
@@ -538,7 +565,8 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
                 "benchmarking candidates (the sites' own timers, summed)", "heading")
     cols = ["op", "input shapes", "dtypes", "sites", "cached", "choices", "winner", "winner us", "extern us",
             "vs extern", "best Triton us", "autotune s", "kernels", "compiles"]
-    return [head, Table(cols, rows, sortable=True, details=details)]
+    shown = ["op", "input shapes", "sites", "winner", "winner us", "vs extern", "autotune s"]
+    return [head, Table(cols, rows, sortable=True, details=details, columns_shown=[cols.index(c) for c in shown])]
 
 
 def _time_cells(t) -> list[Any]:

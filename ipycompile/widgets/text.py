@@ -4,7 +4,8 @@ the terminal and the command line.
 It lays out :class:`~.blocks.ViewModel` (the first screen's problems and chips, built by
 :mod:`.first_screen` and :mod:`.viewmodel`, then every tab's blocks) as lines, and
 computes nothing: a table row is its ``headline`` when the view model gives one (its
-details indented below), else its cells; long code and long tables are cut with a note
+details indented below), else its cells; one fact a line, not wrapped (a terminal wraps;
+``grep`` finds it whole); long code and long tables are cut with a note
 of where the rest is (the medium's limit, as the compact HTML has its own). Every line
 goes through :func:`ipycompile.report.text.printable` (control characters escaped).
 """
@@ -21,7 +22,7 @@ from .phrases import CLI_HINTS, Hints
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["render_text", "render_tabs", "report_text", "MORE_API", "MORE_CLI", "MORE_BELOW", "CLI_HINTS"]
+__all__ = ["render_text", "render_tabs", "render_blocks", "report_text", "MORE_API", "MORE_CLI", "MORE_BELOW", "CLI_HINTS"]
 
 #: What the first screen's last line says about where the rest is: the Python API's words, the command line's.
 MORE_API = "everything: report.summary(), report.to_html(path), or the report widget's tabs"
@@ -83,16 +84,19 @@ def render_tabs(vm: ViewModel, width: int = WIDTH) -> str:
     return printable("\n".join(out).lstrip("\n"))
 
 
-def _wrap(text: str, indent: str, width: int, hang: str = "  ") -> list[str]:
-    """``text`` wrapped at ``width``, its first line after ``indent``, the others under it
-    and ``hang`` further in (a list mark in ``indent`` is not repeated)."""
+def render_blocks(blocks, width: int = WIDTH) -> str:
+    """A list of blocks (a tab's, a row's details) as text."""
     out: list[str] = []
+    _blocks(blocks, out, "", width)
+    return printable("\n".join(out))
+
+
+def _wrap(text: str, indent: str, width: int, hang: str = "  ") -> list[str]:
+    """``text`` after ``indent``, one line a paragraph, not wrapped: the terminal wraps, and a
+    fact stays on one line for ``grep`` (the first screen, read first, is wrapped)."""
     under = " " * len(indent) + hang
-    for para in text.split("\n"):
-        out += textwrap.wrap(para, max(width, len(under) + 40), initial_indent=indent,
-                             subsequent_indent=under, break_long_words=False,
-                             break_on_hyphens=False) or [indent.rstrip()]
-    return out
+    return [(indent if i == 0 else under) + para if para else indent.rstrip()
+            for i, para in enumerate(text.split("\n"))]
 
 
 def _blocks(blocks, out: list[str], indent: str, width: int) -> None:
