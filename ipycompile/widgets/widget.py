@@ -53,7 +53,7 @@ _WIDGET_CSS = """
 .ipyc-w .widget-html{height:auto;margin:0}
 .ipyc-w table.ipyc-t th,.ipyc-w table.ipyc-t td{overflow-wrap:normal;word-break:normal}
 .ipyc-w .jupyter-widget-Collapse-header{color:var(--jp-ui-font-color1,inherit)}
-.ipyc-w .lm-TabBar-tab{color:var(--jp-ui-font-color0,inherit)}
+.ipyc-w .lm-TabBar-tab,.ipyc-w .lm-TabBar-tab .lm-TabBar-tabLabel{color:var(--jp-ui-font-color0,inherit)!important}
 .ipyc-w .lm-TabBar-content{flex-wrap:wrap}
 .ipyc-w .widget-tab>.lm-TabBar .lm-TabBar-tab{flex:0 0 auto;max-width:none;min-width:0}
 .ipyc-w .lm-TabBar-tabLabel{overflow:visible;text-overflow:clip;white-space:nowrap}
