@@ -7,7 +7,7 @@ import json
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from .model import (
     Autotune,
