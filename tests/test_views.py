@@ -324,6 +324,15 @@ def test_recompiles_show_each_compile_with_the_guard_failures_that_caused_it():
     assert "guards of compile 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16" in texts
 
 
+def test_the_recompile_limit_is_one_problem_of_the_first_screen():
+    r = report("recompile_limit")
+    (limit,) = [rc for rc in r.recompiles if rc.limit_hit]
+    assert [f.compile_id for f in r.failures] == [limit.compile_id]  # torch records it as a failed compile too
+    probs = view_model(r).problems
+    assert [p.kind for p in probs] == ["recompile"] and probs[0].title.startswith("Recompile limit hit: scaled")
+    assert "Dynamo recompile limit exceeded" in r.summary()  # the failure is still in the Summary tab
+
+
 def test_recompile_limit_is_marked():
     blocks = tab_blocks("recompile_limit", "recompiles")
     (node,) = blocks  # the limit compile (no function name in its event) joins its frame's group

@@ -91,7 +91,11 @@ def _compile_seconds(r: "CompileReport", cid) -> float:
 def problems(r: "CompileReport") -> list[Problem]:
     """What is wrong, most costly first (see the module's docstring)."""
     first: list[Problem] = []
+    # torch records the recompile limit as a failed compile too: the limit's own problem (below) says it
+    limits = {rc.compile_id for rc in r.recompiles if rc.limit_hit}
     for f in r.failures:
+        if f.compile_id in limits:
+            continue
         msg = f.message.strip().splitlines()[0] if f.message.strip() else f.type
         p = Problem("failure", f"Compile failed: {msg}", "the code ran without compiling" if f.type else "",
                     r.where(f.frame.filename, f.frame.lineno) if f.frame.filename else "", f.frame.source_line.strip(),
