@@ -248,7 +248,7 @@ def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     return [
         Text(f"{plural(r.graph_break_count, 'graph break')} at {plural(len(r.graph_breaks), 'site')}", "heading"),
         Table(["where torch stopped", "function", "code", "reached from", "reason", "GB", "count", "fix"], rows,
-              sortable=True, details=details, headlines=heads, columns_shown=[0, 4, 6, 7]),
+              sortable=True, details=details, headlines=heads, columns_shown=[0, 2, 4, 6, 7]),
     ]
 
 
