@@ -21,7 +21,7 @@ from torch import nn
 
 import ipycompile
 from ipycompile.run.profile import device_name
-from ipycompile.report.summary import fmt_bytes, fmt_seconds
+from ipycompile.report.text import fmt_bytes, fmt_seconds
 
 HERE = Path(__file__).parent
 

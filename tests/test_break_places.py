@@ -189,8 +189,8 @@ def test_frames_torch_ran_without_compiling_are_not_failures():
     eager = r.ran_without_compiling
     assert eager and all(c.fail_type for c in eager)  # counted as torch and tlparse count them (fail_type set)
     assert not r.failures  # the code ran fine: no failure
-    head = r.summary().splitlines()[0]
-    assert "0 failures" in head and f"ran without compiling: {len(eager)} frame" in head
+    text = r.summary()  # among the first screen's numbers; no failure said
+    assert f"ran without compiling: {len(eager)} frame" in text and "failure" not in text.lower()
     chip = view_model(r).chip("ran_without_compiling")
     assert chip is not None and chip.value == len(eager) and not chip.warn
     assert view_model(r).chip("failures") is None

@@ -100,6 +100,7 @@ def notebook(lab, browser):
     """The notebook opened in JupyterLab and run (Run > Run All Cells); yields the page."""
     # tall, so that element screenshots of a whole report fit in the notebook's scroll area
     context = browser.new_context(viewport={"width": 1400, "height": 2000})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])  # the copy button's test reads it back
     page = context.new_page()
     try:
         with failure_shot(page, "run"):
@@ -373,7 +374,7 @@ def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(brows
         torch.compile(breaks, backend="eager")(torch.ones(4))
     reports = {"cpu-graph-break": cap.report}
     reports.update({f"h100-{w}": ipycompile.build_report(gpu_records(w)) for w in ("quickstart", "max_autotune")})
-    for width in (800, 1400):  # a narrow notebook, a full page
+    for width in (800, 1100, 1400):  # a narrow notebook, a common one, a full page
         context = browser.new_context(viewport={"width": width, "height": 1000})
         try:
             page = context.new_page()
@@ -386,6 +387,9 @@ def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(brows
                 shown = page.evaluate("() => document.querySelectorAll('.ipyc th, .ipyc td.s, .ipyc td.n').length")
                 assert shown > 20, (name, shown)
                 assert page.evaluate(_BROKEN_WORDS) == [], (name, width)
+                # every column of the wide tables shown (their switch): still no word broken
+                page.evaluate("() => document.querySelectorAll('.ipyc input.allc').forEach(b => b.checked = true)")
+                assert page.evaluate(_BROKEN_WORDS) == [], (name, width, "all columns")
                 if width == 1400 and name == "h100-quickstart":
                     page.screenshot(path=str(BUILD / "browser-static-tables.png"), full_page=False)
             # the check sees a broken word: squeeze the columns and let words break anywhere
@@ -394,6 +398,164 @@ def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(brows
             assert any(b.endswith("lines") for b in page.evaluate(_BROKEN_WORDS))
         finally:
             context.close()
+
+
+# -- the widget in the light and dark themes: contrast, widths, keyboard, links, copy ---------
+def _theme(page, name: str) -> None:
+    """Settings > Theme > ``name``, as a person picks it; waits until JupyterLab applied it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^" + re.escape(name) + "$")).click()
+    light = "false" if "Dark" in name else "true"
+    page.wait_for_function("l => document.body.dataset.jpThemeLight === l", arg=light, timeout=30_000)
+    page.mouse.move(0, 0)  # no hover state left on a menu or a tab
+
+
+def _open_every_part(page, i: int) -> None:
+    """Every tab of widget ``i`` with its first row expanded: what a person reads."""
+    w = widget(page, i)
+    for title in [t.inner_text() for t in w.locator(".lm-TabBar-tab").all()]:
+        panel = open_tab(page, i, title.split(" (")[0])
+        header = panel.locator(".jupyter-widget-Collapse-header").first
+        if header.count() and header.is_visible():
+            header.click()
+
+
+_WIDGET_CONTRAST = _CONTRAST.replace("'.ipyc *'", "'.ipyc-w *'")
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
+def test_widget_text_has_aa_contrast_in_the_light_and_dark_themes(notebook, theme):
+    page = notebook
+    with failure_shot(page, f"widget-contrast-{theme.split()[-1].lower()}"):
+        try:
+            _theme(page, theme)
+            for i in (1, 2):
+                _open_every_part(page, i)
+                open_tab(page, i, "Summary")
+                bad = page.evaluate(_WIDGET_CONTRAST)
+                assert not bad, (theme, i, bad[:20])
+                checked = page.evaluate("() => [...document.querySelectorAll('.ipyc-w *')].filter(e => e.offsetParent && "
+                                        "[...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())).length")
+                assert checked > 40, checked  # the check saw the report's text, not an empty page
+            shot(widget(page, 1), f"widget-{theme.split()[-1].lower()}")
+        finally:
+            _theme(page, "JupyterLab Light")
+
+
+#: Every table of the page whose columns are cut by a box that neither shows nor scrolls them.
+_CLIPPED = """() => {
+  const clipped = [];
+  for (const t of document.querySelectorAll('.ipyc table')) {
+    if (!t.offsetParent) continue;
+    for (let a = t.parentElement; a && !a.classList.contains('jp-OutputArea-output'); a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (a.scrollWidth > a.clientWidth + 1 && o !== 'auto' && o !== 'scroll') {
+        clipped.push(a.className + ': ' + t.innerText.slice(0, 40)); break; }
+      if (o === 'auto' || o === 'scroll') break;
+    }
+  }
+  return clipped; }"""
+
+
+def test_widget_tables_never_break_a_word_or_clip_a_column_at_three_widths(notebook):
+    page = notebook
+    try:
+        for width in (800, 1100, 1400):
+            page.set_viewport_size({"width": width, "height": 2000})
+            with failure_shot(page, f"widget-words-{width}"):
+                for i in (1, 2):
+                    _open_every_part(page, i)
+                    open_tab(page, i, "Summary")  # the tables of the first tab, then of each tab
+                    for title in ("Summary", "Graph breaks", "Kernels", "Graphs", "Guards", "Profile"):
+                        if widget(page, i).locator(".lm-TabBar-tab", has_text=re.compile("^" + title)).count():
+                            open_tab(page, i, title)
+                            assert page.evaluate(_BROKEN_WORDS) == [], (width, i, title)
+                            assert page.evaluate(_CLIPPED) == [], (width, i, title)
+                # every tab's title whole: none cut by the tab bar
+                cut = page.evaluate("() => [...document.querySelectorAll('.ipyc-w .lm-TabBar-tabLabel')]"
+                                    ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)")
+                assert cut == [], (width, cut)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 2000})
+
+
+def test_wide_tables_show_default_columns_and_the_rest_on_demand(notebook):
+    page = notebook
+    panel = open_tab(page, 1, "Kernels")
+    table = panel.locator("table.ipyc-t").first
+    visible = lambda: table.evaluate("t => [...t.querySelectorAll('th')].filter(h => h.offsetParent).length")  # noqa: E731
+    every = table.locator("th").count()
+    fewer = visible()
+    assert 0 < fewer < every, (fewer, every)
+    panel.locator("label.allc").first.click()
+    assert visible() == every
+    panel.locator("label.allc").first.click()
+    assert visible() == fewer
+
+
+def test_widget_tabs_are_an_aria_tablist_that_keys_drive(notebook):
+    page = notebook
+    w = widget(page, 1)
+    tabs = w.locator("[role=tablist] [role=tab]")
+    n = tabs.count()
+    assert n == 8 and w.locator("[role=tablist]").count() == 1
+    focused = lambda: page.evaluate("() => document.activeElement.textContent")  # noqa: E731
+    selected = lambda: w.locator("[role=tab][aria-selected=true]").inner_text()  # noqa: E731
+    open_tab(page, 1, "Summary")
+    tabs.first.focus()
+    page.keyboard.press("ArrowRight")
+    assert focused().startswith("Graph breaks")
+    page.keyboard.press("Enter")
+    w.locator("[role=tab][aria-selected=true]", has_text=re.compile("^Graph breaks")).wait_for()
+    page.keyboard.press("End")
+    assert focused().startswith("Guards")
+    page.keyboard.press("Home")
+    assert focused() == "Summary"
+    page.keyboard.press("ArrowLeft")  # wraps around to the last
+    assert focused().startswith("Guards")
+    page.keyboard.press(" ")
+    w.locator("[role=tab][aria-selected=true]", has_text=re.compile("^Guards")).wait_for()
+    assert selected().startswith("Guards")
+    open_tab(page, 1, "Summary")
+
+
+def test_fix_code_has_a_copy_button_that_copies_it(notebook):
+    page = notebook
+    first = widget(page, 1).locator(".ipyc-first")
+    button = first.locator("button.copy").first
+    assert button.get_attribute("aria-label") == "Copy the code"
+    button.click()
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied.strip() == first.locator(".fixbox pre").first.inner_text().strip()
+    assert "torch.where" in copied or "torch.cond" in copied, copied
+
+
+def test_a_break_links_to_its_cell_and_line(notebook):
+    page = notebook
+    link = widget(page, 1).locator(".ipyc-first a.place").first
+    assert link.inner_text() == "In [2], line 3" and link.get_attribute("data-cell") == "2"
+    page.mouse.wheel(0, 5000)
+    link.click()
+    hit = cell(page, 1).locator(".cm-line.ipyc-hit")
+    hit.wait_for(timeout=5_000)
+    assert hit.inner_text() == "if x.sum() > 0:"
+    assert hit.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+    # the Graph breaks table's place is a link too
+    panel = open_tab(page, 1, "Graph breaks")
+    assert panel.locator("table a.place", has_text="In [2], line 3").count() >= 1
+
+
+def test_static_html_links_a_break_to_its_line_in_the_shown_source(static_page, lab):
+    page = _static(static_page, lab, "gb.html")
+    link = page.locator(".first a.place").first
+    href = link.get_attribute("href")
+    assert link.inner_text() == "In [2], line 3" and href.startswith("#") and len(href) > 1
+    target = page.locator(href)
+    assert target.count() == 1 and not target.is_visible()  # inside the closed Graph breaks tab
+    link.click()
+    target.wait_for(state="visible", timeout=5_000)  # the browser opened the tab and the row holding it
+    assert "if x.sum() > 0:" in target.inner_text()
 
 
 # -- clean-up -------------------------------------------------------------------------------

@@ -155,14 +155,13 @@ def test_a_statement_moved_out_keeps_the_names_it_used():
 def test_a_break_in_a_shared_function_is_shown_reached_from_each_user_line():
     """Three `Foo().attr = x` lines reach `__setattr__`'s `graph_break()`: the text summary and the
     graph-breaks table list the three lines, not only the shared one."""
-    from ipycompile.report.summary import shared_callers
     from ipycompile.widgets.tabs import graph_breaks_tab
 
     c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::traceback_above_dynamo_f3"]
     report = harness._compiled_run(c).report
     lines = harness.expected_lines(c)
     (b,) = report.graph_breaks
-    assert [f.lineno for f in shared_callers(report, b)] == lines
+    assert [f.lineno for f in report.shared_callers(b)] == lines
     wheres = ", ".join(report.where(b.frame.filename, n) for n in lines)
     assert f"reached from {wheres}" in str(report)
     table = graph_breaks_tab(report)[1]

@@ -13,6 +13,7 @@ from IPython.utils.capture import capture_output
 
 import ipycompile
 from ipycompile.report.report import _renderers
+from ipycompile.widgets.viewmodel import view_model
 
 TRACE = logging.getLogger("torch.__trace")
 
@@ -435,3 +436,21 @@ def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keyword
         (1, 0, False, False, False, False)
     assert inspect.getsource(sweeps.sweep).count(".warm_start()") == inspect.getsource(sweeps.sweep_cell).count(
         ".warm_start()") == 1
+
+
+def test_torchs_lines_kept_out_of_the_output_are_the_reports_raw_log(ip):
+    # torch's own warning, for real: the recompile limit (lowered to 1) of a cell reading an int that each call changes
+    run(ip, "_old_limit = torch._dynamo.config.recompile_limit\ntorch._dynamo.config.recompile_limit = 1\ncalls = [0]")
+    try:
+        res, _ = run(ip, "%%compile --backend eager --runs 3\ncalls[0] += 1\ny = torch.ones(2) * calls[0]")
+    finally:
+        run(ip, "torch._dynamo.config.recompile_limit = _old_limit")
+    assert res.error_in_exec is None
+    r = last_report()
+    assert any(rc.limit_hit for rc in r.recompiles)
+    assert any("recompile_limit" in line for line in r.torch_log), r.torch_log
+    assert len(r.torch_log) == len(set(r.torch_log))  # each record once, whatever handlers it reached
+    # one click away: the Summary tab's collapsed node holds torch's words, in every view
+    node = next(b for b in view_model(r).tab("summary").blocks() if getattr(b, "label", "").startswith("torch's log"))
+    assert not node.open and r.torch_log[0] in node.blocks[0].code
+    assert ipycompile.CompileReport.from_json(r.to_json()).torch_log == r.torch_log

@@ -25,9 +25,9 @@ def test_run_cell_again_shows_the_compiling_runs_diagnosis_with_its_own_profile(
     assert b.graph_breaks == a.graph_breaks and b.graphs == a.graphs and b.compiles == a.compiles
     assert b.profile is not a.profile and b.profile.steady.run_times_s != a.profile.steady.run_times_s
     text = str(b)
-    assert b.summary().startswith("ipycompile: reused compiled code: nothing was compiled in this run.")
-    assert "ipycompile: reused compiled code: nothing was compiled in this run." in text  # after the first screen
-    assert "from run 1, In [7], which compiled it" in text and "Graph breaks:" in text and "if y.sum() > 0:" in text
+    assert text == b.summary() and "reused compiled code (diagnosis from run 1, In [7])" in text.split("\n\n")[0]
+    assert "Reused compiled code: nothing was compiled in this run." in text  # the Summary tab says it whole
+    assert "from run 1, In [7], which compiled it" in text and "\nGraph breaks (" in text and "if y.sum() > 0:" in text
     chip = view_model(b).chip("status")
     assert chip.text == "reused compiled code (diagnosis from run 1, In [7])"
     # the first screen says the first call reused compiled code, and gives no compile time
@@ -75,7 +75,7 @@ def test_compile_magic_rerun_shows_the_diagnosis_in_the_shell():
             again = ip.run_cell(cell, store_history=True)
         assert first.success and again.success
         text = out.outputs[0].data["text/plain"]
-        assert "reused compiled code: nothing was compiled in this run" in text
+        assert "Reused compiled code: nothing was compiled in this run" in text  # the Summary tab, as text
         assert f"In [{first.execution_count}], which compiled it" in text
         assert f"In [{first.execution_count}], line 3" in text  # the break, at the compiling cell's line
     finally:

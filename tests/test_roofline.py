@@ -141,7 +141,7 @@ def test_verdicts_on_the_h100s_roofs():
     assert s.near_roof_s == pytest.approx(times[0].total_s + times[2].total_s)
     assert s.memory_far_s == pytest.approx(times[1].total_s) and s.latency_s == pytest.approx(4e-6)
     assert s.unknown_s == pytest.approx(1e-6) and s.host_gap_s is None
-    from ipycompile.report.summary import roofline_line
+    from ipycompile.widgets.phrases import roofline_line
 
     line = roofline_line(s)
     assert line.startswith("roofline: of ") and "within 70% of a roof" in line and "latency-bound" in line
@@ -158,7 +158,7 @@ def _h100_matmul_report() -> CompileReport:
 def test_host_gap_is_the_busy_phases_idle_time_per_call():
     """The host gap: the run time less the busy-time phase's GPU busy time (the record
     run.busy's own judge makes from those two numbers), in the shares, the summary and the Kernels view."""
-    from ipycompile.report.summary import roofline_line
+    from ipycompile.widgets.phrases import roofline_line
     from ipycompile.run.busy import judge
     from ipycompile.widgets.html import render_html
     from ipycompile.widgets.tabs import kernels_tab
@@ -194,7 +194,7 @@ def test_host_gap_is_the_busy_phases_idle_time_per_call():
 def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     """A real compile on the CPU: the extern matmul's bytes and FLOPs from its recorded shapes; no
     peak for a CPU, so no verdicts, and the summary says so; the view shows the columns and the figure."""
-    from ipycompile.report.summary import roofline_line
+    from ipycompile.widgets.phrases import roofline_line
     from ipycompile.widgets.html import render_html
     from ipycompile.widgets.tabs import kernels_tab
 

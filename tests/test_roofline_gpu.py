@@ -22,7 +22,7 @@ import torch
 
 import ipycompile
 from ipycompile.analysis.roofline import roofline
-from ipycompile.report.summary import roofline_line
+from ipycompile.widgets.phrases import roofline_line
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 

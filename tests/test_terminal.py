@@ -55,16 +55,16 @@ def test_compile_magic_in_the_terminal_app(tmp_path):
     assert proc.returncode == 0, (out, proc.stderr)
     assert "UsageError" not in out and "Traceback" not in out, out
     # the report is displayed as its text/plain summary; no HTML in a terminal
-    assert "ipycompile report:" in out and "<div" not in out, out
+    assert "ipycompile: what to fix (1" in out and "<div" not in out, out
     assert "1 graph break" in out
     assert "In [3], line 3" in out and "if y.sum() > 0:" in out, out
     # the doctor's fix, written against the cell (torch's hints are in its explanation and the HTML view)
-    assert "fix (high): Replace the branch at In [3], line 3 with torch.where" in out, out
+    assert "Suggested fix (high confidence): Replace the branch at In [3], line 3 with torch.where" in out, out
     assert "| y = torch.where(y.sum() > 0, y * 3, y)" in out, out
     assert re.search(r"run time .* per call \(IQR .*, 2 calls in 2 blocks of 1 after \d+ warm-up\)", out), out
     assert "settings: mode=default backend=eager" in out
     # the final expression is Out[3], after the report
-    assert out.index("ipycompile: what to fix (1") < out.index("ipycompile report:") < out.index("Out[3]: tensor(16.)")
+    assert out.index("ipycompile: what to fix (1") < out.index("\nGraph breaks (1)") < out.index("Out[3]: tensor(16.)")
     # the run is in the history: 1 run, In [3], eager, 2 timed runs, 1 graph break
     assert "history: 1 3 eager 2 1 ok" in out, out
 

@@ -18,12 +18,12 @@ import torch
 
 import ipycompile
 from ipycompile.report import CompileReport, FixStatus, Suggestion
-from ipycompile.report.summary import suggestion_lines
 from ipycompile.run import verify
 from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.runner import run_cell
 from ipycompile.run.settings import make_settings
 from ipycompile.widgets.tabs import suggestion_blocks
+from ipycompile.widgets.text import render_blocks
 from torch._dynamo import eval_frame
 
 
@@ -192,9 +192,9 @@ def test_a_fix_that_does_not_work_is_withdrawn_with_torchs_words():
     assert check.text.startswith("withdrawn, tried on this cell:")
     # the views show it withdrawn, with torch's words, and without the code as a fix
     s = report.graph_breaks[0].suggestion
-    text = "\n".join(suggestion_lines(s))
-    assert "withdrawn fix:" in text and "Data-dependent branching" in text and "capture_scalar_outputs = True" not in text
     blocks = suggestion_blocks(s)
+    text = render_blocks(blocks)  # as the text view shows it
+    assert "Withdrawn fix:" in text and "Data-dependent branching" in text and "capture_scalar_outputs = True" not in text
     assert blocks[0].text.startswith("Withdrawn fix:") and not any(getattr(x, "code", None) == s.code for x in blocks)
     assert any("Data-dependent branching" in getattr(x, "text", "") for x in blocks)
 

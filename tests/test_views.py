@@ -324,10 +324,19 @@ def test_recompiles_show_each_compile_with_the_guard_failures_that_caused_it():
     assert "guards of compile 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16" in texts
 
 
+def test_the_recompile_limit_is_one_problem_of_the_first_screen():
+    r = report("recompile_limit")
+    (limit,) = [rc for rc in r.recompiles if rc.limit_hit]
+    assert [f.compile_id for f in r.failures] == [limit.compile_id]  # torch records it as a failed compile too
+    probs = view_model(r).problems
+    assert [p.kind for p in probs] == ["recompile"] and probs[0].title.startswith("Recompile limit hit: scaled")
+    assert "Dynamo recompile limit exceeded" in r.summary()  # the failure is still in the Summary tab
+
+
 def test_recompile_limit_is_marked():
     blocks = tab_blocks("recompile_limit", "recompiles")
     (node,) = blocks  # the limit compile (no function name in its event) joins its frame's group
-    assert node.label.startswith("scaled ") and node.label.endswith("RECOMPILE LIMIT HIT")
+    assert node.label.startswith("scaled ") and node.label.endswith(": recompile limit hit")
     warn = [b for b in node.blocks if isinstance(b, Text) and b.kind == "warn"]
     assert warn and "Recompile limit hit at compile 0/2" in warn[0].text
     t = next(b for b in node.blocks if isinstance(b, Table))
@@ -535,7 +544,7 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
 def test_notebook_display_keeps_the_first_screen_as_text():
     r = report("break:helper")
     bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
-    assert bundle["text/plain"] == str(r) and str(r).endswith("\n\n" + r.summary())
+    assert bundle["text/plain"] == str(r) == r.summary()  # one text: the first screen, then every tab
     (b,) = r.graph_breaks
     text = str(r)  # what to fix first: the break at the user's line, its fix, then the numbers
     assert text.startswith("ipycompile: what to fix (1") and "1. Graph break: " in text

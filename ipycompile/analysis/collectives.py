@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ..report.model import OTHER_CPU_TIME, OTHER_DEVICE_TIME, KernelTime
-from ..report.summary import fmt_seconds
+from ..report.text import fmt_seconds
 
 __all__ = ["CollectiveShare", "collective_share"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..report import CompileReport, GraphBreak
-from ..report.summary import fmt_ranks, plural
+from ..report.text import fmt_ranks, plural
 from ..report.text import printable
 
 __all__ = ["rank_divergence", "RankDivergence", "Presence", "CountDifference", "RankGroup", "CompileTimes", "is_collective_break"]

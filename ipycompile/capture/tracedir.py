@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Callable, Iterator, Optional
 
 from ..report import CompileReport, CompileTime
-from ..report.summary import fmt_ranks as rank_ranges
+from ..report.text import fmt_ranks as rank_ranges
 from ..report.text import one_line, printable
 from .tracefile import Progress, TraceFileError, check_path, os_reason, read_trace, sniff_trace
 

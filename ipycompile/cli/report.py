@@ -115,7 +115,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def report_command(args: argparse.Namespace) -> int:
     from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
-    from ..report.summary import CLI_HINTS
+    from ..widgets.phrases import CLI_HINTS
     from ..run.traces import open_trace
 
     path = os.path.expanduser(args.path)

@@ -72,7 +72,7 @@ class CompileMagics(Magics):
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
         try:
-            with quiet_torch_log():  # torch's lines about breaks/recompiles: the report shows them
+            with quiet_torch_log() as quiet:  # torch's lines about breaks/recompiles: the report shows them
                 result = run_request(cell, shell.user_ns, filename=filename, header=header, execution_count=count,
                                      **args)
         except (ValueError, CellError, NestedRunError) as exc:  # SettingsError and SweepError are ValueErrors
@@ -85,6 +85,7 @@ class CompileMagics(Magics):
             if output:
                 shell.user_ns[output] = result
             return result
+        result.report.torch_log = list(quiet.kept)  # kept out of the output, not lost: the report's raw log
         if output:
             shell.user_ns[output] = result.report
         if not args["quiet"]:

@@ -1,4 +1,4 @@
-"""The report: plain dataclasses, JSON round-trip, and a plain-text summary."""
+"""The report: plain dataclasses, JSON round-trip, queries; its text is the registered view's (`str(report)`)."""
 
 from .model import *  # noqa: F401,F403
 from .model import __all__ as _model_all

@@ -7,7 +7,7 @@ import json
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from .model import (
     Autotune,
@@ -38,9 +38,6 @@ from .files import refuse_input, write_atomic
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
 from .text import capped_lines, one_line
 
-if TYPE_CHECKING:
-    from .summary import Hints
-
 #: 3: the eager comparison's output check one record (``EagerComparison.check``); 2: Profile made of
 #: records (settings, first_call, steady, ...); 1: flat
 SCHEMA_VERSION = 3
@@ -49,7 +46,7 @@ SCHEMA_VERSION = 3
 #: package) registers its HTML view when it is imported, and any view may add its own.
 _renderers: list = []  # render(report) -> {mimetype: data}, for notebook display
 _html_writers: list = []  # write(report, path) -> path, for CompileReport.to_html
-_text_renderers: list = []  # render(report) -> str, for str(report): the first screen as text
+_text_renderers: list = []  # render(report, hints) -> str, for str(report) and report.summary(): the view as text
 
 
 def register_renderer(render) -> None:
@@ -96,8 +93,9 @@ def _read_report_file(name: str) -> bytes:
 
 
 def register_text_renderer(render) -> None:
-    """Register ``render(report) -> str`` as ``str(report)`` (the last one registered is used;
-    with none, ``str(report)`` is :meth:`CompileReport.summary`)."""
+    """Register ``render(report, hints=None) -> str`` as ``str(report)`` and
+    :meth:`CompileReport.summary` (the last one registered is used). ``hints``, when given,
+    words where the rest is for where the text is shown (the command line's options)."""
     if render not in _text_renderers:
         _text_renderers.append(render)
 
@@ -145,6 +143,9 @@ class CompileReport:
     recompile_limits: dict[str, int] = field(default_factory=dict)
     # set by --verify-fixes (ipycompile.run.verify): what verifying the fixes on the user's cell covered
     fix_verification: Optional[FixVerification] = None
+    # torch's own log lines about graph breaks and recompiles that %%compile kept out of the cell's output
+    # (the report shows both; ipycompile.run.quiet), in order: the raw log, one click away in the views
+    torch_log: list[str] = field(default_factory=list)
 
     # -- queries --------------------------------------------------------
     def owner(self, filename: str) -> Owner:
@@ -180,6 +181,20 @@ class CompileReport:
             if g.stage == "ddp_bucket":
                 out[g.compile_id] = out.get(g.compile_id, 0) + 1
         return out
+
+    def shared_callers(self, b: GraphBreak) -> list:
+        """The user's lines that reach break ``b`` where torch stopped in the user's own function
+        called from several of them (three ``Foo().attr = x`` lines reaching ``__setattr__``'s
+        ``graph_break()``): its ``callers`` in the user's code, when there are two or more; else []."""
+        if b.reached_from is not None:
+            return []
+        frames = [c for c in b.callers if c.filename and self.owner(c.filename) is Owner.USER]
+        return frames if len(frames) >= 2 else []
+
+    def first_line_of(self, compile_id: "Optional[CompileId]") -> Optional[int]:
+        """The first line of the function compile ``compile_id`` compiled (None when unknown)."""
+        c = self.compile(compile_id) if compile_id is not None else None
+        return c.first_line if c is not None else None
 
     def compile(self, compile_id: "CompileId | str") -> Optional[Compile]:
         cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id
@@ -265,6 +280,13 @@ class CompileReport:
         name = one_line(display_path(filename, self.code_layout)) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
+    def cell_number(self, filename: str) -> Optional[int]:
+        """The execution count of the notebook cell ``filename`` is (``In [7]`` -> 7), else None."""
+        import re
+
+        m = re.fullmatch(r"In \[(\d+)\]", self.sources.get(filename, ""))
+        return int(m.group(1)) if m else None
+
     def readable(self, text: str) -> str:
         """``text`` (e.g. a recompile reason) with torch's file references to notebook cells,
         often cut to their last characters (``mp/ipykernel_1/35815.py:12``), written as the
@@ -312,22 +334,21 @@ class CompileReport:
         return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
-    def summary(self, hints: "Optional[Hints]" = None) -> str:
-        """The plain-text summary (control characters escaped); ``hints`` words its advice
-        for where it is shown (:data:`ipycompile.report.summary.CLI_HINTS` on the command line)."""
-        from .summary import Hints, render_summary
-
-        return render_summary(self, hints or Hints())
+    def summary(self, hints: Any = None) -> str:
+        """The whole report as plain text (control characters escaped): the first screen (what
+        to fix, ranked, then the headline numbers), then every tab of the report's view as
+        text. The registered text view renders it (:mod:`ipycompile.widgets.text`); ``hints``
+        words where the rest is for where it is shown (``ipycompile.widgets.text.CLI_HINTS``)."""
+        if not _text_renderers:
+            return repr(self) + " (no text view is registered: `import ipycompile` registers one)"
+        return _text_renderers[-1](self, hints) if hints is not None else _text_renderers[-1](self)
 
     def __str__(self) -> str:
-        """The first screen as text (the registered text view: what to fix, ranked, then the
-        headline numbers), then the whole summary."""
-        if _text_renderers:
-            try:
-                return _text_renderers[-1](self) + "\n\n" + self.summary()
-            except Exception:  # a view that cannot render must not lose the report
-                pass
-        return self.summary()
+        """:meth:`summary`: the first screen, then everything else, as text."""
+        try:
+            return self.summary()
+        except Exception as exc:  # a view that cannot render must not lose the report
+            return f"{self!r} (the text view failed: {type(exc).__name__}: {exc})"
 
     def __repr__(self) -> str:
         return (

@@ -9,6 +9,9 @@ ipycompile (the summary, the CLI, ``str`` of rank and comparison results, the
 magics' messages) goes through it. :func:`one_line` also escapes line breaks
 and tabs, for a value shown inside one line (a file name).
 
+The units of numbers, written one way everywhere: :func:`plural`, :func:`fmt_seconds`,
+:func:`fmt_bytes`, :func:`fmt_ranks`.
+
 :func:`capped` cuts a text field for a view (a 1 MB graph-break reason must not
 make megabytes of notebook output): the views call it where a report's text
 enters them and say where the full text is.
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "one_line", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI"]
+__all__ = ["printable", "one_line", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
+           "fmt_seconds", "fmt_bytes", "fmt_ranks"]
 
 #: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
 #: U+202A-202E, isolates U+2066-2069, the marks U+200E/U+200F and the Arabic letter mark U+061C.
@@ -74,3 +78,46 @@ def capped_lines(text: str, where: str = "", total: int = VIEW_TEXT_TOTAL) -> st
     cut = out.rfind("\n", 0, total) + 1 or total
     more = out.count("\n", cut) + 1
     return out[:cut] + f"... [{more:,} more lines" + (f": {where}]" if where else "]")
+
+
+def plural(n: int, word: str) -> str:
+    """``1 graph``, ``2 graphs``."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def fmt_seconds(s) -> str:
+    """A duration with its unit: ``1.50 s``, ``12.00 ms``, ``3.4 us``; ``-`` for None."""
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def fmt_bytes(n) -> str:
+    """A size in binary units: ``512 B``, ``1.5 KiB``, ... ``GiB``; ``-`` for None."""
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def fmt_ranks(ranks) -> str:
+    """Ranks as ranges: ``[0, 1, 2, 4, 6, 7]`` -> ``"0-2, 4, 6-7"``."""
+    nums = sorted({int(r) for r in ranks})
+    if not nums:
+        return "none"
+    out, start, prev = [], nums[0], nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)

@@ -29,6 +29,7 @@ class TorchLogFilter(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.kept: list[str] = []
+        self._last = None
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not (record.name == "torch" or record.name.startswith("torch.")):
@@ -38,7 +39,9 @@ class TorchLogFilter(logging.Filter):
         except Exception:
             return True
         if COVERED.search(message):
-            self.kept.append(f"{record.levelname[:1]} {record.name}: {message}")
+            if record is not self._last:  # one record reaches each handler the filter is on: kept once
+                self.kept.append(f"{record.levelname[:1]} {record.name}: {message}")
+            self._last = record
             return False
         return True
 

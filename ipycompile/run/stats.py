@@ -118,7 +118,7 @@ def range_noise(times_s: Sequence[float], what: str, which: str = "the blocks") 
     spread = (max(times_s) - min(times_s)) / median if median > 0 else 0.0
     if spread <= RUN_NOISE:
         return ""
-    from ..report.summary import fmt_seconds
+    from ..report.text import fmt_seconds
 
     return (f"{what}: {which} disagree ({len(times_s)} blocks from {fmt_seconds(min(times_s))} to "
             f"{fmt_seconds(max(times_s))} per call, {spread:.0%} of their median, more than {RUN_NOISE:.0%})")

@@ -53,11 +53,11 @@ def install() -> None:
     register_text_renderer(report_text)
 
 
-def report_text(report) -> str:
-    """``str(report)``: the first screen as text (:mod:`.text`)."""
+def report_text(report, hints=None) -> str:
+    """``str(report)`` and ``report.summary()``: the first screen, then every tab, as text (:mod:`.text`)."""
     from .text import report_text as render
 
-    return render(report)
+    return render(report, hints)
 
 
 def report_view(report):

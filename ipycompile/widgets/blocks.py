@@ -4,10 +4,14 @@ Blocks (everything a tab holds):
 
 - :class:`Text` -- a paragraph; ``kind`` is ``"plain"``, ``"heading"``, ``"warn"``
   or ``"note"``; with ``url`` it is a link.
-- :class:`Table` -- ``columns`` and ``rows`` of plain cells (str, int, float;
-  ``""`` for a missing value). ``sortable`` tables sort through :func:`sort_rows`.
+- :class:`Table` -- ``columns`` and ``rows`` of plain cells (str, int, float,
+  :class:`Place`; ``""`` for a missing value). ``sortable`` tables sort through :func:`sort_rows`.
   ``details[i]`` (optional) is a list of blocks shown when row ``i`` is expanded;
   an empty list means the row does not expand. ``title`` (optional) goes above.
+  ``headlines[i]`` (optional) is row ``i`` in one line: what the text rendering
+  prints for the row (its details indented below) and the widget's title of an
+  expandable row. ``columns_shown`` (optional): the columns a narrow view shows by
+  default (indices); the rest are one click away, never cut.
 - :class:`Code` -- ``language`` is ``"python"``, ``"cpp"`` or ``"text"``.
 - :class:`Figure` -- ``build()`` returns a matplotlib ``Figure`` (not pyplot: no
   global state); renderers turn it into PNG/SVG. Built only when shown.
@@ -28,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-__all__ = ["Chip", "Text", "Table", "Code", "Figure", "TreeNode", "Choice", "Block", "Tab", "ViewModel", "TAB_KEYS",
+__all__ = ["Chip", "Place", "Text", "Table", "Code", "Figure", "TreeNode", "Choice", "Block", "Tab", "ViewModel", "TAB_KEYS",
            "sort_rows", "figure_png"]
 
 
@@ -48,6 +52,31 @@ class Chip:
     tooltip: str = ""
 
 
+class Place(str):
+    """A place in the user's code, as a table cell or a problem's place: the string itself
+    is the place as the user knows it (``In [4], line 13``), so it sorts, compares and
+    prints as that text; ``cell`` is the notebook cell's execution count when it is one and
+    ``line`` its line (a renderer links them to the cell); ``key`` names the source excerpt
+    of this place in the same view (a :class:`Code` with that ``key``), "" when none is
+    shown."""
+
+    cell: Optional[int]
+    line: Optional[int]
+    key: str
+
+    def __new__(cls, text: str, cell: Optional[int] = None, line: Optional[int] = None, key: str = "") -> "Place":
+        self = super().__new__(cls, text)
+        self.cell, self.line, self.key = cell, line, key
+        return self
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Place({self.text!r}, cell={self.cell!r}, line={self.line!r}, key={self.key!r})"
+
+
 @dataclass
 class Text:
     text: str
@@ -62,6 +91,8 @@ class Table:
     sortable: bool = False
     details: Optional[list[list["Block"]]] = None  # per row, shown on expansion
     title: str = ""
+    headlines: Optional[list[str]] = None  # per row, the row in one line (text rendering, row titles)
+    columns_shown: Optional[list[int]] = None  # the default columns of a wide table; the others on demand
 
 
 @dataclass
@@ -70,6 +101,7 @@ class Code:
     code: str
     language: str = "text"  # "python" | "cpp" | "text"
     copy: bool = False  # offer a copy button (a fix's code)
+    key: str = ""  # the source excerpt of a place (:attr:`Place.key`): links to the place land here
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..report.model import CompileId
-from ..report.summary import fmt_bytes, fmt_seconds
+from ..report.text import fmt_bytes, fmt_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport

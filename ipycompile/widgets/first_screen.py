@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from ..analysis.compare import user_function
-from ..report.summary import fmt_bytes, fmt_seconds, plural
-from .blocks import Chip
+from ..report.text import fmt_bytes, fmt_seconds, plural
+from .blocks import Chip, Place
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -59,14 +59,12 @@ class Problem:
     calls: int = 0
     seconds: float = 0.0
     severe: bool = True  # shown as a warning (False: a verdict to consider)
+    place: Optional[Place] = None  # ``where`` as a link: its notebook cell and line, its source excerpt in the tabs
 
 
 def stop(b):
-    """Where Dynamo stopped for graph break ``b`` (:func:`ipycompile.report.summary.stop_frame`,
-    which reads ``GraphBreak.stop`` where the report has it): the one place the views ask."""
-    from ..report.summary import stop_frame
-
-    return stop_frame(b)
+    """Where Dynamo stopped for graph break ``b`` (:attr:`ipycompile.report.GraphBreak.stop`)."""
+    return b.stop
 
 
 def user_line(r: "CompileReport", b):
@@ -99,7 +97,11 @@ def problems(r: "CompileReport") -> list[Problem]:
                     else "", d.frame.source_line.strip(), tab="summary", filename=d.frame.filename, lineno=d.frame.lineno)
         _fix(p, d.suggestion)
         first.append(p)
+    # torch records the recompile limit as a failed compile too: the limit's own problem (below) says it
+    limits = {rc.compile_id for rc in r.recompiles if rc.limit_hit}
     for f in r.failures:
+        if f.compile_id in limits:
+            continue
         msg = f.message.strip().splitlines()[0] if f.message.strip() else f.type
         p = Problem("failure", f"Compile failed: {msg}", "the code ran without compiling" if f.type else "",
                     r.where(f.frame.filename, f.frame.lineno) if f.frame.filename else "", f.frame.source_line.strip(),
@@ -147,7 +149,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         ranked.append(p)
     ranked.sort(key=lambda p: (-p.calls, -p.seconds))
     for u in r.unrolled_loops:
-        from ..report.summary import loop_headline
+        from .phrases import loop_headline
 
         p = Problem("unrolled_loop", loop_headline(r, u), "compile time grows with the trip count",
                     r.where(u.filename, u.lineno) if u.lineno is not None else "", u.source_line.strip(),
@@ -166,6 +168,13 @@ def problems(r: "CompileReport") -> list[Problem]:
     if busy is not None and busy.verdict == "host-bound":
         late.append(Problem("host_bound", f"Host-bound: {busy.text}", "", note=busy.advice, tab="profile",
                             severe=False))
+    for p in first + ranked + late:
+        if p.filename:
+            from .tabs import place
+
+            # a recompile's place is the function's first line: no excerpt of it is shown
+            p.place = place(r, p.filename, p.lineno,
+                            shown=p.kind in ("semantics", "failure", "graph_break", "unrolled_loop"))
     return first + ranked + late
 
 

@@ -19,7 +19,7 @@ from typing import Optional
 from ..report import CompileReport
 from ..report.files import write_atomic
 from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
-from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, figure_png
+from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
 __all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES", "HIGHLIGHT_BUDGET"]
@@ -56,6 +56,7 @@ color:var(--ic-fg)}
 --ic-m:var(--jp-mirror-editor-number-color,#79c0ff);--ic-d:var(--jp-mirror-editor-meta-color,#d2a8ff);
 --ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}
 .ipyc.standalone{background:var(--ic-bg)}}
+body[data-jp-theme-light="true"] .ipyc{--ic-m:#006a00}
 .ipyc .hl [class^=k],.ipyc .hl .ow{color:var(--ic-k);font-weight:600}
 .ipyc .hl [class^=s]{color:var(--ic-s)}
 .ipyc .hl [class^=c]{color:var(--ic-c);font-style:italic}
@@ -118,6 +119,14 @@ color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);
 .ipyc figure img{max-width:100%;height:auto;background:#fff}
 .ipyc figcaption{font-weight:600}
 .ipyc a{color:var(--ic-link)}
+.cm-line.ipyc-hit,.jp-CodeCell.ipyc-hit{outline:2px solid var(--jp-brand-color1,#0550ae);outline-offset:-1px}
+.ipyc .cols>input.allc{position:absolute;opacity:0;width:1px;height:1px}
+.ipyc .cols>label.allc{display:inline-block;cursor:pointer;color:var(--ic-link);text-decoration:underline;margin:2px 0}
+.ipyc .cols>label.allc::before{content:"\25B8\00A0"}
+.ipyc .cols>input.allc:checked+label.allc::before{content:"\25BE\00A0"}
+.ipyc .cols>input.allc:focus-visible+label.allc{outline:2px solid var(--ic-link);outline-offset:1px}
+.ipyc .cols>input.allc:not(:checked)~* col.x{display:none}
+.ipyc .cols>input.allc:not(:checked)~* th.x,.ipyc .cols>input.allc:not(:checked)~* td.x{display:none}
 .ipyc :focus-visible{outline:2px solid var(--ic-link);outline-offset:1px}
 """
 
@@ -262,6 +271,9 @@ FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep t
                "for the JSON.")
 
 
+_IDS = 0  # ids handed out (a table's column switch), unique in a notebook's page
+
+
 class _Page:
     """State of one page being rendered: the pygments budget (lines left for pygments;
     past them code goes through the fast highlighter), the limits, and the bytes of
@@ -274,6 +286,13 @@ class _Page:
         self.cut_code = limits.cuts  # False while rendering the Summary tab
         self.tab_start = 0
         self.cut = 0  # things left out of this page
+        self.anchor = ""  # the page's id prefix (its tabs', its source lines')
+        self.keys: set[str] = set()  # source excerpts given an id in this page
+
+    def new_id(self, what: str) -> str:
+        global _IDS
+        _IDS += 1
+        return f"{self.anchor or 'ipyc'}-{what}{_IDS}"
 
     def over(self, out: list) -> bool:
         """Whether the current tab has used its bytes (compact pages only)."""
@@ -351,7 +370,11 @@ def _code(b: Code, out: list, page: _Page) -> None:
         more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
     if page.limits.cuts and len(code) > VIEW_TEXT_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
         code = "\n".join(capped(line, where=CAPPED_WHERE) for line in code.split("\n"))
-    out.append('<div class="code">')
+    target = ""
+    if b.key and page.anchor and b.key not in page.keys:  # the first excerpt of a place: links land here
+        page.keys.add(b.key)
+        target = f' id="{_e(page.anchor)}-{_e(b.key)}"'
+    out.append(f'<div class="code"{target}>')
     if b.title:
         out.append(f'<div class="ct">{_e(b.title)}</div>')
     if b.copy:
@@ -368,13 +391,38 @@ def _code(b: Code, out: list, page: _Page) -> None:
 SHORT_CELL = 24
 
 
-def _cell(v, short: bool, cap: bool = False) -> str:
+#: What a click on a place does in a notebook (JupyterLab, Notebook 7): scroll to the cell
+#: whose prompt is ``[n]:`` and mark the line for two seconds; elsewhere (a saved page, or
+#: the cell is gone) the link goes to the place's source excerpt in the page, if any.
+GO_TO_CELL = ("var c=this.dataset.cell,n=+this.dataset.line,e=[].slice.call(document.querySelectorAll("
+              "'.jp-Notebook .jp-CodeCell')).filter(function(x){var q=x.querySelector('.jp-InputPrompt');"
+              "return q&amp;&amp;q.textContent.replace(/\\s/g,'')==='['+c+']:'}).pop();if(!e)return true;"
+              "var l=e.querySelectorAll('.cm-line')[n-1]||e;l.scrollIntoView({block:'center'});"
+              "l.classList.add('ipyc-hit');setTimeout(function(){l.classList.remove('ipyc-hit')},2500);return false")
+
+
+def place_html(p: Place, anchor: str, fallback: str = "") -> str:
+    """A place as a link: to its cell and line in a notebook (script), to its source excerpt
+    in this page (``#anchor-key``), else to ``fallback`` (an id in the page); plain text
+    when it has none of them."""
+    href = f"#{anchor}-{p.key}" if p.key and anchor else (f"#{fallback}" if fallback else "")
+    if p.cell is None and not href:
+        return _e(p.text)
+    data = f' data-cell="{p.cell}" data-line="{p.line or 1}" onclick="{GO_TO_CELL}"' if p.cell is not None else ""
+    title = f"In [{p.cell}], line {p.line}: go to the cell" if p.cell is not None else "the source, below"
+    return f'<a class="place" href="{_e(href or "#")}" title="{_e(title)}"{data}>{_e(p.text)}</a>'
+
+
+def _cell(v, short: bool, cap: bool = False, extra: bool = False, anchor: str = "") -> str:
+    x = " x" if extra else ""
+    if isinstance(v, Place):
+        return f'<td class="{"s" if short or len(v.text) <= SHORT_CELL else "l"}{x}">{place_html(v, anchor)}</td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return f'<td class="n">{_e(v)}</td>'
+        return f'<td class="n{x}">{_e(v)}</td>'
     text = "" if v is None else str(v)
     if cap:
         text = capped(text, where=CAPPED_WHERE)
-    return f'<td class="{"s" if short or len(text) <= SHORT_CELL else "l"}">{_e(text)}</td>'
+    return f'<td class="{"s" if short or len(text) <= SHORT_CELL else "l"}{x}">{_e(text)}</td>'
 
 
 def _lengths(t: Table) -> list[tuple[int, int, int]]:
@@ -389,7 +437,7 @@ def _lengths(t: Table) -> list[tuple[int, int, int]]:
     return out
 
 
-def _widths(lengths: list[tuple[int, int, int]], marker: bool) -> str:
+def _widths(lengths: list[tuple[int, int, int]], marker: bool, extra: Optional[list[bool]] = None) -> str:
     """A ``<colgroup>`` for the fixed layout that lines up a table's header and its rows'
     tables, in ``ch`` (with room for the bold header's longest word: a header wraps at its
     spaces; ``marker``: the first column also holds the expand arrow). A column of short
@@ -403,8 +451,27 @@ def _widths(lengths: list[tuple[int, int, int]], marker: bool) -> str:
         if longest > SHORT_CELL:
             chars = max(chars, min(max(longest // 4, 12), 24))
         chars += 1.5 if marker and i == 0 else 0
-        cols.append(f'<col style="width:calc({chars:g}ch + 12px)">')
+        x = ' class="x"' if extra and extra[i] else ""
+        cols.append(f'<col{x} style="width:calc({chars:g}ch + 12px)">')
     return "<colgroup>" + "".join(cols) + "</colgroup>"
+
+
+def columns_switch(t: Table, page: _Page) -> tuple[str, list[bool]]:
+    """For a wide table with default columns (``Table.columns_shown``): a switch (a checkbox
+    and its label, no script) that shows the other columns, and which columns are extra.
+    ``("", [False, ...])`` for a table that shows every column."""
+    shown = set(t.columns_shown or range(len(t.columns)))
+    extra = [i not in shown for i in range(len(t.columns))]
+    if not any(extra):
+        return "", extra
+    box = page.new_id("cols")
+    return (f'<input type="checkbox" class="allc" id="{_e(box)}"><label class="allc" for="{_e(box)}">'
+            f'all {len(t.columns)} columns ({sum(extra)} more: {_e(", ".join(c for c, x in zip(t.columns, extra) if x))})'
+            f'</label>'), extra
+
+
+def _colgroup(extra: list[bool]) -> str:
+    return "<colgroup>" + "".join('<col class="x">' if x else "<col>" for x in extra) + "</colgroup>"
 
 
 def _table(t: Table, out: list, page: _Page) -> None:
@@ -412,7 +479,11 @@ def _table(t: Table, out: list, page: _Page) -> None:
         out.append(f'<div class="ttl">{_e(t.title)}</div>')
     lim = page.limits
     rows = t.rows if lim.table_rows is None else t.rows[: lim.table_rows]
-    head = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in t.columns) + "</tr>"
+    switch, extra = columns_switch(t, page)
+    if switch:
+        out.append(f'<div class="cols">{switch}')
+    head = "<tr>" + "".join(f'<th class="x">{_e(c)}</th>' if x else f"<th>{_e(c)}</th>"
+                            for c, x in zip(t.columns, extra)) + "</tr>"
     expandable = [bool(t.details and i < len(t.details) and t.details[i]) for i in range(len(rows))]
     if lim.detail_rows is not None:
         seen = 0
@@ -423,19 +494,19 @@ def _table(t: Table, out: list, page: _Page) -> None:
     lengths = _lengths(t)
     short = [longest <= SHORT_CELL for _, longest, _ in lengths]
     if not any(expandable):
-        out.append(f"<table>{head}")
+        out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
         for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts) for v, s in zip(row, short)) + "</tr>")
-        out.append("</table>")
+            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra)) + "</tr>")
+        out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
         # columns line up with the header's (fixed layout, same <colgroup>); runs of
         # rows that do not expand share one table
-        cols = _widths(lengths, marker=True)
+        cols = _widths(lengths, marker=True, extra=extra)
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
         plain: list[str] = []
         for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s, page.limits.cuts) for v, s in zip(row, short))
+            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra))
             if not expandable[i] or (page.cut_code and page.over(out)):
                 plain.append(f"<tr>{cells}</tr>")
                 continue
@@ -448,8 +519,26 @@ def _table(t: Table, out: list, page: _Page) -> None:
         if plain:
             out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
         out.append("</div>")
+    if switch:
+        out.append("</div>")
     if len(rows) < len(t.rows):
         out.append(page.omitted(f"... {len(t.rows) - len(rows)} more rows ({len(t.rows)} in all)"))
+
+
+def table_html(t: Table, order: Optional[list[int]] = None) -> str:
+    """A table's rows in ``order``, without their details (the widget shows those in its
+    own rows): the static page's header, cells and column switch."""
+    page = _Page(FULL)
+    order = list(range(len(t.rows))) if order is None else order
+    short = [longest <= SHORT_CELL for _, longest, _ in _lengths(t)]
+    switch, extra = columns_switch(t, page)
+    head = "".join(f'<th class="x">{_e(c)}</th>' if x else f"<th>{_e(c)}</th>" for c, x in zip(t.columns, extra))
+    out = [f'<div class="cols">{switch}' if switch else "", '<div class="wide"><table class="ipyc-t">',
+           _colgroup(extra) if switch else "", f"<tr>{head}</tr>"]
+    for i in order:
+        out.append("<tr>" + "".join(_cell(v, s, False, x) for v, s, x in zip(t.rows[i], short, extra)) + "</tr>")
+    out.append("</table></div>" + ("</div>" if switch else ""))
+    return "".join(out)
 
 
 def _tree(node: TreeNode, out: list, page: _Page) -> None:
@@ -498,7 +587,7 @@ def chip_html(c) -> str:
     return f'<span class="chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip}>{_e(c.text)}</span>'
 
 
-def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
+def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) -> str:
     """What is wrong and what to do (``vm.problems``, most costly first), then the chips:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details."""
@@ -513,9 +602,12 @@ def first_screen_html(vm: ViewModel, anchor: str = "") -> str:
         cost = f' <span class="cost">({_e(p.cost)})</span>' if p.cost else ""
         out.append(f'<p><span class="pt">{_ec(p.title)}</span>{cost}</p>')
         if p.where:
-            where = _ec(p.where)
-            if anchor and p.tab:
-                where = f'<a href="#{_e(anchor)}-{_e(p.tab)}">{where}</a>'
+            tab = f"{anchor}-{p.tab}" if anchor and p.tab else ""
+            if p.place is not None:  # a compact page may leave the excerpt out: link the tab there
+                key = p.place if not compact else Place(p.place.text, p.place.cell, p.place.line)
+                where = place_html(key, anchor, tab)
+            else:
+                where = f'<a href="#{_e(tab)}">{_ec(p.where)}</a>' if tab else _ec(p.where)
             code = f": <code>{_ec(p.code)}</code>" if p.code else ""
             out.append(f'<p class="at">{where}{code}</p>')
         if p.fix:
@@ -551,8 +643,9 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     _PAGES += 1
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
+    page.anchor = anchor
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
-    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor)]
+    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts)]
     note_at = len(out)
     for i, tab in enumerate(vm.tabs):
         t0 = time.perf_counter()

@@ -16,7 +16,7 @@ __all__ = ["ranks_view_model", "ranks_html", "RanksView"]
 
 
 def _ranks(rs: list[int]) -> str:
-    from ..report.summary import fmt_ranks
+    from ..report.text import fmt_ranks
 
     return fmt_ranks(rs)
 

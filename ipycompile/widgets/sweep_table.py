@@ -11,7 +11,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..report.summary import fmt_bytes, fmt_seconds
+from ..report.text import fmt_bytes, fmt_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

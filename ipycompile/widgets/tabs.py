@@ -11,11 +11,11 @@ from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..report.model import GRAPH_STAGES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, group_autotuning
-from ..report.summary import (roofline_line, fmt_bytes, fmt_seconds, limit_lines, loop_headline, plural, reached_from, settings_text,
-                              shared_callers, stop_frame)
+from ..report.text import fmt_bytes, fmt_seconds, plural
+from .phrases import ddp_lines, gpu_lines, limit_lines, loop_headline, profile_lines, roofline_line, settings_text
 from ..analysis.collectives import collective_share
 from ..analysis.roofline import roofline
-from .blocks import Block, Choice, Code, Figure, Table, Text, TreeNode
+from .blocks import Block, Choice, Code, Figure, Place, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
 from .source import internal_frame, source_excerpt
 
@@ -27,13 +27,29 @@ def gb_url(gb_code: str) -> str:
     return f"https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb_code.lower()}.html"
 
 
+def place_key(filename: str, lineno) -> str:
+    """The id of the source excerpt of a place, the same wherever it is built."""
+    import zlib
+
+    return f"src{zlib.crc32(filename.encode('utf-8', 'replace')):08x}-{lineno}"
+
+
+def place(r: "CompileReport", filename: str, lineno, shown: bool = True) -> "Place | str":
+    """A user's place as a table cell: its text, its notebook cell and line, and (``shown``:
+    an excerpt of it is in this view) the key of its source excerpt; "" for no file."""
+    if not filename:
+        return ""
+    return Place(r.where(filename, lineno), r.cell_number(filename), lineno, place_key(filename, lineno) if shown else "")
+
+
 def excerpt_blocks(r: "CompileReport", frame, title: str = "") -> list[Block]:
     """The source around a frame (a :class:`~ipycompile.report.UserFrame`, or anything
     with its ``filename``, ``lineno`` and ``source_line``), as blocks: the code the
     report kept, else the local file only where it matches what torch recorded (see
     :mod:`.source`)."""
     ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources, spans=r.source_context)
-    out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python")] if ex.code else []
+    out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python",
+                             key=place_key(frame.filename, frame.lineno))] if ex.code else []
     if ex.note:
         out.append(Text(ex.note, "note"))
     return out
@@ -53,22 +69,27 @@ def summary_tab(r: "CompileReport") -> list[Block]:
         else:
             out.append(Text("torch.compile compiled nothing here (compiled code was reused, or no compiled code ran).", "note"))
     out += [Text(line, "warn") for line in limit_lines(r)]
+    out += [Text(line) for line in gpu_lines(r)]
+    out += [Text(line, "note") for line in ddp_lines(r)]
     if r.unrolled_loops:
         out += unrolled_loops_blocks(r)
     if r.failures:
         out.append(Text(plural(len(r.failures), "failure"), "heading"))
-        rows, details = [], []
+        rows, details, heads = [], [], []
         for f in r.failures:
             first = f.message.strip().splitlines()[0] if f.message.strip() else ""
+            fn = f" in {f.frame.function}" if f.frame.function else ""
+            heads.append(f"[{f.compile_id}] {f.type} at {r.where(f.frame.filename, f.frame.lineno)}{fn}: {first}")
             s = f.suggestion
             fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
-            rows.append([str(f.compile_id or ""), f.type, r.where(f.frame.filename, f.frame.lineno), f.frame.function,
+            rows.append([str(f.compile_id or ""), f.type, place(r, f.frame.filename, f.frame.lineno), f.frame.function,
                          first, fix])
             d: list[Block] = [*excerpt_blocks(r, f.frame), *suggestion_blocks(s), Code("message", f.message, "text")]
             if f.traceback:
                 d.append(Code("traceback", f.traceback, "text"))
             details.append(d)
-        out.append(Table(["compile", "type", "where", "function", "message", "fix"], rows, details=details))
+        out.append(Table(["compile", "type", "where", "function", "message", "fix"], rows, details=details,
+                         headlines=heads))
     eager = r.ran_without_compiling
     if eager:
         out.append(Text(f"Ran without compiling: {plural(len(eager), 'frame')} "
@@ -101,6 +122,12 @@ def summary_tab(r: "CompileReport") -> list[Block]:
             out.append(Text(_autotune_spans(r), "note"))
     if r.control_flow:
         out.append(Text("Control flow: " + ", ".join(sorted({n.op for n in r.control_flow}))))
+        out += [Text(f"{n.op} at {r.where(n.filename, n.lineno)}: inlined by torch: {plural(n.inlined_ops, 'plain op')}")
+                for n in r.control_flow if n.inlined_ops is not None]
+    if r.torch_log:  # what %%compile kept out of the cell's output: torch's raw words, one click away
+        out.append(TreeNode(f"torch's log: {plural(len(r.torch_log), 'line')} about graph breaks and recompiles, "
+                            "kept out of the cell's output (the report shows them)",
+                            [Code("torch's log", "\n".join(r.torch_log), "text")]))
     if r.stats.unknown:
         out.append(Text(f"{plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts: "
                         + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.unknown.items())), "note"))
@@ -121,8 +148,9 @@ def _autotune_spans(r: "CompileReport") -> str:
 
 def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
     """The unrolled loops the doctor found: where, how often, how much of the graph, and the fix."""
-    rows, details = [], []
+    rows, details, heads = [], [], []
     for u in r.unrolled_loops:
+        heads.append(f"[{u.compile_id}] {loop_headline(r, u)}")
         rows.append([r.where(u.filename, u.lineno), u.source_line.strip(), u.repeats, u.ops_in_loop, u.ops_total,
                      str(u.compile_id or ""), u.suggestion.title.split(":", 1)[0] if u.suggestion else ""])
         d: list[Block] = excerpt_blocks(r, u)  # an UnrolledLoop has the frame's filename, lineno, source_line
@@ -131,7 +159,8 @@ def unrolled_loops_blocks(r: "CompileReport") -> list[Block]:
     return [
         Text(f"{plural(len(r.unrolled_loops), 'unrolled loop')}: compile time grows with the trip count "
              "(measure it with %%compile --sweep)", "heading"),
-        Table(["loop at", "code", "copies", "ops in loop", "ops in graph", "compile", "consider"], rows, details=details),
+        Table(["loop at", "code", "copies", "ops in loop", "ops in graph", "compile", "consider"], rows, details=details,
+              headlines=heads),
     ]
 
 
@@ -178,17 +207,27 @@ def call_path(r: "CompileReport", b) -> str:
 def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     if not r.graph_breaks:
         return [Text("No graph breaks: each compiled function is one graph.", "note")]
-    rows, details = [], []
+    rows, details, heads = [], [], []
     for b in r.graph_breaks:
-        stop = stop_frame(b)
+        stop = b.stop
         where = r.where(stop.filename, stop.lineno)
-        callers = shared_callers(r, b)
-        reached = (r.where(b.frame.filename, b.frame.lineno) if reached_from(b)
+        callers = r.shared_callers(b)
+        reached = (r.where(b.frame.filename, b.frame.lineno) if b.reached_from is not None
                    else ", ".join(r.where(c.filename, c.lineno) for c in callers))
         s = b.suggestion
         fix = "" if s is None else ("no specific fix known" if s.kind == "unknown" else s.title)
-        rows.append([where, stop.function, stop.source_line.strip(), reached, b.reason, b.gb_code, b.count, fix])
+        reached_cell = place(r, b.frame.filename, b.frame.lineno) if b.reached_from is not None else reached
+        rows.append([place(r, stop.filename, stop.lineno), stop.function, stop.source_line.strip(), reached_cell,
+                     b.reason, b.gb_code, b.count, fix])
+        fn = f" in {stop.function}" if stop.function else ""
+        heads.append(f"{where}{fn}: {b.reason}" + (f" [{b.gb_code}]" if b.gb_code else "")
+                     + (f" (x{b.count})" if b.count > 1 else ""))
         d: list[Block] = excerpt_blocks(r, stop, f"where torch stopped: {where}")
+        if b.reached_from is not None:
+            src = b.frame.source_line.strip()
+            d.append(Text(f"reached from {reached}" + (f": {src}" if src else "")))
+        elif callers:
+            d.append(Text(f"reached from {reached}"))
         for c in callers:
             d += excerpt_blocks(r, c, f"your line that led there: {r.where(c.filename, c.lineno)}")
         if reached and not callers:
@@ -209,7 +248,7 @@ def graph_breaks_tab(r: "CompileReport") -> list[Block]:
     return [
         Text(f"{plural(r.graph_break_count, 'graph break')} at {plural(len(r.graph_breaks), 'site')}", "heading"),
         Table(["where torch stopped", "function", "code", "reached from", "reason", "GB", "count", "fix"], rows,
-              sortable=True, details=details),
+              sortable=True, details=details, headlines=heads, columns_shown=[0, 2, 4, 6, 7]),
     ]
 
 
@@ -237,25 +276,27 @@ def recompiles_tab(r: "CompileReport") -> list[Block]:
         where = r.where(filename, first_line) if filename else "?"
         label = f"{function} ({where}): {plural(len(items), 'compile')}, {plural(len(rcs), 'recompile')}"
         if limit:
-            label += " -- RECOMPILE LIMIT HIT"
+            label += ": recompile limit hit"
         blocks: list[Block] = []
         if limit:
             msg = (limit.limit_message or "").strip().splitlines()
             blocks.append(Text(f"Recompile limit hit at compile {limit.compile_id}: torch stopped compiling "
                                f"{function} ({where}) and runs it eagerly from here on"
                                + (f" ({msg[0]})" if msg else ""), "warn"))
-        rows, details = [], []
+        rows, details, heads = [], [], []
         for i in sorted(items, key=lambda i: i.compile_id):
             rc = by_cid.get(i.compile_id)
             status = getattr(i, "status", "")
             if rc is None:
                 rows.append([str(i.compile_id), status, "first compile (nothing failed before it)", "", "", "", ""])
+                heads.append(f"[{i.compile_id}] first compile (nothing failed before it)")
                 details.append([])  # the first compile: nothing failed before it
                 continue
             reasons = [r.readable(reason) for reason in rc.reasons]  # cells as In [n], line L
             why = " ".join(reasons[0].strip().splitlines()[0].split()) if reasons and reasons[0].strip() else "(no reason given)"
             if len(rc.reasons) > 1:
                 why += f" (+{len(rc.reasons) - 1} more)"
+            heads.append(f"[{rc.compile_id}] {why}" + (": recompile limit hit, running eagerly" if rc.limit_hit else ""))
             rows.append([str(rc.compile_id), status or ("recompile limit" if rc.limit_hit else ""), why,
                          ", ".join(str(c) for c in rc.failed_compile_ids), rc.explanation,
                          rc.suggestion.title.split(":", 1)[0] if rc.suggestion else "", "LIMIT HIT" if rc.limit_hit else ""])
@@ -282,7 +323,7 @@ def recompiles_tab(r: "CompileReport") -> list[Block]:
                     d.append(Code("torch's message", rc.limit_message.strip(), "text"))
             details.append(d)
         blocks.append(Table(["compile", "status", "caused by (guard failure)", "failed guards of", "what changed", "fix",
-                             "limit"], rows, details=details))
+                             "limit"], rows, details=details, headlines=heads, columns_shown=[0, 2, 5]))
         out.append(TreeNode(label, blocks, [], open=True))
     return out
 
@@ -419,7 +460,10 @@ def kernels_tab(r: "CompileReport") -> list[Block]:
         coll = collective_share(times)
         if coll is not None:
             out.append(Text(coll.describe()))
-    out.append(Table(columns, rows, sortable=True, details=details))
+    # by default: the kernel, its backend, its time and verdict when profiled, and the user's line; the rest on demand
+    shown = ["kernel", "backend", "kind", "launches", "user line"] + (
+        [columns[4], "share %", "verdict"] if times else ["compile ms"])
+    out.append(Table(columns, rows, sortable=True, details=details, columns_shown=[columns.index(c) for c in shown]))
     if roof is not None:
         out.extend(roofline_blocks(r, roof))
     if r.autotuning:
@@ -471,14 +515,16 @@ def roofline_blocks(r: "CompileReport", roof) -> list[Block]:
     return out
 
 
-def _user_line(r: "CompileReport", k) -> str:
-    """The first user line a kernel computes, as ``In [4], line 7: attn = q @ k...`` (and how many more)."""
+def _user_line(r: "CompileReport", k) -> "Place | str":
+    """The first user line a kernel computes, as ``In [4], line 7: attn = q @ k...`` (and how many more),
+    linked to its cell and line."""
     if not k.user_lines:
         return ""
     f = k.user_lines[0]
     more = f" (+{len(k.user_lines) - 1})" if len(k.user_lines) > 1 else ""
     approx = "~ " if k.user_lines_from == "ops" else ""
-    return f"{approx}{r.where(f.filename, f.lineno)}: {f.source_line.strip()[:60]}{more}"
+    return Place(f"{approx}{r.where(f.filename, f.lineno)}: {f.source_line.strip()[:60]}{more}",
+                 r.cell_number(f.filename), f.lineno)
 
 
 def _ms(v) -> str:
@@ -543,7 +589,8 @@ def autotune_blocks(r: "CompileReport") -> list[Block]:
                 "benchmarking candidates (the sites' own timers, summed)", "heading")
     cols = ["op", "input shapes", "dtypes", "sites", "cached", "choices", "winner", "winner us", "extern us",
             "vs extern", "best Triton us", "autotune s", "kernels", "compiles"]
-    return [head, Table(cols, rows, sortable=True, details=details)]
+    shown = ["op", "input shapes", "sites", "winner", "winner us", "vs extern", "autotune s"]
+    return [head, Table(cols, rows, sortable=True, details=details, columns_shown=[cols.index(c) for c in shown])]
 
 
 def _time_cells(t) -> list[Any]:
@@ -635,6 +682,8 @@ def profile_tab(r: "CompileReport") -> list[Block]:
             return [Text("No compile-time events and no profile (run the cell with %%compile for one).", "note")]
         out.append(Text("No run profile: run the cell with %%compile (or ipycompile.run_cell) for run times and memory.", "note"))
         return out
+    out = [Text(line, "warn" if line.startswith(("the cell raised", "noisy:")) else "plain")
+           for line in profile_lines(r)] + out
     if p.steady.run_times_s:
         out.append(Figure("Run-time distribution", lambda: fig_runs(r)))
     if p.peak_device_bytes is not None or p.peak_host_bytes is not None:

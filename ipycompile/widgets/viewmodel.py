@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..report.summary import Hints, fmt_bytes, fmt_seconds, limit_lines, origin_lines
+from ..report.text import plural
+from .phrases import Hints, limit_lines, origin_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
 from .source import SOURCE_CONTEXT
-from ..report.summary import plural
 from .tabs import gb_url
 from .first_screen import Problem, headline, problems
 
@@ -41,7 +41,7 @@ def header(report: "CompileReport") -> list[Chip]:
             text += f" (diagnosis from {r.reused_from})"
         add(Chip(text, False, "status", None, "nothing was compiled in this run" if r.reused_from else ""))
     for line in limit_lines(r):
-        add(Chip(line.replace("RECOMPILE LIMIT HIT", "recompile limit hit"), True, "recompile_limit", None, line))
+        add(Chip(line, True, "recompile_limit", None, line))
     chips += headline(r)
     graphs = dynamo_graphs(r)
     add(Chip(plural(graphs, "graph"), False, "graphs", graphs,
@@ -57,8 +57,11 @@ def header(report: "CompileReport") -> list[Chip]:
                  "; ".join(u.suggestion.title for u in r.unrolled_loops if u.suggestion)))
     generated = sum(1 for k in r.kernels if k.backend != "extern")
     extern = len(r.kernels) - generated
-    add(Chip(f"{plural(len(r.kernels), 'kernel')} ({generated} generated / {extern} extern)", False, "kernels",
-             len(r.kernels)))
+    if r.origin is not None and r.origin.summary:  # a first pass over a log: kernels are in the events it skipped
+        add(Chip("kernels not read", False, "kernels", None, "a first-pass summary reads no generated code"))
+    else:
+        add(Chip(f"{plural(len(r.kernels), 'kernel')} ({generated} generated / {extern} extern)", False, "kernels",
+                 len(r.kernels)))
     if r.failures:
         add(Chip(plural(len(r.failures), "failure"), True, "failures", len(r.failures)))
     eager = r.ran_without_compiling

@@ -52,7 +52,12 @@ _WIDGET_CSS = """
 .ipyc-w .widget-html-content{line-height:1.4;font-size:13px}
 .ipyc-w .widget-html{height:auto;margin:0}
 .ipyc-w table.ipyc-t th,.ipyc-w table.ipyc-t td{overflow-wrap:normal;word-break:normal}
-.ipyc-w .jupyter-widget-Collapse-header,.ipyc-w .lm-TabBar-tab{color:var(--jp-ui-font-color1,inherit)}
+.ipyc-w .jupyter-widget-Collapse-header{color:var(--jp-ui-font-color1,inherit)}
+.ipyc-w .lm-TabBar-tab,.ipyc-w .lm-TabBar-tab .lm-TabBar-tabLabel{color:var(--jp-ui-font-color0,inherit)!important}
+.ipyc-w .lm-TabBar-content{flex-wrap:wrap}
+.ipyc-w .widget-tab>.lm-TabBar .lm-TabBar-tab{flex:0 0 auto;max-width:none;min-width:0}
+.ipyc-w .lm-TabBar-tabLabel{overflow:visible;text-overflow:clip;white-space:nowrap}
+.ipyc-w .lm-TabBar-tab:focus-visible{outline:2px solid var(--jp-brand-color1,#0550ae);outline-offset:-2px}
 """
 
 
@@ -89,14 +94,7 @@ def code_html(b: Code) -> str:
 def table_html(t: Table, order: Optional[list[int]] = None) -> str:
     """A table's rows in ``order`` (sorting re-renders it), with the static page's cells:
     short cells never wrap, long ones wrap between words; a wide table scrolls sideways."""
-    order = list(range(len(t.rows))) if order is None else order
-    lengths = H._lengths(t)
-    short = [longest <= H.SHORT_CELL for _, longest, _ in lengths]
-    out = ['<div class="wide"><table class="ipyc-t"><tr>', *(f"<th>{_e(c)}</th>" for c in t.columns), "</tr>"]
-    for i in order:
-        out.append("<tr>" + "".join(H._cell(v, sh) for v, sh in zip(t.rows[i], short)) + "</tr>")
-    out.append("</table></div>")
-    return "".join(out)
+    return H.table_html(t, order)
 
 
 def chip_html(c) -> str:
@@ -222,16 +220,20 @@ class TableView(W.VBox):
     def _relabel(self) -> None:
         if self._lazy is None:
             return
-        rows = self.table.rows
         if isinstance(self.rows, W.Accordion):
             opened = self.order_at(self.rows.selected_index)
             self.rows.children = tuple(self._lazy.boxes[i] for i in self.order)
-            self.rows.titles = tuple(_row_title(rows[i]) for i in self.order)
+            self.rows.titles = tuple(self._title(i) for i in self.order)
             self.rows.selected_index = None if opened is None else self.order.index(opened)
         else:
             value = self.rows.value
-            self.rows.options = [("(choose a row)", -1)] + [(f"{n + 1}. {_row_title(rows[i])}", i) for n, i in enumerate(self.order)]
+            self.rows.options = [("(choose a row)", -1)] + [(f"{n + 1}. {self._title(i)}", i) for n, i in enumerate(self.order)]
             self.rows.value = -1 if value is None else value
+
+    def _title(self, i: int) -> str:
+        """Row ``i``'s title: its headline where the view model gives one, else its first cells."""
+        heads = self.table.headlines
+        return _row_title([heads[i]]) if heads and i < len(heads) else _row_title(self.table.rows[i])
 
     def order_at(self, position: Optional[int]) -> Optional[int]:
         return None if position is None or not 0 <= position < len(self.order) else self.order[position]

@@ -59,7 +59,6 @@ import ipycompile
 from ipycompile.analysis.source import apply_suggestion, indent_of
 from ipycompile.report.model import Failure, Suggestion
 from ipycompile.run.verify import read_fix_code
-from ipycompile.report.summary import shared_callers
 
 from . import Case, cases_in, checks
 
@@ -722,8 +721,8 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     elsewhere = []
     for b in located_items:
         # a break in a function the user's code calls from several lines is shown "reached from" those
-        # lines (report.summary.shared_callers): they are its place when the case marks them
-        callers = [c.lineno for c in shared_callers(report, b)] if hasattr(b, "callers") else []
+        # lines (CompileReport.shared_callers): they are its place when the case marks them
+        callers = [c.lineno for c in report.shared_callers(b)] if hasattr(b, "callers") else []
         if callers and all(c.filename == filename for c in b.callers) and set(callers) <= expected \
                 and b.frame.lineno not in expected:
             shown.update(callers)
