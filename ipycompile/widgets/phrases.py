@@ -34,13 +34,13 @@ CLI_HINTS = Hints(read_all="run again with --full for everything", errors="--jso
 
 def settings_text(p) -> str:
     """The compile settings of a profiled run, as one line: ``mode=... backend=... dynamic=...``."""
-    settings = [f"mode={p.mode}", f"backend={p.backend}"]
-    if p.dynamic is not None:
-        settings.append(f"dynamic={p.dynamic}")
-    if p.fullgraph:
+    settings = [f"mode={p.settings.mode}", f"backend={p.settings.backend}"]
+    if p.settings.dynamic is not None:
+        settings.append(f"dynamic={p.settings.dynamic}")
+    if p.settings.fullgraph:
         settings.append("fullgraph")
-    settings += [f"{k}={v!r}" for k, v in p.options.items()]
-    config = getattr(p, "config", None) or {}
+    settings += [f"{k}={v!r}" for k, v in p.settings.options.items()]
+    config = p.settings.config
     if config:  # global torch config the user changed: it shapes the compile as much as the options
         settings.append("| config: " + " ".join(f"{k}={v}" for k, v in config.items()))
     return " ".join(settings)
@@ -77,31 +77,34 @@ def profile_lines(r: "CompileReport") -> list[str]:
     if p is None:
         return []
     out = []
-    if p.compile_s is not None:
-        wall = getattr(p, "compile_wall_s", None)
-        net = f" net of {fmt_seconds(p.trace_logging_s)} capture logging (wall {fmt_seconds(wall)})" \
-            if wall is not None and p.trace_logging_s else ""
-        out.append(f"first call (compile) {fmt_seconds(p.compile_s)}{net}")
-    if p.run_median_s is not None:
-        auto = ", auto" if p.auto_runs else ""
-        blocks = getattr(p, "run_block_calls", 0)
-        how = f"{p.runs} calls in {len(p.run_times_s)} blocks of {blocks}" if blocks else f"{p.runs} runs"
-        beside = [f"{name} {fmt_seconds(v)}" for name, v in (("device time", getattr(p, "device_median_s", None)),
-                                                             ("latency", getattr(p, "latency_median_s", None))) if v]
+    if p.first_call.compile_s is not None:
+        wall = p.first_call.compile_wall_s
+        net = f" net of {fmt_seconds(p.first_call.trace_logging_s)} capture logging (wall {fmt_seconds(wall)})" \
+            if wall is not None and p.first_call.trace_logging_s else ""
+        out.append(f"first call (compile) {fmt_seconds(p.first_call.compile_s)}{net}")
+    if p.steady.run_median_s is not None:
+        auto = ", auto" if p.steady.auto_runs else ""
+        blocks = p.steady.run_block_calls
+        st = p.steady
+        how = f"{st.runs} calls in {len(st.run_times_s)} blocks of {blocks}" if blocks else f"{st.runs} runs"
+        beside = [f"{name} {fmt_seconds(v)}" for name, v in (("device time", p.steady.device_median_s),
+                                                             ("latency", p.steady.latency_median_s)) if v]
         noisy = " NOISY" if p.noisy("run time") else ""
         out.append(
-            f"run time {fmt_seconds(p.run_median_s)} per call{noisy} (IQR {fmt_seconds(p.run_iqr_s)}, "
-            f"{how} after {p.warmup} warm-up{auto})" + (" | " + " | ".join(beside) if beside else "")
+            f"run time {fmt_seconds(p.steady.run_median_s)} per call{noisy} (IQR {fmt_seconds(p.steady.run_iqr_s)}, "
+            f"{how} after {p.steady.warmup} warm-up{auto})" + (" | " + " | ".join(beside) if beside else "")
         )
-    busy = getattr(p, "busy", None)
+    busy = p.steady.busy
     if busy is not None:
         noisy = " NOISY" if p.noisy("GPU busy share") else ""
         out.append(busy.text + noisy + (f"; {busy.advice}" if busy.advice else ""))
     mem = []
     if p.peak_device_bytes is not None:
-        mem.append(f"device {fmt_bytes(p.peak_device_bytes_compile)} compile / {fmt_bytes(p.peak_device_bytes_run)} steady")
+        mem.append(f"device {fmt_bytes(p.first_call.peak_device_bytes)} compile / "
+                   f"{fmt_bytes(p.steady.peak_device_bytes)} steady")
     if p.peak_host_bytes is not None:
-        mem.append(f"host {fmt_bytes(p.peak_host_bytes_compile)} compile / {fmt_bytes(p.peak_host_bytes_run)} steady")
+        mem.append(f"host {fmt_bytes(p.first_call.peak_host_bytes)} compile / "
+                   f"{fmt_bytes(p.steady.peak_host_bytes)} steady")
     if mem:
         out.append("peak memory: " + "; ".join(mem))
     e = p.eager
@@ -112,25 +115,27 @@ def profile_lines(r: "CompileReport") -> list[str]:
         if p.noisy("speedup vs eager"):
             sp += " NOISY"
         be = f"after {e.break_even_calls} calls" if e.break_even_calls is not None else "never (compiled is not faster)"
-        method = f" ({e.check_method})" if getattr(e, "check_method", "") else ""
-        match = f"outputs match{method}" if e.outputs_match else f"OUTPUTS DIFFER ({e.message})"
+        c = e.check
+        method = f" ({c.method})" if c is not None and c.method else ""
+        match = "outputs not compared" if c is None else f"outputs match{method}" if c.match \
+            else f"OUTPUTS DIFFER ({c.message})"
         out.append(f"vs eager: {sp} speedup (eager {fmt_seconds(e.run_median_s)}), break-even {be}, {match}")
-        if getattr(e, "busy", None) is not None:
+        if e.busy is not None:
             out.append(f"eager: {e.busy.text}" + (" NOISY" if p.noisy("eager GPU busy share") else ""))
-        if getattr(e, "why_slower", ""):
+        if e.why_slower:
             out.append(e.why_slower)
     if p.caches:
         out.append("caches: " + ", ".join(f"{k} {v}" for k, v in p.caches.items()))
-    if p.trace_logging_s is not None and p.compile_s:
+    if p.first_call.trace_logging_s is not None and p.first_call.compile_s:
         build = f", report built in {fmt_seconds(p.report_build_s)}" if p.report_build_s is not None else ""
         out.append(
-            f"capture cost: {fmt_seconds(p.trace_logging_s)} of trace logging in the compile call "
-            f"({p.trace_logging_s / p.compile_s:.1%}){build}; none during timed runs"
+            f"capture cost: {fmt_seconds(p.first_call.trace_logging_s)} of trace logging in the compile call "
+            f"({p.first_call.trace_logging_s / p.first_call.compile_s:.1%}){build}; none during timed runs"
         )
-    roof = roofline_line(getattr(p, "roofline", None))
+    roof = roofline_line(p.roofline)
     if roof:
         out.append(roof)
-    out.append(f"settings: {settings_text(p)} | torch {p.torch_version} on {p.device}")
+    out.append(f"settings: {settings_text(p)} | torch {p.settings.torch_version} on {p.settings.device}")
     out += [f"noisy: {n}" for n in p.noise]
     out += [f"note: {n}" for n in p.notes]
     if p.error:

@@ -407,9 +407,13 @@ class ReportWidget(W.VBox):
 
     def static_bundle(self) -> dict:
         """The static copy of this report: the compact page (no figures, long blocks cut)
-        and its text."""
+        and the first screen as text (``print(report)`` has every tab too: a frontend keeps
+        what this holds, and IPython may keep it in its output history)."""
         try:
-            return H.fallback_bundle(self.view_model, self.text())
+            from .text import render_text
+
+            return H.fallback_bundle(self.view_model, render_text(self.view_model,
+                                                                  more="everything: print(report), or the tabs"))
         except Exception:  # the static fallback must not cost the widget
             return {"text/html": f"<pre>{_e(self.report.summary())}</pre>", "text/plain": self.report.summary()}
 
