@@ -145,11 +145,6 @@ KNOWN_WRONG = {
     "real_pytorch_issues::generator_returned": "silent change (a generator returned from compiled code): no answer says so",
     "real_pytorch_issues::random_seeded_random": "not captured: torch's log and the report count the breaks differently",
     "real_pytorch_recompiles::int_of_tensor_recompile_limit": "keep_tensor's rewrite changes the outputs",
-    "real_transformers::gpt2_compiled_generate": "mark_dynamic on a tensor generate() makes (model_kwargs)",
-    "real_transformers::mistral_generate_past_window": "dynamic=True, offered for a library value, leaves 3 recompiles",
-    "real_training::gpt2_finetune_loop": "mark_dynamic names `logits`, not in the user's code",
-    "real_library_code::modulelist_index_attribute": "allow_unspec_int_on_nn_module leaves the recompiles",
-    "real_library_code::yolov5_nms_candidates": "capture_dynamic_output_shape_ops moves the failure (guard on u0)",
 }
 
 

@@ -52,8 +52,8 @@ def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str]:
     """``(line, code)`` of a condition, after the break's line in its function, on the size of what the
     line makes (``x = x[mask]`` then ``if not x.shape[0]:``; ``idx = torch.nonzero(m)`` then
     ``if idx.numel() == 0:``); ``(0, "")`` where there is none. With the setting, that size is an unbacked
-    symbol (``u0``), and a branch on it raises ``GuardOnDataDependentSymNode`` instead of breaking: the
-    break moves to a failure. ``(-1, "")`` where the function's code after the line is not at hand."""
+    symbol (``u0``), and a branch on it breaks there (``if keep.numel() == 0``) or raises
+    ``GuardOnDataDependentSymNode`` (``if not x.shape[0]``): the break moves, or becomes a failure. ``(-1, "")`` where the function's code after the line is not at hand."""
     p, stmt = statement_at(f.stop, ctx)
     if p is None or stmt is None:
         return -1, ""
@@ -115,13 +115,14 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         if cond:
             return explained(
                 Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS,
-                f"`{op}`'s data-dependent size, then a branch on it at line {line}: torch's hint would move the break "
-                "to a failure",
+                f"`{op}`'s data-dependent size, then a branch on it at line {line}: torch's hint would only move the "
+                "break",
                 f"`{op}` at {path(ctx, f)} returns a tensor whose size depends on the values of its input, so torch "
                 f"stops the graph there. Its hint, `capture_dynamic_output_shape_ops`, would keep it in the graph "
                 f"with a symbolic size that has no value while tracing; but the code then branches on that size "
                 f"(`{cond}`, line {line}), and torch cannot branch on a size it does not know: with the setting the "
-                "compile raises (GuardOnDataDependentSymNode) where it now breaks. Nothing to fix if the break is "
+                "break moves to that branch (a data-dependent branch), or the compile raises there "
+                "(GuardOnDataDependentSymNode), depending on the test. Nothing to fix if the break is "
                 "affordable (the code after it is compiled on its own). To keep it in the graph, the code must not "
                 "branch on that size: code that works for every size, 0 included, without the test, then the "
                 "setting. Check that the break is gone and the outputs unchanged.", f)
