@@ -18,7 +18,12 @@ each :class:`~ipycompile.report.FailedGuard` of a recompile onto it:
   user's can mark it;
 * a call a library makes (a decoder layer inside ``generate()``) -> origin ``"library"``, no
   name; ``Recompile.caller`` is the library's line, ``Recompile.call_site`` the user's line
-  that led there.
+  that led there;
+* a library's own function that torch compiled as a frame of its own, with no call of the
+  user's seen (transformers' ``ForCausalLMLoss`` after a break in the model's code,
+  ``_update_model_kwargs_for_generation`` inside a compiled ``generate()``) -> origin
+  ``"library"``, no name: its parameters (``labels``, ``model_kwargs``) are the library's names,
+  even where the user's code has a variable of the same name.
 
 Reads source through ``linecache`` (notebook cells are there) while the report is built;
 the names are stored on the report, so a saved report answers the same. Never raises.

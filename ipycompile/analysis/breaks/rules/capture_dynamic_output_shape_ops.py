@@ -61,9 +61,7 @@ def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str]:
     if not made:
         return 0, ""  # an expression whose result is used at once (returned, passed on): nothing branches on it later
     fn = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    scope = fn if fn is not None else p.tree
-    if fn is None and p.last_line < (stmt.end_lineno or stmt.lineno) + 1:
-        return -1, ""
+    scope = fn if fn is not None else p.tree  # code at the top level (a notebook cell): the kept span is all of it
 
     def on_size(node: ast.AST) -> bool:
         for n in ast.walk(node):
