@@ -408,7 +408,10 @@ class _Frame:
                         "the code after it")
             return f"{local}a value torch carries across a graph break into the code after it"
         if g.origin == "library" and not self.caller.filename:  # no call seen: the library's function compiled on its own
-            fn = f"`{self.c.function}` ({_place(UserFrame(self.c.filename, self.c.first_line))})"
+            place = _place(UserFrame(self.c.filename, self.c.first_line))
+            if self.vararg and self.kwarg:  # `def wrapped(*args, **kwargs)`: a decorator's, its name means nothing
+                return f"a value library code passes on through one of its decorators ({place}), which torch compiled on its own"
+            fn = f"`{self.c.function}` ({place})"
             if self.library_words and path_root(self.library_words) not in ("args", "kwargs"):
                 return f"`{self.library_words}`, an argument of the library's function {fn}, which torch compiled on its own"
             return f"an argument of the library's function {fn}, which torch compiled on its own"
