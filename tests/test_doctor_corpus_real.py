@@ -171,11 +171,6 @@ REAL = doctor_corpus.load_part("real-code")
 #: a strict xfail: the test fails when one of them starts passing, so the list only shrinks, and any
 #: other case answered wrongly fails as before.
 KNOWN_WRONG = {
-    "real_transformers::gpt2_compiled_generate": "mark_dynamic on a tensor generate() makes (model_kwargs)",
-    "real_transformers::mistral_generate_past_window": "dynamic=True, offered for a library value, leaves 3 recompiles",
-    "real_training::gpt2_finetune_loop": "mark_dynamic names `logits`, not in the user's code",
-    "real_library_code::modulelist_index_attribute": "allow_unspec_int_on_nn_module leaves the recompiles",
-    "real_library_code::yolov5_nms_candidates": "capture_dynamic_output_shape_ops moves the failure (guard on u0)",
     # wrong fixes the harness found once it wrote each mark into the user's source before their call (they were
     # "inapplicable" before): the dynamic-shape class, library model code that may branch on the size
     "real_transformers::mistral_lengths_across_window": "mark_dynamic(x, 1), written before the call, leaves 1 recompile",

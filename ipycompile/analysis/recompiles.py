@@ -52,6 +52,9 @@ class _Reason:
     resized: list = dataclasses.field(default_factory=list)
     #: a tensor input of one compile is no tensor in the other (a type change alongside)
     retyped: bool = False
+    #: a size of this function's inputs that went to or from 0 or 1 in one of its recompiles, in words ("" if
+    #: none): torch specialises those whatever ``dynamic=`` says, so ``dynamic=True`` is not offered
+    sizes_0_1: str = ""
 
     # the record's facts, by the names the rules use
     @property
@@ -419,7 +422,7 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     marks = _marks(r)
     if (ch.kind == "size" and ch.dim is not None and not r.nameable and r.guard.origin == "argument"
-            and not dynamic_after and not r.retyped):  # an expression in the call (`f(torch.ones(n, 2))`): no name
+            and not dynamic_after and not r.retyped and not r.sizes_0_1):  # an expression in the call (`f(torch.ones(n, 2))`): no name
         return Suggestion(
             f"mark_dynamic: dim {ch.dim} of {_shown(r)} varies: mark it where it is made, or compile with dynamic=True",
             f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and the new version is static too, so "
@@ -448,10 +451,10 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch = r.change
-    if not (ch.kind == "size" and dynamic_after and not r.retyped):
-        return None
+    if not (ch.kind == "size" and dynamic_after and not r.retyped) or r.guard.origin == "library":
+        return None  # a library's value: library_value says whose it is
     return _fix(
-        Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of `{ch.subject}` dynamic after this one recompile",
+        Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of {_shown(r)} dynamic after this one recompile",
         f"The size of dim {ch.dim} of `{ch.subject}` changed, and torch made that dimension dynamic in the new "
         "version by itself (automatic dynamic shapes): other sizes reuse it, so this recompile happens once. "
         "Nothing to fix. To save even this one, mark the dimension dynamic before the first call where the "
@@ -620,7 +623,7 @@ def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     where = f" (`{g.carried_from}`)" if g.carried_from else ""
     head = (f"The value that changed is made inside the compiled code and carried by torch across the graph "
             f"break{where} into the code after it: no line of yours names it, so nothing can be marked on it. ")
-    if ch.kind == "size" and not dynamic_after:
+    if ch.kind == "size" and not dynamic_after and not r.sizes_0_1:
         return _fix(Kind.CARRIED_VALUE, "a size carried across a graph break changes: compile with dynamic=True",
                     head + "Its size follows your inputs' sizes. Compiling with `dynamic=True` makes the sizes of "
                     "the code after the break dynamic too (marking an input does not reach it); removing the graph "
@@ -644,6 +647,22 @@ def _library(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     g, ch = r.guard, r.change
     if g.origin != "library":
         return None
+    if ch.kind == "size" and dynamic_after:
+        return _fix(Kind.LIBRARY_VALUE, "a size library code passes changed; torch made it dynamic after this one recompile",
+                    f"What changed ({_shown(r)}) is made and passed by library code: no line of yours makes it, so "
+                    "no code of yours can mark it. Torch made the size dynamic in the new version by itself (automatic "
+                    "dynamic shapes): other sizes reuse it, so this recompile happens once. Nothing to fix.")
+    if ch.kind in ("size", "size_0_1") and r.sizes_0_1:
+        return _fix(Kind.LIBRARY_VALUE, "sizes library code passes change, one of them to or from 1: dynamic=True "
+                    "would not remove these recompiles",
+                    f"What changed ({_shown(r)}) is made and passed by library code: no line of yours makes it, so no "
+                    f"code of yours can mark it. Among this function's recompiles, {r.sizes_0_1}: torch always "
+                    "specialises sizes 0 and 1, and `dynamic=True` (or `mark_dynamic`) specialise them too, so "
+                    "compiling with `dynamic=True` would leave these recompiles. Only an unbacked size "
+                    "(`torch._dynamo.decorators.mark_unbacked`) serves 1 and other sizes in one version, and it is "
+                    "marked on the tensor, which the library makes. Nothing in your code removes them; they are "
+                    "few (each size torch has not made dynamic compiles once, then is reused): look for the "
+                    "library's own switch for fixed sizes if they matter.")
     size = ch.kind == "size" and not dynamic_after
     return _fix(Kind.LIBRARY_VALUE, "what changed is passed by library code, not by a line of yours",
                 f"What changed ({_shown(r)}) is passed to the compiled code by a library's own call: no line of "
@@ -654,11 +673,58 @@ def _library(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
                 "torch.compile(..., dynamic=True)  # %%compile --dynamic" if size else "")
 
 
+def _needs_the_int(r: _Reason) -> tuple[str, str]:
+    """How the user's line torch quoted uses ``r``'s int where torch must know its value whatever the settings
+    (``self.stages[self._pos]``: an index that picks a Python object; ``range(self.n)``: a loop count; a
+    condition): ``(the use's code, what it is)``; ``("", "")`` where no such use is seen."""
+    tree = _parse_line(r.code)
+    if tree is None:
+        return "", ""
+    x = _as_read(r)
+
+    def reads(node: ast.AST) -> bool:
+        return any((isinstance(n, ast.Name) and n.id == x) or (isinstance(n, ast.Attribute) and n.attr == x)
+                   for n in ast.walk(node))
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and reads(n.slice):
+            return ast.unparse(n), "an index, which picks an item"
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range" and any(reads(a) for a in n.args):
+            return ast.unparse(n), "a loop count"
+        if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and reads(n.test):
+            return ast.unparse(n.test), "a condition"
+        if isinstance(n, ast.Compare) and reads(n):
+            return ast.unparse(n), "a comparison"
+    return "", ""
+
+
 def _module_int_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
-    """An int attribute of an nn.Module changes (torch keeps them static: its HINT names the setting)."""
+    """An int attribute of an nn.Module changes (torch keeps them static: its HINT names the setting).
+    ``allow_unspec_int_on_nn_module`` makes such an int a symbol (torch 2.13: ``is_int_specialization_case``
+    no longer specialises it; ``dynamic=True`` does not change that test) only where the code needs no
+    value: used as an index into a Python container, a loop count or a branch, it is specialised again and
+    each value still compiles. The setting is offered only where the line torch quoted uses the int in
+    arithmetic alone (``x * self.scale``); an index, a ``range`` or a condition gets words."""
     g, ch = r.guard, r.change
     if not (ch.kind == "value" and _value_kind(ch.before) == "int" and "allow_unspec_int_on_nn_module" in g.note):
         return None
+    use, what = _needs_the_int(r)
+    if use or not _only_in_arithmetic(r):
+        how = (f"`{r.code.strip()}` needs its value (`{use}`: {what})" if use
+               else f"`{r.code.strip()}` uses it other than in arithmetic")
+        return _fix(Kind.MODULE_INT_ATTRIBUTE, f"each value of the int attribute {_shown(r)} of a module is a compiled version",
+                    f"torch treats int attributes of an nn.Module as constants (each value is a version of its own), "
+                    f"and {how}. `torch._dynamo.config.allow_unspec_int_on_nn_module = True`, torch's hint, makes such "
+                    "an int a symbol only where the code needs no value: "
+                    + ("an index into a Python container (a ModuleList, a list), a loop count or a branch makes torch "
+                       "specialise it again, so each value still compiles; " if use else
+                       "it is not shown to remove these recompiles here; ")
+                    + "`dynamic=True` does not change how module ints are treated. Nothing to fix while the values "
+                    "are few: each value compiles once and later calls reuse its version. Torch keeps at most "
+                    "`torch._dynamo.config.recompile_limit` versions per function (8 by default): with more values "
+                    "than that, the calls past it run eagerly (uncompiled); then raise the limit to the number of "
+                    "values, or move what depends on the value out of the compiled code (compile each selected "
+                    "module on its own).")
     return _fix(Kind.MODULE_INT_ATTRIBUTE, f"the int attribute {_shown(r)} of a module changes: let torch treat it as a symbol",
                 f"torch treats int attributes of an nn.Module as constants (each value is a version), whatever "
                 "`dynamic=` says. `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own hint) makes "
@@ -839,7 +905,8 @@ def _per_layer(report: "CompileReport", rc: Recompile, r: _Reason, new: list[Gua
     indexed = g.kind in ("value", "identity", "length", "type", "attribute") and any(
         p != g.path and _loose(p) == _loose(g.path) for p in others)
     int_attr = g.kind == "value" and _value_kind(g.before) == "int" and (
-        "allow_unspec_int_on_nn_module" in g.note or g.origin == "module")
+        "allow_unspec_int_on_nn_module" in g.note or g.origin == "module"
+        or g.path.startswith("self."))  # an int attribute of the layer (FSDP2's wrapped layers get no HINT)
     if not (indexed or int_attr):
         return None
     versions = sum(1 for x in frame if x.status != "recompile limit")
@@ -849,6 +916,9 @@ def _per_layer(report: "CompileReport", rc: Recompile, r: _Reason, new: list[Gua
 def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) -> Suggestion:
     g = r.guard
     hit = rc.limit_hit
+    use, what = _needs_the_int(r) if r.code and _loose(g.path) == g.path else ("", "")  # an indexed entry: the index
+    why = ("the index picks a Python object" if not use or what.startswith("an index")
+           else f"`{use}` is {what}, which torch specialises")
     return _fix(
         Kind.PER_LAYER, ("each layer compiles a version of its own: the recompile limit was hit, later layers run eagerly"
                          if hit else f"each layer compiles a version of its own; past {limit} layers the rest run eagerly"),
@@ -857,12 +927,27 @@ def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) 
         f"layer's index), which torch must know: each layer is a version of its own. {versions} version(s) so far; "
         f"torch keeps at most `recompile_limit` ({limit}) versions per function, so in a model with more layers "
         f"{'the layers past it ran' if hit else 'the layers past it run'} eagerly (uncompiled). `dynamic=True` and "
-        "`allow_unspec_int_on_nn_module` do not help: the index picks a Python object. Raise the limit to at least "
+        f"`allow_unspec_int_on_nn_module` do not help: {why}. Raise the limit to at least "
         "the number of layers (each layer then compiles once, and every later call reuses its version), or compile "
         "the whole model once (one trace of its loop over the layers)." + (
             "" if hit else " Nothing to fix while the model has fewer layers than the limit."),
         # the setting only where the limit was hit: below it, a higher limit changes nothing
         "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call" if hit else "")
+
+
+def _sizes_0_1(report: "CompileReport", rc: Recompile) -> str:
+    """A size of ``rc``'s function's inputs that went to or from 0 or 1 in any of its recompiles, in words
+    (``dim 1 of `input_ids` went 6 → 1``); "" if none."""
+    for x in report.recompiles:
+        if (x.compile_id.frame_id, x.compile_id.compiled_autograd_id) != (rc.compile_id.frame_id, rc.compile_id.compiled_autograd_id):
+            continue
+        for g in x.guards:
+            if g.kind == "size_0_1" and g.dim is not None:
+                what = f"`{g.name}`" if g.name else g.described or "an input"
+                if g.before.startswith(">="):
+                    return f"dim {g.dim} of {what} became 0 or 1"
+                return f"dim {g.dim} of {what} went {_arrow(g.before, g.after)}"
+    return ""
 
 
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
@@ -876,9 +961,11 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         return list(gs.entries) if gs is not None else []
 
     new_entries = entries(rc.compile_id)
+    through_0_1 = _sizes_0_1(report, rc)
     read: list[tuple[_Reason, bool]] = []
     for g in rc.guards:
         r = _read(g)
+        r.sizes_0_1 = through_0_1
         dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))
@@ -901,10 +988,11 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:
         versions, indexed = layered
-        if indexed:
+        setting = None if indexed else _module_int_attribute(*read[0])
+        if setting is None or not setting.code:  # an index, a loop count or a condition: torch needs the value
             root = _per_layer_suggestion(rc, read[0][0], versions, limit)
         else:
-            root = _module_int_attribute(*read[0]) or root  # one setting for every layer, torch's own hint
+            root = setting  # one setting for every layer, torch's own hint, where the int only feeds arithmetic
             parts.append(f"Each layer of `{rc.loop_over}` compiles a version of its own ({versions} so far): in a model with more than "
                          f"{limit} such layers (`recompile_limit`), the layers past it run eagerly")
     suggestion = root

@@ -18,7 +18,12 @@ each :class:`~ipycompile.report.FailedGuard` of a recompile onto it:
   user's can mark it;
 * a call a library makes (a decoder layer inside ``generate()``) -> origin ``"library"``, no
   name; ``Recompile.caller`` is the library's line, ``Recompile.call_site`` the user's line
-  that led there.
+  that led there;
+* a library's own function that torch compiled as a frame of its own, with no call of the
+  user's seen (transformers' ``ForCausalLMLoss`` after a break in the model's code,
+  ``_update_model_kwargs_for_generation`` inside a compiled ``generate()``) -> origin
+  ``"library"``, no name: its parameters (``labels``, ``model_kwargs``) are the library's names,
+  even where the user's code has a variable of the same name.
 
 Reads source through ``linecache`` (notebook cells are there) while the report is built;
 the names are stored on the report, so a saved report answers the same. Never raises.
@@ -206,12 +211,17 @@ def _loop_over(tree: Optional[ast.Module], lineno: Optional[int]) -> str:
     if tree is None or lineno is None:
         return ""
     for loop in ast.walk(tree):
-        if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
-                and loop.lineno < lineno <= (loop.end_lineno or loop.lineno)):
+        if not (isinstance(loop, ast.For) and loop.lineno < lineno <= (loop.end_lineno or loop.lineno)):
             continue
+        it = loop.iter
+        targets = [loop.target]
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args
+                and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2):
+            it, targets = it.args[0], [loop.target.elts[1]]  # `for i, layer in enumerate(self.layers)`
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
         for c in _calls_on(loop, lineno):
-            if isinstance(c.func, ast.Name) and c.func.id == loop.target.id:
-                return ast.unparse(loop.iter)
+            if isinstance(c.func, ast.Name) and c.func.id in names:
+                return ast.unparse(it)
     return ""
 
 
@@ -241,6 +251,8 @@ class _Frame:
         self.resumed = resume_origin(c.function)
         self.assigned: set[str] = set()
         self.wrapper = report.owner(c.filename) is Owner.TORCH
+        # a library's own function (not torch's wrapper) compiled as a frame of its own: its names are the library's
+        self.library_frame = bool(c.filename) and report.owner(c.filename) is Owner.LIBRARY
         name, line = (self.resumed if self.resumed else (c.function, c.first_line))
         self.source_known = False
         if c.filename and not self.wrapper:
@@ -352,6 +364,9 @@ class _Frame:
             value = self.positional(pos)
             value = value if value is not None else self.keyword(root)
             if value is None and self.call is None:  # no call to read: the function's own parameter
+                if self.library_frame:  # a library's function torch compiled on its own (the loss transformers'
+                    self.library_words = _render(root, steps)  # model calls): its parameter is the library's name
+                    return "", "library"
                 return _render(root, steps), "argument"
             return self._argument(value, steps)
         return "", ""
@@ -359,6 +374,8 @@ class _Frame:
     def _argument(self, value: Optional[str], steps: list) -> tuple[str, str]:
         if self.library_call:
             self.library_words = _render(value, steps) if value is not None else ""
+            return "", "library"
+        if value is None and self.call is None and self.library_frame:  # a library's function, no call of the user's seen
             return "", "library"
         return (_render(value, steps) if value is not None else ""), "argument"
 
@@ -390,6 +407,14 @@ class _Frame:
                 return (f"{local}a value torch carries across the graph break at line {line} of `{fn}`{made} into "
                         "the code after it")
             return f"{local}a value torch carries across a graph break into the code after it"
+        if g.origin == "library" and not self.caller.filename:  # no call seen: the library's function compiled on its own
+            place = _place(UserFrame(self.c.filename, self.c.first_line))
+            if self.vararg and self.kwarg:  # `def wrapped(*args, **kwargs)`: a decorator's, its name means nothing
+                return f"a value library code passes on through one of its decorators ({place}), which torch compiled on its own"
+            fn = f"`{self.c.function}` ({place})"
+            if self.library_words and path_root(self.library_words) not in ("args", "kwargs"):
+                return f"`{self.library_words}`, an argument of the library's function {fn}, which torch compiled on its own"
+            return f"an argument of the library's function {fn}, which torch compiled on its own"
         if g.origin == "library":
             who = _place(self.caller)
             if self.library_words:

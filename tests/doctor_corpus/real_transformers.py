@@ -470,6 +470,45 @@ def qwen2_moe_generate():
     return model.forward, [lambda fwd: _tiny.generate_with(model, fwd, input_ids, max_new_tokens=3, do_sample=False)]
 
 
+@case("https://github.com/huggingface/transformers/issues/36484 (FSDP2: fully_shard per decoder layer of a Qwen2 model, "
+      "then each layer compiled as torchtune's per-layer compile does, "
+      "https://github.com/meta-pytorch/torchtune/pull/1419; 10 layers, limit 8)")
+def qwen2_fsdp2_per_layer_compile():
+    import copy
+    import types
+
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=10, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=96, max_position_embeddings=64)
+    model = Qwen2ForCausalLM(cfg).eval()
+    layer_forward = type(model.model.layers[0]).forward
+    input_ids = _tiny.ids(1, 6)
+
+    def run(compiled_forward):
+        # a gloo process group of one rank in this process (world size 1 runs on a CPU), for this call only:
+        # the test process is left without one, as it was
+        mine = not dist.is_initialized()
+        if mine:
+            dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            sharded = copy.deepcopy(model)
+            for layer in sharded.model.layers:
+                fully_shard(layer)
+            fully_shard(sharded)
+            for layer in sharded.model.layers:  # each layer's forward compiled on its own, inside FSDP2's hooks
+                layer.forward = types.MethodType(compiled_forward, layer)
+            with torch.no_grad():
+                return sharded(input_ids).logits
+        finally:
+            if mine:
+                dist.destroy_process_group()
+
+    return layer_forward, [run]
+
+
 @case("https://huggingface.co/docs/transformers/tasks/token_classification (labels with -100 padding, two lengths)")
 def bert_token_classification_lengths():
     from transformers import BertConfig, BertForTokenClassification

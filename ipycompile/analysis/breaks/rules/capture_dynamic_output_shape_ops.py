@@ -45,6 +45,48 @@ def _into_unchecked_call(f: Facts, ctx: Context) -> bool:
     return False
 
 
+_SIZE_METHODS = {"size", "numel", "nelement", "dim", "item", "any", "all", "tolist"}
+
+
+def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str]:
+    """``(line, code)`` of a condition, after the break's line in its function, on the size of what the
+    line makes (``x = x[mask]`` then ``if not x.shape[0]:``; ``idx = torch.nonzero(m)`` then
+    ``if idx.numel() == 0:``); ``(0, "")`` where there is none. With the setting, that size is an unbacked
+    symbol (``u0``), and a branch on it breaks there (``if keep.numel() == 0``) or raises
+    ``GuardOnDataDependentSymNode`` (``if not x.shape[0]``): the break moves, or becomes a failure. ``(-1, "")`` where the function's code after the line is not at hand."""
+    p, stmt = statement_at(f.stop, ctx)
+    if p is None or stmt is None:
+        return -1, ""
+    made = {t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    if not made:
+        return 0, ""  # an expression whose result is used at once (returned, passed on): nothing branches on it later
+    fn = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    scope = fn if fn is not None else p.tree  # code at the top level (a notebook cell): the kept span is all of it
+
+    def on_size(node: ast.AST) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in made:
+                parent = p.parents.get(n)
+                if isinstance(parent, ast.Attribute) and parent.attr in ("shape", *_SIZE_METHODS):
+                    return True
+                if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("len", "bool", "int"):
+                    return True
+                if parent is node or isinstance(parent, (ast.UnaryOp, ast.BoolOp)):  # `if x:` / `if not x:`
+                    return True
+        return False
+
+    after = stmt.end_lineno or stmt.lineno
+    loop = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.For, ast.While))), None)
+    for n in ast.walk(scope):
+        test = n.test if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else None
+        if test is None:
+            continue
+        later = n.lineno > after or (loop is not None and loop.lineno <= n.lineno <= (loop.end_lineno or loop.lineno))
+        if later and on_size(test):
+            return n.lineno, p.segment(test)
+    return 0, ""
+
+
 #: Builtins that take a tensor and need nothing of its size beyond what torch traces.
 _BUILTINS = {"len", "int", "float", "bool", "print", "isinstance", "tuple", "list", "range", "abs", "max", "min", "sum"}
 
@@ -64,6 +106,24 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         return None
     if not f.in_library and _into_unchecked_call(f, ctx):
         return None  # torch's hint stays torch's words (torch_hint): unverified here
+    if not f.in_library:
+        line, cond = _branch_on_size(f, ctx)
+        if line < 0:
+            return None  # the code after the line is not at hand: torch's words (torch_hint)
+        if cond:
+            return explained(
+                Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS,
+                f"`{op}`'s data-dependent size, then a branch on it at line {line}: torch's hint would only move the "
+                "break",
+                f"`{op}` at {path(ctx, f)} returns a tensor whose size depends on the values of its input, so torch "
+                f"stops the graph there. Its hint, `capture_dynamic_output_shape_ops`, would keep it in the graph "
+                f"with a symbolic size that has no value while tracing; but the code then branches on that size "
+                f"(`{cond}`, line {line}), and torch cannot branch on a size it does not know: with the setting the "
+                "break moves to that branch (a data-dependent branch), or the compile raises there "
+                "(GuardOnDataDependentSymNode), depending on the test. Nothing to fix if the break is "
+                "affordable (the code after it is compiled on its own). To keep it in the graph, the code must not "
+                "branch on that size: code that works for every size, 0 included, without the test, then the "
+                "setting. Check that the break is gone and the outputs unchanged.", f)
     name = op
     where = "library code you cannot edit" if f.in_library else "your code"
     return Suggestion(

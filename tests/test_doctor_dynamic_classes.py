@@ -1,0 +1,217 @@
+"""Four classes of wrong recompile/dynamic-shape answer from issue 27 (part 2), each ruled out on code
+other than the real-code corpus's own case, with what torch does shown by a real compile (CPU,
+backend "eager"):
+
+* **code the user does not own** (compiled modules): a library's own function that torch compiled as
+  a frame of its own (transformers' ``ForCausalLMLoss``, entered after a break in the model's code)
+  has parameters named by the library; no ``mark_dynamic`` is written on them;
+* **sizes 0 and 1**: where a size of the compiled function went 1 <-> n, ``dynamic=True`` is not
+  offered (it leaves the recompiles, shown here);
+* **repeated modules / module int attributes**: ``allow_unspec_int_on_nn_module`` is offered only
+  where the int feeds arithmetic; as a loop count or an index it is words (and the setting, with
+  ``dynamic=True``, leaves the recompiles: shown here), with the recompile limit warned of;
+* **interaction with torch's hints**: ``capture_dynamic_output_shape_ops`` is not offered where the
+  code then branches on the data-dependent size (with it the compile raises: shown here).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from torch import nn
+
+import ipycompile
+
+
+def captured(*calls, **config):
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(**config) if config else _nothing(), ipycompile.capture() as cap:
+        outs = [call() for call in calls]
+    torch._dynamo.reset()
+    return cap.report, outs
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def said(x) -> str:
+    s = x.suggestion
+    return "\n".join([getattr(x, "explanation", "") or "", s.title, s.explanation, s.code] if s else [])
+
+
+# -- code the user does not own: a library function compiled on its own ------------------------------
+@pytest.mark.slow
+def test_a_library_function_compiled_on_its_own_gets_no_mark_on_the_librarys_parameter_names():
+    """``torch.compile(model.generate)`` on a Llama (users compile ``generate`` itself: the pattern of
+    https://github.com/pytorch/pytorch/issues/128071, whose corpus case is a GPT-2): after
+    the breaks in ``generate()``, transformers' own helpers (``_update_model_kwargs_for_generation``,
+    the stopping criteria's ``__call__``) are compiled as frames of their own, with no call of the
+    user's; their ``model_kwargs`` and ``input_ids`` are the library's names, which no line of the
+    user's holds."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(cfg).eval()
+    gen = torch.compile(model.generate, backend="eager")
+    prompt = torch.randint(3, 64, (1, 4), generator=torch.Generator().manual_seed(0))
+    r, _ = captured(lambda: gen(input_ids=prompt, max_new_tokens=2, do_sample=False, pad_token_id=0))
+    library = [rc for rc in r.recompiles if "site-packages" in rc.filename and not rc.call_site.filename
+               and any(g.kind in ("size", "size_0_1") for g in rc.guards)]
+    assert library, [(rc.function, rc.filename) for rc in r.recompiles]
+    for rc in library:
+        sized = [g for g in rc.guards if g.kind in ("size", "size_0_1")]
+        assert all(g.origin == "library" and g.name == "" for g in sized), [(g.path, g.origin) for g in sized]
+        assert rc.suggestion is not None and rc.suggestion.kind == "library_value", said(rc)
+        assert "mark_dynamic" not in (rc.suggestion.code or "") and "the library's function" in rc.explanation
+
+
+# -- sizes 0 and 1: dynamic=True leaves a 1 <-> n recompile -------------------------------------------
+def test_a_size_that_goes_to_1_gets_no_dynamic_true_and_dynamic_true_keeps_the_recompiles():
+    """Llama's forward compiled, then ``generate()`` (https://huggingface.co/docs/transformers/llm_optims):
+    the prompt's length, then one token per step: transformers passes `input_ids` of length 5, then 1."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(cfg).eval()
+    prompt = torch.randint(3, 64, (1, 5), generator=torch.Generator().manual_seed(0))
+
+    def generate(**opts):
+        model.forward = torch.compile(LlamaForCausalLM.forward.__get__(model), backend="eager", **opts)
+        try:
+            return model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)
+        finally:
+            del model.forward
+
+    r, _ = captured(generate)
+    assert any(g.kind == "size_0_1" for rc in r.recompiles for g in rc.guards)
+    for rc in r.recompiles:
+        assert "dynamic=True" not in (rc.suggestion.code if rc.suggestion else ""), said(rc)
+    libs = [rc for rc in r.recompiles if rc.suggestion is not None and rc.suggestion.kind == "library_value"]
+    assert libs and any("specialises sizes 0 and 1" in rc.suggestion.explanation for rc in libs)
+    # what torch does: dynamic=True leaves recompiles (the size 1 is specialised)
+    dyn, _ = captured(lambda: generate(dynamic=True))
+    assert dyn.recompiles
+
+
+# -- module int attributes: a loop count is specialised whatever the setting ------------------------
+class Refine(nn.Module):
+    """An iterative refinement whose number of steps is an attribute changed between calls (RAFT's update
+    loop, https://github.com/princeton-vl/RAFT/blob/master/core/raft.py, with `iters` kept on the module)."""
+
+    def __init__(self):
+        super().__init__()
+        self.update = nn.Linear(4, 4)
+        self.iters = 2
+
+    def forward(self, x):
+        for _ in range(self.iters):
+            x = x + torch.tanh(self.update(x))
+        return x
+
+
+def test_an_int_attribute_used_as_a_loop_count_gets_words_and_torchs_setting_keeps_the_recompiles():
+    torch.manual_seed(0)
+    m = Refine()
+    cm = torch.compile(m, backend="eager")
+    x = torch.randn(2, 4)
+
+    def call(n):
+        m.iters = n
+        return cm(x)
+
+    r, before = captured(*[lambda n=n: call(n) for n in (2, 3, 4)])
+    assert r.recompiles
+    for rc in r.recompiles:  # a loop count: compile the body (loop_body), never torch's setting
+        s = rc.suggestion
+        assert s is not None and s.kind in ("loop_body", "module_int_attribute"), said(rc)
+        assert "allow_unspec_int_on_nn_module = True" not in (s.code or ""), said(rc)
+    # what torch does: neither the setting nor dynamic=True removes them
+    for opts in ({}, {"dynamic": True}):
+        cm = torch.compile(m, backend="eager", **opts)
+        kept, after = captured(*[lambda n=n: call(n) for n in (2, 3, 4)], allow_unspec_int_on_nn_module=True)
+        assert len(kept.recompiles) == len(r.recompiles), opts
+        for a, b in zip(before, after):
+            torch.testing.assert_close(a, b)
+
+
+def test_an_int_attribute_used_as_an_index_of_a_module_list_gets_words():
+    """A mixture of experts routed by an attribute set per call (a round-robin expert, as in
+    https://github.com/pytorch/pytorch/pull/186472's ModuleList indexed by an attribute)."""
+    class Experts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+            self.active = 0
+
+        def forward(self, x):
+            return torch.relu(self.experts[self.active](x))
+
+    torch.manual_seed(0)
+    m = Experts()
+    cm = torch.compile(m, backend="eager")
+    x = torch.randn(2, 4)
+
+    def call(i):
+        m.active = i
+        return cm(x)
+
+    r, _ = captured(*[lambda i=i: call(i) for i in (0, 1, 2)])
+    assert r.recompiles
+    for rc in r.recompiles:
+        s = rc.suggestion
+        assert s.kind == "module_int_attribute" and not s.code and "an index" in s.explanation, said(rc)
+    kept, _ = captured(*[lambda i=i: call(i) for i in (0, 1, 2)], allow_unspec_int_on_nn_module=True)
+    assert len(kept.recompiles) == len(r.recompiles)
+
+
+# -- torch's hints: a data-dependent size the code then branches on ----------------------------------
+def keep_above(boxes, scores, thresh: float = 0.5):
+    """torchvision-style filtering before NMS (https://github.com/pytorch/vision/blob/main/torchvision/ops/boxes.py,
+    ``batched_nms``'s empty check): keep the boxes above a score, return early when none is left."""
+    keep = torch.nonzero(scores > thresh).squeeze(1)
+    if keep.numel() == 0:
+        return boxes.new_zeros((0, 4))
+    return boxes[keep] * 2
+
+
+def test_capture_dynamic_output_shape_ops_is_not_offered_where_the_code_branches_on_the_size():
+    boxes, scores = torch.rand(8, 4), torch.tensor([0.1, 0.9, 0.2, 0.7, 0.6, 0.3, 0.8, 0.4])
+    f = torch.compile(keep_above, backend="eager")
+    r, _ = captured(lambda: f(boxes, scores))
+    (b,) = [b for b in r.graph_breaks if b.suggestion and b.suggestion.kind == "capture_dynamic_output_shape_ops"]
+    assert not b.suggestion.code and "keep.numel() == 0" in b.suggestion.explanation
+    assert "moves to that branch" in b.suggestion.explanation
+    # what torch does with its hint here: the break moves to the branch on the size (line 4 of keep_above)
+    f = torch.compile(keep_above, backend="eager")
+    moved, _ = captured(lambda: f(boxes, scores), capture_dynamic_output_shape_ops=True)
+    lines, first = inspect.getsourcelines(keep_above)
+    branch = first + next(i for i, ln in enumerate(lines) if "if keep.numel() == 0" in ln)
+    assert [b.frame.lineno for b in moved.graph_breaks] == [branch], [(b.gb_code, b.frame.lineno) for b in moved.graph_breaks]
+
+
+def keep_above_no_branch(boxes, scores, thresh: float = 0.5):
+    keep = torch.nonzero(scores > thresh).squeeze(1)
+    return boxes[keep] * 2
+
+
+def test_capture_dynamic_output_shape_ops_is_still_offered_and_proven_without_a_branch():
+    boxes, scores = torch.rand(8, 4), torch.tensor([0.1, 0.9, 0.2, 0.7, 0.6, 0.3, 0.8, 0.4])
+    f = torch.compile(keep_above_no_branch, backend="eager")
+    r, (before,) = captured(lambda: f(boxes, scores))
+    (b,) = [b for b in r.graph_breaks if b.suggestion and b.suggestion.kind == "capture_dynamic_output_shape_ops"]
+    assert b.suggestion.code == "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    f = torch.compile(keep_above_no_branch, backend="eager")
+    fixed, (after,) = captured(lambda: f(boxes, scores), capture_dynamic_output_shape_ops=True)
+    assert not fixed.graph_breaks and not fixed.failures
+    torch.testing.assert_close(before, after)
