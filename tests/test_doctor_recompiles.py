@@ -69,6 +69,12 @@ def smooth(v, steps: int):
     return v
 
 
+def smooth_commented(v, steps: int):
+    for _ in range(steps):  # unrolled: a comment closing the loop's header, as the tutorial writes it
+        v = 0.5 * (v + v.roll(1, dims=-1))
+    return v
+
+
 def smooth_body(v):
     return 0.5 * (v + v.roll(1, dims=-1))
 
@@ -255,6 +261,15 @@ def test_loop_count_is_explained_and_compiling_the_body_removes_the_recompiles()
     fixed, after = captured(*(lambda s=s: fixed_smooth(v, s) for s in (1, 2, 3)))
     assert not fixed.recompiles and len(fixed.compiles) == 1
     same(before, after)
+
+
+def test_a_loop_count_is_recognised_when_a_comment_closes_the_loops_header():
+    v = torch.randn(4, 8)
+    f = torch.compile(smooth_commented, backend="eager")
+    r, _ = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3)))
+    assert r.recompiles and all("a loop count" in rc.explanation for rc in r.recompiles), \
+        [rc.explanation for rc in r.recompiles]
+    assert all("for _ in range(steps):" in rc.suggestion.code for rc in r.recompiles)
 
 
 # -- recompile_limit ---------------------------------------------------------------------------

@@ -337,8 +337,9 @@ def _in_range(r: _Reason) -> bool:
 
 
 def _parse_line(code: str) -> Optional[ast.AST]:
-    """One line of the user's code, parsed (a block's header with ``pass`` after it); None if it is not Python."""
-    for text in (code.strip() or "_", code.strip() + " pass"):
+    """One line of the user's code, parsed (a block's header with ``pass`` under it: on a line of
+    its own, so that a comment closing the header does not swallow it); None if it is not Python."""
+    for text in (code.strip() or "_", code.strip() + "\n pass"):
         try:
             return ast.parse(text)
         except SyntaxError:
