@@ -180,6 +180,8 @@ KNOWN_WRONG = {
     "real_transformers::vit_interpolate_pos_encoding": "mark_dynamic on pixel_values, written before the call, leaves 1 recompile",
     "real_library_code::nanogpt_generate_loop": "mark_unbacked(idx_cond, 1) before the call turns nanoGPT's "
                                                 "`assert t <= block_size` into a break (GB0170) and a recompile",
+    "real_training::gpt2_finetune_loop": "mark_dynamic(labels, 1), written before the call, raises ConstraintViolation "
+                                         "(the loss ties dim 1 of labels to a size torch specialises)",
 }
 
 
