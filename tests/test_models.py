@@ -231,7 +231,8 @@ def test_bert_encoder_through_compile_magic(tmp_path):
         res, shown = t.result
         assert res.error_in_exec is None, res.error_in_exec
         report = ip.user_ns["bert_report"]
-        assert shown.outputs and "ipycompile report" in shown.outputs[0].data["text/plain"]
+        assert shown.outputs and shown.outputs[0].data["text/plain"].startswith("ipycompile: ")  # the first screen
+        assert "\nSummary\n-------\n" in shown.outputs[0].data["text/plain"]  # then the tabs
         assert ip.user_ns["hidden"].shape == (BATCH, SEQ, 64)
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")

@@ -204,7 +204,7 @@ def test_compile_trace_counts_deep_json_and_shows_a_one_process_directory(ip, tm
     res, out = run(ip, f"%compile_trace {trace_inputs.one_process_trace_dir()} -o one")
     assert res.error_in_exec is None, res.error_in_exec
     assert out.outputs[0].data["text/plain"].startswith("ipycompile: what to fix (1")
-    assert "\nipycompile report: 2 compiles" in out.outputs[0].data["text/plain"]
+    assert "\nSummary\n-------\n\n2 compiles" in out.outputs[0].data["text/plain"]
     assert isinstance(ip.user_ns["one"], ipycompile.CompileReport)
     res, out = run(ip, f"%compile_trace {path} --strict")
     assert "UsageError" in out.stdout + out.stderr and "nested too deeply" in out.stdout + out.stderr
