@@ -199,7 +199,9 @@ def test_the_terminal_view_writes_a_line_per_sweep_point_off_a_terminal(capsys):
 
 KERNEL_CELLS = {
     "setup": "import time, torch, ipycompile\n%load_ext ipycompile",
-    "widget": "%%compile --backend eager --runs 1\n" + SLOW_CELL,
+    # 400 unrolled multiplications: Dynamo's tracing lasts long enough (about a second) to be seen
+    # whatever the machine, where a three-line cell's tracing may end between two updates
+    "widget": "%%compile --backend eager --runs 1\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
     "display": ("from ipycompile.widgets.progress import NotebookStatus\n"
                 f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, record=False, "
                 "progress=NotebookStatus(widget=False));"),
