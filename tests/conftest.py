@@ -61,3 +61,29 @@ def pytest_sessionfinish(session, exitstatus):
             except KeyError:  # the name is gone already (its namespace was cleared)
                 pass
     manager.clear()
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def shows_html():
+    """A test that reads a report's HTML bundle: where an IPython shell exists in this process
+    (another test's terminal-style test shell, whose ``text/html`` formatter is off), HTML is
+    turned on for the test, as a notebook frontend has it; a report gives no HTML to a shell
+    that shows none (see ``ipycompile.widgets.notebook_bundle``)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        yield
+        return
+    shell = get_ipython()
+    if shell is None:
+        yield
+        return
+    types = list(shell.display_formatter.active_types)
+    shell.display_formatter.active_types = [*types, "text/html"]
+    try:
+        yield
+    finally:
+        shell.display_formatter.active_types = types

@@ -541,7 +541,7 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
     assert "In [3], line 2" in text and "<script" not in text
 
 
-def test_notebook_display_keeps_the_first_screen_as_text():
+def test_notebook_display_keeps_the_first_screen_as_text(shows_html):
     r = report("break:helper")
     bundle = r._repr_mimebundle_()  # no %load_ext: `import ipycompile` registered the HTML view
     assert bundle["text/plain"] == str(r) == r.summary()  # one text: the first screen, then every tab
@@ -562,7 +562,7 @@ def test_figure_failures_do_not_lose_the_page():
 
 
 # -- Notebook output stays small ------------------------------------------------------------
-def test_the_notebook_output_is_compact_and_says_where_the_full_report_is(tmp_path):
+def test_the_notebook_output_is_compact_and_says_where_the_full_report_is(tmp_path, shows_html):
     """A cell's output embeds a compact page (long code, tables and lists cut); the full
     page (report.to_html) keeps every line; both come from the same view-model."""
     r = report("quickstart")  # H100 training trace: AOT graphs of hundreds of lines, Triton kernels
