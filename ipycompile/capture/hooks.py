@@ -86,6 +86,17 @@ def _metadata(kind: str, body: dict[str, Any], compile_id: Optional[str]) -> dic
     return meta
 
 
+def pass_on(record: logging.LogRecord, saved_levels: dict[str, int]) -> None:
+    """Hand ``record`` to its logger's parent when its level would have been printed before a
+    handler of ours lowered that logger's level (``saved_levels``: logger -> its effective level
+    then): what torch would have printed anyway still is."""
+    saved = saved_levels.get(record.name)
+    if saved is not None and record.levelno >= saved:
+        parent = logging.getLogger(record.name).parent
+        if parent is not None:
+            parent.handle(record)
+
+
 class _CudagraphLogHandler(logging.Handler):
     def __init__(self, hooks: "TorchHooks") -> None:
         super().__init__(level=logging.DEBUG)
@@ -98,11 +109,7 @@ class _CudagraphLogHandler(logging.Handler):
             return
         self.hooks.add(CUDAGRAPH_EVENT, {"event": "log", "level": record.levelname, "message": message},
                        _current_compile_id())
-        saved = self.hooks.saved_levels.get(record.name)
-        if saved is not None and record.levelno >= saved:  # what torch would have printed anyway
-            parent = logging.getLogger(record.name).parent
-            if parent is not None:
-                parent.handle(record)
+        pass_on(record, self.hooks.saved_levels)
 
     def handleError(self, record: logging.LogRecord) -> None:
         pass

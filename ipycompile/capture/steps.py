@@ -36,6 +36,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from ..report.progress import COMPILING
+from .hooks import pass_on
 from .phases import phase_of
 from .routing import ROUTER
 
@@ -91,11 +92,7 @@ class _LogTap(logging.Handler):
             self.watcher.heard(record.msg, record.args)
         except Exception:  # a progress line must never break a compile
             pass
-        saved = self.watcher.saved_levels.get(record.name)
-        if saved is not None and record.levelno >= saved:  # what torch would have printed anyway
-            parent = logging.getLogger(record.name).parent
-            if parent is not None:
-                parent.handle(record)
+        pass_on(record, self.watcher.saved_levels)
 
     def handleError(self, record: logging.LogRecord) -> None:
         pass
