@@ -299,6 +299,10 @@ class Kind(StrEnum):
     RAISED_EXCEPTION = "raised_exception"
     GENERATOR_MUTATION = "generator_mutation"
     MAYBE_MARK_DYNAMIC = "maybe_mark_dynamic"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    RANDOM_BRANCH = "random_branch"
+    HOOK_REGISTRATION = "hook_registration"
+    THREAD_LOCK = "thread_lock"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"
@@ -466,6 +470,18 @@ class TorchDetail:
     fake_kwargs: str = ""
     fake_missing: bool = False  # no fake at all (else: a fake that raises)
     iterator_type: str = ""  # a builtin iterator torch cannot step through: "list_iterator"
+    # a TypeError torch's fake run of a call raised (GB0112): the function, the argument, what it takes, what it got
+    type_error_function: str = ""  # "cos", "full"
+    type_error_argument: str = ""  # "input", "fill_value"
+    type_error_expected: str = ""  # "Tensor", "Number"
+    type_error_given: str = ""  # the type the fake call passed: "int", "FakeTensor"
+    type_error_message: str = ""  # the TypeError's message: "cos(): argument 'input' (position 1) must be ..."
+    #: the places of Python ``random`` values a data-dependent branch's condition is computed from
+    #: (torch: ``random_value_0: graph input``), with the line that drew each
+    branch_random: list[UserFrame] = field(default_factory=list)
+    context_manager: str = ""  # a context manager torch cannot enter, as torch names its type: "lock"
+    setattr_type: str = ""  # a class whose attribute torch cannot set: "torch.utils.hooks.RemovableHandle"
+    setattr_name: str = ""  # ... and the attribute: "next_id"
 
 
 @dataclass

@@ -18,6 +18,10 @@ Forms read (torch 2.11 and 2.13)::
     You marked L['x'].size()[0] as dynamic but your code specialized it to be a constant (4)
     call_function mylib.op(*(FakeTensor(..., size=(3,)),), **{}): got NotImplementedError(...)
     not implemented for list_iterator / next(list_iterator)
+    TypeError <built-in method cos of ...>: cos(): argument 'input' (position 1) must be Tensor, not int
+    The branch condition involves a tensor computed as follows: ... random_value_0: graph input (random_value_0)
+    Dynamo does not know how to enter a `lock` context manager.
+    setattr(UserDefinedClassVariable(<class 'torch.utils.hooks.RemovableHandle'>), ConstantVariable(str: 'next_id'), ...)
 
 Pure; never raises.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import re
 
 from ...report.model import TorchDetail
+from .fx import place
 from .guards import guard_path
 
 __all__ = ["read_detail"]
@@ -49,6 +54,14 @@ _FAKE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\(\*\((?P<a
                    r"(?P<error>NotImplementedError|RuntimeError\('There was no fake impl registered)", re.S)
 _FAKE_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
 _ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
+_TYPE_ERROR = re.compile(r"^TypeError .*?: (?P<fn>\w+)\(\)(?P<rest>.*)$", re.S)
+_ARG_TYPE = re.compile(r"^: argument '(?P<arg>\w+)'(?: \(position \d+\))? must be (?P<expected>.+?), not (?P<given>\w+)\s*$",
+                       re.S)
+_BRANCH_INPUTS = "The branch condition involves a tensor computed as follows:"
+_GRAPH_INPUT = re.compile(r"^\s*\w+: graph input \((?P<target>[^)]*)\)\s*$")
+_CONTEXT_MANAGER = re.compile(r"does not know how to enter a `(?P<type>[^`]+)` context manager")
+_SETATTR_CLASS = re.compile(r"^setattr\(UserDefinedClassVariable\(<class '(?P<cls>[\w.]+)'>\), "
+                            r"ConstantVariable\(str: '(?P<name>\w+)'\)")
 
 
 def read_detail(context: str, explanation: str = "", text: str = "") -> TorchDetail:
@@ -111,3 +124,37 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
     m = _ITERATOR.search(context)
     if m:
         d.iterator_type = m.group("type") or m.group("it")
+    m = _TYPE_ERROR.match(context.strip())
+    if m:
+        d.type_error_function = m.group("fn")
+        d.type_error_message = (m.group("fn") + "()" + m.group("rest")).strip()
+        a = _ARG_TYPE.match(m.group("rest"))
+        if a:
+            d.type_error_argument, d.type_error_expected, d.type_error_given = (
+                a.group("arg"), a.group("expected"), a.group("given"))
+    if _BRANCH_INPUTS in explanation:
+        d.branch_random = _random_inputs(explanation.split(_BRANCH_INPUTS, 1)[1])
+    m = _CONTEXT_MANAGER.search(explanation)
+    if m:
+        d.context_manager = m.group("type")
+    m = _SETATTR_CLASS.match(context.strip())
+    if m:
+        d.setattr_type, d.setattr_name = m.group("cls"), m.group("name")
+
+
+def _random_inputs(trace: str) -> list:
+    """The places of the Python ``random`` values among the graph inputs torch lists under "The
+    branch condition involves a tensor computed as follows" (``random_value_0: graph input
+    (random_value_0)``, below the ``# File "...", line N, in f, code: ...`` line that drew it)."""
+    out, at = [], None
+    for line in trace.splitlines():
+        p = place(line.strip())
+        if p is not None:
+            at = p
+            continue
+        m = _GRAPH_INPUT.match(line)
+        if m and m.group("target").startswith("random_value_") and at is not None:
+            out.append(at)
+        if m:
+            at = None
+    return out

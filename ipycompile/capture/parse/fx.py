@@ -31,6 +31,9 @@ __all__ = ["place", "graph_nodes", "layer_inputs", "collective_calls", "matching
 
 #: ``# File: PATH:LINE in FN, code: CODE`` (leading ``#`` and spaces optional: some callers strip them)
 _FILE = re.compile(r"^\s*(?:#\s*)?File:\s*(?P<file>.+?):(?P<line>\d+)(?: in (?P<fn>[^,]+?))?, code: (?P<code>.*)$")
+#: The same place as torch writes it in a break's explanation (a node's source info, the data a
+#: branch condition is computed from): ``# File "PATH", line LINE, in FN, code: CODE``.
+_FILE_QUOTED = re.compile(r'^\s*(?:#\s*)?File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>[^,]+?))?, code: (?P<code>.*)$')
 _NODE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
 _ALIAS = re.compile(r"^(?:self(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*)$")  # ``l_x_ = L_x_``, ``w = self.w``: not ops
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
@@ -111,8 +114,9 @@ def identifiers(text: str) -> list[str]:
 
 # -- places and nodes -----------------------------------------------------------------------
 def place(comment: str) -> Optional[UserFrame]:
-    """The place a ``# File: PATH:LINE in FN, code: CODE`` comment names, or None for another line."""
-    m = _FILE.match(comment or "")
+    """The place a ``# File: PATH:LINE in FN, code: CODE`` comment names (or its form in torch's
+    explanations, ``# File "PATH", line LINE, in FN, code: CODE``), or None for another line."""
+    m = _FILE.match(comment or "") or _FILE_QUOTED.match(comment or "")
     if m is None:
         return None
     return UserFrame(m.group("file"), int(m.group("line")), (m.group("fn") or "").strip(), m.group("code").strip())

@@ -45,6 +45,10 @@ from . import (
     torch_where,
     trace_autograd_ops,
     with_outside,
+    invalid_arguments,
+    random_branch,
+    hook_registration,
+    thread_lock,
 )
 
 RULES: list[Rule] = [
@@ -58,6 +62,7 @@ RULES: list[Rule] = [
     branch_in_library.RULE,
     torch_where.RULE,
     torch_cond.RULE,
+    random_branch.RULE,  # a branch on Python `random` values: after the rewrites that might prove a fix
     remove_unused.RULE,
     keep_tensor.RULE,
     capture_scalar_outputs.RULE,
@@ -68,6 +73,8 @@ RULES: list[Rule] = [
     trace_autograd_ops.RULE,
     tensor_clone.RULE,
     numpy_to_torch.RULE,
+    thread_lock.RULE,  # before with_outside: a lock is not moved out by a rewrite
+    hook_registration.RULE,
     with_outside.RULE,
     move_out.RULE,
     custom_op.RULE,
@@ -84,6 +91,7 @@ RULES: list[Rule] = [
     skipped_function.RULE,
     reconstruction.RULE,
     raised_exception.RULE,
+    invalid_arguments.RULE,
     generator_mutation.RULE,
     maybe_mark_dynamic.RULE,
     torch_hint.RULE,  # last: torch's own hint, unverified, where no rule could check a fix
