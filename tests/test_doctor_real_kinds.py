@@ -272,3 +272,15 @@ def test_a_library_that_installs_hooks_on_first_use_gets_the_warm_up_answer_and_
         ref = model(ids, output_attentions=True)
     assert torch.equal(out2.last_hidden_state, ref.last_hidden_state) and torch.equal(plain2, plain)
     assert len(out2.attentions) == 2 and all(torch.equal(a, b) for a, b in zip(out2.attentions, ref.attentions))
+
+
+def test_the_new_fields_of_torchs_words_save_and_load():
+    from ipycompile import CompileReport
+    from ipycompile.report.model import GraphBreak, TorchDetail, UserFrame
+
+    said = TorchDetail(type_error_function="cos", type_error_argument="input", type_error_expected="Tensor",
+                       type_error_given="int", type_error_message="cos(): ...", context_manager="lock",
+                       setattr_type="torch.utils.hooks.RemovableHandle", setattr_name="next_id",
+                       branch_random=[UserFrame("/u/m.py", 7, "fwd", "p = random.random()")])
+    r = CompileReport(graph_breaks=[GraphBreak("r", said=said)])
+    assert CompileReport.from_json(r.to_json()).graph_breaks[0].said == said

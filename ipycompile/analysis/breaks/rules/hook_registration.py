@@ -40,9 +40,11 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if not ctx.library(who.filename):
         return explained(
             Kind.HOOK_REGISTRATION, f"A hook is registered inside the compiled code, at {ctx.where(who)}",
-            f"{where} registers a hook inside the compiled code. {why} Register the hook once, before the compiled "
-            "call (outside the compiled function): torch traces the hooks a module already has, and the registration "
-            "no longer breaks the graph.", f)
+            f"{where} registers a hook inside the compiled code. {why} Register the hook before the compiled call "
+            "(outside the compiled function; remove it after the call with its handle, `handle.remove()`, where it "
+            "is meant for that call only): torch traces the hooks a module already has, and the registration no "
+            "longer breaks the graph. Registered inside the function, a hook is also added again on every call, "
+            "and each call runs all those added before it.", f)
     mine = f" inside your call `{f.user.source_line.strip()}` at {ctx.where(f.user)}" if f.user.filename and \
         not ctx.library(f.user.filename) else ""
     return explained(
