@@ -58,6 +58,10 @@ def test_capture_reads_the_type_error_the_branch_inputs_the_lock_and_the_class_a
              '    # File "/u/m.py", line 8, in fwd, code: t = x.sum()\n    l_x_: graph input (L_x_)\n')
     d = read_detail("attempted to jump with UnspecializedPythonVariable()", trace)
     assert [(f.filename, f.lineno, f.source_line) for f in d.branch_random] == [("/u/m.py", 7, "p = random.random()")]
+    # without a source line for the draw (torch had none): still a random input, with no place
+    d = read_detail("attempted to jump", "The branch condition involves a tensor computed as follows:\n"
+                    "    random_value_1: graph input (random_value_1)\n")
+    assert len(d.branch_random) == 1 and not d.branch_random[0].filename
     d = read_detail("Attempted SETUP_WITH/BEFORE_WITH on UserDefinedObjectVariable(lock)",
                     "Dynamo does not know how to enter a `lock` context manager.")
     assert d.context_manager == "lock"

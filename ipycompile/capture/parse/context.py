@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from ...report.model import TorchDetail
+from ...report.model import TorchDetail, UserFrame
 from .fx import place
 from .guards import guard_path
 
@@ -142,7 +142,7 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
         d.setattr_type, d.setattr_name = m.group("cls"), m.group("name")
 
 
-def _random_inputs(trace: str) -> list:
+def _random_inputs(trace: str) -> list[UserFrame]:
     """The places of the Python ``random`` values among the graph inputs torch lists under "The
     branch condition involves a tensor computed as follows" (``random_value_0: graph input
     (random_value_0)``, below the ``# File "...", line N, in f, code: ...`` line that drew it)."""
@@ -153,8 +153,8 @@ def _random_inputs(trace: str) -> list:
             at = p
             continue
         m = _GRAPH_INPUT.match(line)
-        if m and m.group("target").startswith("random_value_") and at is not None:
-            out.append(at)
+        if m and m.group("target").startswith("random_value_"):
+            out.append(at if at is not None else UserFrame())  # a value torch gives no source line for
         if m:
             at = None
     return out

@@ -25,7 +25,8 @@ def applies(f: Facts) -> bool:
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     drawn = f.said.branch_random
-    lines = ", ".join(f"`{d.source_line.strip()}` at {ctx.where(d)}" for d in drawn)
+    lines = ", ".join(f"`{d.source_line.strip()}` at {ctx.where(d)}" for d in drawn if d.filename) or \
+        "torch does not say which line drew it"
     which = "a value" if len(drawn) == 1 else "values"
     return explained(
         Kind.RANDOM_BRANCH, f"The branch at {ctx.where(f.stop)} depends on a Python `random` value, drawn anew on "
