@@ -157,6 +157,20 @@ def test_a_branch_on_a_python_random_value_is_explained_and_results_equal_eager(
     assert "`skip = random.uniform(0.0, 1.0) < self.p`" in s.explanation and "random_value_0: graph input" in s.explanation
     # what it says: results are those of the code without torch.compile (the same random draws)
     assert all(torch.equal(a, b) for a, b in zip(outs, eager))
+    # an `if` that a tensor condition could replace: no `torch.where` rewrite (without torch.compile the
+    # condition is a Python bool, which `torch.where` rejects), the same answer
+    torch._dynamo.reset()
+
+    def jitter(h, p):
+        if random.uniform(0.0, 1.0) < p:
+            h = h * 0.5
+        return h + 1
+
+    _, report = compiled(jitter, (x, 0.5))
+    [s, *_] = answers(report, "GB0170")
+    assert s.kind == "random_branch" and s.code == "", (s.kind, s.code)
+    with pytest.raises(TypeError):
+        torch.where(random.uniform(0.0, 1.0) < 0.5, x * 0.5, x)
     # a branch on a tensor, not on `random`, is not this kind
     torch._dynamo.reset()
 

@@ -60,9 +60,11 @@ RULES: list[Rule] = [
     hop_return_value.RULE,
     hop_match_structure.RULE,
     branch_in_library.RULE,
+    # before torch.where / torch.cond: a condition on a Python `random` value is a Python bool without
+    # torch.compile, which `torch.where` does not take
+    random_branch.RULE,
     torch_where.RULE,
     torch_cond.RULE,
-    random_branch.RULE,  # a branch on Python `random` values: after the rewrites that might prove a fix
     remove_unused.RULE,
     keep_tensor.RULE,
     capture_scalar_outputs.RULE,

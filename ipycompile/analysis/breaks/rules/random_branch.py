@@ -8,7 +8,9 @@ code without torch.compile) and passes it to the graph as an input. An ``if`` on
 a graph input: which side runs is known only when the graph runs, so torch ends the graph there on
 every call (LayerDrop, ``if random.uniform(0, 1) < p: continue``, as BART and Wav2Vec2 wrote it:
 pytorch/pytorch#95425). Results are unchanged; the cost is the split graphs. No rewrite of ours is
-proven for it: the answer says what happens and the ways out, with torch's hints."""
+proven for it: the answer says what happens and the ways out, with torch's hints. It is tried before
+the ``torch.where`` / ``torch.cond`` rewrites: without torch.compile the condition is a Python bool,
+which ``torch.where`` rejects (``torch.where(random.uniform(0, 1) < p, a, b)`` raises a TypeError)."""
 
 from __future__ import annotations
 
