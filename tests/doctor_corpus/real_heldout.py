@@ -9,7 +9,8 @@ downloaded, called the way their documentation shows.
 
 Each case names the issue or page its code comes from. CPU, ``backend="eager"``.
 
-Tried and left out: a tiny Swin on images of two sizes (one recompile, but its compile takes minutes
+The cases are in an order that puts the cheap ones where the suite's slice of every third case falls
+(``tests/test_doctor_corpus_real.py``). Tried and left out: a tiny Swin on images of two sizes (one recompile, but its compile takes minutes
 on a CPU: too slow for the suite's slice).
 """
 
@@ -531,6 +532,18 @@ def bigbird_block_sparse():
     return model, [_no_grad_call(_ids(1, 64))]
 
 
+@case(HF_DOCS + "pegasus (generate with a compiled forward)")
+def pegasus_generate_compiled_forward():
+    from transformers import PegasusConfig, PegasusForConditionalGeneration
+
+    cfg = PegasusConfig(vocab_size=96, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                        max_position_embeddings=64, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    model = PegasusForConditionalGeneration(cfg).eval()
+    input_ids = _ids(1, 7)
+    return model.forward, [lambda fwd: _generate(model, fwd, input_ids, max_new_tokens=3, do_sample=False)]
+
+
 @case(HF_DOCS + "wav2vec2 (a compiled CTC training step: SpecAugment masks the features)")
 def wav2vec2_ctc_train_step():
     from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
@@ -558,18 +571,6 @@ def mamba_lengths():
                       use_mambapy=False)
     model = MambaForCausalLM(cfg).eval()
     return model, [_no_grad_call(_ids(1, 5), use_cache=False), _no_grad_call(_ids(1, 9), use_cache=False)]
-
-
-@case(HF_DOCS + "pegasus (generate with a compiled forward)")
-def pegasus_generate_compiled_forward():
-    from transformers import PegasusConfig, PegasusForConditionalGeneration
-
-    cfg = PegasusConfig(vocab_size=96, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=64, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
-    model = PegasusForConditionalGeneration(cfg).eval()
-    input_ids = _ids(1, 7)
-    return model.forward, [lambda fwd: _generate(model, fwd, input_ids, max_new_tokens=3, do_sample=False)]
 
 
 @case(HF_DOCS + "gpt_bigcode (torch.compile(model), batch 1 then 2)")
