@@ -402,16 +402,26 @@ y = f(x.abs())
 """
 
 
-def test_several_settings_for_one_cell_are_marked_unproven_together():
+def test_several_settings_for_one_cell_are_given_as_code_one_at_a_time():
+    """Two breaks, each with its own setting, checked alone: only the first break's setting is code; the
+    other's is words that name it and say to try it after the first (on transformers' Longformer the two
+    settings each work alone and make the compile raise together: real_heldout::longformer_global_attention)."""
     _, report = run(TWO_SETTINGS, {"torch": torch, "x": X})
-    ss = [s for s in suggestions(report) if s.code.startswith("torch._dynamo.config.")]
-    names = {s.code.split("=")[0].strip() for s in ss}
-    assert names == {"torch._dynamo.config.capture_scalar_outputs",
-                     "torch._dynamo.config.capture_dynamic_output_shape_ops"}, [(s.kind, s.code) for s in ss]
-    for s in ss:
-        assert "together they are unproven" in s.explanation
-        other = (names - {s.code.split("=")[0].strip()}).pop()
-        assert f"`{other}`" in s.explanation
+    ss = [b.suggestion for b in report.graph_breaks]
+    kinds = [s.kind for s in ss]
+    assert kinds == ["capture_scalar_outputs", "capture_dynamic_output_shape_ops"], [(s.kind, s.code) for s in ss]
+    first, second = ss
+    assert first.code.strip() == "torch._dynamo.config.capture_scalar_outputs = True"
+    assert "together they are unproven" in first.explanation
+    assert "`torch._dynamo.config.capture_dynamic_output_shape_ops`" in first.explanation
+    assert second.code == "" and "one at a time" in second.title
+    assert "Apply `torch._dynamo.config.capture_scalar_outputs` first" in second.explanation
+    assert "`torch._dynamo.config.capture_dynamic_output_shape_ops = True` on its own" in second.explanation
+    # the code given works on its own: its break is gone, the other stays, the result is eager's
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        _, after = run(TWO_SETTINGS, {"torch": torch, "x": X})
+    assert [b.suggestion.kind for b in after.graph_breaks] == ["capture_dynamic_output_shape_ops"]
+    assert after.graph_breaks[0].suggestion.code  # alone now: its code is given
 
 
 def test_one_setting_alone_is_not_marked():

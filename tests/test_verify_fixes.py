@@ -272,7 +272,11 @@ def test_settings_are_verified_one_by_one_and_together():
     user = UserCell(body, ns)
     kinds = sorted(b.suggestion.kind for b in user.report.graph_breaks)
     assert kinds == ["capture_dynamic_output_shape_ops", "capture_scalar_outputs"]
+    # the doctor gives the first break's setting as code, the other's is withheld until proven together
+    assert [bool(b.suggestion.code) for b in user.report.graph_breaks] == [True, False]
+    assert user.report.graph_breaks[1].suggestion.unproven_code.strip().endswith("= True")
     report = user.verify()
+    assert all(b.suggestion.code and not b.suggestion.unproven_code for b in report.graph_breaks)  # now proven
     checks = _checks(report)
     assert [c.status for c in checks] == [FixStatus.VERIFIED, FixStatus.VERIFIED], checks
     (together,) = report.fix_verification.together
@@ -307,6 +311,7 @@ def test_two_settings_that_each_work_alone_but_fail_together():
         in checks[0].reason
     assert "alone only: applied together with torch._dynamo.config.capture_scalar_outputs = True it fails" \
         in checks[1].reason
+    assert not report.graph_breaks[1].suggestion.code  # unproven together: still withheld, in words
     # the same branch in the cell itself: the doctor sees it and withholds capture_dynamic_output_shape_ops
     # (it would move the break there), so only the scalar setting is offered and verified
     inline = ("n = int(x.sum().item())\nidx = torch.nonzero(x)\nif idx.shape[0] > n:\n    z = idx.float().sum()\n"

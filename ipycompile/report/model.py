@@ -418,6 +418,10 @@ class Suggestion:
     last_line: Optional[int] = None
     # set by ``--verify-fixes`` (:mod:`ipycompile.run.verify`): this fix tried on the user's own cell
     check: Optional[FixCheck] = None
+    # a setting's code the doctor did not give: it removes this break alone, but is unproven together with
+    # another setting the report gives as code; ``--verify-fixes`` tries it, and gives it as ``code`` once the
+    # settings are verified together on the user's cell
+    unproven_code: str = ""
 
 
 @dataclass

@@ -158,9 +158,9 @@ def plan_fixes(report: CompileReport, cell: CellFunction, body: str, namespace: 
     plans: dict[tuple, PlannedFix] = {}
     for kind, i, item in _answered(report):
         s = item.suggestion
-        if not (s.code or "").strip() or s.kind == "unknown":
+        if not (s.code or s.unproven_code or "").strip() or s.kind == "unknown":
             continue
-        key = (s.code, s.filename, s.first_line, s.last_line)
+        key = (s.code or s.unproven_code, s.filename, s.first_line, s.last_line)
         if key not in plans:
             plans[key] = _plan(s, report, cell, body, namespace, torch)
         plans[key].targets.append((kind, i))
@@ -169,7 +169,7 @@ def plan_fixes(report: CompileReport, cell: CellFunction, body: str, namespace: 
 
 def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, namespace: dict, torch: Any) -> PlannedFix:
     fix = PlannedFix(s)
-    code = s.code.strip()
+    code = (s.code or s.unproven_code).strip()
     if s.first_line is not None:
         if s.filename != cell.filename:
             who = report.owner(s.filename).value
@@ -816,14 +816,20 @@ def _calls_needed(report: CompileReport) -> int:
 
 def _with_checks(report: CompileReport, checks: dict[tuple[str, int], FixCheck], verification: FixVerification
                  ) -> CompileReport:
-    """A new report: each answered item's suggestion with its check; the verification record."""
+    """A new report: each answered item's suggestion with its check; the verification record. A setting the
+    doctor withheld as unproven with the others (``Suggestion.unproven_code``) is given as code once the
+    settings were verified together here."""
+    together_ok = bool(verification.together) and all(t.status == FixStatus.VERIFIED for t in verification.together)
     lists = {}
     for kind in ("graph_breaks", "recompiles", "failures"):
         items = list(getattr(report, kind))
         for i, item in enumerate(items):
             check = checks.get((kind, i))
             if check is not None and item.suggestion is not None:
-                items[i] = dataclasses.replace(item, suggestion=dataclasses.replace(item.suggestion, check=check))
+                s = dataclasses.replace(item.suggestion, check=check)
+                if s.unproven_code and check.status == FixStatus.VERIFIED and together_ok:
+                    s = dataclasses.replace(s, code=s.unproven_code, unproven_code="")  # proven with the others
+                items[i] = dataclasses.replace(item, suggestion=s)
         lists[kind] = items
     return dataclasses.replace(report, fix_verification=verification, **lists)
 

@@ -68,6 +68,7 @@ REAL_MODULES = (
     "real_transformers",
     "real_training",
     "real_library_code",
+    "real_heldout",
 )
 
 #: The parts of the corpus, by name.

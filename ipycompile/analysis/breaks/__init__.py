@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Callable, Optional
 
-from ...report.model import Failure, GraphBreak, Kind, Suggestion
+from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion
 from ..source import Sources
 from .base import Context, Facts, Rule, in_library, unknown
 from .rules import RULES
@@ -67,26 +67,41 @@ def settings_of(s: Optional[Suggestion]) -> list[str]:
 
 
 def _settings_together(report: "CompileReport") -> "CompileReport":
-    """Where the answers for one report suggest several settings, each suggestion says so: each
-    is proven alone on its kind of break, not with the others (``capture_scalar_outputs`` and
-    ``capture_dynamic_output_shape_ops`` each work alone and fail together on some code)."""
+    """Where the answers for one report would give several settings as code, only the first
+    (in the order torch compiled the breaks) keeps its code: each setting was checked alone, on
+    its own break, and two settings that each work alone can fail together (``capture_scalar_outputs``
+    and ``capture_dynamic_output_shape_ops`` on transformers' Longformer make the compile raise).
+    The others say which setting removes their break alone, in words, to try one at a time once the
+    first is applied; code for several settings is given only where they were proven together
+    (``--verify-fixes`` tries them together on the user's own cell)."""
     items = [*report.graph_breaks, *report.failures]
     names = []
     for i in items:
         names += [n for n in settings_of(i.suggestion) if n not in names]
     if len(names) < 2:
         return report
+    first = [n for n in settings_of(next(i.suggestion for i in items if settings_of(i.suggestion)))]
 
     def noted(i):
         mine = settings_of(i.suggestion)
         if not mine:
             return i
-        others = [n for n in names if n not in mine]
-        note = (f"\n\nThis code gets {len(names)} settings from the doctor ({', '.join(f'`{n}`' for n in names)}): each "
-                "is the fix for its own break, checked alone; together they are unproven (two settings that each "
-                f"work alone can fail together). Apply `{mine[0]}` with {', '.join(f'`{n}`' for n in others)} and "
-                "check that the breaks are gone and the outputs unchanged, or apply them one at a time.")
-        return dataclasses.replace(i, suggestion=dataclasses.replace(i.suggestion, explanation=i.suggestion.explanation + note))
+        if mine == first:
+            others = [n for n in names if n not in mine]
+            note = (f"\n\nThis code gets {len(names)} settings from the doctor ({', '.join(f'`{n}`' for n in names)}): each "
+                    "removes its own break, checked alone; together they are unproven (two settings that each work "
+                    f"alone can fail together), so only `{mine[0]}` is given as code. Apply it, check that this break is "
+                    f"gone and the outputs unchanged, then try {', '.join(f'`{n}`' for n in others)} for the other breaks, "
+                    "one at a time.")
+            return dataclasses.replace(i, suggestion=dataclasses.replace(i.suggestion, explanation=i.suggestion.explanation + note))
+        s = i.suggestion
+        note = (f"\n\nNot given as code: this code also gets `{first[0]}` from the doctor for another break, and the two "
+                "settings are unproven together (two settings that each work alone can fail together). Apply "
+                f"`{first[0]}` first and check the outputs; then try `{'; '.join(s.code.strip().splitlines())}` on its own, "
+                "and check again that this break is gone and the outputs unchanged.")
+        return dataclasses.replace(i, suggestion=dataclasses.replace(
+            s, title=f"{s.title} (after `{first[0].rsplit('.', 1)[-1]}`, one at a time)", explanation=s.explanation + note,
+            code="", unproven_code=s.code, confidence=Confidence.LOW))
 
     return dataclasses.replace(report, graph_breaks=[noted(b) for b in report.graph_breaks],
                                failures=[noted(f) for f in report.failures])
