@@ -592,6 +592,8 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) ->
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details."""
     out = ['<div class="first" role="region" aria-label="What to fix">']
+    if vm.title:
+        out.append(f'<p class="heading">{_e(vm.title)}</p>')
     out += [f'<p class="note">{_ec(n)}</p>' for n in vm.notes]
     if vm.problems:
         n = len(vm.problems)
