@@ -230,10 +230,13 @@ def _static(page, lab, name: str):
 
 
 def _open_details(page, key: str):
-    tab = page.locator(f"details.tab[data-tab='{key}']")
-    tab.locator("> summary").click()
-    assert tab.get_attribute("open") is not None
-    return tab
+    """Select the tab ``key`` of the static page's tablist; its panel."""
+    tab = page.locator(f"[role=tablist] > [role=tab][data-tab='{key}']")
+    tab.click()
+    assert tab.get_attribute("aria-selected") == "true"
+    panel = page.locator(f"[role=tabpanel][data-tab='{key}']")
+    assert panel.is_visible()
+    return panel
 
 
 def test_static_html_shows_the_same_facts(static_page, lab):
@@ -244,11 +247,11 @@ def test_static_html_shows_the_same_facts(static_page, lab):
         assert chip.evaluate("e => getComputedStyle(e).borderTopWidth") == "2px"
         assert page.locator(".first .prob .pt").first.inner_text().startswith("Graph break:")
         tab = _open_details(page, "graph_breaks")
-        assert "Graph breaks (1)" in tab.locator("> summary").inner_text()
+        assert "Graph breaks (1)" in page.locator("[role=tab][data-tab='graph_breaks']").inner_text()
         text = tab.locator("> .body").inner_text()
         assert "In [2], line 3" in text and "if x.sum() > 0:" in text, text
         kernels = _open_details(page, "kernels")
-        n = int(re.search(r"Kernels \((\d+)\)", kernels.locator("> summary").inner_text()).group(1))
+        n = int(re.search(r"Kernels \((\d+)\)", page.locator("[role=tab][data-tab='kernels']").inner_text()).group(1))
         assert n >= 1
         assert re.search(r"\b(cpp|triton|extern)\b", kernels.locator("> .body").inner_text())
         page.screenshot(path=str(BUILD / "browser-static-gb.png"), full_page=True)
@@ -329,7 +332,7 @@ def test_static_html_of_an_h100_trace_report(browser, tmp_path):
         page.goto(path.as_uri())
         page.wait_for_selector(".ipyc")
         assert "triton_tem_fused_addmm_gelu_t_0" in _open_details(page, "kernels").locator("> .body").inner_text()
-        assert "Autotuning" in page.locator("details.tab[data-tab='summary'] > .body").inner_text()
+        assert "Autotuning" in _open_details(page, "summary").locator("> .body").inner_text()
     finally:
         context.close()
 
@@ -552,10 +555,13 @@ def test_static_html_links_a_break_to_its_line_in_the_shown_source(static_page, 
     href = link.get_attribute("href")
     assert link.inner_text() == "In [2], line 3" and href.startswith("#") and len(href) > 1
     target = page.locator(href)
-    assert target.count() == 1 and not target.is_visible()  # inside the closed Graph breaks tab
+    assert target.count() == 1 and not target.is_visible()  # inside the Graph breaks tab, not selected
     link.click()
-    target.wait_for(state="visible", timeout=5_000)  # the browser opened the tab and the row holding it
-    assert "if x.sum() > 0:" in target.inner_text()
+    target.wait_for(state="visible", timeout=5_000)  # the page selected the tab and opened the row holding it
+    # the link lands on the break's line of the shown source, highlighted (:target)
+    assert href.endswith("-L3") and target.evaluate("e => e.matches(':target')")
+    assert re.fullmatch(r">\s*3 \| if x\.sum\(\) > 0:", target.inner_text()), target.inner_text()
+    assert target.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
 
 
 # -- clean-up -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from IPython.utils.capture import capture_output
 
 import ipycompile
 from ipycompile import CompileReport, build_report
-from ipycompile.analysis.compare import Comparison, MetricDelta, compare
+from ipycompile.analysis.compare import CompareNote, Comparison, FunctionRef, MetricDelta, SettingDiff, compare
 from ipycompile.widgets.compare_view import ComparisonView, comparison_view_model
 from tracefile import gpu_records
 
@@ -90,8 +90,10 @@ def test_graphs_per_function_and_continuations_are_named_after_their_function():
     a, b, _ = step_reports()
     c = compare(a, b)
     names = {d.function for d in c.graphs}
-    assert "step" in names and "step (after a graph break)" in names
-    assert all(d.a >= 1 for d in c.graphs if d.function == "step")
+    assert FunctionRef("step") in names and FunctionRef("step", after_break=True) in names
+    assert all(d.a >= 1 for d in c.graphs if d.function.name == "step")
+    (after,) = [d for d in c.graphs if d.function.after_break]
+    assert f"step (after a graph break): graphs {after.a} -> {after.b}, ops {after.ops_a} -> {after.ops_b}" in str(c)
 
 
 def test_recompiles_per_function_and_the_limit():
@@ -108,8 +110,8 @@ def test_recompiles_per_function_and_the_limit():
         reports.append(cap.report)
     c = compare(*reports)
     (d,) = c.recompiles
-    assert (d.function, d.a, d.b) == ("scaled (test_compare.py)", 2, 0)  # a real file is part of the name
-    assert "recompiles: scaled (test_compare.py) 2 -> 0" in str(c)
+    assert (d.function, d.a, d.b) == (FunctionRef("scaled", False, __file__), 2, 0)  # a real file is part of the key
+    assert "scaled (test_compare.py): 2 -> 0" in str(c) and "recompiles 2 → 0" in str(c)
 
 
 @functools.cache
@@ -125,11 +127,14 @@ def test_settings_that_differ_make_runs_not_comparable():
     a, b, same_settings = cell_runs()
     c = compare(a, b)
     assert not c.comparable
-    assert "backend: 'aot_eager' vs 'eager'" in c.differences
-    assert any(d.startswith("fresh caches: only B") for d in c.differences)
-    assert str(c).splitlines()[1].startswith("NOT comparable: ")
+    assert SettingDiff("backend", "aot_eager", "eager") in c.differences
+    assert SettingDiff("fresh", False, True) in c.differences
+    line = str(c).splitlines()[1]
+    assert line.startswith("NOT comparable: ") and "backend: 'aot_eager' vs 'eager'" in line
+    assert "fresh caches: only B compiled from scratch" in line
     ok = compare(a, same_settings)
-    assert ok.comparable and not ok.differences and any("fresh caches" in n for n in ok.notes)
+    assert ok.comparable and not ok.differences and CompareNote("warm_caches") in ok.notes
+    assert "neither run used fresh caches" in str(ok)
 
 
 def test_times_and_memory_come_from_the_profiles_with_their_spread():
@@ -179,6 +184,44 @@ def test_view_has_chips_and_tabs_and_html():
     assert bundle["text/plain"] == str(c) and "A = before, B = after" in bundle["text/html"]
 
 
+@pytest.mark.parametrize("which", ["captures", "profiled runs"])
+def test_text_and_html_render_the_one_view_model_alike(which):
+    """The comparison is values; its one view model is rendered as text (``str``) and HTML by
+    the report's shared renderers, and both say every fact of it: the title, the verdict and
+    notes, each chip, each table row (the text prints a row's headline; the HTML its cells)."""
+    import html as H
+    import re
+
+    from ipycompile.widgets.blocks import Table
+    from ipycompile.widgets.compare_view import comparison_html
+
+    if which == "captures":
+        a, b, _ = step_reports()
+    else:
+        a, b, _ = cell_runs()
+    c = compare(a, b, names=("before <fix>", "after"))
+    vm = comparison_view_model(c)
+    text = str(c)
+    page = comparison_html(c)
+    shown = H.unescape(re.sub(r"<[^>]+>", " ", page.split("</style>")[-1]))
+    shown = " ".join(shown.split())
+    assert text.splitlines()[0] == vm.title == "ipycompile comparison: A = before <fix>, B = after"
+    assert "before &lt;fix&gt;" in page and "<fix>" not in page  # escaped in the page
+    for line in [vm.title, *vm.notes, *(chip.text for chip in vm.header)]:
+        assert " ".join(line.split()) in shown
+        assert line in text or line in " ".join(text.split())  # the chips are wrapped at 100 characters
+    tables = [b for tab in vm.tabs for b in tab.blocks() if isinstance(b, Table)]
+    assert tables
+    for t in tables:
+        for i, row in enumerate(t.rows):
+            if t.headlines:
+                assert t.headlines[i] in text
+            for cell in row:
+                assert " ".join(str(cell).split()) in shown
+    m = c.metric("compile time (torch)")
+    assert m is not None and ("compile time (torch): " in text) and "compile time (torch)" in shown
+
+
 # -- the history and the magic -----------------------------------------------------------
 def test_find_run_by_number_index_and_label_with_clear_errors():
     from ipycompile.run import history_log
@@ -215,7 +258,7 @@ def ip():
     shell.run_line_magic("unload_ext", "ipycompile")
 
 
-def test_compile_diff_in_an_ipython_shell(ip):
+def test_compile_diff_in_an_ipython_shell(ip, shows_html):
     ipycompile.clear_history()
     ip.run_cell("x = torch.arange(8.0)")
     before = "%%compile --backend eager --runs 2 --label before\ny = x * 2\nif y.sum() > 0:\n    y = y + 1\ny.sum()"
@@ -228,7 +271,12 @@ def test_compile_diff_in_an_ipython_shell(ip):
     assert res.success and res.result is None  # shown once, by display
     (shown,) = out.outputs
     text = shown.data["text/plain"]
-    assert "break sites: 1 fixed, 0 introduced" in shown.data["text/html"]
+    page = shown.data["text/html"]
+    assert "break sites: 1 fixed, 0 introduced" in page
+    # the fixed break's place links to its cell and line as the editor numbers it (%%compile is line 1)
+    fixed = ip.user_ns["cmp"].breaks_fixed[0]
+    assert (fixed.where, fixed.lineno) == (f"In [{fixed.cell}], line 3", 3)
+    assert f'data-cell="{fixed.cell}" data-line="3"' in page
     assert "A = run 1 (" in text and "before)" in text and "B = run 2 (" in text
     assert "graph break sites: 1 fixed, 0 introduced, 0 unchanged" in text and "if y.sum() > 0:" in text
     cmp = ip.user_ns["cmp"]

@@ -92,7 +92,7 @@ def test_an_ignored_cache_that_changes_state_is_said_first(tmp_path):
     text = str(report)
     assert text.splitlines()[1].startswith("1. Compiled results differ from eager")
     page = html_view.render_html(report)
-    first, _, _ = page.partition('<details class="tab"')
+    first, _, _ = page.partition('<div class="tabs">')
     assert html_view._e(d.title) in first
     assert first.index(html_view._e(d.title)) < min(first.index(html_view._e(p.title)) for p in vm.problems[1:]) \
         if vm.problems[1:] else True

@@ -166,7 +166,8 @@ def assert_report_shown(page, where: str) -> None:
         assert "torch.where" in text, f"{where}: cell {i} shows no fix:\n{text[:2000]}"
         assert "In [1], line 16" in text, f"{where}: cell {i} does not say where the break is:\n{text[:2000]}"
     # the second run reused the first one's compiled code: its first screen says so, with no compile time
-    text = report_text_visible(page, REPORTS[1])
+    # (the first screen only: the static copy's Profile panel, shown where no tab strip is, names the first call)
+    text = outputs(page, REPORTS[1]).evaluate("e => [...e.querySelectorAll('.first')].map(x => x.innerText).join('\\n')")
     assert "(reused, no compile)" in text and "first call (compile)" not in text, f"{where}:\n{text[:2000]}"
 
 
@@ -339,12 +340,18 @@ def test_reopened_in_notebook7_shows_every_report(browser, reopened_notebook7, n
             assert_report_shown(page, f"Notebook 7, {name}")
 
 
-@pytest.mark.parametrize("name", SAVED)
-def test_nbconvert_html_shows_every_report(browser, saved, tmp_path, name):
+@pytest.mark.parametrize("name,sanitised", [(n, False) for n in SAVED] + [("no-state", True), ("state", True)])
+def test_nbconvert_html_shows_every_report(browser, saved, tmp_path, name, sanitised):
+    """nbconvert's HTML of each save; with its sanitiser on (scripts, ``<style>`` and event
+    handlers removed, as GitHub's renderer and an untrusted notebook do) every report's first
+    screen and every tab's panel still show."""
     from nbconvert import HTMLExporter
 
     root, _ = saved
-    body, _ = HTMLExporter().from_filename(str(root / f"{name}.ipynb"))
+    body, _ = HTMLExporter(sanitize_html=sanitised).from_filename(str(root / f"{name}.ipynb"))
+    if sanitised:
+        assert "<script>(function(){[].forEach" not in body  # nbconvert's sanitiser took out any script of ours
+        name = f"{name}-sanitised"
     page_path = tmp_path / f"{name}.html"
     page_path.write_text(body, encoding="utf-8")
     context = browser.new_context(viewport={"width": 1400, "height": 1800}, offline=True)
@@ -355,5 +362,11 @@ def test_nbconvert_html_shows_every_report(browser, saved, tmp_path, name):
             page.wait_for_selector(".jp-Notebook .jp-CodeCell")
             shot(page, f"nbconvert-{name}")
             assert_report_shown(page, f"nbconvert, {name}")
+            if sanitised:  # no handler left on any element of the report (escaped into text, if anything)
+                assert page.locator(".ipyc [onclick], .ipyc script").count() == 0
+            for i in REPORTS:  # every panel of the static copy, under its heading (no tab strip to click)
+                text = report_text_visible(page, i)
+                for title in ("Summary", "Graph breaks (", "Recompiles (", "Graphs (", "Kernels (", "Profile", "Guards ("):
+                    assert title in text, f"nbconvert, {name}: cell {i} shows no {title!r} panel:\n{text[:3000]}"
     finally:
         context.close()

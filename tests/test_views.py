@@ -454,7 +454,9 @@ def test_profile_without_a_run_shows_the_phase_chart(name):
 def test_html_is_self_contained_and_shows_the_same_facts(name):
     r, text = report(name), page(name)
     vm = view_model(r)
-    assert "<script" not in text.lower() and 'src="http' not in text and "@import" not in text
+    # one script, the tabs' (without it every panel shows); no external request
+    assert text.lower().count("<script") == 1 and html_view.TABS_SCRIPT in text
+    assert 'src="http' not in text and "@import" not in text
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
     hrefs = set(re.findall(r'href="([^"]+)"', text))
     anchors = {h for h in hrefs if h.startswith("#")}  # a problem's link to the tab with its details, on this page
@@ -465,12 +467,14 @@ def test_html_is_self_contained_and_shows_the_same_facts(name):
     assert 'src="data:image/png;base64,' in text  # the phase chart, inline
     for c in vm.header:
         assert f">{html_view._e(c.text)}</span>" in text
-    for t in vm.tabs:  # every tab rendered, the first open
-        assert f'data-tab="{t.key}"' in text and f">{html_view._e(t.title)}</summary>" in text
-    assert text.count('<details class="tab"') == len(TAB_KEYS)
-    assert re.search(r'<details class="tab" id="[^"]+" data-tab="summary" open>', text)
+    for t in vm.tabs:  # every tab rendered: a tab in the tablist and its panel, under its heading
+        assert f'data-tab="{t.key}"' in text and f">{html_view._e(t.title)}</button>" in text
+        assert f">{html_view._e(t.title)}</h3>" in text
+    assert text.count('role="tabpanel"') == text.count('role="tab" ') == len(TAB_KEYS)
+    selected = re.findall(r'<button role="tab" id="[^"]+" aria-controls="[^"]+" data-tab="(\w+)" aria-selected="true"', text)
+    assert selected == ["summary"]  # the first selected (the script sets the others)
     # the first screen comes first: every problem, in the view model's order, before any tab
-    first, _, _ = text.partition('<details class="tab"')
+    first, _, _ = text.partition('<div class="tabs">')
     at = [first.index(html_view._e(p.title)) for p in vm.problems]
     assert at == sorted(at) and (vm.problems or "Nothing to fix" in first)
     for k in r.kernels:
@@ -538,7 +542,7 @@ def test_to_html_writes_the_page_and_warns(tmp_path):
         assert r.to_html(str(path)) == str(path)
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in text and text.rstrip().endswith("</html>")
-    assert "In [3], line 2" in text and "<script" not in text
+    assert "In [3], line 2" in text and text.count("<script") == 1  # the tabs' script only
 
 
 def test_notebook_display_keeps_the_first_screen_as_text(shows_html):

@@ -51,6 +51,23 @@ def install() -> None:
     register_renderer(notebook_bundle)
     register_html_writer(write_html)
     register_text_renderer(report_text)
+    from ..analysis.compare import register_views
+
+    register_views(comparison_text, comparison_bundle)
+
+
+def comparison_text(comparison) -> str:
+    """``str(comparison)``: the comparison's view model as text (:mod:`.compare_view`)."""
+    from .compare_view import comparison_text as render
+
+    return render(comparison)
+
+
+def comparison_bundle(comparison) -> dict:
+    """A comparison's notebook display: its HTML and text (:mod:`.compare_view`)."""
+    from .compare_view import comparison_bundle as bundle
+
+    return bundle(comparison)
 
 
 def report_text(report, hints=None) -> str:

@@ -156,6 +156,7 @@ class ViewModel:
     tabs: list[Tab]
     problems: Optional[list] = None  # None: not a report's view (a ranks view), no first screen of problems
     notes: list[str] = field(default_factory=list)  # where the report came from, what could not be read
+    title: str = ""  # a view that is not one report's (a comparison): what it shows, its first line
 
     def tab(self, key: str) -> Tab:
         for t in self.tabs:

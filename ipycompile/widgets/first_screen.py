@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from ..analysis.compare import user_function
 from ..report.text import fmt_bytes, fmt_seconds, plural
 from .blocks import Chip, Place
 
@@ -138,7 +137,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         what = next((rc.explanation for rc in rcs if rc.explanation), "")
         if not what and rcs[0].reasons:
             what = " ".join(r.readable(rcs[0].reasons[0]).splitlines()[0].split())
-        name = user_function(function)
+        name = function or "?"
         title = f"{name} recompiled {plural(len(rcs), 'time')}" + (f": {what}" if what else "")
         cost = f"{fmt_seconds(seconds)} of compiling" if seconds else ""
         if limit is not None:

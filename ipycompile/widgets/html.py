@@ -1,9 +1,12 @@
 """The static HTML rendering of a report's view-model.
 
-Self-contained: inline CSS (one ``<style>`` block scoped to ``.ipyc``), ``<details>``
-for the tabs and for expandable rows and trees, pygments-highlighted code, figures
-as inline PNG. No JavaScript, no external requests (the only URLs are plain links
-to torch's graph-break pages). Every tab is rendered; the Summary tab is open.
+Self-contained: inline CSS (one ``<style>`` block scoped to ``.ipyc``), the tabs as an
+ARIA tablist (:data:`TABS_SCRIPT`, the page's one script: without it, where a renderer
+strips scripts, the strip hides and every panel shows under its heading), ``<details>``
+for expandable rows and trees, pygments-highlighted code with an id per line of a source
+excerpt (a place's link lands on its line, marked by ``:target``), figures as inline PNG.
+No external requests (the only URLs are plain links to torch's graph-break pages). Every
+tab is rendered; the Summary tab is selected.
 
 It renders :func:`ipycompile.widgets.viewmodel.view_model` and computes nothing of
 its own, so it shows what the widget view shows.
@@ -81,10 +84,19 @@ _CSS = _THEME + """
 .ipyc .fixbox{position:relative}
 .ipyc button.copy{position:absolute;top:4px;right:4px;font-size:11px;padding:1px 6px;cursor:pointer;
 color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);border-radius:3px}
-.ipyc details.tab{border:1px solid var(--ic-border);border-radius:5px;margin:4px 0}
-.ipyc details.tab>summary{background:var(--ic-panel);padding:4px 8px;font-weight:600;cursor:pointer}
-.ipyc details.tab>summary.warn{text-decoration:underline;text-decoration-color:var(--ic-warn);text-decoration-thickness:2px}
-.ipyc details.tab>.body{padding:4px 10px 8px}
+.ipyc .tablist{display:none;flex-wrap:wrap;gap:2px;border-bottom:1px solid var(--ic-border);margin:6px 0 0}
+.ipyc .tabs.on>.tablist{display:flex}
+.ipyc .tablist>[role=tab]{font:inherit;font-weight:600;color:var(--ic-fg);background:var(--ic-panel);cursor:pointer;
+border:1px solid var(--ic-border);border-bottom:none;border-radius:5px 5px 0 0;padding:4px 10px;margin:0 0 -1px}
+.ipyc .tablist>[role=tab][aria-selected=true]{background:var(--ic-bg);border-top:3px solid var(--ic-link);padding-top:2px}
+.ipyc .tablist>[role=tab].warn,.ipyc [role=tabpanel]>h3.warn{text-decoration:underline;text-decoration-color:var(--ic-warn);text-decoration-thickness:2px}
+.ipyc [role=tabpanel]{border:1px solid var(--ic-border);border-radius:5px;margin:4px 0}
+.ipyc .tabs.on>[role=tabpanel]{border-radius:0 0 5px 5px;margin-top:0}
+.ipyc [role=tabpanel]>h3{background:var(--ic-panel);padding:4px 8px;font-weight:600;font-size:inherit;margin:0}
+.ipyc .tabs.on>[role=tabpanel]>h3{display:none}
+.ipyc .tabs.on>[hidden]{border:0;margin:0}
+.ipyc [role=tabpanel]>.body{padding:4px 10px 8px}
+.ipyc pre .ln:target{background:var(--ic-panel);outline:2px solid var(--ic-link);outline-offset:0}
 .ipyc table{border-collapse:collapse;margin:2px 0 8px}
 .ipyc .tbl table{table-layout:fixed;width:100%}
 .ipyc th,.ipyc td{border:1px solid var(--ic-border);padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:normal;word-break:normal}
@@ -122,8 +134,8 @@ color:var(--ic-fg);background:var(--ic-panel);border:1px solid var(--ic-border);
 .cm-line.ipyc-hit,.jp-CodeCell.ipyc-hit{outline:2px solid var(--jp-brand-color1,#0550ae);outline-offset:-1px}
 .ipyc .cols>input.allc{position:absolute;opacity:0;width:1px;height:1px}
 .ipyc .cols>label.allc{display:inline-block;cursor:pointer;color:var(--ic-link);text-decoration:underline;margin:2px 0}
-.ipyc .cols>label.allc::before{content:"\25B8\00A0"}
-.ipyc .cols>input.allc:checked+label.allc::before{content:"\25BE\00A0"}
+.ipyc .cols>label.allc::before{content:"\\25B8\\00A0"}
+.ipyc .cols>input.allc:checked+label.allc::before{content:"\\25BE\\00A0"}
 .ipyc .cols>input.allc:focus-visible+label.allc{outline:2px solid var(--ic-link);outline-offset:1px}
 .ipyc .cols>input.allc:not(:checked)~* col.x{display:none}
 .ipyc .cols>input.allc:not(:checked)~* th.x,.ipyc .cols>input.allc:not(:checked)~* td.x{display:none}
@@ -370,20 +382,57 @@ def _code(b: Code, out: list, page: _Page) -> None:
         more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
     if page.limits.cuts and len(code) > VIEW_TEXT_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
         code = "\n".join(capped(line, where=CAPPED_WHERE) for line in code.split("\n"))
-    target = ""
+    target, lines = "", None
     if b.key and page.anchor and b.key not in page.keys:  # the first excerpt of a place: links land here
         page.keys.add(b.key)
         target = f' id="{_e(page.anchor)}-{_e(b.key)}"'
+        prefix = f"{page.anchor}-{b.key}"
+        lines = _numbered_lines(code, b.language, page, prefix)
+        line = b.key.rsplit("-", 1)[-1]  # the place's line (tabs.place_key): a link to it lands here at least
+        if line.isdigit() and (lines is None or f'id="{_e(line_id(prefix, int(line)))}"' not in lines):
+            target += f'><span id="{_e(line_id(prefix, int(line)))}"></span'
     out.append(f'<div class="code"{target}>')
     if b.title:
         out.append(f'<div class="ct">{_e(b.title)}</div>')
+    shown = lines if lines is not None else _highlight(code, b.language, page)
     if b.copy:
-        out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">{_highlight(code, b.language, page)}</pre></div>')
+        out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">{shown}</pre></div>')
     else:
-        out.append(f'<pre class="hl">{_highlight(code, b.language, page)}</pre>')
+        out.append(f'<pre class="hl">{shown}</pre>')
     if more:
         out.append(page.omitted(f"... {more} more lines"))
     out.append("</div>")
+
+
+#: An excerpt's line as :mod:`.source` writes it: ``> 13 | code`` (the place's line) or ``  12 | code``.
+_EXCERPT_LINE = None
+
+
+def _numbered_lines(code: str, language: str, page: _Page, prefix: str) -> Optional[str]:
+    """A source excerpt (:func:`.source.source_excerpt`'s ``N | line`` lines) with an id per
+    line, ``PREFIX-LN`` (:func:`line_id`), so that a place's link lands on its line (marked by
+    the page's ``:target`` style); each line highlighted on its own. None where the code is not
+    such an excerpt (it is shown as any code)."""
+    import re
+
+    global _EXCERPT_LINE
+    if _EXCERPT_LINE is None:
+        _EXCERPT_LINE = re.compile(r"([> ] *)(\d+)( \| )(.*)")
+    rows = code.split("\n")
+    found = [_EXCERPT_LINE.fullmatch(r) for r in rows]
+    if not rows or not all(found):
+        return None
+    out = []
+    for m in found:
+        lead, n, bar, text = m.groups()
+        out.append(f'<span class="ln" id="{_e(line_id(prefix, int(n)))}">{_e(lead + n + bar)}'
+                   f'{_highlight(text, language, page).rstrip(chr(10))}</span>')
+    return "\n".join(out)
+
+
+def line_id(prefix: str, line: int) -> str:
+    """The id of line ``line`` of the excerpt whose id is ``prefix``."""
+    return f"{prefix}-L{line}"
 
 
 #: Cells of at most this many characters (a name, a place, a count, a code) never wrap;
@@ -405,7 +454,8 @@ def place_html(p: Place, anchor: str, fallback: str = "") -> str:
     """A place as a link: to its cell and line in a notebook (script), to its source excerpt
     in this page (``#anchor-key``), else to ``fallback`` (an id in the page); plain text
     when it has none of them."""
-    href = f"#{anchor}-{p.key}" if p.key and anchor else (f"#{fallback}" if fallback else "")
+    href = (f"#{line_id(f'{anchor}-{p.key}', p.line)}" if p.line is not None else f"#{anchor}-{p.key}") \
+        if p.key and anchor else (f"#{fallback}" if fallback else "")
     if p.cell is None and not href:
         return _e(p.text)
     data = f' data-cell="{p.cell}" data-line="{p.line or 1}" onclick="{GO_TO_CELL}"' if p.cell is not None else ""
@@ -592,6 +642,8 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) ->
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details."""
     out = ['<div class="first" role="region" aria-label="What to fix">']
+    if vm.title:
+        out.append(f'<p class="heading">{_e(vm.title)}</p>')
     out += [f'<p class="note">{_ec(n)}</p>' for n in vm.notes]
     if vm.problems:
         n = len(vm.problems)
@@ -632,10 +684,32 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) ->
 # -- the page ---------------------------------------------------------------------------
 _PAGES = 0
 
+#: The tabs' one script: makes each page's tab strip an ARIA tablist (a click or Enter/Space
+#: selects; arrow keys, Home and End move and select; the other panels are ``hidden=until-found``,
+#: so the browser's find and a link into a panel open it). Without it (scripts stripped: an
+#: untrusted notebook, GitHub, sanitised nbconvert) the strip stays hidden and every panel shows,
+#: under its own heading. Idempotent: every output of a notebook may carry it.
+TABS_SCRIPT = (
+    "<script>(function(){[].forEach.call(document.querySelectorAll('.ipyc .tabs:not(.on)'),function(t){"
+    "t.classList.add('on');var T=[].slice.call(t.firstChild.children),"
+    "P=function(b){return document.getElementById(b.getAttribute('aria-controls'))},"
+    "S=function(b,f){T.forEach(function(x){var o=x===b,p=P(x);x.setAttribute('aria-selected',o);x.tabIndex=o?0:-1;"
+    "if(p){p.tabIndex=0;o?p.removeAttribute('hidden'):p.setAttribute('hidden','until-found')}});f&&b.focus()};"
+    "T.forEach(function(b,i){b.onclick=function(){S(b)};b.onkeydown=function(e){"
+    "var j={ArrowRight:i+1,ArrowLeft:i-1,Home:0,End:T.length-1}[e.key];"
+    "if(j!=null){e.preventDefault();S(T[(j+T.length)%T.length],1)}};"
+    "var p=P(b);p&&p.addEventListener('beforematch',function(){S(b)})});"
+    "t.parentNode.addEventListener('click',function(e){var a=e.target.closest('a[href^=\"#\"]'),"
+    "d=a&&document.getElementById(a.getAttribute('href').slice(1)),p=d&&d.closest('[role=tabpanel]');"
+    "p&&p.hidden&&S(T.filter(function(b){return P(b)==p})[0]);for(;d;d=d.parentElement)if(d.tagName=='DETAILS')d.open=1},1);"
+    "S(T.filter(function(b){return b.getAttribute('aria-selected')=='true'})[0]||T[0])})})()</script>"
+)
+
 
 def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL,
                       fallback: bool = False) -> str:
-    """The HTML fragment for ``vm``: the first screen, then every tab. ``timings``, when
+    """The HTML fragment for ``vm``: the first screen, then every tab (an ARIA tablist driven by
+    :data:`TABS_SCRIPT`; without script, every panel under its heading). ``timings``, when
     given, receives seconds per tab. ``limits`` (:data:`FULL` or :data:`COMPACT`) says how
     much of each block to show. ``fallback``: this is the static copy beside a report
     widget (it carries :data:`FALLBACK_CSS`)."""
@@ -647,18 +721,30 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
     out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts)]
     note_at = len(out)
+    # the static copy beside a widget leaves out the tab strip and its script (the display budget):
+    # its panels show one under another, under their headings, as wherever scripts are stripped
+    tablist = not fallback
+    out.append('<div class="tabs">' + ('<div class="tablist" role="tablist">' if tablist else ""))
+    for i, tab in enumerate(vm.tabs if tablist else ()):  # the script sets the others' aria-selected and every tabindex
+        a, k = _e(anchor), _e(tab.key)
+        selected = ' aria-selected="true"' if i == 0 else ""
+        warn = ' class="warn"' if tab.warn else ""
+        out.append(f'<button role="tab" id="{a}-t-{k}" aria-controls="{a}-{k}" data-tab="{k}"{selected}{warn}>'
+                   f'{_e(tab.title)}</button>')
+    out.append("</div>" if tablist else "")
     for i, tab in enumerate(vm.tabs):
         t0 = time.perf_counter()
+        a, k = _e(anchor), _e(tab.key)
         warn = ' class="warn"' if tab.warn else ""
-        out.append(f'<details class="tab" id="{_e(anchor)}-{_e(tab.key)}" data-tab="{_e(tab.key)}"'
-                   f'{" open" if i == 0 else ""}><summary{warn}>{_e(tab.title)}</summary><div class="body">')
+        out.append(f'<section role="tabpanel" id="{a}-{k}" aria-labelledby="{a}-t-{k}" data-tab="{k}">'
+                   f'<h3{warn}>{_e(tab.title)}</h3><div class="body">')
         page.tab_start = len(out)
         page.cut_code = limits.cuts and tab.key != "summary"
         _blocks(tab.blocks(), out, page)
-        out.append("</div></details>")
+        out.append("</div></section>")
         if timings is not None:
             timings[tab.key] = time.perf_counter() - t0
-    out.append("</div>")
+    out.append("</div></div>" + (TABS_SCRIPT if tablist else ""))
     if page.cut:
         out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
     return "".join(out)

@@ -22,7 +22,7 @@ from .phrases import CLI_HINTS, Hints
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["render_text", "render_tabs", "render_blocks", "report_text", "MORE_API", "MORE_CLI", "MORE_BELOW", "CLI_HINTS"]
+__all__ = ["render_text", "render_tabs", "view_text", "render_blocks", "report_text", "MORE_API", "MORE_CLI", "MORE_BELOW", "CLI_HINTS"]
 
 #: What the first screen's last line says about where the rest is: the Python API's words, the command line's.
 MORE_API = "everything: report.summary(), report.to_html(path), or the report widget's tabs"
@@ -87,6 +87,16 @@ def render_tabs(vm: ViewModel, width: int = WIDTH) -> str:
             continue
         out += ["", tab.title, "-" * len(tab.title), *lines]
     return printable("\n".join(out).lstrip("\n"))
+
+
+def view_text(vm: ViewModel, width: int = WIDTH) -> str:
+    """A view that is not one report's (a comparison of two runs): its title, its notes, its
+    chips, then every tab with something in it."""
+    lines = [vm.title] if vm.title else []
+    lines += [capped(n, where="the HTML view shows it whole") for n in vm.notes]
+    lines += textwrap.wrap(" | ".join(c.text for c in vm.header), width)
+    tabs = render_tabs(vm, width)
+    return printable("\n".join(lines) + ("\n\n" + tabs if tabs else ""))
 
 
 def render_blocks(blocks, width: int = WIDTH) -> str:
