@@ -28,7 +28,7 @@ Targets (the issue's): the median ipycompile cell within 1.2x of plain + ``%time
 (median of paired ratios); the slowest of ten under load within 2x of their median; the
 display under 0.2 s. Prints a table; JSON to ``benchmarks/results/cell_latency-<cpu>.json``.
 
-    python benchmarks/cell_latency.py [--rounds 3] [--models mlp,gpt2] [--no-cold] [--no-load]
+    python benchmarks/cell_latency.py [--rounds 3] [--models mlp,gpt2] [--no-cold] [--no-warm] [--no-load] [--out PATH] [--machine NOTE]
 """
 
 from __future__ import annotations
@@ -220,8 +220,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--models", default="mlp,gpt2")
     ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--no-warm", action="store_true")
     ap.add_argument("--no-load", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--machine", default="", help="a note on the machine saved in the JSON (shared, busy, ...)")
     a = ap.parse_args(argv)
     models = [m for m in a.models.split(",") if m]
     bad = [m for m in models if m not in SETUP]
@@ -231,24 +233,36 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     results: dict[str, Any] = {"torch": torch.__version__, "cpus": os.cpu_count(), "rounds": a.rounds,
                                "caches": "Inductor FX-graph and AOT caches off in every kernel", "targets": TARGETS,
+                               "machine": a.machine or "", "load_average_at_start": os.getloadavg(),
+                               "display": "display_s: live.show() of the cell's report timed in the kernel after the "
+                                          "cell displayed it (the view modules already imported); the cell's own "
+                                          "display, the first of a process in a cold kernel, is inside cell_s",
                                "cases": {}}
     rows = []
     for model in models:
         for eager in (False, True):
-            for kind in (("cold", "warm") if not a.no_cold else ("warm",)):
+            for kind in [k for k, off in (("cold", a.no_cold), ("warm", a.no_warm)) if not off]:
+                load0 = os.getloadavg()
                 arms = (cold if kind == "cold" else warm)(model, eager, a.rounds)
+                load = {"before": load0, "after": os.getloadavg()}
                 ratios = _ratios(arms)
                 case = f"{model} {kind}{' --compare-eager' if eager else ''}"
                 disp = [i["display_s"] for i in arms["ipycompile"]]
+                cells = [i["cell_s"] for i in arms["ipycompile"]]
                 results["cases"][case] = {**arms, "ratios": ratios, "median_ratio": statistics.median(ratios),
-                                          "display_median_s": statistics.median(disp)}
+                                          "ratio_range": [min(ratios), max(ratios)],
+                                          "ipycompile_cell_range_s": [min(cells), max(cells)],
+                                          "display_median_s": statistics.median(disp),
+                                          "display_range_s": [min(disp), max(disp)], "load_average": load}
                 rows.append((case, statistics.median(p["cell_s"] for p in arms["plain"]),
                              statistics.median(i["cell_s"] for i in arms["ipycompile"]), statistics.median(ratios),
                              min(ratios), max(ratios), statistics.median(disp)))
                 print(f"  {case}: ratio {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})",
                       flush=True)
         if not a.no_load:
-            results["cases"][f"{model} warm, 10 under load"] = under_load(model)
+            load0 = os.getloadavg()
+            results["cases"][f"{model} warm, 10 under load"] = {**under_load(model), "load_average": {
+                "before": load0, "after": os.getloadavg()}}
     print(f"\n{'case':<32} {'plain s':>8} {'ipycompile s':>13} {'ratio':>6} {'range':>11} {'display s':>10}")
     for case, p, i, r, lo, hi, d in rows:
         print(f"{case:<32} {p:8.2f} {i:13.2f} {r:6.2f} {lo:5.2f}-{hi:<5.2f} {d:10.3f}")

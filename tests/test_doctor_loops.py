@@ -202,6 +202,23 @@ def test_module_list_of_identical_layers_suggests_a_nested_compile_region_which_
     torch.testing.assert_close(before, after)
 
 
+def test_the_source_of_a_loop_over_layers_is_parsed_only_when_the_graph_has_enough_layers_and_once_per_file():
+    from ipycompile.capture.sources import _layer_loops
+
+    _layer_loops.cache_clear()
+    x = torch.randn(2, 16)
+    r2, _ = compiled(Tower(n=MIN_REPEATS - 1), x)  # too few copies to be a loop the doctor reports
+    assert not r2.unrolled_loops and dynamo_ops(r2) >= 2 * (MIN_REPEATS - 1)
+    assert _layer_loops.cache_info().currsize == 0  # no file was parsed for a loop over layers
+    r6, _ = compiled(Tower(), x)
+    assert r6.unrolled_loops[0].lineno == line_of("# <- for blocks", __file__)
+    parsed = _layer_loops.cache_info()
+    assert parsed.misses >= 1 and parsed.currsize == parsed.misses  # each file once
+    again, _ = compiled(Tower(), x)  # the next cell: the same files, not parsed again
+    assert again.unrolled_loops == r6.unrolled_loops
+    assert _layer_loops.cache_info().misses == parsed.misses and _layer_loops.cache_info().hits > parsed.hits
+
+
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()

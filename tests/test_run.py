@@ -293,11 +293,42 @@ def test_timing_stops_re_planning_at_its_budget_and_says_what_it_bought():
     assert not unbounded.over_budget and unbounded.runs == 6  # no budget: the plan is done
 
 
+def test_a_spent_budget_stops_re_planning():
+    """Calls that get much faster after the probes make the timing re-plan its blocks after five
+    of them; a budget spent by then stops it there (the clock is the test's: it counts its own
+    readings, two a block)."""
+    import time
+
+    from ipycompile.run.timing import PROBES, time_blocks
+
+    def settling():  # slow while probed, fast after: the blocks planned from the probes are far too short
+        calls[0] += 1
+        if calls[0] <= PROBES:
+            time.sleep(0.005)
+
+    def ticking():
+        readings[0] += 1
+        return float(readings[0])
+
+    results = {}
+    for budget in (2 * PROBES - 1, None):  # spent as the fifth block ends (readings 0, then 1, 2, ... 9)
+        calls, readings = [0], [-1]
+        results[budget] = time_blocks(settling, target_s=0.1, budget_s=budget, clock=ticking)
+    bounded, unbounded = results[2 * PROBES - 1], results[None]
+    assert not unbounded.over_budget and unbounded.probe_calls > PROBES  # re-planned: the timed blocks were probes
+    assert unbounded.block_calls > bounded.block_calls  # sized again for the faster calls
+    assert bounded.over_budget and bounded.probe_calls <= PROBES  # not re-planned: only the first probes
+    assert bounded.blocks == PROBES and bounded.spent_s >= bounded.budget_s  # what the budget bought, and stopped
+
+
 def test_a_cell_over_its_timing_budget_is_marked_noisy_with_the_reason():
     run = ipycompile.run_cell("import time\ntime.sleep(0.01)", {}, backend="eager", budget_s=0.02, record=False)
     steady = run.report.profile.steady
     assert any("timing budget of 0.02 s was spent" in why for why in run.report.profile.noise)
     assert "budget 0.02 s, spent" in steady.timing_method and steady.runs >= 1
+    text = str(run.report)  # the report says so: the reason, the budget and what it bought
+    assert "timing budget of 0.02 s was spent" in text and "budget 0.02 s, spent" in text
+    assert f"on {steady.run_block_calls and len(steady.run_times_s)} blocks ({steady.runs} calls)" in text
     with pytest.raises(ValueError, match="--budget: 0 is not allowed"):
         ipycompile.run_cell("1", {}, backend="eager", budget_s=0)
 

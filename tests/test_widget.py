@@ -192,6 +192,42 @@ def test_profile_tab_draws_figures_as_png(profiled):
     assert "run time (median)" in html_of(content)
 
 
+def test_a_displayed_report_draws_no_figure_and_builds_no_lexer_until_a_tab_is_opened(profiled, graph_break,
+                                                                                         monkeypatch):
+    """What %%compile shows at once (the widget's first screen and Summary, and the static copy
+    beside it) draws no matplotlib figure and builds no pygments lexer: the Profile tab's figures
+    are drawn when that tab is first opened, and the static copy only names them."""
+    from ipycompile.widgets import html as H
+    from ipycompile.widgets import tabs
+
+    drawn: list[str] = []
+    for name in ("fig_phases", "fig_runs", "fig_memory"):  # spies: each calls the real builder
+        real = getattr(tabs, name)
+        monkeypatch.setattr(tabs, name, lambda r, real=real, name=name: (drawn.append(name), real(r))[1])
+    lexers: list[str] = []
+    real_lexer = H._lexer
+    monkeypatch.setattr(H, "_lexer", lambda language: (lexers.append(language), real_lexer(language))[1])
+
+    w = ReportWidget(profiled)
+    static = w.static_bundle()["text/html"]
+    assert drawn == [] and w.built == ["summary"]
+    assert "figure: Run-time distribution" in static and "data:image/png" not in static  # named, not drawn
+    content = w.select("profile")  # the first open draws them, as PNGs
+    assert "fig_runs" in drawn and any(isinstance(x, W.Image) for x in walk(content))
+    n = len(drawn)
+    w.tabs.selected_index = 0
+    w.select("profile")
+    assert len(drawn) == n  # kept, not drawn again
+
+    shown = ReportWidget(graph_break)  # its Summary tab shows the user's code
+    code_page = shown.static_bundle()["text/html"]
+    for page in (code_page, html_of(shown)):
+        assert '<pre class="hl">' in page and '<span class="k">' in page  # highlighted all the same
+    assert lexers == []  # by the fast highlighter: no lexer built for what shows at once
+    shown.select("graphs")  # a tab opened later: pygments
+    assert lexers
+
+
 def test_every_tab_builds_for_a_failed_compile():
     report = captured("fullgraph_failure").report
     w = ReportWidget(report)

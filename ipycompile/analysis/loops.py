@@ -44,7 +44,7 @@ import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
-from ..report.model import Graph, Suggestion, UnrolledLoop
+from ..report.model import MIN_REPEATS, Graph, Suggestion, UnrolledLoop
 from ..report.owners import Owner
 from .source import Sources
 
@@ -53,8 +53,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["find_unrolled_loops", "graph_nodes", "unrolled_loops_in", "MIN_REPEATS"]
 
-#: Fewest copies of a segment reported (two could be one helper called twice on purpose).
-MIN_REPEATS = 3
 #: Candidate periods tried at each node (the next occurrences of the same node).
 _MAX_CANDIDATES = 32
 

@@ -8,6 +8,7 @@ when IPython is already running: this never imports it.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import sys
 from typing import TYPE_CHECKING, Optional
@@ -76,6 +77,8 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             want(u.filename, u.lineno, u.source_line)
 
     loop_files, attrs = _graph_places(report)
+    if not attrs:  # no stack of layers to place a loop over: no file is read for one
+        loop_files = {}
 
     spans: list[SourceSpan] = []
     for filename in [*wanted, *(f for f in loop_files if f not in wanted)]:
@@ -97,7 +100,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             else:
                 ranges = _function_ranges(lines, linenos)
             if loops_here:
-                ranges += _loops_over(lines, attrs)
+                ranges += _loops_over(lines, attrs, filename)
             for lo, hi in _merge(ranges):
                 spans.append(SourceSpan(filename, lo, lines[lo - 1 : hi], module))
         except Exception:  # noqa: BLE001 - source is a nicety; never cost the report
@@ -109,8 +112,12 @@ def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], s
     """The source places of every Dynamo graph (``{file: {line: code}}``, torch's own files
     left out), and the attributes whose numbered children the graphs read (``layers`` for
     ``self.layers[3]``): where the doctor looks for a loop over a stack of layers. Read from
-    the graphs' records (``Graph.places``, ``Graph.layer_inputs``: capture/parse/fx.py)."""
+    the graphs' records (``Graph.places``, ``Graph.layer_inputs``: capture/parse/fx.py). Only
+    containers of which a graph reads at least ``MIN_REPEATS`` children count: fewer copies are
+    no loop the doctor reports, and then no file is parsed for one (a 2-layer model's cell)."""
+    from ..report.model import MIN_REPEATS
     from ..report.owners import Owner
+    from .parse.fx import children_read
 
     places: dict[str, dict[int, str]] = {}
     attrs: set[str] = set()
@@ -120,33 +127,41 @@ def _graph_places(report: "CompileReport") -> tuple[dict[str, dict[int, str]], s
         for p in g.places:
             if p.lineno is not None and report.owner(p.filename) not in (Owner.TORCH, Owner.IPYCOMPILE):
                 places.setdefault(p.filename, {})[p.lineno] = p.source_line
-        attrs.update(c.rsplit(".", 1)[-1] for c in g.layer_inputs.values() if c)
+        attrs.update(c.rsplit(".", 1)[-1] for c, n in children_read(g.layer_inputs).items() if n >= MIN_REPEATS)
     return places, attrs
 
 
-def _loops_over(lines: list[str], attrs: set[str], cap: int = WHOLE_FILE_LINES) -> list[tuple[int, int]]:
+def _loops_over(lines: list[str], attrs: set[str], filename: str = "",
+                cap: int = WHOLE_FILE_LINES) -> list[tuple[int, int]]:
     """The functions of a file that hold a ``for`` over ``self.<attr>`` (``attr`` in ``attrs``,
     possibly sliced or in ``enumerate``): kept so that the doctor can place an unrolled loop
-    over layers at its ``for`` (analysis/loops.py)."""
+    over layers at its ``for`` (analysis/loops.py). The file is parsed once per text
+    (:func:`_layer_loops`): the same library files come back in every cell."""
+    return [(lo, min(hi, lo + cap - 1)) for lo, hi, over in _layer_loops(filename, parseable(lines)) if over & attrs]
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_loops(filename: str, text: str) -> tuple[tuple[int, int, frozenset], ...]:
+    """``(first line, last line, {attr})`` for every function of ``text`` that holds a ``for``
+    over ``self.<attr>``: the walk of :func:`_loops_over`, for any ``attrs``. Cached on the file
+    and its text (a file edited since is parsed again; ``filename`` keeps two files of the same
+    text apart in the cache's statistics only)."""
     import ast
 
     try:
-        tree = ast.parse(parseable(lines))
+        tree = ast.parse(text)
     except SyntaxError:
-        return []
+        return ()
     out = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in ast.walk(fn):
-            if isinstance(node, ast.For) and any(
-                isinstance(a, ast.Attribute) and a.attr in attrs and isinstance(a.value, ast.Name) and a.value.id == "self"
-                for a in ast.walk(node.iter)
-            ):
-                lo = _first(fn)
-                out.append((lo, min(fn.end_lineno or fn.lineno, lo + cap - 1)))
-                break
-    return out
+        over = frozenset(a.attr for node in ast.walk(fn) if isinstance(node, ast.For)
+                         for a in ast.walk(node.iter)
+                         if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "self")
+        if over:
+            out.append((_first(fn), fn.end_lineno or fn.lineno, over))
+    return tuple(out)
 
 
 def _valid_lines(linenos: set[int], lines: list[str]) -> list[int]:

@@ -868,6 +868,12 @@ class Failure:
         return self.user_stack[-1] if self.user_stack else self.frame
 
 
+#: Fewest copies of a segment reported as an unrolled loop (two could be one helper called twice
+#: on purpose): the doctor's threshold (analysis/loops.py), and capture's, which reads the source
+#: of a loop over layers only for a graph that reads this many numbered children of one container.
+MIN_REPEATS = 3
+
+
 @dataclass
 class UnrolledLoop:
     """A Python loop Dynamo unrolled: ``repeats`` structurally identical segments of one

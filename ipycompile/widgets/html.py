@@ -252,7 +252,7 @@ class Limits:
     enough to keep notebooks shareable (a few hundred KB for a large model)."""
 
     def __init__(self, code_lines=None, table_rows=None, detail_rows=None, options=None, tab_bytes=None, dpi=100,
-                 figures=True):
+                 figures=True, pygments=True):
         self.code_lines = code_lines  # lines of a code block (the Summary tab's are never cut)
         self.table_rows = table_rows  # rows of a table
         self.detail_rows = detail_rows  # rows of a table that expand to their details
@@ -260,6 +260,7 @@ class Limits:
         self.tab_bytes = tab_bytes  # past this, a tab's remaining code and details are left out
         self.dpi = dpi
         self.figures = figures  # False: a figure is named, not drawn (the widget and the full page draw it)
+        self.pygments = pygments  # False: code goes through the fast highlighter (same classes, no lexer to build)
 
     @property
     def cuts(self) -> bool:
@@ -267,12 +268,18 @@ class Limits:
 
 
 FULL = Limits()
+#: The widget's first view (its Summary tab, built as the cell answers): everything, but code through
+#: the fast highlighter; the tabs opened later highlight with pygments.
+FIRST_VIEW = Limits(pygments=False)
 COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=24_000, dpi=72, figures=False)
 #: The static copy beside a report widget (:func:`fallback_bundle`): every tab's headings and first
 #: rows, a few lines of code. It is kept in the notebook and, for every run, in IPython's output
 #: history (the terminal's always, a kernel's where it stores displayed outputs), so it stays a
 #: few KB per tab whatever the model; the widget builds each tab whole when it is opened.
-FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False)
+#: Drawn with every %%compile cell, it builds no figure and no pygments lexer (0.4 s the first
+#: time in a process): the widget and the full page highlight with pygments, and draw figures.
+FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False,
+                  pygments=False)
 
 #: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
 CAPPED_WHERE = "report.to_html(path) shows it whole"
@@ -292,7 +299,7 @@ class _Page:
     the tab being rendered."""
 
     def __init__(self, limits: Limits):
-        self.lines = PYGMENTS_LINES
+        self.lines = PYGMENTS_LINES if limits.pygments else 0
         self.fast_lines = HIGHLIGHT_BUDGET
         self.limits = limits
         self.cut_code = limits.cuts  # False while rendering the Summary tab
@@ -637,10 +644,11 @@ def chip_html(c) -> str:
     return f'<span class="chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip}>{_e(c.text)}</span>'
 
 
-def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) -> str:
+def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, limits: Optional[Limits] = None) -> str:
     """What is wrong and what to do (``vm.problems``, most costly first), then the chips:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
-    id prefix of the page's tabs, so that a problem links to the tab with its details."""
+    id prefix of the page's tabs, so that a problem links to the tab with its details.
+    ``limits``: the page's (:data:`FULL` when not given), for how the fixes' code is highlighted."""
     out = ['<div class="first" role="region" aria-label="What to fix">']
     if vm.title:
         out.append(f'<p class="heading">{_e(vm.title)}</p>')
@@ -667,7 +675,7 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False) ->
             out.append(f'<p>Fix{conf}: {_ec(p.fix)}</p>')
             if p.fix_code:
                 out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">'
-                           f'{_highlight(p.fix_code, "python", _Page(FULL))}</pre></div>')
+                           f'{_highlight(p.fix_code, "python", _Page(limits or FULL))}</pre></div>')
         elif p.note:
             out.append(f'<p class="fixnote">{_ec(p.note)}</p>')
         out.append("</div>")
@@ -719,7 +727,7 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     page = _Page(limits)
     page.anchor = anchor
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
-    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts)]
+    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits)]
     note_at = len(out)
     # the static copy beside a widget leaves out the tab strip and its script (the display budget):
     # its panels show one under another, under their headings, as wherever scripts are stripped

@@ -75,10 +75,16 @@ def _html(value: str) -> W.HTML:
 
 
 # -- blocks -> HTML strings: the static page's renderer, one block at a time ------------------
+#: True while the widget builds what it shows at once (:meth:`ReportWidget._build` of the first
+#: tab): code then goes through the fast highlighter, so that no pygments lexer is built (0.4 s
+#: the first time in a process) before the cell answers
+_first_view = False
+
+
 def block_html(b) -> str:
     """The static page's HTML of one block (:mod:`.html`), with every detail."""
     out: list = []
-    H._block(b, out, H._Page(H.FULL))
+    H._block(b, out, H._Page(H.FIRST_VIEW if _first_view else H.FULL))
     return "".join(out)
 
 
@@ -326,7 +332,7 @@ class ReportWidget(W.VBox):
         self.view_model: ViewModel = view_model(report)
         vm = self.view_model
         # the first screen: what to fix, most costly first, and the chips (the static page's HTML)
-        self.first = _html(H.first_screen_html(vm))
+        self.first = _html(H.first_screen_html(vm, limits=H.FIRST_VIEW))
         self.first.add_class("ipyc-first")
         self.chips = list(vm.header)
         placeholder = _html('<p class="note">building this tab… (the kernel that ran the cell builds it: in a '
@@ -369,11 +375,15 @@ class ReportWidget(W.VBox):
     def _build(self, i: int) -> None:
         if i in self._built or not 0 <= i < len(self.view_model.tabs):
             return
+        global _first_view
         tab = self.view_model.tabs[i]
+        _first_view = not self._built  # the tab shown with the first screen
         try:
             content = W.VBox(build_blocks(tab.blocks()))
         except Exception:
             content = W.VBox([_error_html(f"the {tab.title} tab")])
+        finally:
+            _first_view = False
         self._built[i] = content
         self._boxes[i].children = (content,)
 

@@ -26,7 +26,7 @@ from typing import Iterator, Optional
 
 from ...report.model import FxNode, UserFrame
 
-__all__ = ["place", "graph_nodes", "layer_inputs", "collective_calls", "matching_close", "split_top_level",
+__all__ = ["place", "graph_nodes", "layer_inputs", "children_read", "collective_calls", "matching_close", "split_top_level",
            "cut_top_level", "blank_strings", "identifiers"]
 
 #: ``# File: PATH:LINE in FN, code: CODE`` (leading ``#`` and spaces optional: some callers strip them)
@@ -40,7 +40,7 @@ _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 #: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
-_NUMBERED_CHILD = re.compile(r"^(?P<prefix>.*_modules_)\d+_")
+_NUMBERED_CHILD = re.compile(r"^(?P<prefix>.*_modules_)(?P<index>\d+)_")
 _INPUT = re.compile(r"^[lL]_\w+$")
 #: A call of one of torch's collective ops as any stage prints it: Dynamo's graph
 #: (``torch.ops._c10d_functional.all_reduce(y, 'sum', '0')``) and the AOT / post-grad graphs
@@ -216,6 +216,17 @@ def _graph_nodes(code: str) -> tuple[list[FxNode], list[UserFrame]]:
         n.shape_key = _shape_key(n.expr, names)
         n.reads = identifiers(n.expr)
     return out, places
+
+
+def children_read(inputs: dict[str, str]) -> dict[str, int]:
+    """How many distinct numbered children of each container (``self.layers``) the graph inputs
+    of :func:`layer_inputs` read: ``l_self_modules_layers_modules_0_...`` and ``..._3_...`` are two."""
+    seen: dict[str, set[str]] = {}
+    for name, container in inputs.items():
+        m = _NUMBERED_CHILD.match(name) if container else None
+        if m is not None:
+            seen.setdefault(container, set()).add(m.group("index"))
+    return {c: len(s) for c, s in seen.items()}
 
 
 def layer_inputs(nodes: list[FxNode]) -> dict[str, str]:
