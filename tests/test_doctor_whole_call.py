@@ -12,6 +12,9 @@ one is offered:
   decorator's use, not "move it out"; a call that is all the compiled code does is never moved out.
 * **a value carried across a graph break** (``___stack0``, a variable the function closes over) is named as
   the user's code names it, or worded without a name: never an empty name.
+
+And a kind that had no answer: ``torch._dynamo.graph_break()`` passed as an argument (GB0025) becomes ``None``,
+the value it returns, and the graph goes on with the same outputs.
 """
 
 from __future__ import annotations
@@ -226,3 +229,36 @@ def test_a_closed_over_value_carried_across_a_break_keeps_the_users_name():
     (rc,) = r.recompiles
     assert "`holder['t']`, a value torch carries across the graph break" in rc.explanation
     assert "`holder['t']`" in rc.suggestion.explanation and "``" not in rc.suggestion.explanation
+
+
+# -- an explicit graph break used as a value (GB0025) ---------------------------------------------------------
+GRAPH_BREAK_ARGUMENT = """
+def scaled(t, marker):
+    return t * 3
+y = scaled(x + 1, torch._dynamo.graph_break()) - 2
+y
+"""
+
+
+def test_a_graph_break_passed_as_an_argument_becomes_none_and_the_graph_goes_on():
+    import textwrap
+
+    from ipycompile.analysis.source import apply_suggestion
+
+    def run(src):
+        ipycompile.reset()
+        try:
+            r = ipycompile.run_cell(textwrap.dedent(src), {"torch": torch, "x": torch.arange(4.0)}, backend="eager",
+                                    runs=1, warmup=0, record=False)
+            return r.value, r.report
+        finally:
+            ipycompile.reset()
+
+    before, report = run(GRAPH_BREAK_ARGUMENT)
+    (b,) = report.graph_breaks
+    s = b.suggestion
+    assert s.kind == "remove_graph_break" and s.code == "y = scaled(x + 1, None) - 2"
+    fixed = apply_suggestion(GRAPH_BREAK_ARGUMENT, s)
+    after, again = run(fixed)
+    assert again.graph_break_count == 0 and not again.failures
+    torch.testing.assert_close(after, before)
