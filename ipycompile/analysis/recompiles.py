@@ -970,19 +970,25 @@ def _hidden_sizes(r: _Reason) -> list:
 
 
 def _hidden_values(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> list[tuple[str, str, str]]:
-    """The values (``==`` guards: a number, a flag, ``is None``) the call changed besides the one torch's reason
-    names: a value the failed compile guarded that the new compile guards on another value, or no longer on a
-    value (made dynamic, or no longer None). Each ``(torch's path, before, after)``; after "" where the new
-    compile holds no value for it."""
+    """The values of the user's inputs (``EQUALS_MATCH``: a number, a flag, a string) the call changed besides
+    the one torch's reason names: a value the failed compile guarded that the new compile guards on another
+    value, or no longer on a value (made dynamic). Each ``(torch's path, before, after)``; after "" where the
+    new compile holds no value for it. Torch's own checks (``hasattr(x, '_dynamo_dynamic_indices') == False``,
+    the default device) are no input's value."""
     if not failed or not new:
         return []
+
+    def of_input(e: GuardEntry) -> bool:
+        return (e.type == "EQUALS_MATCH" and bool(e.path) and bool(e.value) and e.length is None and _simple(e.path)
+                and _value_kind(e.value) != "")
+
     now: dict[str, list[str]] = {}
     for e in new:
-        if e.path and e.value and e.length is None:
+        if of_input(e):
             now.setdefault(e.path, []).append(e.value)
     out = []
     for e in failed:
-        if not e.path or not e.value or e.length is not None or e.path == r.src:
+        if not of_input(e) or e.path == r.src:
             continue
         if e.value not in now.get(e.path, []) and (e.path, e.value) not in [(p, b) for p, b, _ in out]:
             after = now.get(e.path, [""])[0]
