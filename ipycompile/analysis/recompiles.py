@@ -53,6 +53,8 @@ class _Reason:
     #: the same, with the sizes on both sides and torch's path: (tensor, dim, before, after, path); a size
     #: ``None`` is dynamic there
     resized_sizes: list = dataclasses.field(default_factory=list)
+    #: torch's paths of the tensors that are nn.Parameters (torch keeps their sizes static: a mark is ignored)
+    parameters: set = dataclasses.field(default_factory=set)
     #: a tensor input of one compile is no tensor in the other (a type change alongside)
     retyped: bool = False
     #: a size of this function's inputs that went to or from 0 or 1 in one of its recompiles, in words ("" if
@@ -163,6 +165,7 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
                            for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
                            and len(sizes) == len(after_sizes[p])]
         r.resized = [(m, d) for m, d, *_ in r.resized_sizes]
+        r.parameters = {e.path for e in [*failed, *new] if e.type == "TENSOR_MATCH" and e.tensor_type.endswith("Parameter")}
     if ch.kind == "size_0_1" and ch.before.startswith(">="):
         # the failed guard is the dynamic version's lower bound; the new compile's tensor guard says the size
         lookup = _Reason(GuardChange("size"), r.guard)
@@ -1018,10 +1021,11 @@ def _size_words(hidden: list) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _markable(hidden: list) -> bool:
+def _markable(hidden: list, parameters: set = frozenset()) -> bool:
     """Every hidden size is a dimension of a tensor the user's code names, never 0 or 1 on either side
-    (``mark_dynamic`` specialises those too)."""
-    return all(m and _simple(m) and a is not None and a not in (0, 1) and b not in (0, 1) for m, _, a, b, _ in hidden)
+    (``mark_dynamic`` specialises those too), and no nn.Parameter (whose marks torch ignores)."""
+    return all(m and _simple(m) and a is not None and a not in (0, 1) and b not in (0, 1) and p not in parameters
+               for m, _, a, b, p in hidden)
 
 
 def _with_hidden(root: Optional[Suggestion], r: _Reason, hidden: list, values: Sequence = ()) -> Optional[Suggestion]:
@@ -1049,7 +1053,7 @@ def _with_hidden(root: Optional[Suggestion], r: _Reason, hidden: list, values: S
     if all(mk in root.code for mk in marks) or any("dynamic=True" in ln for ln in fix_lines):
         return root
     words = _size_words(hidden)
-    if _markable(hidden):
+    if _markable(hidden, r.parameters):
         return dataclasses.replace(
             root, code="\n".join([*fix_lines, *(f"{mk}  # before the first call" for mk in marks), *comments]),
             explanation=root.explanation + f" The same call changed {words} too (torch's reason names only the "
