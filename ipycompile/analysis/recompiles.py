@@ -50,6 +50,11 @@ class _Reason:
     guard: FailedGuard
     #: every (tensor, dim) whose size differs between the failed compile's guards and the new one's
     resized: list = dataclasses.field(default_factory=list)
+    #: the same, with the sizes on both sides and torch's path: (tensor, dim, before, after, path); a size
+    #: ``None`` is dynamic there
+    resized_sizes: list = dataclasses.field(default_factory=list)
+    #: torch's paths of the tensors that are nn.Parameters (torch keeps their sizes static: a mark is ignored)
+    parameters: set = dataclasses.field(default_factory=set)
     #: a tensor input of one compile is no tensor in the other (a type change alongside)
     retyped: bool = False
     #: a size of this function's inputs that went to or from 0 or 1 in one of its recompiles, in words ("" if
@@ -156,9 +161,11 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
         r.retyped = set(before_sizes) != set(after_sizes)
         names = {e.path: e.name for e in new if e.type == "TENSOR_MATCH" and e.path}  # the user's names, at the new call
         names[r.src] = r.change.subject if r.nameable else names.get(r.src, "")
-        r.resized = [(names.get(p, ""), d) for p, sizes in before_sizes.items() if p in after_sizes
-                     for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
-                     and len(sizes) == len(after_sizes[p])]
+        r.resized_sizes = [(names.get(p, ""), d, a, b, p) for p, sizes in before_sizes.items() if p in after_sizes
+                           for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
+                           and len(sizes) == len(after_sizes[p])]
+        r.resized = [(m, d) for m, d, *_ in r.resized_sizes]
+        r.parameters = {e.path for e in [*failed, *new] if e.type == "TENSOR_MATCH" and e.tensor_type.endswith("Parameter")}
     if ch.kind == "size_0_1" and ch.before.startswith(">="):
         # the failed guard is the dynamic version's lower bound; the new compile's tensor guard says the size
         lookup = _Reason(GuardChange("size"), r.guard)
@@ -410,8 +417,8 @@ def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[
     if marks:
         code += "\n" + "\n".join(f"torch._dynamo.mark_dynamic({x}, {d})  # and, for one version of all sizes" for x, d in marks)
     return _fix(
-        Kind.FORCE_PARAMETER_STATIC_SHAPES, f"`{ch.subject}` is an nn.Parameter, whose sizes torch keeps static",
-        f"The size of dim {ch.dim} of `{ch.subject}` changes between calls, and `{ch.subject}` is an nn.Parameter: "
+        Kind.FORCE_PARAMETER_STATIC_SHAPES, f"{_shown(r)} is an nn.Parameter, whose sizes torch keeps static",
+        f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and it is an nn.Parameter: "
         "torch keeps the shapes of parameters static (torch._dynamo.config.force_parameter_static_shapes, True "
         "by default), so every new size compiles again, and mark_dynamic or dynamic=True on it is ignored. As "
         "torch's own message says, set force_parameter_static_shapes to False: torch then makes the size dynamic "
@@ -456,7 +463,7 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         return None  # a library's value: library_value says whose it is
     return _fix(
         Kind.AUTOMATIC_DYNAMIC, f"torch made dim {ch.dim} of {_shown(r)} dynamic after this one recompile",
-        f"The size of dim {ch.dim} of `{ch.subject}` changed, and torch made that dimension dynamic in the new "
+        f"The size of dim {ch.dim} of {_shown(r)} changed, and torch made that dimension dynamic in the new "
         "version by itself (automatic dynamic shapes): other sizes reuse it, so this recompile happens once. "
         "Nothing to fix. To save even this one, mark the dimension dynamic before the first call where the "
         "tensor is an input you pass (`torch._dynamo.mark_dynamic(t, dim)`); a tensor made inside the compiled "
@@ -570,12 +577,18 @@ def _specialized_number(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]
            if dynamic_after else "the new version is specialised again (dynamic=False, or automatic dynamic "
            "shapes off, or a value torch must know), so each new value compiles once more")
     return _fix(
-        Kind.SPECIALIZED_NUMBER, f"each value of `{ch.subject}` is a compiled version",
+        Kind.SPECIALIZED_NUMBER, f"each value of {_shown(r)} is a compiled version",
         f"torch treats a Python number as a constant of the graph; {how}. If the value changes from call to "
         "call, compile with the default `dynamic=None` (automatic dynamic: one recompile, then a symbol) or "
         "`dynamic=True`; if the code needs the value itself (a size, a loop count, a branch), each value is "
         "a version of its own: keep the set of values small, or pass it as a 0-d tensor where it only feeds "
         "tensor arithmetic.")
+
+
+def _say(template: str, r: _Reason) -> str:
+    """``template`` with the value in it: "`{x}`" as :func:`_shown` words it (the user's name, else what
+    capture said of it: never an empty name), a bare "{x}" (inside code: `torch.stack({x})`) as the subject."""
+    return template.replace("`{x}`", "\0").format(x=r.change.subject or "the input").replace("\0", _shown(r))
 
 
 def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str) -> "RecompileRule":
@@ -593,7 +606,7 @@ def _explained(kind: Kind, change_kinds: tuple[str, ...], title: str, words: str
                         "type every call (`torch.as_tensor(...)` the number), then mark the size dynamic.")
         if kind is Kind.FLAG_VALUE and _value_kind(r.change.before) in ("int", "float"):
             return None
-        return _fix(kind, title.format(x=r.change.subject or "the input"), words.format(x=r.change.subject or "the input"))
+        return _fix(kind, _say(title, r), _say(words, r))
 
     return RecompileRule(kind, title.format(x="x"), fix)
 
@@ -951,6 +964,131 @@ def _sizes_0_1(report: "CompileReport", rc: Recompile) -> str:
     return ""
 
 
+def _hidden_sizes(r: _Reason) -> list:
+    """The sizes the call changed besides the one torch's reason names, from the guards of both compiles:
+    torch reports only the first failed check of a guard set (``get_guard_fail_reason_helper``), so a call
+    that changes several inputs at once is named by one of them. Each ``(tensor, dim, before, after, path)``."""
+    own = r.change.dim if r.change.kind in ("size", "size_0_1") else None
+    return [x for x in r.resized_sizes if not (x[4] == r.src and x[1] == own)]
+
+
+def _hidden_values(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> list[tuple[str, str, str]]:
+    """The values of the user's inputs (``EQUALS_MATCH``: a number, a flag, a string) the call changed besides
+    the one torch's reason names: a value the failed compile guarded that the new compile guards on another
+    value, or no longer on a value (made dynamic). Each ``(torch's path, before, after)``; after "" where the
+    new compile holds no value for it. Torch's own checks (``hasattr(x, '_dynamo_dynamic_indices') == False``,
+    the default device) are no input's value."""
+    if not failed or not new:
+        return []
+
+    def of_input(e: GuardEntry) -> bool:
+        return (e.type == "EQUALS_MATCH" and bool(e.path) and bool(e.value) and e.length is None and _simple(e.path)
+                and _value_kind(e.value) != "")
+
+    now: dict[str, list[str]] = {}
+    for e in new:
+        if of_input(e):
+            now.setdefault(e.path, []).append(e.value)
+    out = []
+    for e in failed:
+        if not of_input(e) or e.path == r.src:
+            continue
+        if e.value not in now.get(e.path, []) and (e.path, e.value) not in [(p, b) for p, b, _ in out]:
+            after = now.get(e.path, [""])[0]
+            out.append((e.path, e.value, after))
+    return out
+
+
+def _value_words(values: list[tuple[str, str, str]]) -> str:
+    """```factor` (2 → 3)`` for each; a path that is torch's own (``___stack0``, ``L['args']``) as "another value"."""
+    def one(path: str, a: str, b: str) -> str:
+        root = path.split(".", 1)[0].split("[", 1)[0]
+        what = f"`{path}`" if _simple(path) and not path.startswith("_") and root not in ("args", "kwargs", "fn") \
+            else "another value"
+        return f"{what} ({a} → {b})" if b else f"{what} ({a}, then another value)"
+
+    items = [one(*v) for v in values]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _size_words(hidden: list) -> str:
+    """``dim 0 of `x` (2 → 3) and dim 0 of `y` (2, then dynamic)``."""
+    def one(m: str, d: int, a, b) -> str:
+        what = f"dim {d} of `{m}`" if m else f"dim {d} of another tensor input"
+        return f"{what} ({a} → {b})" if b is not None else f"{what} ({a}, then another size: dynamic in the new version)"
+
+    items = [one(m, d, a, b) for m, d, a, b, _ in hidden]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _markable(hidden: list, parameters: set = frozenset()) -> bool:
+    """Every hidden size is a dimension of a tensor the user's code names, never 0 or 1 on either side
+    (``mark_dynamic`` specialises those too), and no nn.Parameter (whose marks torch ignores)."""
+    return all(m and _simple(m) and a is not None and a not in (0, 1) and b not in (0, 1) and p not in parameters
+               for m, _, a, b, p in hidden)
+
+
+def _with_hidden(root: Optional[Suggestion], r: _Reason, hidden: list, values: Sequence = ()) -> Optional[Suggestion]:
+    """``root``, the fix for the change torch's reason names, made right for the whole call where the call
+    changed other sizes too: the marks for those added to its code (each such size never 0 or 1), else its
+    code withheld (words: a fix for one change leaves the recompile). A fix that marks every changed size
+    already (``mark_dynamic``) or makes every size dynamic (``dynamic=True``) stays as it is; ``mark_unbacked``
+    is withheld (several sizes at 0 or 1 together: see :func:`_unbacked_with_others`)."""
+    if root is None or not root.code or not (hidden or values):
+        return root
+    if values:  # a number or a flag changed too: no mark reaches it, and its use is not known here
+        unmarked = [h for h in hidden if f"mark_dynamic({h[0]}, {h[1]})" not in root.code]
+        return dataclasses.replace(
+            root, code="", confidence=Confidence.MEDIUM,
+            explanation=root.explanation + " The same call changed "
+            + " and ".join(w for w in (_size_words(unmarked) if unmarked else "", _value_words(list(values))) if w)
+            + " too (torch's reason names only the first guard that failed), which this fix does not reach: alone "
+            "it would leave this recompile, so no code is given. Fix what changes in each input.")
+    if root.kind == Kind.MARK_UNBACKED:
+        return _unbacked_with_others(r, hidden)
+    marks = [f"torch._dynamo.mark_dynamic({m}, {d})" for m, d, *_ in hidden]
+    lines = root.code.split("\n")
+    fix_lines = [ln for ln in lines if not ln.lstrip().startswith("#")]
+    comments = [ln for ln in lines if ln.lstrip().startswith("#")]
+    if all(mk in root.code for mk in marks) or any("dynamic=True" in ln for ln in fix_lines):
+        return root
+    words = _size_words(hidden)
+    if _markable(hidden, r.parameters):
+        return dataclasses.replace(
+            root, code="\n".join([*fix_lines, *(f"{mk}  # before the first call" for mk in marks), *comments]),
+            explanation=root.explanation + f" The same call changed {words} too (torch's reason names only the "
+            "first guard that failed): the fix alone would leave this recompile, so the code marks "
+            + ("that dimension" if len(hidden) == 1 else "those dimensions") + " dynamic as well.")
+    return dataclasses.replace(
+        root, code="", confidence=Confidence.MEDIUM,
+        explanation=root.explanation + f" The same call changed {words} too (torch's reason names only the first "
+        "guard that failed), which this fix does not reach: alone it would leave this recompile, so no code is "
+        "given. Fix what changes in each input, or compile with `dynamic=True` where no size is 0 or 1.")
+
+
+def _unbacked_with_others(r: _Reason, hidden: list) -> Suggestion:
+    """A size that went to or from 0 or 1 together with other sizes of the same call (``box_lists[0].tensor``
+    and ``box_lists[1].tensor``, 2 → 1): one ``mark_unbacked`` leaves the others specialised; one on each makes
+    each an unknown size with no relation to the others, and code that reads them as numbers or needs them
+    equal then breaks or compiles again, which no record shows beforehand (on detectron2's
+    ``convert_boxes_to_pooler_format`` it broke at the line that reads the lengths). Words, no code."""
+    ch, x = r.change, r.change.subject
+    marks = "; ".join(f"`torch._dynamo.decorators.mark_unbacked({m}, {d})`" for m, d in [(x, ch.dim)] + [(m, d) for m, d, *_ in hidden] if m)
+    return Suggestion(
+        f"mark_unbacked: dim {ch.dim} of {_shown(r)} and other sizes are 0 or 1 in one call: such sizes have a "
+        "version of their own, compiled once",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or `dynamic=True` "
+        "specialise them too: the calls with these sizes share one version of their own, compiled once and reused; "
+        "other sizes share another. Nothing to fix for that one version. The same call changed "
+        f"{_size_words(hidden)} too (torch's reason names only the first guard that failed), so a mark on one "
+        "leaves the others specialised, and a mark on each makes each an unknown size with no relation to the "
+        "others: code that reads them as numbers (`len()`, a shape turned into a tensor) or needs them equal then "
+        "breaks or compiles again, which cannot be seen from here. "
+        + (f"To try it: {marks}, before the first call; keep them only where a run with them shows the recompile "
+           "gone, the outputs equal and no new break." if marks else ""),
+        "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
+
+
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
     guards = {g.compile_id: g for g in earlier}
     guards.update({g.compile_id: g for g in report.guards})
@@ -983,6 +1121,13 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     root = _suggest(*read[0]) if read else None
+    hidden = _hidden_sizes(read[0][0]) if read else []
+    values = _hidden_values(read[0][0], entries(rc.guards[0].failed_compile_id), new_entries) if read else []
+    if hidden or values:
+        said = " and ".join(w for w in (_size_words(hidden) if hidden else "", _value_words(values) if values else "") if w)
+        parts.insert(1, f"The same call changed {said} too (torch's reason names only the first guard that failed)")
+        if root is not None and root.code:
+            root = _with_hidden(root, read[0][0], hidden, values)
     if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
         root = _unbacked_in_library(read[0][0], rc)
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8

@@ -396,10 +396,11 @@ class _Frame:
         call = f"`{callee}(...)`" if callee else "the compiled call"
         at = f" at {_place(self.site)}" if self.site.filename else ""
         if g.origin == "carried":
-            if root and not root.startswith("_") and root == g.path:
-                local = f"`{root}`, "
-            else:
-                local = ""
+            # the user's own name where torch's path is one (a local the code before the break made, `img_y`; a
+            # variable the function closes over, `y_holder['tensor']`); none for torch's stack slots (`___stack0`)
+            # or frame values (`__resume_frame_values[3]`), whose place in the user's line no record gives
+            text = _render(root, steps) if root and not root.startswith("_") and root.isidentifier() else ""
+            local = f"`{text}`, " if text and "__" not in text else ""
             if self.resumed:
                 fn, line = self.resumed
                 code = linecache.getline(self.c.filename, line).strip() if self.c.filename else ""

@@ -78,11 +78,11 @@ RULES: list[Rule] = [
     thread_lock.RULE,  # before with_outside: a lock is not moved out by a rewrite
     hook_registration.RULE,
     with_outside.RULE,
+    compiler_disable.RULE,  # before move_out: the decorator called inside the code is no call to move
     move_out.RULE,
     custom_op.RULE,
     # breaks no code change of ours removes: what to do, in words
     internal_error.RULE,
-    compiler_disable.RULE,
     no_meta_kernel.RULE,
     torch_equal.RULE,
     requires_grad_inside.RULE,

@@ -8,8 +8,10 @@ kept: a seed (``torch.manual_seed``) goes before the compiled code, since the ra
 drawn after it come from it; where random numbers are drawn before it in the same code,
 neither place keeps them, and no fix is offered. Not when an assignment of the call's value
 is all the compiled code does (``def debug(): start = time.time()``): moving it out would
-leave a compiled function with no work (its work removed, not fixed); a call made for its
-effect alone (``warnings.warn(...)``) still moves, its effect kept outside."""
+leave a compiled function with no work (its work removed, not fixed); nor when the call itself is
+all the compiled code does (``def fn(): torch._dynamo.disable()``): the rewrite would leave the compiled
+function empty, so what it did is no longer compiled but gone from it. Only a call whose effect is
+output (``warnings.warn(...)``, ``print``, a log call) still moves there, its output kept outside."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ SEEDS = {"manual_seed", "seed", "manual_seed_all", "set_rng_state", "set_state",
 DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "normal_",
          "uniform_", "bernoulli", "bernoulli_", "multinomial", "dropout", "random_", "exponential_", "choice",
          "random", "shuffle", "sample", "permutation"}
+#: Calls whose only effect is output: moved out, the output is the same, wherever the call is made.
+OUTPUT_ONLY = {"warn", "print", "debug", "info", "warning", "error", "critical", "exception", "log"}
 
 
 def applies(f: Facts) -> bool:
@@ -44,6 +48,8 @@ def _place(p, stmt: ast.stmt, name: str) -> Optional[str]:
     rest = [s for s in before + after if not _inert(s)]
     if not rest and not isinstance(top, ast.Expr):
         return None  # its value was all the code computed: moving the call out leaves nothing (the work removed)
+    if not rest and name not in OUTPUT_ONLY:
+        return None  # the call is all the compiled code does: moving it out leaves an empty function
     if name in SEEDS:
         draws = [n for n in walk_scope(before) if isinstance(n, ast.Call) and call_name(n) in DRAWS]
         if draws:

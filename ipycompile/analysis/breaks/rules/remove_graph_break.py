@@ -1,5 +1,7 @@
 """An explicit `torch._dynamo.graph_break()` (GB0025) or `step_unsupported()` (GB4636, GB0275) in the
-user's code: the break is asked for; without the call the graph goes on (it computes nothing)."""
+user's code: the break is asked for; without the call the graph goes on (it computes nothing). A call whose value
+is used (`f(x, torch._dynamo.graph_break())`, an argument) becomes `None`, the value it returns, in a statement on
+one line; elsewhere no rewrite."""
 
 from __future__ import annotations
 
@@ -21,10 +23,30 @@ def applies(f: Facts) -> bool:
         and not f.in_library
 
 
+def _as_value(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    """The call used as a value inside a one-line statement: the call replaced by ``None`` (what it returns)."""
+    p, stmt = statement_at(f.stop, ctx)
+    if stmt is None or stmt.lineno != stmt.end_lineno or isinstance(stmt, (ast.Expr, ast.FunctionDef, ast.ClassDef)):
+        return None
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and call_name(n) == "graph_break"]
+    if len(calls) != 1:
+        return None
+    text, call = p.segment(stmt), p.segment(calls[0])
+    if text.count(call) != 1:
+        return None
+    return Suggestion(
+        f"Remove the explicit graph break at {ctx.where(f.stop)}",
+        f"`{call}` in `{text}` asks torch to end the graph there and returns `None`, the value this line passes on: "
+        "torch compiles the code before and after it as separate graphs. Put `None` in its place and the graph goes "
+        "on with the same values, unless the break is there on purpose (to keep something out of the graph, or to "
+        "debug).",
+        text.replace(call, "None"), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK, f.stop.filename, stmt.lineno, stmt.end_lineno)
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     p, stmt = statement_at(f.stop, ctx)
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and call_name(stmt.value) in _CALLS):
-        return None
+        return _as_value(f, ctx)
     lines = user_lines(ctx, f)
     reached = ""
     if len(lines) > 1 or (lines and lines[0] != ctx.where(f.stop)):
