@@ -651,8 +651,9 @@ class GuardEntry:
     ``EQUALS_MATCH``, ``LENGTH_CHECK``, ``ID_MATCH``, ``GLOBAL_STATE``, ...), torch's expression,
     and what the doctor compares between two compiles: the guarded value's ``path`` (as
     :attr:`FailedGuard.path`), a tensor's sizes and strides (``None``: dynamic), the value
-    an ``==`` guard wants, a tensor guard's type (``Parameter``), the lower bound of a
-    dynamic size (``2 <= x.size()[0]``)."""
+    an ``==`` guard wants, a tensor guard's type (``Parameter``), the range of a
+    dynamic size (``2 <= x.size()[0]``, ``2 <= x.size()[1] <= 16``) and the sizes a shape guard
+    compares (``x.size()[1] != 16``)."""
 
     type: str
     expr: str = ""
@@ -665,6 +666,18 @@ class GuardEntry:
     dim: Optional[int] = None  # with lower_bound: the dimension it bounds
     lower_bound: Optional[int] = None
     length: Optional[int] = None  # ``len(SRC) == n``: the length it wants
+    #: with lower_bound: the upper bound of the range (``2 <= x.size()[1] <= 16``: code compared the size with 16)
+    upper_bound: Optional[int] = None
+    #: the sizes a guard of torch's shape environment relates to something other than a range (``x.size()[1] != 16``,
+    #: ``x.size()[0] == 2*y.size()[1]``): the code compared them. Each as ``PATH.size()[DIM]`` (``idx.size()[1]``)
+    compared_sizes: list[str] = field(default_factory=list)
+
+    def compares_size(self, path: str, dim: int) -> bool:
+        """Whether this guard says the compiled code compared dim ``dim`` of ``path``'s size with something
+        (an upper bound, ``!=``, another size), beyond the lower bound every dynamic size has."""
+        if self.path == path and self.dim == dim and self.upper_bound is not None:
+            return True
+        return f"{path}.size()[{dim}]" in self.compared_sizes
 
 
 @dataclass
