@@ -55,8 +55,8 @@ class _Reason:
     #: a size of this function's inputs that went to or from 0 or 1 in one of its recompiles, in words ("" if
     #: none): torch specialises those whatever ``dynamic=`` says, so ``dynamic=True`` is not offered
     sizes_0_1: str = ""
-    #: a shape guard of the dynamic version on this size beyond its lower bound (``2 <= L['idx'].size()[1] <= 16``,
-    #: ``L['idx'].size()[1] != 16``), as torch printed it: the compiled code compares the size ("" if none)
+    #: a shape guard of the dynamic version on this size beyond its lower bound (``2 <= idx.size()[1] <= 16``,
+    #: ``idx.size()[1] != 16``), in the guards' readable form: the compiled code compares the size ("" if none)
     compared: str = ""
     #: a value no line of the user's can mark (library code passes it, or torch carries it across a graph break)
     #: whose size changed the same way in another compiled frame of the run, in words ("" if none)
@@ -158,7 +158,7 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
     ch = r.change
     ch.failed_guard = _find_guard(failed, r)
     if ch.kind in ("size", "size_0_1") and ch.dim is not None and r.src:
-        r.compared = next((e.expr for e in [*new, *failed] if e.compares_size(r.src, ch.dim)), "")
+        r.compared = next((e.readable for e in [*new, *failed] if e.compares_size(r.src, ch.dim) and e.readable), "")
     if failed and new:
         before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
         r.retyped = set(before_sizes) != set(after_sizes)
@@ -501,7 +501,7 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
     """A size that is 0 or 1 in one call, which the compiled code compares (its dynamic version is guarded on
-    ``2 <= L['idx'].size()[1] <= 16``: nanoGPT's ``assert t <= block_size``). ``mark_unbacked`` gives the size
+    ``2 <= idx.size()[1] <= 16``: nanoGPT's ``assert t <= block_size``). ``mark_unbacked`` gives the size
     no value, so each such comparison becomes data-dependent: torch breaks the graph there (GB0170) or raises,
     and the recompile stays. What torch does instead, in words: size 1 has a version of its own, and the size
     is dynamic from the next version on."""
@@ -1021,17 +1021,28 @@ def _sizes_0_1(report: "CompileReport", rc: Recompile) -> str:
     return ""
 
 
-def _same_size_elsewhere(report: "CompileReport", rc: Recompile, g: FailedGuard) -> str:
-    """Words for a value of another compiled frame that no line of the user's can mark (origin ``library`` or
-    ``carried``) whose size changed as ``g``'s did (``8 → 12``); "" if none."""
+def _same_size_elsewhere(report: "CompileReport", rc: Recompile, g: FailedGuard,
+                         entries: Callable[[Optional[CompileId]], list[GuardEntry]]) -> str:
+    """Words for a tensor of another compiled frame that no line of the user's can mark (a library passes it,
+    or torch carries it across a graph break: its failed guard says so, or its tensor guard has no name of
+    the user's) whose size changed as ``g``'s did (``8`` to ``12``, or to a dynamic size); "" if none."""
     if g.kind != "size" or not (g.before and g.after) or g.origin in ("library", "carried"):
         return ""
     for x in report.recompiles:
-        if x.compile_id.frame_id == rc.compile_id.frame_id:
+        if x.compile_id.frame_id == rc.compile_id.frame_id or not x.guards:
             continue
         for h in x.guards:
             if h.kind == "size" and h.origin in ("library", "carried") and (h.before, h.after) == (g.before, g.after):
                 return h.described or (f"`{h.path}`" if h.path and not h.path.startswith("_") else "a value of that frame")
+        new = entries(x.compile_id)
+        before, after = _tensor_sizes(entries(x.guards[0].failed_compile_id)), _tensor_sizes(new)
+        named = {e.path for e in new if e.type == "TENSOR_MATCH" and e.name}
+        for p, sizes in before.items():
+            if p in named or p not in after or len(sizes) != len(after[p]):
+                continue
+            if any(str(a) == g.before and (b is None or str(b) == g.after) for a, b in zip(sizes, after[p])):
+                fn = x.shown_function or x.function
+                return f"`{p}`" + (f" of `{fn}`" if fn else "") + ", a tensor made inside the compiled code"
     return ""
 
 
@@ -1051,7 +1062,7 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
     for g in rc.guards:
         r = _read(g)
         r.sizes_0_1 = through_0_1
-        r.tied = _same_size_elsewhere(report, rc, g)
+        r.tied = _same_size_elsewhere(report, rc, g, entries)
         dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))

@@ -671,6 +671,8 @@ class GuardEntry:
     #: the sizes a guard of torch's shape environment relates to something other than a range (``x.size()[1] != 16``,
     #: ``x.size()[0] == 2*y.size()[1]``): the code compared them. Each as ``PATH.size()[DIM]`` (``idx.size()[1]``)
     compared_sizes: list[str] = field(default_factory=list)
+    #: that guard with each size in the readable form (``idx.size()[1] != 16``; ``2 <= idx.size()[1] <= 16``)
+    readable: str = ""
 
     def compares_size(self, path: str, dim: int) -> bool:
         """Whether this guard says the compiled code compared dim ``dim`` of ``path``'s size with something

@@ -308,10 +308,13 @@ def parse_guard_tree(tree: str) -> list[GuardEntry]:
             elif (low := _LOW_SIZE.match(expr)) is not None:
                 e.path, e.dim, e.lower_bound = guard_path(low.group("src")), int(low.group("dim")), int(low.group("low"))
                 e.upper_bound = int(low.group("high")) if low.group("high") else None
+                if e.upper_bound is not None:
+                    e.readable = f"{e.lower_bound} <= {e.path}.size()[{e.dim}] <= {e.upper_bound}"
             elif ".size()[" in expr and ".stride()" not in expr and "check_tensor(" not in expr:
                 # a shape guard relating sizes (``L['idx'].size()[1] != 16``): the code compared them; the
                 # stride guards (``x.stride()[0] == x.size()[1]``) say a layout, not a comparison of the code's
                 e.compared_sizes = [f"{guard_path(m.group('src'))}.size()[{m.group('dim')}]" for m in _SIZE_IN.finditer(expr)]
+                e.readable = _SIZE_IN.sub(lambda m: f"{guard_path(m.group('src'))}.size()[{m.group('dim')}]", expr)
             elif (eq := _EQ.match(expr)) is not None:
                 src, value = eq.group("src").strip(), eq.group("value").strip()
                 ln = _LEN.match(src)
