@@ -11,6 +11,12 @@ doctor's answer applied as a user would, before the call:
   length fits its window). ``mark_unbacked`` makes the comparison data-dependent: torch breaks the graph
   there and the recompile stays. The doctor does not offer it; it says what torch does: size 1 has a
   version of its own, and from 2 on one dynamic version serves every length (shown: one recompile in all).
+  The same where the comparison is a branch (crop or pad a clip to a length): unbacked, each compare is a
+  graph break on every call (shown); the doctor says each outcome is a version of its own;
+* **an argument made inside another compiled function** (a helper called from a loop torch runs outside
+  the graph after a data-dependent break): torch compiles the helper as a frame of its own, and its
+  parameter is a tensor no line before the user's call can mark: no ``mark_dynamic`` on the helper's
+  parameter name; torch's one recompile, then a dynamic size, in words.
 """
 
 from __future__ import annotations
@@ -168,3 +174,74 @@ def test_a_size_1_the_code_compares_gets_no_mark_unbacked_and_torch_recompiles_o
     torch.testing.assert_close(got2, eager)
     assert cap2.report.graph_breaks or cap2.report.failures, "mark_unbacked compiled the compare without a break"
     assert len(cap2.report.recompiles) >= 1 or cap2.report.graph_breaks
+
+
+def fit_to(frames, length=64):
+    """Crop or zero-pad a clip to ``length`` frames (what audio and video loaders do before batching)."""
+    if frames.shape[0] > length:
+        frames = frames[:length]
+    if frames.shape[0] < length:
+        frames = F.pad(frames, (0, 0, 0, length - frames.shape[0]))
+    return frames * 0.5
+
+
+def test_a_size_the_code_compares_in_a_branch_gets_no_mark_unbacked():
+    clips = [torch.randn(n, 3, generator=torch.Generator().manual_seed(n)) for n in (40, 90, 50, 70, 20)]
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        f = torch.compile(fit_to, backend="eager")
+        outs = [f(c) for c in clips]
+    torch._dynamo.reset()
+    for got, c in zip(outs, clips):
+        torch.testing.assert_close(got, fit_to(c))
+    report = cap.report
+    assert report.recompiles and not report.graph_breaks
+    for rc in report.recompiles:
+        s = rc.suggestion
+        assert s is not None and "mark_unbacked(" not in (s.code or ""), said(rc)
+    compared = [rc for rc in report.recompiles if any(g.kind == "size_0_1" for g in rc.guards)]
+    assert compared and all(rc.suggestion.kind == "automatic_dynamic" and "compares it" in rc.suggestion.title
+                            for rc in compared), [said(rc) for rc in compared]
+    # why: unbacked, each comparison is data-dependent, and torch breaks the graph at it on every call
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap2:
+        f = torch.compile(fit_to, backend="eager")
+        for c in clips:
+            c = c.clone()
+            torch._dynamo.decorators.mark_unbacked(c, 0)
+            torch.testing.assert_close(f(c), fit_to(c))
+    torch._dynamo.reset()
+    assert {b.gb_code for b in cap2.report.graph_breaks} == {"GB0170"}, [b.gb_code for b in cap2.report.graph_breaks]
+
+
+# -- an argument made inside another compiled function: no mark before the user's call can reach it ---------
+def corners(b):
+    out = b.clone()
+    out[:, :2] = b[:, :2] - b[:, 2:] / 2
+    out[:, 2:] = b[:, :2] + b[:, 2:] / 2
+    return out
+
+
+def kept_boxes(scores, thresh=0.5):
+    out = []
+    for s in scores:  # a data-dependent size in a loop: torch runs the loop outside the graph
+        s = s[s[:, 4] > thresh]
+        out.append(corners(s[:, :4]))  # torch compiles `corners` as a frame of its own, on a tensor made here
+    return out
+
+
+def test_a_function_called_by_compiled_code_gets_no_mark_on_its_parameter():
+    scores = torch.rand(4, 30, 5, generator=torch.Generator().manual_seed(3))
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        got = torch.compile(kept_boxes, backend="eager")(scores)
+    torch._dynamo.reset()
+    for a, b in zip(got, kept_boxes(scores)):
+        torch.testing.assert_close(a, b)
+    rcs = [rc for rc in cap.report.recompiles if rc.function == "corners"]
+    # what torch does: one recompile, after which the size is dynamic for every later call
+    assert len(rcs) == 1, [(rc.function, rc.reasons) for rc in cap.report.recompiles]
+    (g,) = [g for g in rcs[0].guards if g.kind == "size"]
+    assert g.origin == "carried" and g.name == "" and "kept_boxes" in g.described, g
+    s = rcs[0].suggestion
+    assert s is not None and s.kind == "automatic_dynamic" and not s.code, said(rcs[0])

@@ -509,6 +509,16 @@ def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
     why = (f" `mark_unbacked` is not the fix here: the compiled code compares this size (torch guards its dynamic "
            f"version on `{r.compared}`), and an unbacked size has no value to compare with, so each such comparison "
            "becomes data-dependent: torch breaks the graph there (or raises) instead, and the recompile stays.")
+    if ch.before.startswith(">=") and ch.before.split()[-1] != "2":
+        # the failed version's bound is the code's comparison (``481 <= array.size()[0]``), not the 0/1
+        # specialisation: the size is dynamic, and each outcome of the comparison is a version
+        return _fix(
+            Kind.AUTOMATIC_DYNAMIC, f"dim {ch.dim} of {x} is dynamic, and the code compares it: each outcome is a "
+            "version of its own",
+            f"Torch made dim {ch.dim} of {x} dynamic, and the compiled code compares it: the version compiled before "
+            f"holds for sizes {ch.before}, this call's size{' (' + ch.after + ')' if ch.after else ''} is outside that "
+            f"range, and the new version is guarded on `{r.compared}`. Each outcome of a comparison on the size (a "
+            "branch, an assert) is a version of its own, compiled once and reused: a few at most. Nothing to fix." + why)
     if dynamic_after and ch.before in ("0", "1"):
         return _fix(
             Kind.AUTOMATIC_DYNAMIC, f"dim {ch.dim} of {x} was {ch.before} when compiled: one more version, then "

@@ -308,8 +308,8 @@ def parse_guard_tree(tree: str) -> list[GuardEntry]:
             elif (low := _LOW_SIZE.match(expr)) is not None:
                 e.path, e.dim, e.lower_bound = guard_path(low.group("src")), int(low.group("dim")), int(low.group("low"))
                 e.upper_bound = int(low.group("high")) if low.group("high") else None
-                if e.upper_bound is not None:
-                    e.readable = f"{e.lower_bound} <= {e.path}.size()[{e.dim}] <= {e.upper_bound}"
+                e.readable = f"{e.lower_bound} <= {e.path}.size()[{e.dim}]" + (
+                    f" <= {e.upper_bound}" if e.upper_bound is not None else "")
             elif ".size()[" in expr and ".stride()" not in expr and "check_tensor(" not in expr:
                 # a shape guard relating sizes (``L['idx'].size()[1] != 16``): the code compared them; the
                 # stride guards (``x.stride()[0] == x.size()[1]``) say a layout, not a comparison of the code's
