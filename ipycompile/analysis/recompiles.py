@@ -60,6 +60,12 @@ class _Reason:
     #: a size of this function's inputs that went to or from 0 or 1 in one of its recompiles, in words ("" if
     #: none): torch specialises those whatever ``dynamic=`` says, so ``dynamic=True`` is not offered
     sizes_0_1: str = ""
+    #: a shape guard of the dynamic version on this size beyond its lower bound (``2 <= idx.size()[1] <= 16``,
+    #: ``idx.size()[1] != 16``), in the guards' readable form: the compiled code compares the size ("" if none)
+    compared: str = ""
+    #: a value no line of the user's can mark (library code passes it, or torch carries it across a graph break)
+    #: whose size changed the same way in another compiled frame of the run, in words ("" if none)
+    tied: str = ""
 
     # the record's facts, by the names the rules use
     @property
@@ -156,6 +162,8 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
     the changed size or value dynamic."""
     ch = r.change
     ch.failed_guard = _find_guard(failed, r)
+    if ch.kind in ("size", "size_0_1") and ch.dim is not None and r.src:
+        r.compared = next((e.readable for e in [*new, *failed] if e.compares_size(r.src, ch.dim) and e.readable), "")
     if failed and new:
         before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
         r.retyped = set(before_sizes) != set(after_sizes)
@@ -426,6 +434,34 @@ def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[
         code)
 
 
+def _maybe_mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
+    """A size the user can mark that also changed, the same way, in a value of another compiled frame that no
+    line of the user's can mark (a tensor library code made from it and passed on after a graph break: the
+    logits a transformers model hands to its loss, compiled as a frame of its own). In that frame the marked
+    size meets a tensor whose size is static on its first compile, and torch specialises it: a strict
+    ``mark_dynamic`` raises ConstraintViolationError there (transformers' GPT-2 trained on batches of varying
+    length: ``Eq(16, 2*s38)`` in ``ForCausalLMLoss``). ``maybe_mark_dynamic`` never raises: where torch
+    specialises it, the size is static, as without the mark."""
+    ch, x = r.change, r.change.subject
+    if not (r.tied and ch.kind == "size" and ch.dim is not None and r.nameable) or r.retyped:
+        return None
+    marks = [(m, d) for m, d in _marks(r) if _simple(m)]
+    if not marks:
+        return None
+    return Suggestion(
+        f"mark_dynamic: say that dim {ch.dim} of `{x}` may vary (maybe_mark_dynamic), before the first call",
+        f"The size of dim {ch.dim} of `{x}` changes between calls ({_arrow(ch.before, ch.after)}), and the same "
+        f"size changes in another compiled frame, in {r.tied}: a value made inside compiled code (or passed by a "
+        "library), which no line of yours can mark. Where it meets the size you mark, its size is static on that "
+        "frame's first compile, so torch specialises yours there too, and a strict `torch._dynamo.mark_dynamic` "
+        "raises ConstraintViolationError. `torch._dynamo.maybe_mark_dynamic` asks for a dynamic size without that "
+        "promise: the frames that take it compile one version for all sizes (>= 2), and a frame where torch "
+        "specialises it compiles once more, after which torch makes its sizes dynamic by itself (automatic "
+        "dynamic shapes).",
+        "\n".join(f"torch._dynamo.maybe_mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
+        Confidence.HIGH, Kind.MARK_DYNAMIC)
+
+
 def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     marks = _marks(r)
@@ -470,8 +506,46 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         "code (a value torch carries across a graph break) cannot be marked, and needs nothing.")
 
 
+def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
+    """A size that is 0 or 1 in one call, which the compiled code compares (its dynamic version is guarded on
+    ``2 <= idx.size()[1] <= 16``: nanoGPT's ``assert t <= block_size``). ``mark_unbacked`` gives the size
+    no value, so each such comparison becomes data-dependent: torch breaks the graph there (GB0170) or raises,
+    and the recompile stays. What torch does instead, in words: size 1 has a version of its own, and the size
+    is dynamic from the next version on."""
+    ch, x = r.change, _shown(r)
+    why = (f" `mark_unbacked` is not the fix here: the compiled code compares this size (torch guards its dynamic "
+           f"version on `{r.compared}`), and an unbacked size has no value to compare with, so each such comparison "
+           "becomes data-dependent: torch breaks the graph there (or raises) instead, and the recompile stays.")
+    if ch.before.startswith(">=") and ch.before.split()[-1] != "2":
+        # the failed version's bound is the code's comparison (``481 <= array.size()[0]``), not the 0/1
+        # specialisation: the size is dynamic, and each outcome of the comparison is a version
+        return _fix(
+            Kind.AUTOMATIC_DYNAMIC, f"dim {ch.dim} of {x} is dynamic, and the code compares it: each outcome is a "
+            "version of its own",
+            f"Torch made dim {ch.dim} of {x} dynamic, and the compiled code compares it: the version compiled before "
+            f"holds for sizes {ch.before}, this call's size{' (' + ch.after + ')' if ch.after else ''} is outside that "
+            f"range, and the new version is guarded on `{r.compared}`. Each outcome of a comparison on the size (a "
+            "branch, an assert) is a version of its own, compiled once and reused: a few at most. Nothing to fix." + why)
+    if dynamic_after and ch.before in ("0", "1"):
+        return _fix(
+            Kind.AUTOMATIC_DYNAMIC, f"dim {ch.dim} of {x} was {ch.before} when compiled: one more version, then "
+            "torch made it dynamic",
+            f"Sizes 0 and 1 are always specialised (broadcasting differs for them), so the version compiled when dim "
+            f"{ch.dim} of {x} was {ch.before} fits no other size: torch compiled once more when it became "
+            f"{ch.after or 'another size'}, and made the dimension dynamic in that version by itself (automatic "
+            "dynamic shapes): every later size from 2 up reuses it. This recompile happens once; nothing to fix." + why)
+    return _fix(
+        Kind.MARK_UNBACKED, f"dim {ch.dim} of {x} is 0 or 1 in one call: such a size has a version of its own, compiled once",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or `dynamic=True` "
+        f"specialise them too: the calls where dim {ch.dim} of {x} is 1 share one version of their own (so do those "
+        "where it is 0), compiled once and reused; the other sizes share another. Nothing to fix for that one "
+        "version." + why, confidence=Confidence.MEDIUM)
+
+
 def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
+    if ch.kind == "size_0_1" and ch.dim is not None and r.compared:
+        return _unbacked_compared(r, dynamic_after)
     if ch.kind == "size_0_1" and ch.dim is not None and not r.nameable and r.guard.origin == "argument":
         return Suggestion(  # no name in the call holds the tensor: the way, in words
             f"mark_unbacked: dim {ch.dim} of {_shown(r)} is 0 or 1 in one call and not in another",
@@ -555,8 +629,12 @@ def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     where = "the global" if ch.kind == "global" else "the value"
     alt = ("" if ch.kind == "global" or "." in x or r.closure_of else
            "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
-    closure = (f" `{x}` is a variable `{r.closure_of}` closes over: give it the tensor where it is set, before "
-               f"`{r.closure_of}` is defined." if r.closure_of else "")
+    # a variable a function closes over is set where that function is made, which the call does not show: no
+    # line before the call can give it a tensor (the closure keeps its own cell), so the way is in words
+    at = f" (read at {r.guard.where})" if r.guard.where else ""
+    closure = (f" `{x}` is a variable `{r.closure_of}` closes over{at}: give it the tensor where it is set, before "
+               f"`{r.closure_of}` is defined (`{x} = torch.tensor({x})`), and a new tensor for each new value."
+               if r.closure_of else "")
     return Suggestion(
         f"tensor_value: hold `{x}` in a tensor",
         f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
@@ -564,8 +642,8 @@ def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         + f". `{r.code.strip()}` uses it only in arithmetic with tensors, where a 0-d tensor gives the same "
         "result; a 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
         "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value." + closure,
-        f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
-        Confidence.HIGH, Kind.TENSOR_VALUE,
+        "" if r.closure_of else f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
+        Confidence.MEDIUM if r.closure_of else Confidence.HIGH, Kind.TENSOR_VALUE,
     )
 
 
@@ -753,6 +831,8 @@ RULES: list[RecompileRule] = [
     RecompileRule(Kind.FORCE_PARAMETER_STATIC_SHAPES, "an nn.Parameter's size changes: "
                   "force_parameter_static_shapes = False (torch's own advice), then mark_dynamic",
                   _force_parameter_static_shapes),
+    RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes, and the same size in a value of another compiled frame "
+                  "that no code of the user's can mark: maybe_mark_dynamic (never ConstraintViolationError)", _maybe_mark_dynamic),
     RecompileRule(Kind.MARK_DYNAMIC, "a tensor's size changes: mark the dimension dynamic before the first call", _mark_dynamic),
     RecompileRule(Kind.AUTOMATIC_DYNAMIC, "a size torch made dynamic by itself after one recompile (a value no "
                   "code of the user's can mark): nothing to fix", _automatic_dynamic),
@@ -1089,6 +1169,31 @@ def _unbacked_with_others(r: _Reason, hidden: list) -> Suggestion:
         "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
 
 
+def _same_size_elsewhere(report: "CompileReport", rc: Recompile, g: FailedGuard,
+                         entries: Callable[[Optional[CompileId]], list[GuardEntry]]) -> str:
+    """Words for a tensor of another compiled frame that no line of the user's can mark (a library passes it,
+    or torch carries it across a graph break: its failed guard says so, or its tensor guard has no name of
+    the user's) whose size changed as ``g``'s did (``8`` to ``12``, or to a dynamic size); "" if none."""
+    if g.kind != "size" or not (g.before and g.after) or g.origin in ("library", "carried"):
+        return ""
+    for x in report.recompiles:
+        if x.compile_id.frame_id == rc.compile_id.frame_id or not x.guards:
+            continue
+        for h in x.guards:
+            if h.kind == "size" and h.origin in ("library", "carried") and (h.before, h.after) == (g.before, g.after):
+                return h.described or (f"`{h.path}`" if h.path and not h.path.startswith("_") else "a value of that frame")
+        new = entries(x.compile_id)
+        before, after = _tensor_sizes(entries(x.guards[0].failed_compile_id)), _tensor_sizes(new)
+        named = {e.path for e in new if e.type == "TENSOR_MATCH" and e.name}
+        for p, sizes in before.items():
+            if p in named or p not in after or len(sizes) != len(after[p]):
+                continue
+            if any(str(a) == g.before and (b is None or str(b) == g.after) for a, b in zip(sizes, after[p])):
+                fn = x.shown_function or x.function
+                return f"`{p}`" + (f" of `{fn}`" if fn else "") + ", a tensor made inside the compiled code"
+    return ""
+
+
 def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet] = ()) -> Recompile:
     guards = {g.compile_id: g for g in earlier}
     guards.update({g.compile_id: g for g in report.guards})
@@ -1105,6 +1210,7 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
     for g in rc.guards:
         r = _read(g)
         r.sizes_0_1 = through_0_1
+        r.tied = _same_size_elsewhere(report, rc, g, entries)
         dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))

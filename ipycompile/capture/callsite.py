@@ -19,6 +19,9 @@ each :class:`~ipycompile.report.FailedGuard` of a recompile onto it:
 * a call a library makes (a decoder layer inside ``generate()``) -> origin ``"library"``, no
   name; ``Recompile.caller`` is the library's line, ``Recompile.call_site`` the user's line
   that led there;
+* a function of the user's that torch compiled as a frame of its own because code of another compiled
+  function that ran outside the graph (after a break) calls it -> origin ``"carried"``, no name: its
+  arguments are made inside that function, where no line before the user's call can mark them;
 * a library's own function that torch compiled as a frame of its own, with no call of the
   user's seen (transformers' ``ForCausalLMLoss`` after a break in the model's code,
   ``_update_model_kwargs_for_generation`` inside a compiled ``generate()``) -> origin
@@ -283,6 +286,29 @@ class _Frame:
                 self.calls = _the_calls(tree, line, calling.function, self.compiled, self._fits)
                 self.call = self.calls[0] if self.calls else None
         self.library_words = ""  # a library's call: what its line passes, for describe()
+        # no call of the user's seen: the function torch compiled before this one whose own code calls it (torch
+        # compiled it as a frame of its own because that code ran outside the graph, after a break): its
+        # arguments are made inside the compiled function, where no line before the user's call can mark them
+        self.called_by = "" if self.calls or self.site.filename or self.wrapper or self.resumed else self._compiled_caller()
+
+    def _compiled_caller(self) -> str:
+        """The name of a function of the same file that torch compiled earlier in this report (a lower frame
+        id) and whose body calls this frame's function by name; "" if none."""
+        c = self.c
+        if not c.filename or not c.function.isidentifier():
+            return ""
+        tree = _tree(c.filename)
+        if tree is None:
+            return ""
+        for other in self.report.compiles:
+            if other.filename != c.filename or other.compile_id.frame_id >= c.compile_id.frame_id \
+                    or other.function == c.function or not other.function.isidentifier():
+                continue
+            d = _def_of(tree, other.function, other.first_line)
+            if d is not None and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == c.function
+                                     for n in ast.walk(d)):
+                return other.function
+        return ""
 
     def _fits(self, call: ast.Call) -> bool:
         """``call`` can be the call of the compiled function: it passes as many arguments as the
@@ -363,6 +389,8 @@ class _Frame:
             pos = i - 1 if self.method else i
             value = self.positional(pos)
             value = value if value is not None else self.keyword(root)
+            if value is None and self.call is None and self.called_by:
+                return "", "carried"  # made inside the compiled function that calls this one
             if value is None and self.call is None:  # no call to read: the function's own parameter
                 if self.library_frame:  # a library's function torch compiled on its own (the loss transformers'
                     self.library_words = _render(root, steps)  # model calls): its parameter is the library's name
@@ -401,6 +429,8 @@ class _Frame:
             # or frame values (`__resume_frame_values[3]`), whose place in the user's line no record gives
             text = _render(root, steps) if root and not root.startswith("_") and root.isidentifier() else ""
             local = f"`{text}`, " if text and "__" not in text else ""
+            if self.called_by and not self.resumed:
+                return f"{local}which the compiled `{self.called_by}` makes and passes to `{self.c.function}`"
             if self.resumed:
                 fn, line = self.resumed
                 code = linecache.getline(self.c.filename, line).strip() if self.c.filename else ""

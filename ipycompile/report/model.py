@@ -671,8 +671,9 @@ class GuardEntry:
     ``EQUALS_MATCH``, ``LENGTH_CHECK``, ``ID_MATCH``, ``GLOBAL_STATE``, ...), torch's expression,
     and what the doctor compares between two compiles: the guarded value's ``path`` (as
     :attr:`FailedGuard.path`), a tensor's sizes and strides (``None``: dynamic), the value
-    an ``==`` guard wants, a tensor guard's type (``Parameter``), the lower bound of a
-    dynamic size (``2 <= x.size()[0]``)."""
+    an ``==`` guard wants, a tensor guard's type (``Parameter``), the range of a
+    dynamic size (``2 <= x.size()[0]``, ``2 <= x.size()[1] <= 16``) and the sizes a shape guard
+    compares (``x.size()[1] != 16``)."""
 
     type: str
     expr: str = ""
@@ -685,6 +686,22 @@ class GuardEntry:
     dim: Optional[int] = None  # with lower_bound: the dimension it bounds
     lower_bound: Optional[int] = None
     length: Optional[int] = None  # ``len(SRC) == n``: the length it wants
+    #: with lower_bound: the upper bound of the range (``2 <= x.size()[1] <= 16``: code compared the size with 16;
+    #: a lower bound above 2, ``481 <= x.size()[0]``, says so too)
+    upper_bound: Optional[int] = None
+    #: the sizes a guard of torch's shape environment relates to something other than a range (``x.size()[1] != 16``,
+    #: ``x.size()[0] == 2*y.size()[1]``): the code compared them. Each as ``PATH.size()[DIM]`` (``idx.size()[1]``)
+    compared_sizes: list[str] = field(default_factory=list)
+    #: that guard with each size in the readable form (``idx.size()[1] != 16``; ``2 <= idx.size()[1] <= 16``)
+    readable: str = ""
+
+    def compares_size(self, path: str, dim: int) -> bool:
+        """Whether this guard says the compiled code compared dim ``dim`` of ``path``'s size with something
+        (an upper bound, ``!=``, another size), beyond the lower bound every dynamic size has."""
+        if self.path == path and self.dim == dim and (self.upper_bound is not None
+                                                      or (self.lower_bound is not None and self.lower_bound > 2)):
+            return True  # a range the code's comparisons made (2 is the lower bound of every dynamic size)
+        return f"{path}.size()[{dim}]" in self.compared_sizes
 
 
 @dataclass

@@ -25,6 +25,11 @@ Python guards with the source line they came from)::
     len(xs) == 2                    # ...
     ___check_obj_id(fn, 140260801360608), type=<class 'builtin_function_or_method'>  # ...
     2 <= x.size()[0]  # ... (user code shown is first use of this value--... 0/1 specialization ...)
+
+and in the guard trees, besides each tensor's check, the shape guards on dynamic sizes::
+
+    2 <= L['idx'].size()[1] <= 16   # a range: the code compared the size with 16 (an assert, a slice)
+    L['idx'].size()[1] != 16        # any other relation the code's comparisons left
     ___stack0 == 3.0                # return x * s  # x.py:39 in torch_dynamo_resume_in_g_at_38
 
 Pure functions of text; never raise.
@@ -130,7 +135,9 @@ _KEY_ERROR = re.compile(r"^KeyError on (?P<src>[A-Za-z_][\w.\[\]'\"]*?)\[(?P<q>[
 _LEN = re.compile(r"^len\((?P<src>.+)\)$")
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)")
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)")
-_LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\]$")
+_LOW_SIZE = re.compile(r"^(?P<low>\d+) <= (?P<src>.+?)\.size\(\)\[(?P<dim>\d+)\](?: <= (?P<high>\d+))?$")
+#: a size inside a shape guard's expression (``L['idx'].size()[1]``, ``L['self']._buffers['b'].size()[0]``)
+_SIZE_IN = re.compile(r"(?P<src>(?:[LG]\[[^\]]*\]|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*|\[[^\]]*\])*)\.size\(\)\[(?P<dim>\d+)\]")
 _PARAMETER = "Guard failed on a parameter"
 _HINT_NAME = re.compile(r'HINT: guard on "(?P<name>[A-Za-z_]\w*)"')
 _HASATTR = re.compile(r"^(?P<neg>not )?hasattr\((?P<src>.+), '(?P<name>\w+)'\)$")
@@ -300,6 +307,14 @@ def parse_guard_tree(tree: str) -> list[GuardEntry]:
                 e.tensor_type = tt.group("type") if tt else ""
             elif (low := _LOW_SIZE.match(expr)) is not None:
                 e.path, e.dim, e.lower_bound = guard_path(low.group("src")), int(low.group("dim")), int(low.group("low"))
+                e.upper_bound = int(low.group("high")) if low.group("high") else None
+                e.readable = f"{e.lower_bound} <= {e.path}.size()[{e.dim}]" + (
+                    f" <= {e.upper_bound}" if e.upper_bound is not None else "")
+            elif ".size()[" in expr and ".stride()" not in expr and "check_tensor(" not in expr:
+                # a shape guard relating sizes (``L['idx'].size()[1] != 16``): the code compared them; the
+                # stride guards (``x.stride()[0] == x.size()[1]``) say a layout, not a comparison of the code's
+                e.compared_sizes = [f"{guard_path(m.group('src'))}.size()[{m.group('dim')}]" for m in _SIZE_IN.finditer(expr)]
+                e.readable = _SIZE_IN.sub(lambda m: f"{guard_path(m.group('src'))}.size()[{m.group('dim')}]", expr)
             elif (eq := _EQ.match(expr)) is not None:
                 src, value = eq.group("src").strip(), eq.group("value").strip()
                 ln = _LEN.match(src)

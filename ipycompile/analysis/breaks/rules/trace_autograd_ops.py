@@ -66,9 +66,13 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             isinstance(p.parents.get(u), ast.Return) or isinstance(p.parents.get(u), ast.Tuple)
             for u in uses_after(p, stmt, loss))
         if kept:  # a cell's names live on in the notebook: a loss whose graph backward consumed cannot
-            keep = (f"\n# {ctx.where(f.stop)}: `{loss}` outlives the compiled code, so drop its graph after backward\n"
-                    f"{p.segment(stmt)}\n{loss} = {loss}.detach()")
-            code += keep
+            # outlive the compiled code (torch breaks the graph there instead, GB4927), so the setting alone is
+            # no fix, and the setting with a line of the user's rewritten is not one fix that applies as one:
+            # the way is in words, at the user's line
+            keep = (f" Here `{loss}` outlives the compiled code, so the setting alone only moves the break (torch "
+                    f"refuses to return a tensor whose graph backward consumed): with the setting, add "
+                    f"`{loss} = {loss}.detach()` after `{p.segment(stmt).strip()}` ({ctx.where(f.stop)})")
+            code = ""
     return Suggestion(
         "loss.backward() ends the forward graph: the normal boundary of a training step",
         f"`{f.stop.source_line.strip()}` at {path(ctx, f)} runs the backward pass. This break is expected: the "
@@ -76,8 +80,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "optimizer step after it is another graph. Nothing here needs fixing unless you want the whole step in "
         "one graph. For that, torch 2.13 traces backward() itself when "
         "torch._dynamo.config.trace_autograd_ops is True (as autograd.grad and gradient accumulation)"
-        + (", and a tensor that outlives the compiled code (a name a %%compile cell assigns is kept in the "
-           "notebook; a returned one) must not hold the graph backward used: detach it after backward" if keep else "")
+        + ("." + keep if keep else "")
         + ". Compiled autograd (torch._dynamo.config.compiled_autograd = True) also compiles the backward pass "
         "with its hooks. " + reset_note(),
         code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS)
