@@ -58,3 +58,75 @@ def test_count_ops_counts_the_call_nodes_of_a_real_graph(extra_strings):
     calls = sum(n.op in ("call_function", "call_method", "call_module") for n in gm.graph.nodes)
     assert count_ops(code) == calls
     assert count_ops(gm.code) == calls
+
+
+# -- payload lines read in runs ------------------------------------------------------
+from ipycompile.capture import tracefile  # noqa: E402
+from ipycompile.capture.tracefile import iter_records, read_trace  # noqa: E402
+
+
+def _damaged_log(tmp_path: Path) -> Path:
+    """A real log with what a bad copy or a killed job leaves: payload lines with no event
+    before them, a corrupted envelope followed by its payload, a payload line longer than
+    the line limit set below, CRLF line ends in one event, a file cut inside a payload."""
+    import gzip
+
+    lines = gzip.decompress((DATA / "max_autotune.log.gz").read_bytes()).splitlines(keepends=True)
+    out = [b"\tan orphan payload line\n", b"\tand another\n"] + lines[:400]
+    envelope = next(i for i, line in enumerate(lines[400:], 400) if not line.startswith(b"\t")
+                    and lines[i + 1].startswith(b"\t"))
+    out.append(lines[envelope][:40] + b"\n")  # the envelope cut: its payload lines follow
+    out += lines[envelope + 1:envelope + 30]
+    long_at = next(i for i in range(envelope + 30, len(lines)) if lines[i].startswith(b"\t")
+                   and lines[i + 1].startswith(b"\t") and not lines[i - 1].startswith(b"\t"))
+    out += lines[envelope + 30:long_at + 1] + [b"\t" + b"x" * 5000 + b"\n"] + lines[long_at + 1:long_at + 200]
+    out += [line.replace(b"\n", b"\r\n") for line in lines[long_at + 200:long_at + 260]]
+    cut = next(i for i in range(len(lines) - 2, 0, -1) if lines[i].startswith(b"\t") and lines[i - 1].startswith(b"\t"))
+    out += lines[long_at + 260:cut] + [lines[cut][: len(lines[cut]) // 2]]
+    path = tmp_path / "damaged.log"
+    path.write_bytes(b"".join(out))
+    return path
+
+
+@pytest.mark.parametrize("block", [64, 777, 4096, 1 << 20])
+def test_payload_runs_read_the_same_at_any_block_size(tmp_path, monkeypatch, block):
+    """The reader takes a block of the file at a time and reads each run of payload lines in
+    it at once: wherever the blocks end (inside a line, inside a run, inside an over-long
+    line), the events, their payloads and every counted problem with its line number are
+    those of reading line by line (a block of 64 bytes cuts nearly every line)."""
+    monkeypatch.setattr(tracefile, "MAX_LINE_BYTES", 4096)
+    path = _damaged_log(tmp_path)
+    monkeypatch.setattr(tracefile, "_BLOCK_BYTES", 64)
+    by_line = read_trace(path)
+    assert by_line.origin.problem_count >= 4, by_line.origin.problems
+    assert "line 1: a payload line (tab-indented) with no event before it" in by_line.origin.problems
+    assert any("longer than the 4,096 bytes" in p for p in by_line.origin.problems)
+    monkeypatch.setattr(tracefile, "_BLOCK_BYTES", block)
+    r = read_trace(path)
+    assert r.to_json() == by_line.to_json()
+    assert r.origin.lines == path.read_bytes().count(b"\n") + 1  # the last line has no newline
+    assert [(x.key, x.payload) for x in iter_records(path)] == [(x.key, x.payload) for x in _line_by_line(path)]
+
+
+def _line_by_line(path: Path):
+    """The events of a log read from a stream that offers no block reads (``read1``): the
+    reader then cuts its blocks from plain ``read``, with the same results."""
+    import io
+
+    class Plain(io.RawIOBase):
+        def __init__(self, data: bytes):
+            self.data, self.pos = data, 0
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            n = min(len(b), 3, len(self.data) - self.pos)  # three bytes at a time
+            b[:n] = self.data[self.pos:self.pos + n]
+            self.pos += n
+            return n
+
+    stream = Plain(path.read_bytes())
+    reader = tracefile._Reader(str(path), False, False)
+    reader.origin.size_bytes = len(stream.data)
+    return list(tracefile._records(stream, stream, reader, None))
