@@ -130,3 +130,96 @@ def _line_by_line(path: Path):
     reader = tracefile._Reader(str(path), False, False)
     reader.origin.size_bytes = len(stream.data)
     return list(tracefile._records(stream, stream, reader, None))
+
+
+# -- bulky payloads kept by place ------------------------------------------------------
+import gzip  # noqa: E402
+import pickle  # noqa: E402
+import sys  # noqa: E402
+
+from ipycompile import load_trace  # noqa: E402
+from ipycompile.capture.tracefile import TraceFileError  # noqa: E402
+from ipycompile.report import CompileReport  # noqa: E402
+from ipycompile.report.model import is_lazy  # noqa: E402
+
+_OPENED: list[str] = []
+
+
+def _audit(event, args):
+    if event == "open" and _OPENED and isinstance(args[0], str) and args[0] == _OPENED[0]:
+        _OPENED.append(args[0])
+
+
+sys.addaudithook(_audit)  # counts the opens of one path, named in _OPENED[0] (audit hooks stay for the process)
+
+
+def _plain(workload: str, tmp_path: Path) -> Path:
+    path = tmp_path / f"{workload}.log"
+    path.write_bytes(gzip.decompress((DATA / f"{workload}.log.gz").read_bytes()))
+    return path
+
+
+@pytest.mark.parametrize("workload", ["quickstart", "max_autotune", "reduce_overhead"])
+def test_a_lazily_read_report_saves_the_same_json_as_an_eager_one(workload, tmp_path):
+    path = _plain(workload, tmp_path)
+    lazy, eager = read_trace(path), read_trace(path, lazy=False)
+    kept = [(g, "code") for g in lazy.graphs] + [(g, "tree") for g in lazy.guards] + [(a, "payload") for a in lazy.artifacts]
+    assert kept and all(is_lazy(obj, name) for obj, name in kept)
+    assert not any(is_lazy(g, "code") for g in eager.graphs)
+    assert lazy.to_json() == eager.to_json()  # byte for byte: saving reads every payload in
+    assert CompileReport.from_json(lazy.to_json()) == eager
+    assert pickle.loads(pickle.dumps(lazy)).to_json() == eager.to_json()  # as a worker process hands it back
+    # the gzip copy of the same log keeps its text (no place to read it from later) and says the same
+    from_gz = read_trace(DATA / f"{workload}.log.gz")
+    assert not any(is_lazy(g, "code") for g in from_gz.graphs)
+    assert [g.code for g in from_gz.graphs] == [g.code for g in lazy.graphs]
+
+
+def test_a_payload_is_read_from_the_log_only_when_asked_for_and_not_kept(tmp_path):
+    path = _plain("quickstart", tmp_path)
+    report = load_trace(path)  # the doctor and the report's own queries run too
+    graph = next(g for g in report.graphs if g.stage == "post_grad")
+    _OPENED[:] = [str(path)]
+    try:
+        assert report.compiles and report.kernels and str(report.graphs[0].compile_id)
+        assert len(_OPENED) == 1  # nothing read from the log yet
+        code = graph.code
+        assert len(_OPENED) == 2 and "def forward" in code
+        assert is_lazy(graph, "code")  # read, not kept: asked again, read again
+        assert graph.code == code and len(_OPENED) == 3
+    finally:
+        _OPENED.clear()
+    assert code == next(g for g in read_trace(path, lazy=False).graphs if g.compile_id == graph.compile_id
+                        and g.stage == "post_grad").code
+
+
+def test_a_log_changed_after_reading_is_refused_clearly_when_a_payload_is_asked_for(tmp_path):
+    path = _plain("max_autotune", tmp_path)
+    report = read_trace(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"def forward", b"def fOrward"))
+    with pytest.raises(TraceFileError, match=r"max_autotune\.log: cannot read the payload at byte \d+ "
+                                             r"\(it changed since it was read\); read the log again"):
+        report.to_json()
+    path.unlink()
+    with pytest.raises(TraceFileError, match=r"\(no such file or directory\)"):
+        report.graphs[0].code
+
+
+def test_the_cli_page_is_written_in_pieces_with_the_bytes_of_the_whole_page(tmp_path, monkeypatch):
+    """``report LOG -o page.html`` writes the page as head, body in slices, tail (no copy of a
+    page of tens of MB is put together): the file is the page :func:`_page` makes whole."""
+    import re
+
+    from ipycompile.cli import main
+    from ipycompile.cli import report as cli_report
+    from ipycompile.widgets.html import render_html
+
+    monkeypatch.setattr(cli_report, "_PIECE", 1000)  # many slices, some cutting a multi-byte character
+    path = _plain("max_autotune", tmp_path)
+    out = tmp_path / "page.html"
+    assert main(["report", str(path), "-o", str(out), "--no-progress"]) == 0
+    whole = cli_report._page(f"ipycompile: {path.name}", render_html(load_trace(path)))
+    anchors = re.compile(r"ipyc\d+-\d+|cols\d+")  # each rendering numbers its page's anchors and column toggles
+    written = out.read_text(encoding="utf-8")
+    assert len(written) > 20 * 1000 and anchors.sub("A", written) == anchors.sub("A", whole)

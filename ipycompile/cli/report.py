@@ -181,14 +181,33 @@ def _write_html(f: IO[str], path: str, loaded, shown) -> None:
     from ..widgets.html import render_html
 
     if isinstance(shown, CompileReport):
-        f.write(_page(f"ipycompile: {os.path.basename(os.path.normpath(path))}", render_html(shown)))
+        title = f"ipycompile: {os.path.basename(os.path.normpath(path))}"
+        _write_page(f, title, render_html(shown))
     else:
-        f.write(_directory_page(loaded, shown))
+        _write_pieces(f, _directory_page(loaded, shown))
 
 
 def _page(title: str, body: str) -> str:
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
             f"<body>\n{body}\n</body></html>\n")
+
+
+def _write_page(f: IO[str], title: str, body: str) -> None:
+    """:func:`_page` written as it is put together: the page of a large log is tens of MB,
+    and neither the page nor its UTF-8 bytes are held whole beside the body."""
+    head, tail = _page(title, "\0").split("\0")
+    f.write(head)
+    _write_pieces(f, body)
+    f.write(tail)
+
+
+#: How much of a page's text is encoded and written at once.
+_PIECE = 1 << 20
+
+
+def _write_pieces(f: IO[str], text: str) -> None:
+    for start in range(0, len(text), _PIECE):
+        f.write(text[start:start + _PIECE])
 
 
 def _directory_json(reports, divergence) -> dict:
