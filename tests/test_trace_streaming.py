@@ -223,3 +223,24 @@ def test_the_cli_page_is_written_in_pieces_with_the_bytes_of_the_whole_page(tmp_
     anchors = re.compile(r"ipyc\d+-\d+|cols\d+")  # each rendering numbers its page's anchors and column toggles
     written = out.read_text(encoding="utf-8")
     assert len(written) > 20 * 1000 and anchors.sub("A", written) == anchors.sub("A", whole)
+
+
+def test_save_html_writes_the_page_tab_by_tab_with_the_bytes_of_the_whole_page(tmp_path):
+    import re
+
+    from ipycompile.widgets.html import render_html, render_view_model, save_html
+    from ipycompile.widgets.viewmodel import view_model
+
+    report = load_trace(_plain("reduce_overhead", tmp_path))
+    pieces: list[str] = []
+    assert render_view_model(view_model(report), write=pieces.append) == ""
+    assert len(pieces) == len(view_model(report).tabs) + 1  # one per tab, then the page's end
+    save_html(report, str(tmp_path / "page.html"))
+    anchors = re.compile(r"ipyc\d+-\d+|cols\d+")
+    written = (tmp_path / "page.html").read_text(encoding="utf-8")
+    body = render_html(report)
+    assert anchors.sub("A", "".join(pieces)) == anchors.sub("A", body)
+    assert anchors.sub("A", written) == anchors.sub("A", (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ipycompile report</title>"
+        "<meta name=\"color-scheme\" content=\"light dark\"></head>"
+        f"<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n{body}\n</body></html>\n"))

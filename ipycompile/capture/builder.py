@@ -279,9 +279,13 @@ def _on_chromium(st: _State, rec: TraceRecord) -> None:
             st.chromium.append(ev)
             return
         slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+        for key in ("name", "ph"):  # a few names over tens of thousands of events: one string each
+            if type(slim.get(key)) is str:
+                slim[key] = sys.intern(slim[key])
         args = ev.get("args")
         if isinstance(args, dict) and "compile_id" in args:
-            slim["args"] = {"compile_id": args["compile_id"]}
+            cid = args["compile_id"]
+            slim["args"] = {"compile_id": sys.intern(cid) if type(cid) is str else cid}
         st.chromium.append(slim)
 
 

@@ -178,11 +178,14 @@ def _write_json(f: IO[str], path: str, loaded, shown) -> None:
 
 def _write_html(f: IO[str], path: str, loaded, shown) -> None:
     from ..report import CompileReport
-    from ..widgets.html import render_html
+    from ..widgets.html import write_body
 
     if isinstance(shown, CompileReport):
         title = f"ipycompile: {os.path.basename(os.path.normpath(path))}"
-        _write_page(f, title, render_html(shown))
+        head, tail = _page(title, "\0").split("\0")
+        f.write(head)
+        write_body(shown, lambda text: _write_pieces(f, text))  # each tab written as it is rendered
+        f.write(tail)
     else:
         _write_pieces(f, _directory_page(loaded, shown))
 
@@ -192,16 +195,8 @@ def _page(title: str, body: str) -> str:
             f"<body>\n{body}\n</body></html>\n")
 
 
-def _write_page(f: IO[str], title: str, body: str) -> None:
-    """:func:`_page` written as it is put together: the page of a large log is tens of MB,
-    and neither the page nor its UTF-8 bytes are held whole beside the body."""
-    head, tail = _page(title, "\0").split("\0")
-    f.write(head)
-    _write_pieces(f, body)
-    f.write(tail)
-
-
-#: How much of a page's text is encoded and written at once.
+#: How much of a page's text is encoded and written at once (the page of a large log is tens of
+#: MB: neither it nor its UTF-8 bytes are held whole).
 _PIECE = 1 << 20
 
 
