@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 from ipycompile.capture.tracefile import format_record, glog_prefix, iter_records  # noqa: E402
 
 WORKLOADS = ("quickstart", "max_autotune", "reduce_overhead")
+GROUPS = ("summary", "full", "full_html", "ranks")
 _CID_FIELD = re.compile(r'("compile_id": ")(!\d+/)?(\d+)/(\d+)')
 _CID_LINE = re.compile(r"^(\d+)/(\d+)", re.M)
 
@@ -369,6 +370,8 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 512], help="rank counts (default: %(default)s)")
     ap.add_argument("--copies-per-rank", type=int, default=1, help="training-log copies per rank (default: %(default)s)")
     ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default: %(default)s)")
+    ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS,
+                    help="which measurements to run (default: all): summary, full, full_html, ranks")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
                          "in the same rounds, as 'baseline: ...' (the full report with HTML)")
@@ -396,7 +399,7 @@ def main() -> None:
                 prefix_log(biggest, path, marks, mb)
             logs[mb] = path
         dirs = {}
-        for n in sorted(set(args.ranks)):
+        for n in sorted(set(args.ranks)) if "ranks" in args.groups else ():
             d = work / f"ranks_{n}"
             if not d.exists():
                 build_ranks(d, n, args.copies_per_rank)
@@ -426,6 +429,7 @@ def main() -> None:
                 ("ranks", n, "ipycompile report DIR -o page.html", lambda d=d: ours(d, out, "-o", str(page))),
                 ("ranks", n, "tlparse --all-ranks-html", lambda d=d: tlparse(d, out, "--all-ranks-html")),
             ]
+        plan = [step for step in plan if step[0] in args.groups]
         runs: dict[tuple, list[dict]] = {}
         loads = [os.getloadavg()]
         for rep in range(args.reps):

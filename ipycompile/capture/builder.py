@@ -64,6 +64,20 @@ class _State:
     cudagraph_events: list[tuple] = field(default_factory=list)  # (compile id, body) from capture.hooks
     autotune_feedback: list[tuple] = field(default_factory=list)  # (compile id, body, payload) from capture.hooks
     provenance: dict = field(default_factory=dict)  # compile id -> kernel name -> user frames
+    #: (report value, text field, the payload's place in the log): fields given their payload's
+    #: place instead of its text once the build is done (the build itself reads the text)
+    lazy: list[tuple[Any, str, Any]] = field(default_factory=list)
+
+    def keep(self, obj: Any, name: str, rec: TraceRecord) -> Any:
+        """``obj``, whose field ``name`` holds ``rec``'s payload: it keeps the payload's place in
+        the log (when the reader gave one) once the report is built."""
+        if rec.payload_ref is not None:
+            self.lazy.append((obj, name, rec.payload_ref))
+        return obj
+
+    def raw(self, rec: TraceRecord) -> None:
+        """Keep ``rec`` as a raw artifact of the report."""
+        self.report.artifacts.append(self.keep(RawArtifact(rec.key, rec.compile_id, rec.metadata, rec.payload), "payload", rec))
 
     def problem(self, key: str, text: str) -> None:
         """Count a problem of one event of kind ``key`` (the first few are listed in ``stats.errors``)."""
@@ -153,7 +167,7 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    g = Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or ""))
+    g = st.keep(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")), "code", rec)
     if "c10d" in code:
         g.collectives = collective_calls(code)
     if stage == "dynamo" and code:
@@ -183,7 +197,8 @@ def _on_guards(st: _State, rec: TraceRecord) -> None:
             text = "\n".join(str(g.get("code_list") or g) if isinstance(g, dict) else str(g) for g in data)
     count = sum(1 for line in text.splitlines() if re.search(r"\+- (?!.*GuardManager)", line))
     st.compile(rec.compile_id)
-    st.report.guards.append(GuardSet(rec.compile_id, count, text, parse_guard_tree(text)))
+    guards = GuardSet(rec.compile_id, count, text, parse_guard_tree(text))
+    st.report.guards.append(st.keep(guards, "tree", rec) if text is rec.payload else guards)
 
 
 #: The types of a compile's fields, for the values read from torch's events.
@@ -264,13 +279,19 @@ def _on_chromium(st: _State, rec: TraceRecord) -> None:
             st.chromium.append(ev)
             return
         slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+        for key in ("name", "ph"):  # a few names over tens of thousands of events: one string each
+            if type(slim.get(key)) is str:
+                slim[key] = sys.intern(slim[key])
         args = ev.get("args")
         if isinstance(args, dict) and "compile_id" in args:
-            slim["args"] = {"compile_id": args["compile_id"]}
+            cid = args["compile_id"]
+            slim["args"] = {"compile_id": sys.intern(cid) if type(cid) is str else cid}
         st.chromium.append(slim)
 
 
 def _fits(tp: Any, value: Any) -> bool:
+    if type(value) is tp or tp is float and type(value) is int:  # nearly every value: no walk of the type
+        return True
     try:
         check_value(tp, value, "")
         return True
@@ -370,7 +391,7 @@ def _on_warning(st: _State, rec: TraceRecord) -> None:
 
 
 def _on_kernel_stack_traces(st: _State, rec: TraceRecord) -> None:
-    st.report.artifacts.append(RawArtifact(rec.key, rec.compile_id, rec.metadata, rec.payload))
+    st.raw(rec)
     traces = kernel_stack_traces(rec.payload_json())
     if traces:
         st.provenance.setdefault(rec.compile_id, {}).update(traces)
@@ -581,11 +602,14 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
             if not _is_ignored(key):
                 if key not in KEPT_RAW:
                     stats.unknown[key] = stats.unknown.get(key, 0) + 1
-                st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
+                st.raw(rec)
             continue
         try:
             handler(st, rec)
         except Exception as exc:  # one bad payload must not lose the report
             st.problem(key, repr(exc) if not isinstance(exc, ValueError) else f"[{rec.compile_id or '-'}] {exc}")
-            st.report.artifacts.append(RawArtifact(key, rec.compile_id, rec.metadata, rec.payload))
-    return _finish(st)
+            st.raw(rec)
+    report = _finish(st)
+    for obj, name, ref in st.lazy:  # the payloads' text goes back to the log, their places kept
+        setattr(obj, name, ref)
+    return report

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..report.model import CompileId
+from ..report.model import CompileId, LazyText
 from ..report.serialize import NestingError, loads  # the one bounded JSON parser, for trace JSON too
 
 #: Keys torch adds beside the event key (see ``torch._logging.trace_structured``).
@@ -52,6 +52,13 @@ class TraceRecord:
     payload: Optional[str]
     compile_id: Optional[CompileId]
     attempt: int
+    #: where the payload lies in the log it was read from (``iter_records(lazy=True)``), so that
+    #: the report can keep its place instead of its text; None for live events and gzip logs
+    payload_ref: Optional[LazyText] = None
+
+    def payload_or_ref(self) -> "Optional[str | LazyText]":
+        """What a report field keeps of the payload: its place in the log where known, else its text."""
+        return self.payload_ref if self.payload_ref is not None else self.payload
 
     @property
     def key(self) -> str:
@@ -75,7 +82,8 @@ class TraceRecord:
             return None
 
     @classmethod
-    def from_raw(cls, metadata: dict[str, Any], payload: Optional[str] = None) -> "TraceRecord":
+    def from_raw(cls, metadata: dict[str, Any], payload: Optional[str] = None,
+                 payload_ref: Optional[LazyText] = None) -> "TraceRecord":
         if not isinstance(metadata, dict):
             raise TypeError(f"trace metadata must be a dict, got {type(metadata).__name__}")
         kind = next((k for k in metadata if k not in CONTEXT_KEYS), "")
@@ -88,7 +96,8 @@ class TraceRecord:
         if payload is not None and not isinstance(payload, str):
             payload = json.dumps(payload)
         attempt = metadata.get("attempt")
-        return cls(kind, name, metadata, payload, _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt"))
+        return cls(kind, name, metadata, payload, _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt"),
+                   payload_ref)
 
 
 def _compile_id(metadata: dict[str, Any]) -> Optional[CompileId]:

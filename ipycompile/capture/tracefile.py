@@ -38,7 +38,7 @@ import time
 import zlib
 from typing import Any, Callable, IO, Iterable, Iterator, Optional
 
-from ..report import CompileReport, TraceOrigin
+from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import build_report
@@ -143,6 +143,36 @@ def check_path(path: str) -> os.stat_result:
 
 
 # -- reading -----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PayloadFile:
+    """A plain log whose payloads a report keeps by place (:class:`~ipycompile.report.model.LazyText`):
+    reads one when a view asks for it, and refuses clearly when the log changed since."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    def text(self, ref: LazyText) -> str:
+        why = ""
+        try:
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if (st.st_size, st.st_mtime_ns) == (self.size, self.mtime_ns):
+                    f.seek(ref.offset)
+                    data = f.read(ref.length)
+                else:
+                    data, why = b"", "it changed since it was read"
+        except OSError as exc:
+            data, why = b"", os_reason(exc)
+        if not why:
+            data = (data[1:-1] if data.endswith(b"\n") else data[1:]).replace(b"\n\t", b"\n")
+            if hashlib.md5(data, usedforsecurity=False).hexdigest() == ref.md5:
+                return data.decode("utf-8")
+            why = "it changed since it was read"
+        raise TraceFileError(f"{self.path}: cannot read the payload at byte {ref.offset} ({why}); "
+                             "read the log again (load_trace)")
+
+
 class _Reader:
     """State of one pass over one log: counts, problems, the rank it belongs to."""
 
@@ -208,26 +238,64 @@ def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
         raise
 
 
-def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[tuple[bytes, int]]:
-    """``(line, 0)`` for each line of ``stream`` of at most ``limit`` bytes (its newline
-    included), ``(first bytes, length)`` for a longer one, which is read through in pieces
-    and never held whole: memory stays bounded by ``limit``."""
+#: A run of whole payload lines (each a tab, its text, a newline), as a buffer holds them.
+_TAB_RUN = re.compile(rb"(?:\t[^\n]*\n)+")
+#: How much of a log is read at once (the lines and payload runs are cut from this block).
+_BLOCK_BYTES = 1 << 20
+#: A carriage return at the end of a line (of a payload whose line ends became CRLF).
+_CR_AT_END = re.compile(rb"\r(?=\n|\Z)")
+
+
+def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[tuple[bytes, int, int]]:
+    """``(line, 1, 0)`` for each line of ``stream`` of at most ``limit`` bytes (its newline
+    included), ``(first bytes, 1, length)`` for a longer one, which is read through in pieces
+    and never held whole: memory stays bounded by ``limit`` (and the block read). Consecutive
+    payload lines (each a tab, its text and a newline) in the block read come as one
+    ``(lines, count, 0)``: a log's payloads are most of its lines, read here with one regex
+    match per run instead of one step per line."""
+    read = getattr(stream, "read1", stream.read)  # one read of the file (or gzip member) at a time
+    buf, pos = b"", 0
     while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            return
-        if len(line) <= limit or line.endswith(b"\n") and len(line) == limit + 1:
-            yield line, 0
+        if pos >= len(buf):
+            buf, pos = read(_BLOCK_BYTES), 0
+            if not buf:
+                return
+        if buf[pos] == 9:  # a tab: a run of whole payload lines, each within the limit
+            m = _TAB_RUN.match(buf, pos, pos + limit + 1)
+            if m is not None:
+                yield buf[pos:m.end()], buf.count(b"\n", pos, m.end()), 0
+                pos = m.end()
+                continue
+        nl = buf.find(b"\n", pos, pos + limit + 1)
+        if nl >= 0:
+            yield buf[pos:nl + 1], 1, 0
+            pos = nl + 1
             continue
-        n = len(line)
-        head = line[:64]
-        del line
+        if len(buf) - pos <= limit:  # the line goes on in the next block
+            more = read(max(_BLOCK_BYTES, len(buf) - pos))
+            if more:
+                buf, pos = buf[pos:] + more, 0
+                continue
+            yield buf[pos:], 1, 0  # the file's last line, with no newline
+            return
+        head = buf[pos:pos + 64]  # a line longer than the limit: read through, not held
+        nl = buf.find(b"\n", pos + limit + 1)
+        if nl >= 0:  # it ends in this block
+            yield head, 1, nl + 1 - pos
+            pos = nl + 1
+            continue
+        n = len(buf) - pos
         while True:
-            rest = stream.readline(1 << 20)
-            n += len(rest)
-            if not rest or rest.endswith(b"\n"):
+            buf, pos = read(_BLOCK_BYTES), 0
+            nl = buf.find(b"\n")
+            if nl >= 0:
+                n += nl + 1
+                pos = nl + 1
                 break
-        yield head, n
+            n += len(buf)
+            if not buf:
+                break
+        yield head, 1, n
 
 
 def iter_records(
@@ -238,6 +306,7 @@ def iter_records(
     progress: Optional[Progress] = None,
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
+    lazy: bool = False,
 ) -> Iterator[TraceRecord]:
     """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
 
@@ -255,6 +324,10 @@ def iter_records(
     ``layout`` is filled in place with the code layout the log carries (written by
     ``ipycompile.capture``), as soon as it is read: pass the same object to
     :func:`build_report`.
+
+    ``lazy=True`` (a plain file, not gzip) gives each record with a payload its place in the
+    file too (``TraceRecord.payload_ref``, a :class:`~ipycompile.report.model.LazyText`), so
+    that the report can keep the place of a bulky payload instead of its text.
     """
     name = os.fspath(path)
     st = check_path(name)
@@ -277,7 +350,8 @@ def iter_records(
         if not _PREFIX.search(head):  # refuse at once, before reading a large file through
             raise TraceFileError(_not_a_trace(name, None))
         stream.seek(0)
-        yield from _records(stream, raw, reader, progress)
+        source = PayloadFile(name, st.st_size, st.st_mtime_ns) if lazy and stream is raw and not summary else None
+        yield from _records(stream, raw, reader, progress, source)
 
 
 def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
@@ -303,13 +377,16 @@ def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
     return head
 
 
-def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress]) -> Iterator[TraceRecord]:
+def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress],
+             source: "Optional[PayloadFile]" = None) -> Iterator[TraceRecord]:
     o = rd.origin
     total = o.size_bytes
     summary = rd.summary
     lineno = 0
     next_progress = _PROGRESS_STEP
     read_bytes = 0
+    at = 0  # where the current line (or run of payload lines) starts in the file
+    payload_at = payload_end = 0  # where the current event's payload lines start and end in the file
     # the event being read: its line, metadata, key, payload lines (None: payload not kept), md5, line count
     cur_line = 0
     cur_meta: Optional[dict] = None
@@ -326,17 +403,20 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         nonlocal rank
         meta = cur_meta
         payload: Optional[str] = None
+        ref: Optional[LazyText] = None
         if cur_payload is not None:
-            data = b"\n".join(cur_payload)
+            data = b"\n".join(cur_payload)  # each piece one or more of the payload's lines
             if cur_md5 is not None and hashlib.md5(data, usedforsecurity=False).hexdigest() != cur_md5:
                 # a log whose line ends were turned into CRLF on the way (a copy through Windows)
-                crlf = b"\n".join(line[:-1] if line.endswith(b"\r") else line for line in cur_payload)
+                crlf = _CR_AT_END.sub(b"", data)
                 if crlf != data and hashlib.md5(crlf, usedforsecurity=False).hexdigest() == cur_md5:
                     data = crlf
                 else:
                     cut = " (the file ends inside it: truncated)" if not ended_cleanly else ""
                     rd.problem(cur_line, f"the payload of this {cur_key or 'event'} event does not match its md5{cut}", cur_lines)
                     return None
+            elif source is not None and cur_md5 is not None and cur_payload:
+                ref = LazyText(source, payload_at, payload_end - payload_at, cur_md5)
             try:
                 payload = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -383,7 +463,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
         try:
-            rec = TraceRecord.from_raw(meta, payload)
+            rec = TraceRecord.from_raw(meta, payload, ref)
         except Exception as exc:  # e.g. an interned string that is not [text, id]
             rd.problem(cur_line, f"unreadable {cur_key} event ({exc})", cur_lines)
             return None
@@ -391,11 +471,13 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         return rec
 
     try:
-        for line, too_long in _bounded_lines(stream, MAX_LINE_BYTES):
-            lineno += 1
+        for line, n_lines, too_long in _bounded_lines(stream, MAX_LINE_BYTES):
+            lineno += n_lines
+            n_raw = len(line)
             if lineno == 1 and line.startswith(_BOM):  # saved by an editor: not part of the log
                 line = line[len(_BOM):]
             read_bytes += too_long or len(line)
+            start, at = at, at + (too_long or n_raw)
             if too_long:
                 limit = f"{MAX_LINE_BYTES >> 20} MiB" if MAX_LINE_BYTES % (1 << 20) == 0 else f"{MAX_LINE_BYTES:,} bytes"
                 what = f"a line of {too_long:,} bytes, longer than the {limit} a log's line may have"
@@ -416,20 +498,25 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 if not line.endswith(b"\n"):
                     ended_cleanly = False
                 continue
-            if line[:1] == b"\t":
+            if line[:1] == b"\t":  # one payload line, or a run of n_lines whole ones
                 if cur_payload is not None:
-                    cur_lines += 1
+                    if not cur_payload:
+                        payload_at = start
+                    payload_end = at
+                    cur_lines += n_lines
                     if line[-1:] == b"\n":
-                        cur_payload.append(line[1:-1])
+                        line = line[1:-1]
                     else:
                         ended_cleanly = False
-                        cur_payload.append(line[1:])
+                        line = line[1:]
+                    cur_payload.append(line.replace(b"\n\t", b"\n") if n_lines > 1 else line)
                 elif cur_meta is not None:
-                    cur_lines += 1
+                    cur_lines += n_lines
                 elif cur_skip:  # the payload of an event that could not be read
-                    o.skipped_lines += 1
+                    o.skipped_lines += n_lines
                 else:
-                    rd.problem(lineno, "a payload line (tab-indented) with no event before it")
+                    rd.problem(lineno - n_lines + 1, "a payload line (tab-indented) with no event before it")
+                    o.skipped_lines += n_lines - 1
                     cur_skip = True
                 continue
             if len(line) <= 2 and not line.strip():  # torch writes no blank lines; some log collectors add them
@@ -513,6 +600,7 @@ def read_trace(
     strict: bool = False,
     summary: bool = False,
     progress: Optional[Progress] = None,
+    lazy: bool = True,
 ) -> CompileReport:
     """The :class:`CompileReport` of one TORCH_TRACE log (plain or gzip), in one streaming pass.
 
@@ -521,11 +609,16 @@ def read_trace(
     payloads unread: compiles, graph breaks, recompiles, failures, caches and
     compile time are all there; kernels, guard trees and graphs after
     Dynamo's are not (``origin.unread`` counts what was left).
+
+    From a plain (not gzip) log, the bulky payloads the report keeps (graphs' code, guard
+    trees, raw artifacts) stay in the file: the report holds their places and reads one
+    when a view asks for it (:class:`~ipycompile.report.model.LazyText`); saving the report
+    reads them in. ``lazy=False`` keeps their text in the report instead.
     """
     holder: list = []
     layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     report = build_report(iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
-                                       layout=layout), layout)
+                                       layout=layout, lazy=lazy), layout)
     reader: _Reader = holder[0]
     report.code_layout = layout if layout.recorded else None
     report.origin = reader.origin

@@ -178,17 +178,31 @@ def _write_json(f: IO[str], path: str, loaded, shown) -> None:
 
 def _write_html(f: IO[str], path: str, loaded, shown) -> None:
     from ..report import CompileReport
-    from ..widgets.html import render_html
+    from ..widgets.html import write_body
 
     if isinstance(shown, CompileReport):
-        f.write(_page(f"ipycompile: {os.path.basename(os.path.normpath(path))}", render_html(shown)))
+        title = f"ipycompile: {os.path.basename(os.path.normpath(path))}"
+        head, tail = _page(title, "\0").split("\0")
+        f.write(head)
+        write_body(shown, lambda text: _write_pieces(f, text))  # each tab written as it is rendered
+        f.write(tail)
     else:
-        f.write(_directory_page(loaded, shown))
+        _write_pieces(f, _directory_page(loaded, shown))
 
 
 def _page(title: str, body: str) -> str:
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
             f"<body>\n{body}\n</body></html>\n")
+
+
+#: How much of a page's text is encoded and written at once (the page of a large log is tens of
+#: MB: neither it nor its UTF-8 bytes are held whole).
+_PIECE = 1 << 20
+
+
+def _write_pieces(f: IO[str], text: str) -> None:
+    for start in range(0, len(text), _PIECE):
+        f.write(text[start:start + _PIECE])
 
 
 def _directory_json(reports, divergence) -> dict:

@@ -27,6 +27,9 @@ __all__ = [
     "Compile",
     "Graph",
     "FxNode",
+    "LazyText",
+    "TextField",
+    "is_lazy",
     "Suggestion",
     "FixStatus",
     "FixCheck",
@@ -195,6 +198,50 @@ GRAPH_STAGES = (
 )
 
 
+@dataclass(frozen=True)
+class LazyText:
+    """Text the report keeps in the file it was read from until a view asks for it: a bulky
+    payload of a TORCH_TRACE log (a graph's code, a guard tree, a raw artifact), by its place
+    in the log. ``source`` (the reader's, ``capture.tracefile.PayloadFile``) reads it:
+    ``source.text(self)``, checked against ``md5``. The field holding it (a :class:`TextField`)
+    answers with the text each time it is asked and never keeps it, so a report of a large
+    log holds the payloads' places, not their text; saving the report reads them in (its
+    JSON is the same as an eagerly read report's)."""
+
+    source: Any
+    offset: int  # where the payload's first line starts in the log (its tab)
+    length: int  # its bytes in the log, tabs and newlines included
+    md5: str  # what torch wrote for it (``has_payload``)
+
+    def read(self) -> str:
+        return self.source.text(self)
+
+
+class TextField:
+    """A text field of a dataclass that may hold a :class:`LazyText`: getting the field reads
+    the text (each time: it is not kept), setting it takes text or a ``LazyText``."""
+
+    def __init__(self, default: Optional[str] = "") -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        if obj is None:
+            return self.default  # the dataclass field's default
+        value = obj.__dict__.get(self.name, self.default)
+        return value.read() if type(value) is LazyText else value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
+def is_lazy(obj: Any, name: str) -> bool:
+    """Whether ``obj``'s text field ``name`` is still in its file (a :class:`LazyText`), not read in."""
+    return type(vars(obj).get(name)) is LazyText
+
+
 @dataclass
 class FxNode:
     """One op node of a printed graph's outermost ``forward``, as capture read it
@@ -218,7 +265,7 @@ class Graph:
 
     compile_id: CompileId
     stage: str  # one of GRAPH_STAGES (or the artifact name for other graphs)
-    code: str = ""
+    code: str = TextField("")  # type: ignore[assignment]  # may stay in the log until asked for (LazyText)
     op_count: int = 0
     name: str = ""  # a graph's own name where torch gives one (a DDP bucket's submodule: "submod_0")
     nodes: list[FxNode] = field(default_factory=list)
@@ -734,7 +781,7 @@ class GuardSet:
 
     compile_id: CompileId
     count: int = 0
-    tree: str = ""
+    tree: str = TextField("")  # type: ignore[assignment]  # may stay in the log until asked for (LazyText)
     entries: list[GuardEntry] = field(default_factory=list)
 
 
@@ -953,7 +1000,7 @@ class RawArtifact:
     kind: str
     compile_id: Optional[CompileId] = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    payload: Optional[str] = None
+    payload: Optional[str] = TextField(None)  # type: ignore[assignment]  # may stay in the log (LazyText)
 
 
 @dataclass

@@ -17,10 +17,10 @@ from __future__ import annotations
 import base64
 import html
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from ..report import CompileReport
-from ..report.files import write_atomic
+from ..report.files import atomic_writer
 from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
@@ -715,12 +715,16 @@ TABS_SCRIPT = (
 
 
 def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL,
-                      fallback: bool = False) -> str:
+                      fallback: bool = False, write: Optional[Callable[[str], object]] = None) -> str:
     """The HTML fragment for ``vm``: the first screen, then every tab (an ARIA tablist driven by
     :data:`TABS_SCRIPT`; without script, every panel under its heading). ``timings``, when
     given, receives seconds per tab. ``limits`` (:data:`FULL` or :data:`COMPACT`) says how
     much of each block to show. ``fallback``: this is the static copy beside a report
-    widget (it carries :data:`FALLBACK_CSS`)."""
+    widget (it carries :data:`FALLBACK_CSS`). ``write``, for a page that cuts nothing
+    (:data:`FULL`): each tab is handed to it as soon as it is rendered, and "" returned
+    (the page of a large log is tens of MB; it is never held whole)."""
+    if write is not None and limits.cuts:
+        raise ValueError("write= takes a page that cuts nothing (limits=FULL): a cut page's note goes at its top")
     global _PAGES
     _PAGES += 1
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
@@ -750,11 +754,17 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
         page.cut_code = limits.cuts and tab.key != "summary"
         _blocks(tab.blocks(), out, page)
         out.append("</div></section>")
+        if write is not None:
+            write("".join(out))
+            out.clear()
         if timings is not None:
             timings[tab.key] = time.perf_counter() - t0
     out.append("</div></div>" + (TABS_SCRIPT if tablist else ""))
-    if page.cut:
+    if page.cut and write is None:
         out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
+    if write is not None:
+        write("".join(out))
+        return ""
     return "".join(out)
 
 
@@ -766,14 +776,20 @@ def render_html(report: CompileReport, compact: bool = False) -> str:
 
 
 def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
-    """Write the report as a standalone HTML page with every detail; returns ``path``."""
-    page = (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
-        f"<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n{render_html(report)}\n</body></html>\n"
-    )
-    write_atomic(path, page)  # a failed write leaves an earlier page as it was
+    """Write the report as a standalone HTML page with every detail; returns ``path``. The
+    page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
+    with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
+        f.write("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
+                "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
+        write_body(report, f.write)
+        f.write("\n</body></html>\n")
     return path
+
+
+def write_body(report: CompileReport, write: Callable[[str], object]) -> None:
+    """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab."""
+    render_view_model(view_model(report), write=write)
 
 
 def notebook_bundle(report: CompileReport) -> dict[str, str]:
