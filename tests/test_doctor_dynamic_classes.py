@@ -215,3 +215,55 @@ def test_capture_dynamic_output_shape_ops_is_still_offered_and_proven_without_a_
     fixed, (after,) = captured(lambda: f(boxes, scores), capture_dynamic_output_shape_ops=True)
     assert not fixed.graph_breaks and not fixed.failures
     torch.testing.assert_close(before, after)
+
+
+# -- a size the compiled code branches on, or needs as a number: a mark cannot remove the recompile -------
+class Windowed(nn.Module):
+    """Local attention's shape (sliding-window and chunked attention keep the last ``window`` positions of a
+    longer sequence): the code compares the sequence length with a constant of the module."""
+
+    def __init__(self, window: int = 8):
+        super().__init__()
+        self.window = window
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[1] > self.window:  # SIZE BRANCH
+            x = x[:, -self.window:]
+        return self.proj(x).sum(1)
+
+
+def _line_of(obj, marker: str) -> int:
+    lines, first = inspect.getsourcelines(obj)
+    return first + next(i for i, ln in enumerate(lines) if marker in ln)
+
+
+def _windowed_calls(cm, sizes, mark=None):
+    def call(n):
+        batch = torch.randn(2, n, 4, generator=torch.Generator().manual_seed(n))
+        if mark is not None and n == sizes[0]:
+            mark(batch, 1)  # before the first call, as the user writes it
+        return cm(batch)
+
+    return [lambda n=n: call(n) for n in sizes]
+
+
+def test_shape_guards_are_records_that_survive_a_saved_report():
+    from ipycompile.capture.parse.shape_guards import parse_shape_expr
+    from ipycompile.report import CompileReport
+
+    torch.manual_seed(0)
+    r, _ = captured(*_windowed_calls(torch.compile(Windowed(), backend="eager"), (5, 12)))
+    back = CompileReport.from_json(r.to_json())
+    assert back.shape_guards == r.shape_guards and r.shape_guards
+    assert [c.size_symbols for c in back.compiles] == [c.size_symbols for c in r.compiles]
+    # torch's printed forms, read once in capture; evaluated and shown by the record
+    from ipycompile.report import ShapeGuard
+
+    g = ShapeGuard(r.compiles[0].compile_id, "Ne(((s1//8))*((s2//8)), 16)", parse_shape_expr("Ne(((s1//8))*((s2//8)), 16)"))
+    assert g.holds({"s1": 32, "s2": 32}) is False and g.holds({"s1": 48, "s2": 32}) is True and g.holds({"s1": 48}) is None
+    assert g.render({"s1": "img.shape[2]", "s2": "img.shape[3]"}) == "(img.shape[2] // 8) * (img.shape[3] // 8) != 16"
+    turned = ShapeGuard(g.compile_id, "-s1 > -7", parse_shape_expr("-s1 > -7"))
+    assert turned.render({"s1": "x.shape[1]"}) == "x.shape[1] < 7" and turned.pinned is None
+    assert ShapeGuard(g.compile_id, "Eq(s1, 4)", parse_shape_expr("Eq(s1, 4)")).pinned == ("s1", 4)
+    assert parse_shape_expr("frobnicate(s1)") is None and ShapeGuard(g.compile_id, "frobnicate(s1)").holds({"s1": 1}) is None
