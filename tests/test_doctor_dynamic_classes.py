@@ -248,6 +248,75 @@ def _windowed_calls(cm, sizes, mark=None):
     return [lambda n=n: call(n) for n in sizes]
 
 
+def test_a_size_compared_with_a_constant_gets_no_mark_and_a_mark_leaves_one_bounded_recompile():
+    torch.manual_seed(0)
+    m = Windowed()
+    sizes = (5, 12, 20)
+    eager = [call() for call in _windowed_calls(m, sizes)]
+    r, outs = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes))
+    (rc,) = r.recompiles
+    s = rc.suggestion
+    assert s.kind == "size_condition" and not s.code, said(rc)
+    line = _line_of(Windowed.forward, "SIZE BRANCH")
+    assert f"test_doctor_dynamic_classes.py:{line}" in s.title and "`batch.shape[1] > 8`" in s.title, s.title
+    assert "your code" in s.explanation and "bounded" in s.explanation and "(batch.shape[1] = 5)" in s.explanation
+    assert "mark_dynamic" not in (s.code or "")
+    # the record the answer reads: the guard torch added in the new version, at the user's line
+    (g,) = [g for g in r.shape_guards if g.compile_id == rc.compile_id]
+    assert g.place.lineno == line and g.holds({g.symbols[0].symbol: 5}) is False and g.holds({g.symbols[0].symbol: 12})
+    # what torch does: the mark before the first call leaves the recompile, once for any number of sizes
+    more = (5, 12, 20, 7, 30, 3)
+    marked, after = captured(*_windowed_calls(torch.compile(m, backend="eager"), more, torch._dynamo.mark_dynamic))
+    assert len(marked.recompiles) == 1, [x.reasons for x in marked.recompiles]
+    (rc2,) = marked.recompiles
+    assert rc2.guards[0].kind == "symbolic" and rc2.suggestion.kind == "size_condition", said(rc2)
+    assert "already dynamic" in rc2.suggestion.explanation and "`batch.shape[1] <= 8`" in rc2.suggestion.title
+    for a, b in zip(eager + [m(torch.randn(2, n, 4, generator=torch.Generator().manual_seed(n))) for n in more[3:]],
+                    outs + after[3:]):
+        torch.testing.assert_close(a, b)
+
+
+def test_without_a_branch_on_the_size_the_mark_is_still_offered_and_removes_the_recompile():
+    torch.manual_seed(0)
+    m = Windowed(window=64)  # no size here reaches the window: the branch is never taken either way
+    sizes = (5, 12, 20)
+    r, before = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes))
+    (rc,) = r.recompiles
+    assert rc.suggestion.kind == "mark_dynamic", said(rc)
+    assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(batch, 1)")
+    fixed, after = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes, torch._dynamo.mark_dynamic))
+    assert not fixed.recompiles
+    for a, b in zip(before, after):
+        torch.testing.assert_close(a, b)
+
+
+def weighted_rows(x):
+    """A loop over a tensor's rows (a hand-written scan): ``range`` needs the size as a Python int."""
+    out = x[0]
+    for i in range(1, x.shape[0]):  # SIZE AS INT
+        out = out + x[i] * i
+    return out
+
+
+def test_a_size_the_code_needs_as_a_number_gets_no_mark_and_the_mark_raises():
+    calls = lambda f: [lambda n=n: f(torch.randn(n, 2, generator=torch.Generator().manual_seed(n))) for n in (3, 4, 5)]  # noqa: E731
+    r, _ = captured(*calls(torch.compile(weighted_rows, backend="eager")))
+    assert len(r.recompiles) == 2
+    line = _line_of(weighted_rows, "SIZE AS INT")
+    for rc in r.recompiles:
+        s = rc.suggestion
+        assert s.kind == "size_condition" and not s.code, said(rc)
+        assert "as a number" in s.title and f"test_doctor_dynamic_classes.py:{line}" in s.explanation
+        assert "ConstraintViolationError" in s.explanation and "Each new size compiles a version of its own" in s.explanation
+    # what torch does: mark_dynamic raises, dynamic=True keeps a version per size
+    x = torch.randn(3, 2)
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(Exception, match="ConstraintViolation|specialized"):
+        captured(lambda: torch.compile(weighted_rows, backend="eager")(x))
+    dyn, _ = captured(*calls(torch.compile(weighted_rows, backend="eager", dynamic=True)))
+    assert len(dyn.recompiles) == 2
+
+
 def test_shape_guards_are_records_that_survive_a_saved_report():
     from ipycompile.capture.parse.shape_guards import parse_shape_expr
     from ipycompile.report import CompileReport

@@ -329,6 +329,7 @@ class Kind(StrEnum):
     LIBRARY_VALUE = "library_value"
     MODULE_INT_ATTRIBUTE = "module_int_attribute"
     PER_LAYER = "per_layer"
+    SIZE_CONDITION = "size_condition"
     KEYWORD_ARGUMENTS = "keyword_arguments"
     ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
