@@ -998,8 +998,13 @@ def _size_condition(report: "CompileReport", rc: Recompile, r: _Reason, dynamic:
     ch = r.change
     cid, old = rc.compile_id, r.guard.failed_compile_id
     made = next((c for c in report.compiles if c.compile_id == cid), None)
-    symbolic = dynamic or (made is not None and any(x.kind == "size" and x.path == r.src and x.dim == ch.dim
-                                                    for x in made.size_symbols))  # dynamic, then specialised
+    symbols = {(x.path, x.dim) for x in (made.size_symbols if made is not None else []) if x.kind == "size"}
+    # every size that changed became a symbol in the new version (dynamic, or dynamic then specialised): the first
+    # call differs from this one only in sizes a mark makes dynamic (not in a module's parameter, kept static)
+    before, after = _tensor_sizes(failed), _tensor_sizes(new)
+    changed = {(p, d) for p, sizes in before.items() if len(sizes) == len(after.get(p, ()))
+               for d, (a, b) in enumerate(zip(sizes, after[p])) if a != b}
+    symbolic = (r.src, ch.dim) in symbols and bool(changed) and changed <= symbols
     if ch.kind == "size" and symbolic:  # the new version, at the first call's sizes
         found = _first_unmet([g for g in report.shape_guards if g.compile_id == cid], _values_at(report, old, failed))
         then = "the first call's" if old is not None and old.frame_compile_id == 0 else "the earlier version's"
