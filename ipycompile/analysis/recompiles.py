@@ -1049,7 +1049,9 @@ def _size_condition(report: "CompileReport", rc: Recompile, r: _Reason, dynamic:
                 f"it: that version holds only while `{cond}` (torch's guard `{g.expr}`), asked at {where}{line}, "
                 f"{whose}. {then[0].upper() + then[1:]} sizes ({sizes}) do not meet it: a version compiled for them "
                 "takes the other side of that condition, so marking the size dynamic before the first call "
-                "(`torch._dynamo.mark_dynamic`, or `dynamic=True`) would leave this recompile.")
+                "(`torch._dynamo.mark_dynamic`, or `dynamic=True`) would leave this recompile. Such a mark only makes "
+                "the first call's version dynamic too, so that later sizes on its side reuse it instead of compiling "
+                "once more.")
     else:
         head = (f"The compiled version held only while `{cond}` (torch's guard `{g.expr}`), asked at {where}{line}, "
                 f"{whose}; {then} sizes ({sizes}) are on the other side of it, so torch compiles the other side's "
