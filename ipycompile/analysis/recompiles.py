@@ -1113,8 +1113,11 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
     root = _suggest(*read[0]) if read else None
     if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
         root = _unbacked_in_library(read[0][0], rc)
-    condition = _size_condition(report, rc, *read[0], entries(read[0][0].guard.failed_compile_id), new_entries) if read else None
-    if condition is not None:  # a condition on the size that no mark removes: said, instead of the mark
+    # a condition on the size that no mark removes: said, instead of the mark (a value a library passes keeps
+    # library_value's answer: no line of the user's could mark it anyway)
+    condition = (_size_condition(report, rc, *read[0], entries(read[0][0].guard.failed_compile_id), new_entries)
+                 if read and read[0][0].guard.origin != "library" else None)
+    if condition is not None:
         root = condition
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
