@@ -174,10 +174,6 @@ REAL = doctor_corpus.load_part("real-code")
 #: a strict xfail: the test fails when one of them starts passing, so the list only shrinks, and any
 #: other case answered wrongly fails as before.
 KNOWN_WRONG = {
-    # wrong fixes the harness found once it wrote each mark into the user's source before their call (they were
-    # "inapplicable" before): the dynamic-shape class, library model code that may branch on the size
-    "real_transformers::mistral_lengths_across_window": "mark_dynamic(x, 1), written before the call, leaves 1 recompile",
-    "real_transformers::vit_interpolate_pos_encoding": "mark_dynamic on pixel_values, written before the call, leaves 1 recompile",
 }
 
 

@@ -215,3 +215,124 @@ def test_capture_dynamic_output_shape_ops_is_still_offered_and_proven_without_a_
     fixed, (after,) = captured(lambda: f(boxes, scores), capture_dynamic_output_shape_ops=True)
     assert not fixed.graph_breaks and not fixed.failures
     torch.testing.assert_close(before, after)
+
+
+# -- a size the compiled code branches on, or needs as a number: a mark cannot remove the recompile -------
+class Windowed(nn.Module):
+    """Local attention's shape (sliding-window and chunked attention keep the last ``window`` positions of a
+    longer sequence): the code compares the sequence length with a constant of the module."""
+
+    def __init__(self, window: int = 8):
+        super().__init__()
+        self.window = window
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[1] > self.window:  # SIZE BRANCH
+            x = x[:, -self.window:]
+        return self.proj(x).sum(1)
+
+
+def _line_of(obj, marker: str) -> int:
+    lines, first = inspect.getsourcelines(obj)
+    return first + next(i for i, ln in enumerate(lines) if marker in ln)
+
+
+def _windowed_calls(cm, sizes, mark=None):
+    def call(n):
+        batch = torch.randn(2, n, 4, generator=torch.Generator().manual_seed(n))
+        if mark is not None and n == sizes[0]:
+            mark(batch, 1)  # before the first call, as the user writes it
+        return cm(batch)
+
+    return [lambda n=n: call(n) for n in sizes]
+
+
+def test_a_size_compared_with_a_constant_gets_no_mark_and_a_mark_leaves_one_bounded_recompile():
+    torch.manual_seed(0)
+    m = Windowed()
+    sizes = (5, 12, 20)
+    eager = [call() for call in _windowed_calls(m, sizes)]
+    r, outs = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes))
+    (rc,) = r.recompiles
+    s = rc.suggestion
+    assert s.kind == "size_condition" and not s.code, said(rc)
+    line = _line_of(Windowed.forward, "SIZE BRANCH")
+    assert f"test_doctor_dynamic_classes.py:{line}" in s.title and "`batch.shape[1] > 8`" in s.title, s.title
+    assert "your code" in s.explanation and "bounded" in s.explanation and "(batch.shape[1] = 5)" in s.explanation
+    assert "mark_dynamic" not in (s.code or "")
+    # the record the answer reads: the guard torch added in the new version, at the user's line
+    (g,) = [g for g in r.shape_guards if g.compile_id == rc.compile_id]
+    assert g.place.lineno == line and g.holds({g.symbols[0].symbol: 5}) is False and g.holds({g.symbols[0].symbol: 12})
+    # what torch does: the mark before the first call leaves the recompile, once for any number of sizes
+    more = (5, 12, 20, 7, 30, 3)
+    marked, after = captured(*_windowed_calls(torch.compile(m, backend="eager"), more, torch._dynamo.mark_dynamic))
+    assert len(marked.recompiles) == 1, [x.reasons for x in marked.recompiles]
+    (rc2,) = marked.recompiles
+    assert rc2.guards[0].kind == "symbolic" and rc2.suggestion.kind == "size_condition", said(rc2)
+    assert "already dynamic" in rc2.suggestion.explanation and "`batch.shape[1] <= 8`" in rc2.suggestion.title
+    for a, b in zip(eager + [m(torch.randn(2, n, 4, generator=torch.Generator().manual_seed(n))) for n in more[3:]],
+                    outs + after[3:]):
+        torch.testing.assert_close(a, b)
+
+
+def test_without_a_branch_on_the_size_the_mark_is_still_offered_and_removes_the_recompile():
+    torch.manual_seed(0)
+    m = Windowed(window=64)  # no size here reaches the window: the branch is never taken either way
+    sizes = (5, 12, 20)
+    r, before = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes))
+    (rc,) = r.recompiles
+    assert rc.suggestion.kind == "mark_dynamic", said(rc)
+    assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(batch, 1)")
+    fixed, after = captured(*_windowed_calls(torch.compile(m, backend="eager"), sizes, torch._dynamo.mark_dynamic))
+    assert not fixed.recompiles
+    for a, b in zip(before, after):
+        torch.testing.assert_close(a, b)
+
+
+def weighted_rows(x):
+    """A loop over a tensor's rows (a hand-written scan): ``range`` needs the size as a Python int."""
+    out = x[0]
+    for i in range(1, x.shape[0]):  # SIZE AS INT
+        out = out + x[i] * i
+    return out
+
+
+def test_a_size_the_code_needs_as_a_number_gets_no_mark_and_the_mark_raises():
+    calls = lambda f: [lambda n=n: f(torch.randn(n, 2, generator=torch.Generator().manual_seed(n))) for n in (3, 4, 5)]  # noqa: E731
+    r, _ = captured(*calls(torch.compile(weighted_rows, backend="eager")))
+    assert len(r.recompiles) == 2
+    line = _line_of(weighted_rows, "SIZE AS INT")
+    for rc in r.recompiles:
+        s = rc.suggestion
+        assert s.kind == "size_condition" and not s.code, said(rc)
+        assert "as a number" in s.title and f"test_doctor_dynamic_classes.py:{line}" in s.explanation
+        assert "ConstraintViolationError" in s.explanation and "Each new size compiles a version of its own" in s.explanation
+    # what torch does: mark_dynamic raises, dynamic=True keeps a version per size
+    x = torch.randn(3, 2)
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(Exception, match="ConstraintViolation|specialized"):
+        captured(lambda: torch.compile(weighted_rows, backend="eager")(x))
+    dyn, _ = captured(*calls(torch.compile(weighted_rows, backend="eager", dynamic=True)))
+    assert len(dyn.recompiles) == 2
+
+
+def test_shape_guards_are_records_that_survive_a_saved_report():
+    from ipycompile.capture.parse.shape_guards import parse_shape_expr
+    from ipycompile.report import CompileReport
+
+    torch.manual_seed(0)
+    r, _ = captured(*_windowed_calls(torch.compile(Windowed(), backend="eager"), (5, 12)))
+    back = CompileReport.from_json(r.to_json())
+    assert back.shape_guards == r.shape_guards and r.shape_guards
+    assert [c.size_symbols for c in back.compiles] == [c.size_symbols for c in r.compiles]
+    # torch's printed forms, read once in capture; evaluated and shown by the record
+    from ipycompile.report import ShapeGuard
+
+    g = ShapeGuard(r.compiles[0].compile_id, "Ne(((s1//8))*((s2//8)), 16)", parse_shape_expr("Ne(((s1//8))*((s2//8)), 16)"))
+    assert g.holds({"s1": 32, "s2": 32}) is False and g.holds({"s1": 48, "s2": 32}) is True and g.holds({"s1": 48}) is None
+    assert g.render({"s1": "img.shape[2]", "s2": "img.shape[3]"}) == "(img.shape[2] // 8) * (img.shape[3] // 8) != 16"
+    turned = ShapeGuard(g.compile_id, "-s1 > -7", parse_shape_expr("-s1 > -7"))
+    assert turned.render({"s1": "x.shape[1]"}) == "x.shape[1] < 7" and turned.pinned is None
+    assert ShapeGuard(g.compile_id, "Eq(s1, 4)", parse_shape_expr("Eq(s1, 4)")).pinned == ("s1", 4)
+    assert parse_shape_expr("frobnicate(s1)") is None and ShapeGuard(g.compile_id, "frobnicate(s1)").holds({"s1": 1}) is None

@@ -823,3 +823,19 @@ def test_an_attribute_that_appears_says_what_changed_and_what_to_do():
     assert (ch.kind, ch.subject, ch.before, ch.after) == ("attribute", "cfg.just_add_7", "absent", "present")
     assert "`cfg.just_add_7` was absent when compiled, present now" in rc.explanation
     assert kind(rc.suggestion) == "attribute_presence" and "__init__" in rc.suggestion.explanation
+
+
+# -- a condition on a dynamic size: no mark removes the recompile (tests/test_doctor_dynamic_classes.py has the class) --
+def clip_to_window(x, window: int = 6):
+    if x.shape[0] > window:  # a size compared with a constant: one version for each side
+        x = x[-window:]
+    return x * 2
+
+
+def test_a_branch_on_a_size_is_said_and_no_mark_is_written():
+    f = torch.compile(clip_to_window, backend="eager")
+    r, before = captured(*(lambda n=n: f(torch.arange(float(n))) for n in (4, 9, 12)))
+    rc = only(r)
+    assert kind(rc.suggestion) == "size_condition" and not rc.suggestion.code, rc.suggestion
+    assert "> 6" in rc.suggestion.title and "bounded" in rc.suggestion.explanation
+    same(before, [clip_to_window(torch.arange(float(n))) for n in (4, 9, 12)])

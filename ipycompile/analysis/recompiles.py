@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
-                            Recompile, Suggestion)
+                            Recompile, ShapeGuard, SizeSymbol, Suggestion)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -912,7 +912,7 @@ RULES: list[RecompileRule] = [
 #: the same word), each with its test in tests/test_doctor_recompiles.py: a fix removes the
 #: recompile with the same outputs, a named no-fix kind's explanation says what to do.
 #: The kinds decided for a recompile from its function's other compiles, not from one change alone.
-FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT)
+FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT, Kind.SIZE_CONDITION)
 SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), *FRAME_KINDS)
 
 
@@ -1027,6 +1027,134 @@ def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) 
             "" if hit else " Nothing to fix while the model has fewer layers than the limit."),
         # the setting only where the limit was hit: below it, a higher limit changes nothing
         "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call" if hit else "")
+
+
+# -- a condition on a dynamic size: the code branches on it, or needs it as a number ---------------------------
+def _values_at(report: "CompileReport", cid: Optional[CompileId], entries: list[GuardEntry]) -> Callable[[SizeSymbol], Optional[int]]:
+    """The value each size (or int) a symbol stands for had in the compile ``cid``: its tensor guard's size
+    or stride where that was static, else the value torch saw when it made the symbol there."""
+    comp = next((c for c in report.compiles if c.compile_id == cid), None) if cid is not None else None
+    seen = {(x.kind, x.path, x.dim): x.value for x in (comp.size_symbols if comp is not None else [])}
+    tensors = {e.path: e for e in entries if e.type == "TENSOR_MATCH" and e.path}
+
+    def value(x: SizeSymbol) -> Optional[int]:
+        e = tensors.get(x.path)
+        if e is not None and x.kind in ("size", "stride") and x.dim is not None:
+            got = e.sizes if x.kind == "size" else e.strides
+            if x.dim < len(got) and got[x.dim] is not None:
+                return got[x.dim]
+        if x.kind == "int":
+            v = next((e.value for e in entries if e.path == x.path and e.value), "")
+            if re.fullmatch(r"-?\d+", v.strip()):
+                return int(v)
+        return seen.get((x.kind, x.path, x.dim))
+
+    return value
+
+
+def _first_unmet(guards: list[ShapeGuard], value: Callable[[SizeSymbol], Optional[int]]) -> Optional[tuple[ShapeGuard, dict]]:
+    """The first of ``guards`` (in the order torch asked them) that the sizes ``value`` gives do not meet, with
+    those sizes by symbol: where code traced for those sizes would go the other way. None where every guard
+    is met or cannot be evaluated."""
+    for g in guards:
+        values = {x.symbol: v for x in g.symbols if (v := value(x)) is not None}
+        if g.holds(values) is False and any(x.value != values.get(x.symbol) for x in g.symbols):
+            return g, values
+    return None
+
+
+def _symbol_names(g: ShapeGuard, entries: list[GuardEntry], r: _Reason) -> dict[str, str]:
+    """Each symbol of ``g`` as the user's code would read it (``x.shape[1]``); a tensor no name of the
+    user's holds is "dim 1 of an input"."""
+    names = {e.path: e.name for e in entries if e.type == "TENSOR_MATCH" and e.path and e.name}
+    if r.nameable and r.src:
+        names[r.src] = r.change.subject
+    out = {}
+    for x in g.symbols:
+        name = names.get(x.path, "")
+        if x.kind == "size" and x.dim is not None:
+            out[x.symbol] = f"{name}.shape[{x.dim}]" if _simple(name) else f"(dim {x.dim} of an input)"
+        elif x.kind == "stride" and x.dim is not None:
+            out[x.symbol] = f"{name}.stride({x.dim})" if _simple(name) else f"(stride {x.dim} of an input)"
+        elif x.kind == "int" and r.nameable and x.path == r.src:
+            out[x.symbol] = r.change.subject
+    return out
+
+
+def _size_condition(report: "CompileReport", rc: Recompile, r: _Reason, dynamic: bool,
+                    failed: list[GuardEntry], new: list[GuardEntry]) -> Optional[Suggestion]:
+    """A recompile that making the size dynamic from the first call cannot remove, read from the guards torch
+    added on symbolic sizes (``report.shape_guards``): the new, dynamic version asks a condition of the size that
+    the first call's size does not meet (a branch on it, `kv_length >= window`; a size the code needs as a
+    number, `Eq(s0, 12)`), or the failed version's condition is what the new size missed. None where no such
+    record shows it (then the usual answer stands)."""
+    ch = r.change
+    cid, old = rc.compile_id, r.guard.failed_compile_id
+    made = next((c for c in report.compiles if c.compile_id == cid), None)
+    symbols = {(x.path, x.dim) for x in (made.size_symbols if made is not None else []) if x.kind == "size"}
+    # every size that changed became a symbol in the new version (dynamic, or dynamic then specialised): the first
+    # call differs from this one only in sizes a mark makes dynamic (not in a module's parameter, kept static)
+    before, after = _tensor_sizes(failed), _tensor_sizes(new)
+    changed = {(p, d) for p, sizes in before.items() if len(sizes) == len(after.get(p, ()))
+               for d, (a, b) in enumerate(zip(sizes, after[p])) if a != b}
+    symbolic = (r.src, ch.dim) in symbols and bool(changed) and changed <= symbols
+    if ch.kind == "size" and symbolic:  # the new version, at the first call's sizes
+        found = _first_unmet([g for g in report.shape_guards if g.compile_id == cid], _values_at(report, old, failed))
+        then = "the first call's" if old is not None and old.frame_compile_id == 0 else "the earlier version's"
+    elif ch.kind == "symbolic" and old is not None:  # the failed (dynamic) version, at this call's sizes
+        found = _first_unmet([g for g in report.shape_guards if g.compile_id == old], _values_at(report, cid, new))
+        then = "this call's"
+    else:
+        return None
+    if found is None:
+        return None
+    g, values = found
+    names = {**{x.symbol: x.symbol for x in g.symbols}, **_symbol_names(g, new or failed, r)}
+    cond = g.render(names)
+    sizes = ", ".join(f"{names[x.symbol]} = {values[x.symbol]}" for x in g.symbols if x.symbol in values)
+    place = g.place
+    where = report.where(place.filename, place.lineno) if place.filename else "a line torch did not record"
+    if place.function:
+        where += f" in `{place.function}`"
+    line = f" (`{place.source_line.strip()}`)" if place.source_line.strip() else ""
+    mine = report.owner(place.filename).value == "user" if place.filename else False
+    whose = "your code" if mine else ("torch's own code" if report.owner(place.filename).value == "torch"
+                                      else "a library's code, not yours")
+    pinned = g.pinned
+    if pinned is not None and ch.kind == "size":
+        sym = pinned[0]
+        return _fix(
+            Kind.SIZE_CONDITION, f"the compiled code needs `{names.get(sym, sym)}` as a number: every size compiles "
+            "its own version, and mark_dynamic raises",
+            f"Torch made the size dynamic in the new version, but the code specialised it there: it needs "
+            f"`{names.get(sym, sym)}` as a plain number at {where}{line}, {whose}, so the version holds only for "
+            f"`{cond}` (torch's guard `{g.expr}`). Each new size compiles a version of its own, up to the recompile "
+            "limit, after which the function runs eagerly. `torch._dynamo.mark_dynamic` on that size raises "
+            "ConstraintViolationError (torch refuses a dynamic mark on a size the code specialises), and "
+            "`dynamic=True` specialises it the same way: neither helps. To avoid it, call with a few fixed sizes "
+            "(pad to one length, or to a few buckets)" + (", or change that line so it does not turn the size "
+            "into a Python number" if mine else "") + ".", confidence=Confidence.MEDIUM)
+    fix_side = ("keep the sizes on one side of it in every call (pad or cut them to one side)"
+                + (", or compute both branches without a Python `if` on the size (`torch.where`)" if mine else
+                   ", or look for the library's own option that leads to that line"))
+    if ch.kind == "size":
+        head = (f"Torch made the size dynamic in the new version, but the code compiled here asks a condition of "
+                f"it: that version holds only while `{cond}` (torch's guard `{g.expr}`), asked at {where}{line}, "
+                f"{whose}. {then[0].upper() + then[1:]} sizes ({sizes}) do not meet it: a version compiled for them "
+                "takes the other side of that condition, so marking the size dynamic before the first call "
+                "(`torch._dynamo.mark_dynamic`, or `dynamic=True`) would leave this recompile. Such a mark only makes "
+                "the first call's version dynamic too, so that later sizes on its side reuse it instead of compiling "
+                "once more.")
+    else:
+        head = (f"The compiled version held only while `{cond}` (torch's guard `{g.expr}`), asked at {where}{line}, "
+                f"{whose}; {then} sizes ({sizes}) are on the other side of it, so torch compiles the other side's "
+                "version. The size is already dynamic: no mark removes this recompile.")
+    return _fix(
+        Kind.SIZE_CONDITION, f"the compiled code branches on a size (`{cond}`, {where}): one version per side, "
+        "which no mark removes",
+        head + " It is bounded: sizes on one side of the condition share one version (while they meet torch's other "
+        f"guards), so this recompile happens once for the other side, not once per size. To avoid it, {fix_side}. "
+        "Otherwise nothing to fix.", confidence=Confidence.MEDIUM)
 
 
 def _sizes_0_1(report: "CompileReport", rc: Recompile) -> str:
@@ -1236,6 +1364,12 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             root = _with_hidden(root, read[0][0], hidden, values)
     if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
         root = _unbacked_in_library(read[0][0], rc)
+    # a condition on the size that no mark removes: said, instead of the mark (a value a library passes keeps
+    # library_value's answer: no line of the user's could mark it anyway)
+    condition = (_size_condition(report, rc, *read[0], entries(read[0][0].guard.failed_compile_id), new_entries)
+                 if read and read[0][0].guard.origin != "library" else None)
+    if condition is not None:
+        root = condition
     limit = rc.limit or report.recompile_limits.get("recompile_limit") or 8
     layered = _per_layer(report, rc, read[0][0], new_entries) if read else None
     if layered is not None:

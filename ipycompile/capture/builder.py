@@ -23,6 +23,8 @@ from ..report import (
     GuardSet,
     RawArtifact,
     Recompile,
+    ShapeGuard,
+    SizeSymbol,
     UserFrame,
 )
 from ..report.owners import CodeLayout, Owner
@@ -38,6 +40,7 @@ from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, kernel_stack_traces
 from .callsite import name_guarded_values
 from .parse.guards import guard_path, parse_guard_failure, parse_guard_tree
+from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, symbols_of
 from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
@@ -367,6 +370,23 @@ def _on_symbol(st: _State, rec: TraceRecord) -> None:
     c = st.compile(rec.compile_id)
     if c is not None and source and val is not None:
         c.symbols.setdefault(str(source), str(val))
+    symbol = body.get("symbol")
+    if c is not None and isinstance(symbol, str) and SYMBOL.match(symbol):
+        kind, path, dim = parse_symbol_source(source)
+        value = int(val) if isinstance(val, (int, str)) and str(val).lstrip("-").isdigit() else None
+        c.size_symbols.append(SizeSymbol(symbol, kind, path, dim, value))
+
+
+def _on_shape_guard(st: _State, rec: TraceRecord) -> None:
+    """``guard_added_fast``: a guard torch added on symbolic sizes while compiling, and the line of the
+    traced code that asked it (the symbols it reads are named at the end, from the compile's symbols)."""
+    body = rec.body if isinstance(rec.body, dict) else {}
+    expr = body.get("expr")
+    if rec.compile_id is None or not isinstance(expr, str):
+        return
+    stack = st.frames(rec, body.get("user_stack"))
+    st.report.shape_guards.append(ShapeGuard(rec.compile_id, expr, parse_shape_expr(expr),
+                                             stack[-1] if stack else UserFrame()))
 
 
 def _on_cudagraph(st: _State, rec: TraceRecord) -> None:
@@ -416,6 +436,7 @@ HANDLERS: dict[str, Handler] = {
     "artifact:recompile_reasons": _on_recompile,
     "artifact:dynamo_error": _on_dynamo_error,
     "create_symbol": _on_symbol,
+    "guard_added_fast": _on_shape_guard,
     "artifact:triton_kernel_info": _on_kernel_info,
     "artifact:inductor_provenance_tracking_kernel_stack_traces": _on_kernel_stack_traces,
     CUDAGRAPH_EVENT: _on_cudagraph,
@@ -433,7 +454,6 @@ IGNORED = frozenset(
         "describe_source",
         "create_unbacked_symbol",
         "guard_added",
-        "guard_added_fast",
         "symbolic_shape_specialization",
         "propagate_real_tensors_provenance",
         "compilation_metrics_runtime",
@@ -491,6 +511,10 @@ def _finish(st: _State) -> CompileReport:
         paths = {guard_path(k): v for k, v in (c.symbols if c is not None else {}).items()}
         for g in rc.guards:
             g.symbol = paths.get(g.path, "") if g.path and g.kind in ("value", "global", "length", "training") else ""
+    for g in r.shape_guards:  # each guard's symbols, as the compile that asked it made them
+        c = st.compiles.get(g.compile_id)
+        used = symbols_of(g.tree)
+        g.symbols = [x for x in (c.size_symbols if c is not None else []) if x.symbol in used]
     name_guarded_values(r)
     for c in r.compiles:
         if c.status == "recompile limit":

@@ -47,6 +47,8 @@ __all__ = [
     "GuardSet",
     "GuardEntry",
     "FailedGuard",
+    "SizeSymbol",
+    "ShapeGuard",
     "GUARD_KINDS",
     "GUARD_ORIGINS",
     "Kernel",
@@ -175,6 +177,8 @@ class Compile:
     metrics: dict[str, Any] = field(default_factory=dict)  # every other compilation_metrics field
     # symbols torch made for this compile: its source ("L['k']", "L['x'].size()[0]") -> the value it saw
     symbols: dict[str, str] = field(default_factory=dict)
+    #: the same symbols with their names (``s81``) and what each stands for (a size of an input, an int)
+    size_symbols: list["SizeSymbol"] = field(default_factory=list)
     #: for a frame Dynamo made of the code after a graph break (``torch_dynamo_resume_in_f_at_7``):
     #: the user's function it continues (``f``), read by capture; "" for an ordinary frame
     resumes: str = ""
@@ -376,6 +380,7 @@ class Kind(StrEnum):
     LIBRARY_VALUE = "library_value"
     MODULE_INT_ATTRIBUTE = "module_int_attribute"
     PER_LAYER = "per_layer"
+    SIZE_CONDITION = "size_condition"
     KEYWORD_ARGUMENTS = "keyword_arguments"
     ATTRIBUTE_PRESENCE = "attribute_presence"
     # neither: torch's own words, no specific fix
@@ -632,6 +637,170 @@ class Recompile:
     def shown_function(self) -> str:
         """The function to name to the user: ``target``, else torch's frame name."""
         return self.target or self.function
+
+
+@dataclass
+class SizeSymbol:
+    """A size (or int) torch made a symbol of while compiling one version (``create_symbol``), read by
+    capture (``capture/parse/shape_guards.py``): the symbol (``s81``), what it stands for (``kind``
+    ``"size"``, ``"stride"``, ``"int"``; ``path`` as :attr:`FailedGuard.path` and :attr:`GuardEntry.path`
+    write it, ``args[1]``; ``dim`` for a size or stride) and the value torch saw."""
+
+    symbol: str
+    kind: str = ""
+    path: str = ""
+    dim: Optional[int] = None
+    value: Optional[int] = None
+
+
+@dataclass
+class ShapeGuard:
+    """A guard torch added on symbolic sizes while compiling one version (``guard_added_fast``), read by
+    capture: what the traced code asked of a size (``expr`` as torch printed it, ``s81 >= 8``), the same
+    as a tree (``tree``: ``["ge", ["sym", "s81"], ["num", 8]]``; None for an expression of no known form),
+    where it was asked (``place``: the innermost frame of the traced code, a library's line for library
+    code) and the symbols it reads, with what each stands for. A version is reused only by calls whose
+    sizes meet every such guard of it."""
+
+    compile_id: CompileId
+    expr: str = ""
+    tree: Any = None
+    place: UserFrame = field(default_factory=UserFrame)
+    symbols: list[SizeSymbol] = field(default_factory=list)
+
+    def holds(self, values: dict[str, int]) -> Optional[bool]:
+        """Whether the guard holds for the sizes ``values`` (symbol -> int); None where the tree is unknown
+        or reads a symbol ``values`` lacks."""
+        try:
+            out = _evaluate(self.tree, values, 0)
+        except (_NoValue, ArithmeticError, TypeError, ValueError, IndexError, OverflowError, RecursionError):
+            return None
+        return out if isinstance(out, bool) else None
+
+    @property
+    def pinned(self) -> Optional[tuple[str, int]]:
+        """``(symbol, value)`` where the guard pins one symbol to one value (``Eq(s12, 7)``: torch specialised
+        the size, as for a ``range(n)`` or a size the code needs as a Python int); None otherwise."""
+        t = self.tree
+        if not (isinstance(t, list) and len(t) == 3 and t[0] == "eq"):
+            return None
+        for a, b in ((t[1], t[2]), (t[2], t[1])):
+            if isinstance(a, list) and isinstance(b, list) and a[:1] == ["sym"] and b[:1] == ["num"]:
+                return str(a[1]), int(b[1])
+        return None
+
+    def render(self, names: dict[str, str]) -> str:
+        """The guard as code in the user's terms: each symbol by ``names`` (``s81`` -> ``x.shape[1]``), a
+        comparison of a negated side turned round (``-s81 > -7`` reads ``x.shape[1] < 7``); ``expr`` where
+        the tree is unknown."""
+        try:
+            return _render(_turned(self.tree), names, 0) if self.tree is not None else self.expr
+        except (KeyError, IndexError, TypeError, ValueError, RecursionError):
+            return self.expr
+
+
+class _NoValue(Exception):
+    pass
+
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+_SIGN = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_INFIX = {"add": ("+", 1), "sub": ("-", 1), "mul": ("*", 2), "floordiv": ("//", 2), "mod": ("%", 2), "div": ("/", 2),
+          "pow": ("**", 3)}
+
+
+def _evaluate(t: Any, values: dict[str, int], depth: int) -> Any:
+    from fractions import Fraction
+
+    if depth > 60 or not isinstance(t, list) or not t:
+        raise ValueError(t)
+    op, args = t[0], t[1:]
+    if op == "sym":
+        if args[0] not in values:
+            raise _NoValue(args[0])
+        return Fraction(int(values[args[0]]))
+    if op == "num":
+        return Fraction(int(args[0]))
+    if op == "bool":
+        return bool(args[0])
+    a = [_evaluate(x, values, depth + 1) for x in args]
+    if op in _SIGN:
+        x, y = a
+        return {"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y, "eq": x == y, "ne": x != y}[op]
+    if op in ("and", "or", "not"):
+        if not all(isinstance(x, bool) for x in a):
+            raise TypeError(op)
+        return all(a) if op == "and" else any(a) if op == "or" else not a[0]
+    if any(isinstance(x, bool) for x in a):
+        raise TypeError(op)
+    if op == "add":
+        return sum(a, Fraction(0))
+    if op == "mul":
+        out = Fraction(1)
+        for x in a:
+            out *= x
+        return out
+    if op == "sub":
+        return a[0] - a[1]
+    if op == "neg":
+        return -a[0]
+    if op == "floordiv":
+        return Fraction(a[0] // a[1])
+    if op == "ceildiv":
+        return Fraction(-(-a[0] // a[1]))
+    if op == "mod":
+        return a[0] % a[1]
+    if op == "div":
+        return a[0] / a[1]
+    if op == "pow":
+        if a[1].denominator != 1 or abs(a[1]) > 64:
+            raise ValueError(op)
+        return a[0] ** int(a[1])
+    if op == "max":
+        return max(a)
+    if op == "min":
+        return min(a)
+    if op == "abs":
+        return abs(a[0])
+    raise ValueError(op)
+
+
+def _turned(t: Any) -> Any:
+    """``-a > -7`` as ``a < 7``: a comparison of a negated side with a number reads the other way round."""
+    if isinstance(t, list) and len(t) == 3 and t[0] in _FLIP:
+        a, b = t[1], t[2]
+        inner = a[1] if isinstance(a, list) and a[:1] == ["neg"] else (
+            a[2] if isinstance(a, list) and len(a) == 3 and a[:2] == ["mul", ["num", -1]] else None)
+        if inner is not None and isinstance(b, list) and b[:1] == ["num"]:
+            return [_FLIP[t[0]], inner, ["num", -int(b[1])]]
+    return t
+
+
+def _render(t: Any, names: dict[str, str], prec: int) -> str:
+    op, args = t[0], t[1:]
+    if op == "sym":
+        return names.get(args[0], args[0])
+    if op in ("num", "bool"):
+        return str(args[0])
+    if op == "neg":
+        return "-" + _render(args[0], names, 3)
+    if op in _SIGN:
+        return _wrap(f"{_render(args[0], names, 1)} {_SIGN[op]} {_render(args[1], names, 1)}", prec > 0)
+    if op in ("and", "or"):
+        return _wrap(f" {op} ".join(_render(a, names, 1) for a in args), prec > 0)
+    if op == "not":
+        return "not " + _render(args[0], names, 1)
+    if op in _INFIX:
+        sign, p = _INFIX[op]
+        # `(a // 8) * (b // 8)`: a quotient or remainder inside a product keeps its parentheses, for the reader
+        text = f" {sign} ".join(_render(a, names, p + (1 if i or (op == "mul" and a[0] in ("floordiv", "mod", "div")) else 0))
+                                for i, a in enumerate(args))
+        return _wrap(text, prec > p)
+    return f"{op}({', '.join(_render(a, names, 0) for a in args)})"
+
+
+def _wrap(text: str, yes: bool) -> str:
+    return f"({text})" if yes else text
 
 
 #: What a failed guard was about (``FailedGuard.kind``, ``GuardChange.kind``).

@@ -27,6 +27,7 @@ from .model import (
     Profile,
     RawArtifact,
     Recompile,
+    ShapeGuard,
     SourceSpan,
     Stats,
     TorchWarning,
@@ -114,6 +115,9 @@ class CompileReport:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     guards: list[GuardSet] = field(default_factory=list)
+    #: the guards torch added on symbolic sizes while compiling each version, in order (capture reads
+    #: ``guard_added_fast``): what the traced code asked of a dynamic size, and where
+    shape_guards: list[ShapeGuard] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
     control_flow: list[ControlFlowNode] = field(default_factory=list)
     compile_time: CompileTime = field(default_factory=CompileTime)
