@@ -662,6 +662,10 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
     elif item.what == "recompile":
         if len(after.report.recompiles) >= len(before.report.recompiles):
             problems.append(f"still {len(after.report.recompiles)} recompile(s)")
+        # a recompile traded for a graph break on every call (an unbacked size compared in the code) is no fix
+        if after.report.graph_break_count > before.report.graph_break_count:
+            problems.append(f"a new graph break ({before.report.graph_break_count} before, "
+                            f"{after.report.graph_break_count} after)")
     if len(_answered(after.report)) - len(after.report.graph_breaks) - len(after.report.recompiles) > \
             len(_answered(before.report)) - len(before.report.graph_breaks) - len(before.report.recompiles):
         problems.append(f"new failure: {after.report.failures[-1].type}")
