@@ -23,6 +23,13 @@ BUILD       := build
 TIMEOUT     ?= 1200
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-k report -x"`.
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test`/`make pytest` (0: all in one process). Each module's
+# tests stay in one worker (--dist loadscope: its servers and compiled models are shared);
+# tests/conftest.py starts the longest modules first. With more than one worker each gets
+# one OpenMP thread (unless OMP_NUM_THREADS is set), so workers do not oversubscribe the cores.
+PYTEST_WORKERS ?= 2
+PYTEST_PAR   = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
+PYTEST_OMP   = $(if $(filter 0 1,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1})
 # The browser tests (tests/test_browser.py, marker `browser`) drive Debian's
 # Chromium through Playwright; Playwright's own browser download is never used.
 CHROMIUM    ?= /usr/bin/chromium
@@ -106,16 +113,16 @@ $(CHROMIUM):
 demo: venv
 	$(PY) tools/run_notebook.py tutorials/01_quickstart.ipynb --out $(BUILD) --timeout $(TIMEOUT)
 
+# The suite includes every tutorial, run end to end (tests/test_tutorials.py).
 test: venv
 	@$(MAKE) --no-print-directory pytest
-	@$(MAKE) --no-print-directory tutorials
 
 # Any non-zero pytest exit fails the target, including 5 (no tests collected).
 # IPYCOMPILE_REQUIRE_BROWSER=1 (when make installed or found Chromium): a missing
 # browser fails the browser tests instead of skipping them.
 pytest: venv $(if $(NEED_BROWSER),browser,browser-note)
-	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) IPYCOMPILE_REQUIRE_BROWSER=$(if $(NEED_BROWSER),1,) \
-	  $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) IPYCOMPILE_REQUIRE_BROWSER=$(if $(NEED_BROWSER),1,) $(PYTEST_OMP) \
+	  $(PY) -m pytest $(PYTEST_PAR) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; fi; \
 	exit $$rc
 

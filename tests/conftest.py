@@ -30,6 +30,23 @@ class _NotTorchsTrace(logging.Filter):
         return record.name != TRACE_LOGGER
 
 
+#: The suite's longest modules, started first (in this order) when ``make test`` spreads the
+#: modules over the cores (``pytest -n 2 --dist loadscope``: a module's tests stay in one worker,
+#: with its shared servers and compiled models, and workers take modules in collection order).
+#: Started last, one of them would run alone at the end while the other worker idles.
+LONG_MODULES = (
+    "test_doctor_corpus_real.py", "test_tutorials.py", "test_gather.py", "test_saved_notebook.py",
+    "test_fuzz_inputs.py", "test_sweep.py", "test_browser.py", "test_doctor_breaks.py", "test_models.py",
+    "test_static_page.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    first = {name: i for i, name in enumerate(LONG_MODULES)}
+    # a stable sort: the listed modules first, the rest in pytest's own order
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))
+
+
 def pytest_sessionstart(session):
     # the logging plugin registers itself after the conftests' pytest_configure: here it exists
     plugin = session.config.pluginmanager.get_plugin("logging-plugin")
