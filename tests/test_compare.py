@@ -172,7 +172,7 @@ def test_compare_refuses_what_is_not_a_run():
         compare(1, 2)
 
 
-def test_view_has_chips_and_tabs_and_html():
+def test_view_has_chips_and_tabs_and_html(shows_html):
     a, b, _ = step_reports()
     c = compare(a, b, names=("before", "after"))
     vm = comparison_view_model(c)

@@ -91,7 +91,7 @@ def test_the_launcher_runs_the_job_with_its_trace_and_prints_the_divergence(tmp_
     assert f"the ranks' TORCH_TRACE logs go to {trace}" in proc.stderr
     assert f"2 rank logs in {trace} (ranks 0-1)" in proc.stdout
     assert str(rank_divergence(load_trace(trace))) in proc.stdout
-    assert (tmp_path / "job.html").read_text().count("<h3>") == 2  # one full report per behaviour
+    assert (tmp_path / "job.html").read_text().count('role="tablist"') == 1 + 2  # the job's tabs, one full report's per behaviour
 
 
 def test_the_launcher_passes_torchruns_exit_status_through(tmp_path):

@@ -42,6 +42,17 @@ def test_time_blocks_sizes_blocks_to_the_call():
     assert fixed.runs == 20 and fixed.blocks >= 5
 
 
+def _tries(check, tries=3):
+    """Sleep-based timing checks: on a loaded machine (the suite runs two workers side by side) a
+    0.2 ms sleep can last many times that, so the check gets three tries; a broken rule fails all."""
+    for i in range(tries):
+        try:
+            return check()
+        except AssertionError:
+            if i == tries - 1:
+                raise
+
+
 def test_one_slow_probe_call_cannot_shrink_the_blocks():
     """Blocks are sized from the median of several probe blocks: a first call that stalls
     (50 ms, a scheduler hiccup or a late compile) leaves them as long as without it."""
@@ -57,10 +68,13 @@ def test_one_slow_probe_call_cannot_shrink_the_blocks():
             time.sleep(0.0002)
         return fn
 
-    steady = time_blocks(make(False), target_s=0.3)
-    stalled = time_blocks(make(True), target_s=0.3)
-    assert steady.block_calls >= 20  # 10 ms blocks of calls of 0.2 ms (sleep oversleeps: up to ~0.5 ms)
-    assert stalled.block_calls >= steady.block_calls / 2  # one slow call used to give blocks of 1 call
+    def check():
+        steady = time_blocks(make(False), target_s=0.3)
+        stalled = time_blocks(make(True), target_s=0.3)
+        assert steady.block_calls >= 20  # 10 ms blocks of calls of 0.2 ms (sleep oversleeps: up to ~0.5 ms)
+        assert stalled.block_calls >= steady.block_calls / 2  # one slow call used to give blocks of 1 call
+
+    _tries(check)
 
 
 def test_blocks_follow_blocked_autorange_rule():
@@ -416,15 +430,18 @@ def test_blocks_are_sized_again_when_every_probe_was_slow():
 
     from ipycompile.run.timing import BLOCK_MIN_S
 
-    calls = [0]
+    def check():
+        calls = [0]
 
-    def fn():
-        calls[0] += 1
-        time.sleep(0.005 if calls[0] <= 40 else 0.0002)
+        def fn():
+            calls[0] += 1
+            time.sleep(0.005 if calls[0] <= 40 else 0.0002)
 
-    timing = time_blocks(fn, target_s=0.3)
-    assert timing.block_calls * min(timing.times_s) >= BLOCK_MIN_S / 4, (timing.block_calls, timing.times_s[:5])
-    assert timing.block_calls >= 10  # 10 ms blocks of calls of 0.2-0.5 ms
+        timing = time_blocks(fn, target_s=0.3)
+        assert timing.block_calls * min(timing.times_s) >= BLOCK_MIN_S / 4, (timing.block_calls, timing.times_s[:5])
+        assert timing.block_calls >= 10  # 10 ms blocks of calls of 0.2-0.5 ms
+
+    _tries(check)
 
 
 def test_paired_blocks_are_sized_again_when_one_sides_probes_were_slow():
@@ -436,16 +453,19 @@ def test_paired_blocks_are_sized_again_when_one_sides_probes_were_slow():
 
     from ipycompile.run.timing import BLOCK_MIN_S, time_paired
 
-    calls = [0]
+    def check():
+        calls = [0]
 
-    def a():
-        calls[0] += 1
-        time.sleep(0.005 if calls[0] <= 40 else 0.0002)
+        def a():
+            calls[0] += 1
+            time.sleep(0.005 if calls[0] <= 40 else 0.0002)
 
-    def b():
-        time.sleep(0.0002)
+        def b():
+            time.sleep(0.0002)
 
-    ta, tb = time_paired(a, b, target_s=0.6)
-    assert ta.block_calls >= 10 and ta.block_calls * min(ta.times_s) >= BLOCK_MIN_S / 4, (ta.block_calls, ta.times_s)
-    assert len(ta.times_s) == len(tb.times_s) >= 6 and ta.probe_calls >= 40
-    assert max(ta.times_s) < 0.002  # no slow call left in the kept blocks
+        ta, tb = time_paired(a, b, target_s=0.6)
+        assert ta.block_calls >= 10 and ta.block_calls * min(ta.times_s) >= BLOCK_MIN_S / 4, (ta.block_calls, ta.times_s)
+        assert len(ta.times_s) == len(tb.times_s) >= 6 and ta.probe_calls >= 40
+        assert max(ta.times_s) < 0.002  # no slow call left in the kept blocks
+
+    _tries(check)

@@ -506,6 +506,11 @@ def _automatic_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         "code (a value torch carries across a graph break) cannot be marked, and needs nothing.")
 
 
+def _internal_words(text: str) -> bool:
+    """Whether ``text`` (torch's guard) names torch's internals (``L['args'][0]``, ``args[0]``, ``___stack0``)."""
+    return any(w in text for w in ("L[", "G[", "args[", "kwargs[", "___", "__resume"))
+
+
 def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
     """A size that is 0 or 1 in one call, which the compiled code compares (its dynamic version is guarded on
     ``2 <= idx.size()[1] <= 16``: nanoGPT's ``assert t <= block_size``). ``mark_unbacked`` gives the size
@@ -513,8 +518,10 @@ def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
     and the recompile stays. What torch does instead, in words: size 1 has a version of its own, and the size
     is dynamic from the next version on."""
     ch, x = r.change, _shown(r)
-    why = (f" `mark_unbacked` is not the fix here: the compiled code compares this size (torch guards its dynamic "
-           f"version on `{r.compared}`), and an unbacked size has no value to compare with, so each such comparison "
+    on = f"on `{r.compared}`" if not _internal_words(r.compared) else "on that comparison"  # torch's words: no internals
+    guarded = f" (torch guards its dynamic version {on})" if not _internal_words(r.compared) else ""
+    why = (f" `mark_unbacked` is not the fix here: the compiled code compares this size{guarded}, and an unbacked "
+           "size has no value to compare with, so each such comparison "
            "becomes data-dependent: torch breaks the graph there (or raises) instead, and the recompile stays.")
     if ch.before.startswith(">=") and ch.before.split()[-1] != "2":
         # the failed version's bound is the code's comparison (``481 <= array.size()[0]``), not the 0/1
@@ -524,7 +531,7 @@ def _unbacked_compared(r: _Reason, dynamic_after: bool) -> Suggestion:
             "version of its own",
             f"Torch made dim {ch.dim} of {x} dynamic, and the compiled code compares it: the version compiled before "
             f"holds for sizes {ch.before}, this call's size{' (' + ch.after + ')' if ch.after else ''} is outside that "
-            f"range, and the new version is guarded on `{r.compared}`. Each outcome of a comparison on the size (a "
+            f"range, and the new version is guarded {on}. Each outcome of a comparison on the size (a "
             "branch, an assert) is a version of its own, compiled once and reused: a few at most. Nothing to fix." + why)
     if dynamic_after and ch.before in ("0", "1"):
         return _fix(

@@ -233,7 +233,7 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         _set_source(g, h.group("src"))
         g.kind, g.before = "length", "0"
         return g
-    if (h := _LOW_SIZE.match(guard)) is not None:
+    if (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None:  # `2 <= s <= 8`: either bound (symbolic)
         _set_source(g, h.group("src"))
         g.dim, g.kind, g.before = int(h.group("dim")), "size_0_1", f">= {h.group('low')}"
     elif (h := _EQ.match(guard)) is not None:
