@@ -71,3 +71,11 @@ def in_with_items(stmt: ast.stmt, call: ast.Call) -> bool:
 
 def uses_values(call: ast.Call) -> bool:
     return any(not isinstance(a, ast.Constant) for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def in_your_call(f: Facts, ctx: Context) -> str:
+    """`` inside your call `m(x)` at In [3], line 2`` for a break in library code that the user's own call
+    reached, else ""."""
+    if f.user.filename and not ctx.library(f.user.filename):
+        return f" inside your call `{f.user.source_line.strip()}` at {ctx.where(f.user)}"
+    return ""

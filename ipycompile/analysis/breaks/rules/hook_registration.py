@@ -18,6 +18,7 @@ from typing import Optional
 from ....report.model import Kind, Suggestion
 from ....report.owners import Owner
 from ..base import Context, Facts, Rule, explained
+from ._calls import in_your_call
 
 HANDLE = "torch.utils.hooks.RemovableHandle"
 
@@ -45,8 +46,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             "is meant for that call only): torch traces the hooks a module already has, and the registration no "
             "longer breaks the graph. Registered inside the function, a hook is also added again on every call, "
             "and each call runs all those added before it.", f)
-    mine = f" inside your call `{f.user.source_line.strip()}` at {ctx.where(f.user)}" if f.user.filename and \
-        not ctx.library(f.user.filename) else ""
+    mine = in_your_call(f, ctx)
     return explained(
         Kind.HOOK_REGISTRATION, f"Library code registers a hook{' inside your call' if mine else ''}: the graph breaks "
         "there",

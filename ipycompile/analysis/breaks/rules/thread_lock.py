@@ -14,6 +14,7 @@ from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ..base import Context, Facts, Rule, explained
+from ._calls import in_your_call
 
 LOCKS = frozenset({"lock", "RLock", "_RLock", "Lock", "Semaphore", "BoundedSemaphore", "Condition"})
 
@@ -32,8 +33,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             Kind.THREAD_LOCK, f"A threading lock is taken inside the compiled code, at {ctx.where(f.stop)}",
             f"{where} takes a lock inside the compiled code. {why} Take the lock around the compiled call instead "
             "(outside the compiled function), where it orders the threads that call it.", f)
-    mine = f" inside your call `{f.user.source_line.strip()}` at {ctx.where(f.user)}" if f.user.filename and \
-        not ctx.library(f.user.filename) else ""
+    mine = in_your_call(f, ctx)
     return explained(
         Kind.THREAD_LOCK, f"Library code takes a threading lock{' inside your call' if mine else ''}: the graph "
         "breaks there",
