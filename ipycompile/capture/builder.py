@@ -44,7 +44,7 @@ from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, s
 from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
-from ..report.serialize import ReportFormatError, check_value, describe
+from ..report.serialize import ReportFormatError, check_depth, check_value, describe
 from .records import TraceRecord, compile_id_from_text
 
 RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
@@ -170,7 +170,7 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    g = st.keep(Graph(rec.compile_id, stage, code, count_ops(code) if code else 0, str(name or "")), "code", rec)
+    g = st.keep(Graph(rec.compile_id, stage, code, _prepared(rec, _graph_ops), str(name or "")), "code", rec)
     if "c10d" in code:
         g.collectives = collective_calls(code)
     if stage == "dynamo" and code:
@@ -182,26 +182,44 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))
 
 
-def _on_output_code(st: _State, rec: TraceRecord) -> None:
+def _graph_ops(rec: TraceRecord) -> int:
+    return count_ops(rec.payload) if rec.payload else 0
+
+
+def _output_kernels(rec: TraceRecord) -> list:
     if rec.payload is None:
-        return
+        return []
     m = _AOT_ID.search(rec.payload[:400])
     stage = m.group(1).lower() if m else ""
-    st.report.kernels.extend(parse_output_code(rec.payload, rec.compile_id, stage))
+    return parse_output_code(rec.payload, rec.compile_id, stage)
+
+
+def _on_output_code(st: _State, rec: TraceRecord) -> None:
+    st.report.kernels.extend(_prepared(rec, _output_kernels))
+
+
+_GUARD_ROW = re.compile(r"\+- (?!.*GuardManager)")
+
+
+def _guard_tree(rec: TraceRecord) -> tuple:
+    """(the tree's text, or None where it is the payload itself; its guard count; its guards)."""
+    text = rec.payload or ""
+    own = None
+    if rec.kind == "dynamo_guards":  # older torch: a JSON list of guards
+        data = rec.payload_json()
+        if isinstance(data, list):
+            text = own = "\n".join(str(g.get("code_list") or g) if isinstance(g, dict) else str(g) for g in data)
+    count = sum(1 for line in text.splitlines() if _GUARD_ROW.search(line))
+    return own, count, parse_guard_tree(text)
 
 
 def _on_guards(st: _State, rec: TraceRecord) -> None:
     if rec.compile_id is None:
         return
-    text = rec.payload or ""
-    if rec.kind == "dynamo_guards":  # older torch: a JSON list of guards
-        data = rec.payload_json()
-        if isinstance(data, list):
-            text = "\n".join(str(g.get("code_list") or g) if isinstance(g, dict) else str(g) for g in data)
-    count = sum(1 for line in text.splitlines() if re.search(r"\+- (?!.*GuardManager)", line))
+    own, count, tree = _prepared(rec, _guard_tree)
     st.compile(rec.compile_id)
-    guards = GuardSet(rec.compile_id, count, text, parse_guard_tree(text))
-    st.report.guards.append(st.keep(guards, "tree", rec) if text is rec.payload else guards)
+    guards = GuardSet(rec.compile_id, count, rec.payload or "" if own is None else own, tree)
+    st.report.guards.append(st.keep(guards, "tree", rec) if own is None and rec.payload is not None else guards)
 
 
 #: The types of a compile's fields, for the values read from torch's events.
@@ -271,25 +289,44 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
+def _chromium_entry(rec: TraceRecord) -> tuple:
+    """What the report keeps of a chromium event: ("whole", the event) for an autotune span,
+    ("slim", its compile-time fields), ("problem", why), or ("none", None) for a payload that is
+    not an event."""
+    ev = rec.payload_json(bounded=False)  # tens of thousands of events: the depth is checked on what is kept whole
+    if not isinstance(ev, dict):
+        return "none", None
+    for key, tp in _CHROMIUM_TYPES.items():
+        if key in ev and not _fits(tp, ev[key]):
+            return "problem", f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}"
+    if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
+        check_depth(ev, rec.payload)
+        return "whole", ev
+    slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+    args = ev.get("args")
+    kept = list(slim.values())
+    if isinstance(args, dict) and "compile_id" in args:
+        slim["args"] = {"compile_id": args["compile_id"]}
+        kept.append(args["compile_id"])
+    if any(isinstance(v, (dict, list)) for v in kept):
+        check_depth(ev, rec.payload)  # a container kept: bounded as every kept value is
+    return "slim", slim
+
+
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
-    ev = rec.payload_json()
-    if isinstance(ev, dict):
-        for key, tp in _CHROMIUM_TYPES.items():
-            if key in ev and not _fits(tp, ev[key]):
-                st.problem(rec.key, f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}")
-                return
-        if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
-            st.chromium.append(ev)
-            return
-        slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+    kind, ev = _prepared(rec, _chromium_entry)
+    if kind == "problem":
+        st.problem(rec.key, ev)
+    elif kind == "whole":
+        st.chromium.append(ev)
+    elif kind == "slim":
         for key in ("name", "ph"):  # a few names over tens of thousands of events: one string each
-            if type(slim.get(key)) is str:
-                slim[key] = sys.intern(slim[key])
+            if type(ev.get(key)) is str:
+                ev[key] = sys.intern(ev[key])
         args = ev.get("args")
-        if isinstance(args, dict) and "compile_id" in args:
-            cid = args["compile_id"]
-            slim["args"] = {"compile_id": sys.intern(cid) if type(cid) is str else cid}
-        st.chromium.append(slim)
+        if args is not None and type(args["compile_id"]) is str:
+            args["compile_id"] = sys.intern(args["compile_id"])
+        st.chromium.append(ev)
 
 
 def _fits(tp: Any, value: Any) -> bool:
@@ -444,6 +481,29 @@ HANDLERS: dict[str, Handler] = {
     WARNING_EVENT: _on_warning,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
+
+#: The pure part of a handler (a function of the record alone: parsing its payload), which a
+#: reader process runs ahead of the builder (``capture.readahead``); the handler uses its result
+#: (``TraceRecord.prepared``) or, where there is none, runs it itself.
+#: Which parts a reader runs is a balance: it reads and sends every record besides, so the
+#: parse of generated code and of chromium events stays here (on a 300 MB log, with either
+#: the reader was the slower of the two processes, and the pass slower than with neither).
+PREPARE: dict[str, Callable[[TraceRecord], Any]] = {
+    **{key: _graph_ops for key in _GRAPH_STAGES},
+    "dynamo_cpp_guards_str": _guard_tree,
+    "dynamo_guards": _guard_tree,
+}
+
+
+def prepare_record(rec: TraceRecord) -> Any:
+    """What :data:`PREPARE` gives for ``rec`` (None for a kind it has no part for)."""
+    fn = PREPARE.get(rec.key)
+    return None if fn is None else fn(rec)
+
+
+def _prepared(rec: TraceRecord, fn: Callable[[TraceRecord], Any]) -> Any:
+    return rec.prepared if rec.prepared is not None else fn(rec)
+
 
 #: Kinds understood and deliberately not kept (counted in stats.by_kind): bulky
 #: or internal detail that no view shows.

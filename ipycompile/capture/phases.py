@@ -7,6 +7,8 @@ events (older torch, partial logs) the phases come from compilation_metrics.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Any, Iterable, Optional
 
@@ -66,6 +68,7 @@ _PATTERNS = [
 _ROOTS = {"dynamo", "entire_frame_compile", "entire_backward_compile"}
 
 
+@functools.lru_cache(maxsize=4096)  # a few dozen names over tens of thousands of spans
 def phase_of(name: str) -> Optional[str]:
     if name in _EXACT:
         return _EXACT[name]
@@ -114,9 +117,14 @@ def spans_from_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def _exclusive_by_phase(spans: list[dict[str, Any]]) -> tuple[dict[str, float], float]:
     """Charge each instant to the innermost mapped span; returns (phase -> us, covered us)."""
     bounds: list[tuple[float, int, int]] = []  # (time, 0=end/1=start, span index)
+    phases: dict[int, str] = {}
+    order: dict[int, tuple] = {}  # innermost first: the deepest, then the latest started
     for i, s in enumerate(spans):
-        if phase_of(s["name"]) is None:
+        phase = phase_of(s["name"])
+        if phase is None:
             continue
+        phases[i] = phase
+        order[i] = (s["depth"], s["start_us"])
         bounds.append((s["start_us"], 1, i))
         bounds.append((s["start_us"] + s["dur_us"], 0, i))
     bounds.sort()
@@ -126,8 +134,7 @@ def _exclusive_by_phase(spans: list[dict[str, Any]]) -> tuple[dict[str, float], 
     last = None
     for t, is_start, i in bounds:
         if last is not None and active and t > last:
-            inner = max(active, key=lambda j: (spans[j]["depth"], spans[j]["start_us"]))
-            phase = phase_of(spans[inner]["name"]) or "Other"
+            phase = phases[max(active, key=order.__getitem__)]
             totals[phase] = totals.get(phase, 0.0) + (t - last)
             covered += t - last
         if is_start:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..report.model import CompileId, LazyText
@@ -55,6 +55,9 @@ class TraceRecord:
     #: where the payload lies in the log it was read from (``iter_records(lazy=True)``), so that
     #: the report can keep its place instead of its text; None for live events and gzip logs
     payload_ref: Optional[LazyText] = None
+    #: what the builder's pure preparation of this event gave (``builder.PREPARE``), where a reader
+    #: process prepared it (``capture.readahead``); None: the builder prepares it itself
+    prepared: Any = field(default=None, compare=False, repr=False)
 
     def payload_or_ref(self) -> "Optional[str | LazyText]":
         """What a report field keeps of the payload: its place in the log where known, else its text."""
@@ -69,13 +72,14 @@ class TraceRecord:
         """The event's own metadata value (``metadata[kind]``)."""
         return self.metadata.get(self.kind)
 
-    def payload_json(self) -> Any:
+    def payload_json(self, bounded: bool = True) -> Any:
         """The payload parsed as JSON, or None when it is not JSON. JSON nested too deeply
-        raises :class:`NestingError` (the builder counts it as a problem of this event)."""
+        raises :class:`NestingError` (the builder counts it as a problem of this event);
+        ``bounded=False``: see :func:`~ipycompile.report.serialize.loads`."""
         if not self.payload:
             return None
         try:
-            return loads(self.payload)
+            return loads(self.payload, bounded=bounded)
         except NestingError:
             raise
         except ValueError:

@@ -41,7 +41,8 @@ from typing import Any, Callable, IO, Iterable, Iterator, Optional
 from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
-from .builder import build_report
+from .builder import build_report, prepare_record
+from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
 
 __all__ = [
@@ -601,6 +602,7 @@ def read_trace(
     summary: bool = False,
     progress: Optional[Progress] = None,
     lazy: bool = True,
+    read_ahead: Optional[bool] = None,
 ) -> CompileReport:
     """The :class:`CompileReport` of one TORCH_TRACE log (plain or gzip), in one streaming pass.
 
@@ -614,11 +616,24 @@ def read_trace(
     trees, raw artifacts) stay in the file: the report holds their places and reads one
     when a view asks for it (:class:`~ipycompile.report.model.LazyText`); saving the report
     reads them in. ``lazy=False`` keeps their text in the report instead.
+
+    A large plain log is read by a second process while this one builds the report
+    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more); ``read_ahead``
+    True or False forces it on (where the read is lazy and full) or off.
     """
     holder: list = []
     layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
-    report = build_report(iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
-                                       layout=layout, lazy=lazy), layout)
+    name = os.fspath(path)
+    if read_ahead is None:
+        read_ahead = can_read_ahead(name, summary=summary, lazy=lazy)
+    if read_ahead and lazy and not summary and hasattr(os, "fork"):
+        st = check_path(name)
+        records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
+                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record)
+    else:
+        records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
+                               layout=layout, lazy=lazy)
+    report = build_report(records, layout)
     reader: _Reader = holder[0]
     report.code_layout = layout if layout.recorded else None
     report.origin = reader.origin

@@ -365,18 +365,22 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
     if not r.graphs:
         return [Text("No graphs were captured.", "note")]
     ordered = sorted(r.graphs, key=lambda g: (g.compile_id, _stage_order(g.stage)))
+    codes = [g.code for g in ordered]  # each read once (a large log's graphs are read from the log)
     with_collectives = any(_collectives_cell(g) for g in ordered)
     heads = ["compile", "stage", "ops", "lines"] + (["collectives"] if with_collectives else [])
-    rows = [[str(g.compile_id), _stage_name(g), g.op_count, g.code.count("\n") + 1 if g.code else 0]
-            + ([_collectives_cell(g)] if with_collectives else []) for g in ordered]
+    rows = [[str(g.compile_id), _stage_name(g), g.op_count, code.count("\n") + 1 if code else 0]
+            + ([_collectives_cell(g)] if with_collectives else []) for g, code in zip(ordered, codes)]
+    compiles: dict = {}
+    for c in r.compiles:  # as r.compile(), once for all the graphs
+        compiles.setdefault(c.compile_id, c)
     options: dict[str, list[Block]] = {}
-    for g in ordered:
+    for g, code in zip(ordered, codes):
         key = f"{g.compile_id} · {_stage_name(g)}"
         n = 2
         while key in options:  # two graphs of one stage (e.g. several pre_grad passes)
             key = f"{g.compile_id} · {g.stage} ({n})"
             n += 1
-        c = r.compile(g.compile_id)
+        c = compiles.get(g.compile_id)
         fn = f" of {c.function}" if c and c.function else ""
         loops = [u for u in r.unrolled_loops if u.compile_id == g.compile_id] if g.stage == "dynamo" else []
         ddp = [Text(_DDP_NOTE, "note")] if g.stage in ("ddp_split", "ddp_bucket") else []
@@ -386,7 +390,7 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
             *ddp,
             *([coll] if coll else []),
             *(Text(f"{loop_headline(r, u)} (Summary tab: the fix)", "warn") for u in loops),
-            Code(key, g.code, "python"),
+            Code(key, code, "python"),
         ]
     default = next((k for k, g in zip(options, ordered) if g.stage == "dynamo"), None)
     return [
