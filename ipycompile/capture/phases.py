@@ -8,6 +8,7 @@ events (older torch, partial logs) the phases come from compilation_metrics.
 from __future__ import annotations
 
 import functools
+import heapq
 
 import re
 from typing import Any, Iterable, Optional
@@ -115,32 +116,35 @@ def spans_from_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _exclusive_by_phase(spans: list[dict[str, Any]]) -> tuple[dict[str, float], float]:
-    """Charge each instant to the innermost mapped span; returns (phase -> us, covered us)."""
+    """Charge each instant to the innermost mapped span (the deepest, then the latest started,
+    then the first); returns (phase -> us, covered us)."""
     bounds: list[tuple[float, int, int]] = []  # (time, 0=end/1=start, span index)
     phases: dict[int, str] = {}
-    order: dict[int, tuple] = {}  # innermost first: the deepest, then the latest started
     for i, s in enumerate(spans):
         phase = phase_of(s["name"])
         if phase is None:
             continue
         phases[i] = phase
-        order[i] = (s["depth"], s["start_us"])
         bounds.append((s["start_us"], 1, i))
         bounds.append((s["start_us"] + s["dur_us"], 0, i))
     bounds.sort()
-    active: list[int] = []
+    inner: list[tuple] = []  # the open spans, innermost first (a heap; ended ones dropped when met)
+    open_: set[int] = set()
     totals: dict[str, float] = {}
     covered = 0.0
     last = None
     for t, is_start, i in bounds:
-        if last is not None and active and t > last:
-            phase = phases[max(active, key=order.__getitem__)]
+        if last is not None and open_ and t > last:
+            while inner[0][2] not in open_:
+                heapq.heappop(inner)
+            phase = phases[inner[0][2]]
             totals[phase] = totals.get(phase, 0.0) + (t - last)
             covered += t - last
         if is_start:
-            active.append(i)
-        elif i in active:
-            active.remove(i)
+            open_.add(i)
+            heapq.heappush(inner, (-spans[i]["depth"], -spans[i]["start_us"], i))
+        else:
+            open_.discard(i)  # a span of no length ends before it starts: it stays open, as it always has
         last = t
     return totals, covered
 

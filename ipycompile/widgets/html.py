@@ -688,7 +688,8 @@ def _draw_figures(vm: ViewModel, dpi: int, send: Callable) -> None:
                 for option in b.options.values():
                     walk(option)
 
-    for tab in vm.tabs:
+    # the tab that draws figures first: the page waits for them when it gets there
+    for tab in sorted(vm.tabs, key=lambda t: t.key != "profile"):
         walk(tab.blocks())
 
 
