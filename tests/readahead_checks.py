@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import sys
 import threading
 
@@ -22,7 +21,7 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
 
     readahead = importlib.import_module("ipycompile.capture.readahead")
     path, strict = ARGS[0], "--strict" in ARGS
-    facts["can_fork"] = importlib.import_module("ipycompile.report.forked").can_fork()
+    facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
     for ahead in (False, True):
         seen: list = []
         try:
@@ -47,7 +46,7 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped
-    from ipycompile.report.forked import Forked, ForkedError
+    from ipycompile.capture.forked import Forked, ForkedError
 
     with Forked(lambda send: [send(("n", i, os.getpid())) for i in range(1000)]) as f:
         got = []
@@ -83,45 +82,9 @@ elif CHECK == "forked":  # Forked: values in order, errors named, a dead child s
     except ChildProcessError:
         facts["reaped"] = True
     t = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
-    before = importlib.import_module("ipycompile.report.forked").can_fork()
+    before = importlib.import_module("ipycompile.capture.forked").can_fork()
     t.start()
-    facts["can_fork"] = [before, importlib.import_module("ipycompile.report.forked").can_fork()]
+    facts["can_fork"] = [before, importlib.import_module("ipycompile.capture.forked").can_fork()]
 
-elif CHECK == "figures":  # LOG: the page with figures drawn by a second process and by this one
-    from ipycompile.capture.tracefile import read_trace
-    from ipycompile.widgets.blocks import Figure, Tab, TreeNode
-    from ipycompile.widgets.viewmodel import view_model
-
-    html = importlib.import_module("ipycompile.widgets.html")
-    report = read_trace(ARGS[0])
-    pages = {}
-    for ahead in (True, False):
-        html.FIGURES_AHEAD = ahead
-        vm = view_model(report)
-
-        def marked():  # a figure that says which process drew it (in a file: a child's memory is its own)
-            with open(ARGS[0] + ".drawn", "a") as f:
-                f.write(f"{os.getpid()}\n")
-            from matplotlib.figure import Figure as MplFigure
-
-            f = MplFigure(figsize=(2, 1))
-            f.add_subplot().plot([0, 1], [1, 0])
-            return f
-
-        def broken():
-            raise ValueError("no data to draw")
-
-        extra = Tab("extra", "Extra", lambda: [TreeNode("nested", [Figure("Marked", marked)]), Figure("Broken", broken)])
-        vm.tabs.append(extra)
-        out: list = []
-        html.render_view_model(vm, write=out.append)
-        page = re.sub(r"ipyc\d+-\d+", "X", "".join(out))  # the page's anchor and ids differ from page to page
-        pages[ahead] = re.sub(r"(X-[a-z_]+)\d+", r"\1N", page)
-    facts["same_page"] = pages[True] == pages[False]
-    facts["figures"] = pages[True].count("<figure>")
-    facts["broken_said"] = "Broken: could not draw the figure (ValueError: no data to draw)" in pages[True]
-    with open(ARGS[0] + ".drawn") as f:
-        facts["drawn_in"] = [int(x) for x in f.read().split()]
-    facts["can_fork"] = importlib.import_module("ipycompile.report.forked").can_fork()
 
 print(json.dumps(facts))

@@ -1,5 +1,5 @@
-"""A large log read by a second process, and a page's figures drawn by one: the same report and
-the same page as in one process (ipycompile.capture.readahead, ipycompile.report.forked).
+"""A large log read by a second process: the same report as one process reads
+(ipycompile.capture.readahead, ipycompile.capture.forked).
 
 Forking is done only by a process with one thread, so each check runs in a fresh process
 (``readahead_checks.py``), as the command line does; pytest's workers have threads."""
@@ -90,14 +90,3 @@ def test_forked_work_comes_back_in_order_and_its_failures_are_said():
     assert facts["reaped"]  # a child stopped early (blocked on a full pipe) is killed and reaped
     assert facts["can_fork"][1] is False  # never with a second thread running
     assert facts["can_fork"][0] is (len(os.sched_getaffinity(0)) >= 2)
-
-
-def test_a_pages_figures_drawn_ahead_are_the_figures_drawn_here(tmp_path):
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("figures are drawn ahead only with a second core")
-    facts = check("figures", plain_log(tmp_path, "quickstart"))
-    assert facts["can_fork"]
-    assert facts["same_page"] and facts["figures"] >= 2  # compile time by phase, and the marked one
-    assert facts["broken_said"]  # a figure that cannot be drawn is said, drawn ahead or not
-    # the marked figure: drawn by another process for the first page, by this one for the second
-    assert len(facts["drawn_in"]) == 2 and facts["drawn_in"][0] != facts["pid"] and facts["drawn_in"][1] == facts["pid"]

@@ -5,13 +5,13 @@ One pass over a TORCH_TRACE log has two halves of about the same cost: reading
 (the handlers, which parse graphs, generated code, guard trees and compile events).
 For a large plain log, :func:`records_read_ahead` runs
 :func:`~ipycompile.capture.tracefile.iter_records` in a forked process
-(:class:`~ipycompile.report.forked.Forked`), with part of the handlers' pure work
+(:class:`~ipycompile.capture.forked.Forked`), with part of the handlers' pure work
 (``prepare``: the builder's :data:`~ipycompile.capture.builder.PREPARE`), and this process
 builds from the records as they come back in batches. The report is the same as a
 one-process read's (``tests/test_readahead.py`` compares their JSON).
 
 It is used only where forking is safe and pays (:func:`can_read_ahead`): where
-:func:`~ipycompile.report.forked.can_fork` holds (Linux, one thread: a command line or a
+:func:`~ipycompile.capture.forked.can_fork` holds (Linux, one thread: a command line or a
 script, not a Jupyter kernel), for a full (not summary), lazy read of a plain (not gzip)
 log of at least :data:`MIN_BYTES`. Anything else is read in this process.
 """
@@ -24,7 +24,7 @@ import os
 from typing import Any, Callable, Iterator, Optional
 
 from ..report import LazyText
-from ..report.forked import Forked, ForkedError, can_fork
+from .forked import Forked, ForkedError, can_fork
 from ..report.model import CompileId
 from ..report.owners import CodeLayout
 from .records import TraceRecord

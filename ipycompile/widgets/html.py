@@ -21,7 +21,6 @@ from typing import Callable, Optional
 
 from ..report import CompileReport
 from ..report.files import atomic_writer
-from ..report.forked import Forked, ForkedError, can_fork
 from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
@@ -308,7 +307,6 @@ class _Page:
         self.cut = 0  # things left out of this page
         self.anchor = ""  # the page's id prefix (its tabs', its source lines')
         self.keys: set[str] = set()  # source excerpts given an id in this page
-        self.figures_ahead: Optional[_FiguresAhead] = None  # figures drawn by a second process
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -365,7 +363,7 @@ def _block(b, out: list, page: _Page) -> None:
         _code(b, out, page)
     elif isinstance(b, Figure):
         if page.limits.figures:
-            out.append(_figure(b, page.limits.dpi, page.figures_ahead))
+            out.append(_figure(b, page.limits.dpi))
         else:
             out.append(page.omitted(f"figure: {b.title}"))
     elif isinstance(b, TreeNode):
@@ -625,72 +623,12 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
     out.append("</div>")
 
 
-def _figure(f: Figure, dpi: int = 100, ahead: "Optional[_FiguresAhead]" = None) -> str:
+def _figure(f: Figure, dpi: int = 100) -> str:
     try:
-        png = ahead.take(f.title) if ahead is not None else None
-        data = base64.b64encode(png if png is not None else figure_png(f, dpi)).decode("ascii")
+        data = base64.b64encode(figure_png(f, dpi)).decode("ascii")
     except Exception as exc:  # a figure that cannot be drawn must not lose the page
         return f'<p class="warn">{_e(f.title)}: could not draw the figure ({_e(type(exc).__name__)}: {_e(exc)})</p>'
     return f'<figure><figcaption>{_e(f.title)}</figcaption><img alt="{_e(f.title)}" src="data:image/png;base64,{data}"></figure>'
-
-
-#: Whether a page written tab by tab (``render_view_model(write=...)``, the page of a trace
-#: file) has its figures drawn by a second process while this one renders the tabs before
-#: them, where :func:`~ipycompile.report.forked.can_fork` holds (matplotlib's import and
-#: drawing are a second or two a page).
-FIGURES_AHEAD = True
-
-
-class _FiguresAhead:
-    """A page's figures drawn in a forked process, in the page's order: :meth:`take` gives a
-    figure's PNG (None where the process did not draw one of that title: the page draws it)."""
-
-    def __init__(self, vm: ViewModel, dpi: int) -> None:
-        self.drawn: dict[str, list] = {}
-        self.child: Optional[Forked] = Forked(lambda send: _draw_figures(vm, dpi, send))
-
-    def take(self, title: str) -> Optional[bytes]:
-        while not self.drawn.get(title):
-            if self.child is None:
-                return None
-            try:
-                got = self.child.receive()
-            except ForkedError:
-                got = Forked.END
-            if got is Forked.END:
-                self.close()
-                return None
-            self.drawn.setdefault(got[0], []).append(got[1])
-        return self.drawn[title].pop(0)
-
-    def close(self) -> None:
-        if self.child is not None:
-            self.child.close()
-            self.child = None
-
-
-def _draw_figures(vm: ViewModel, dpi: int, send: Callable) -> None:
-    """Every figure of ``vm``'s tabs, in order, as ``send((title, png or None))`` (None: it could
-    not be drawn; the page draws it again and says why)."""
-    def walk(blocks):
-        for b in blocks:
-            if isinstance(b, Figure):
-                try:
-                    png = figure_png(b, dpi)
-                except Exception:  # noqa: BLE001 - the page draws it itself and shows the error
-                    png = None
-                send((b.title, png))
-            elif isinstance(b, TreeNode):
-                walk(b.blocks)
-                for c in b.children:
-                    walk([c])
-            elif isinstance(b, Choice):
-                for option in b.options.values():
-                    walk(option)
-
-    # the tab that draws figures first: the page waits for them when it gets there
-    for tab in sorted(vm.tabs, key=lambda t: t.key != "profile"):
-        walk(tab.blocks())
 
 
 # -- the first screen ------------------------------------------------------------------
@@ -792,17 +730,6 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
     page.anchor = anchor
-    if write is not None and limits.figures and FIGURES_AHEAD and can_fork():
-        page.figures_ahead = _FiguresAhead(vm, limits.dpi)
-    try:
-        return _render(vm, page, limits, anchor, timings, fallback, write)
-    finally:
-        if page.figures_ahead is not None:
-            page.figures_ahead.close()
-
-
-def _render(vm: ViewModel, page: "_Page", limits: Limits, anchor: str, timings: Optional[dict], fallback: bool,
-            write: Optional[Callable[[str], object]]) -> str:
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
     out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits)]
     note_at = len(out)

@@ -1,9 +1,9 @@
 """Work done in a forked process beside this one, its results read back as they come.
 
-Reading a large log and writing its page are each two halves that can run at once (the
-reading and the building; the figures and the rest of the page). :class:`Forked` runs one
-half in a child made by ``fork`` (it shares this process's memory as it was, so nothing is
-sent to it), which hands its results back through a pipe, pickled, one message at a time.
+Reading a large log has two halves that can run at once: the reading and the building
+(:mod:`.readahead`). :class:`Forked` runs one half in a child made by ``fork`` (it shares
+this process's memory as it was, so nothing is sent to it), which hands its results back
+through a pipe, pickled, one message at a time.
 
 Forking is safe only in a process with one thread: a fork copies just the thread that
 calls it, and a lock another thread held (the import lock, a logging handler's) would stay
@@ -13,6 +13,7 @@ held in the child for ever. :func:`can_fork` says whether it is safe and worth i
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -58,7 +59,12 @@ class Forked:
             fcntl.fcntl(wfd, getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
         except (ImportError, OSError):
             pass
-        self.pid = os.fork()
+        gc.freeze()  # the child's collector leaves this process's objects alone: their pages stay shared
+        try:
+            self.pid = os.fork()
+        finally:
+            if self.pid != 0:
+                gc.unfreeze()
         if self.pid == 0:  # the child: never returns
             code = 0
             try:
