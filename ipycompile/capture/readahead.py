@@ -38,13 +38,14 @@ _BATCH = 256
 
 def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None) -> bool:
     """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
+    from .tracefile import is_gzip
+
     if summary or not lazy or not can_fork():
         return False
     try:
         if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
             return False
-        with open(path, "rb") as f:
-            return f.read(2) != b"\x1f\x8b"  # gzip: read where it is unpacked
+        return not is_gzip(path)  # gzip: read where it is unpacked
     except OSError:
         return False  # the one-process read says why
 

@@ -225,11 +225,20 @@ def summary_records(records: Iterable[tuple[dict[str, Any], Optional[str]]]) -> 
             yield meta, payload
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str) -> bool:
+    """Whether the file at ``path`` is gzip (by its magic bytes, as the reader tells it)."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
 def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
     """``(stream of the log's bytes, the file underneath)``: gzip is recognised by its magic bytes."""
     raw = open(path, "rb")
     try:
-        if raw.read(2) == b"\x1f\x8b":
+        if raw.read(2) == _GZIP_MAGIC:
             raw.seek(0)
             return gzip.GzipFile(fileobj=raw, mode="rb"), raw
         raw.seek(0)
