@@ -32,8 +32,9 @@ function, else the first line of the segment outside torch. Its suggestion is
   weights (a loop over an ``nn.ModuleList`` of identical layers): the layers are
   different parameters run through the same code, which ``scan`` would need stacked.
 
-Segments of item unpacking alone (``x[0]``, ``x[1]``, ...) and of calls to one
-``invoke_subgraph`` (code already compiled once and reused) are not loops to report.
+Segments of item unpacking alone (``x[0]``, ``x[1]``, ...), of calls to one
+``invoke_subgraph`` (code already compiled once and reused) and of constants made from
+nothing the graph holds (a cache's ``torch.tensor(4096)`` for each layer) are not loops to report.
 """
 
 from __future__ import annotations
@@ -152,10 +153,15 @@ def _is_subscript(key: str) -> bool:
     return key.startswith(_SUBSCRIPT_KEY[0]) and key.endswith(_SUBSCRIPT_KEY[1])
 
 
-def _trivial(nodes: list[Node]) -> bool:
-    """Item unpacking only, or calls of code compiled once and reused: not a loop to report."""
+def _trivial(nodes: list[Node], values: frozenset = frozenset()) -> bool:
+    """Item unpacking only, calls of code compiled once and reused, or constants made from
+    nothing the graph computed or was given (``torch.tensor(4096)`` once per layer of a cache
+    built in a list comprehension): not a loop to report. ``values``: the names of the graph's
+    nodes and inputs."""
     ops = [n for n in nodes if not _is_subscript(n.shape_key)]
-    return not ops or all("invoke_subgraph" in n.expr for n in ops)
+    if not ops or all("invoke_subgraph" in n.expr for n in ops):
+        return True
+    return bool(values) and not any(r in values for n in ops for r in n.reads)
 
 
 def _internal(report: "CompileReport", file: str) -> bool:
@@ -309,11 +315,12 @@ def unrolled_loops_in(report: "CompileReport", graph: Graph) -> list[UnrolledLoo
     function, filename = (c.function, c.filename) if c is not None else ("", "")
     inputs = graph.layer_inputs
     runs = _runs(seq)
+    values = frozenset(n.name for n in nodes) | frozenset(inputs)
     unpacks = [(r, nodes[r.start]) for r in runs if _trivial(nodes[r.start:r.start + r.period])]
     total = max(graph.op_count, len(nodes))
     out = []
     for run in runs:
-        if _trivial(nodes[run.start:run.start + run.period]):
+        if _trivial(nodes[run.start:run.start + run.period], values):
             continue
         place = _loop_place(nodes, run, unpacks, function, filename, report)
         container = _layer_container(nodes, run, inputs)

@@ -41,7 +41,9 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w.])")
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 #: A graph input of a numbered child of a container: ``l_self_modules_layers_modules_3_...``.
 _NUMBERED_CHILD = re.compile(r"^(?P<prefix>.*_modules_)(?P<index>\d+)_")
-_INPUT = re.compile(r"^[lL]_\w+$")
+#: A graph input as Dynamo names it: ``l_``/``L_`` for a local of the compiled frame,
+#: ``g_``/``G_`` for a global (a notebook's model called in a ``%%compile`` cell).
+_INPUT = re.compile(r"^[lLgG]_\w+$")
 #: A call of one of torch's collective ops as any stage prints it: Dynamo's graph
 #: (``torch.ops._c10d_functional.all_reduce(y, 'sum', '0')``) and the AOT / post-grad graphs
 #: (``torch.ops._c10d_functional.all_reduce_.default(...)``, ``...wait_tensor.default(...)``).
@@ -243,6 +245,6 @@ def layer_inputs(nodes: list[FxNode]) -> dict[str, str]:
             if m is None:
                 out[r] = ""
                 continue
-            path = re.sub(r"^[lL]_", "", m.group("prefix")[: -len("_modules_")]).replace("_modules_", ".")
+            path = re.sub(r"^[lLgG]_", "", m.group("prefix")[: -len("_modules_")]).replace("_modules_", ".")
             out[r] = re.sub(r"^args_0(?=\.|$)", "self", path)
     return out
