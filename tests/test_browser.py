@@ -573,8 +573,8 @@ def test_static_html_links_a_break_to_its_line_in_the_shown_source(static_page, 
 
 
 # -- VS Code: the report's HTML output in its notebook webview (dark, light, high contrast) ---------
-#: VS Code's default themes (browser_helpers.VSCODE_THEMES): Dark Modern and Light Modern first
-VSCODE = ["dark-modern", "light-modern", "dark-plus", "light-plus", "hc-black"]
+#: VS Code's default themes: Dark Modern, Dark+, Dark High Contrast, Light Modern, Light+
+VSCODE = list(VSCODE_THEMES)
 #: the report with a problem of each kind on its first screen: an unrolled loop, a graph break
 #: in a helper (so the helper and the code after its break compile on their own), called with
 #: two sizes (each recompiles once)
