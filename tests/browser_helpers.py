@@ -325,3 +325,99 @@ def chromium(executable: str = CHROMIUM):
                     browser.close()
         finally:
             pw.stop()
+
+
+# -- VS Code's notebook webview, emulated ----------------------------------------------------
+#: The ``--vscode-*`` colours VS Code's default themes define (theme-defaults' dark_modern.json,
+#: light_modern.json, dark_plus.json, light_plus.json, hc_black.json, with the workbench's
+#: defaults for what a theme leaves out), as its webviews receive them on ``<html>``: the ones
+#: an HTML output may read. ``kind`` is the class VS Code puts on ``<body>``.
+VSCODE_THEMES = {
+    "dark-modern": {"kind": "vscode-dark", "name": "Dark Modern", "vars": {
+        "editor-background": "#1f1f1f", "editor-foreground": "#cccccc", "foreground": "#cccccc",
+        "descriptionForeground": "#9d9d9d", "textLink-foreground": "#4daafc", "textLink-activeForeground": "#4daafc",
+        "textPreformat-foreground": "#d0d0d0", "textPreformat-background": "#3c3c3c",
+        "textCodeBlock-background": "#2b2b2b", "panel-border": "#2b2b2b", "editorWidget-background": "#202020",
+        "widget-border": "#313131", "focusBorder": "#0078d4", "editorWarning-foreground": "#cca700",
+        "notebook-editorBackground": "#1f1f1f"}},
+    "dark-plus": {"kind": "vscode-dark", "name": "Dark+", "vars": {
+        "editor-background": "#1e1e1e", "editor-foreground": "#d4d4d4", "foreground": "#cccccc",
+        "descriptionForeground": "rgba(204, 204, 204, 0.7)", "textLink-foreground": "#3794ff",
+        "textLink-activeForeground": "#3794ff", "textPreformat-foreground": "#d7ba7d",
+        "textCodeBlock-background": "rgba(10, 10, 10, 0.4)", "panel-border": "rgba(128, 128, 128, 0.35)",
+        "editorWidget-background": "#252526", "focusBorder": "#007fd4", "editorWarning-foreground": "#cca700",
+        "notebook-editorBackground": "#1e1e1e"}},
+    "hc-black": {"kind": "vscode-high-contrast", "name": "Dark High Contrast", "vars": {
+        "editor-background": "#000000", "editor-foreground": "#ffffff", "foreground": "#ffffff",
+        "descriptionForeground": "#ffffff", "textLink-foreground": "#21a6ff", "textLink-activeForeground": "#21a6ff",
+        "textPreformat-foreground": "#ffffff", "textCodeBlock-background": "#000000", "panel-border": "#6fc3df",
+        "editorWidget-background": "#0c141f", "contrastBorder": "#6fc3df", "focusBorder": "#f38518",
+        "editorWarning-foreground": "#ff0000", "notebook-editorBackground": "#000000"}},
+    "light-modern": {"kind": "vscode-light", "name": "Light Modern", "vars": {
+        "editor-background": "#ffffff", "editor-foreground": "#3b3b3b", "foreground": "#3b3b3b",
+        "descriptionForeground": "#3b3b3b", "textLink-foreground": "#005fb8", "textLink-activeForeground": "#005fb8",
+        "textPreformat-foreground": "#3b3b3b", "textPreformat-background": "rgba(0, 0, 0, 0.12)",
+        "textCodeBlock-background": "#f8f8f8", "panel-border": "#e5e5e5", "editorWidget-background": "#f8f8f8",
+        "widget-border": "#e5e5e5", "focusBorder": "#005fb8", "editorWarning-foreground": "#bf8803",
+        "notebook-editorBackground": "#ffffff"}},
+    "light-plus": {"kind": "vscode-light", "name": "Light+", "vars": {
+        "editor-background": "#ffffff", "editor-foreground": "#000000", "foreground": "#616161",
+        "descriptionForeground": "#717171", "textLink-foreground": "#006ab1", "textLink-activeForeground": "#006ab1",
+        "textPreformat-foreground": "#a31515", "textCodeBlock-background": "rgba(220, 220, 220, 0.4)",
+        "panel-border": "rgba(128, 128, 128, 0.35)", "editorWidget-background": "#f3f3f3", "focusBorder": "#0090f1",
+        "editorWarning-foreground": "#bf8803", "notebook-editorBackground": "#ffffff"}},
+}
+
+#: VS Code's webview default styles (workbench/contrib/webview/browser/pre/index.html) and its
+#: notebook output styles (notebook/browser/view/renderers/backLayerWebView.ts) that touch what
+#: an HTML output shows: the body's text colour and font, links, inline code, tables. The webview
+#: is transparent: what shows through it is the notebook's background (set on <html> here).
+_VSCODE_CSS = """
+html{background:var(--vscode-notebook-editorBackground,var(--vscode-editor-background))}
+body{background-color:transparent;color:var(--vscode-editor-foreground);font-family:var(--vscode-font-family);
+font-weight:var(--vscode-font-weight);font-size:var(--vscode-font-size);margin:0;padding:0 20px}
+a,a code{color:var(--vscode-textLink-foreground)}
+a:hover{color:var(--vscode-textLink-activeForeground)}
+code{font-family:var(--monaco-monospace-font);color:var(--vscode-textPreformat-foreground);
+background-color:var(--vscode-textPreformat-background);padding:1px 3px;border-radius:4px}
+pre code{padding:0}
+#container>div>div>div.output{font-size:var(--notebook-cell-output-font-size);width:var(--notebook-output-width);
+margin-left:var(--notebook-output-left-margin);background-color:var(--theme-notebook-output-background);
+padding:var(--notebook-output-node-padding) var(--notebook-output-node-padding) var(--notebook-output-node-padding)
+var(--notebook-output-node-left-padding);box-sizing:border-box;border-top:none}
+table,thead,tr,th,td,tbody{border:none;border-color:transparent;border-spacing:0;border-collapse:collapse}
+table,th,tr{vertical-align:middle;text-align:right}
+thead{font-weight:bold;background-color:rgba(130,130,130,0.16)}
+th,td{padding:4px 8px}
+tr:nth-child(even){background-color:rgba(130,130,130,0.08)}
+tbody th{font-weight:normal}
+"""
+
+
+def vscode_page(outputs: list, theme: str) -> str:
+    """A page as VS Code's notebook webview shows the HTML ``outputs`` of one cell in the
+    theme ``theme`` (a key of :data:`VSCODE_THEMES`): its ``--vscode-*`` variables on <html>,
+    the theme's kind as <body>'s class and ``data-vscode-theme-kind``, no ``--jp-*`` variable,
+    each output's HTML inside the output container VS Code gives it (the built-in text/html
+    renderer sets it as the element's innerHTML and runs its scripts). Load it with
+    ``color_scheme="light"``: VS Code's webview reports light whatever its theme
+    (microsoft/vscode#176698)."""
+    import html as htmllib
+
+    t = VSCODE_THEMES[theme]
+    style = {f"--vscode-{k}": v for k, v in t["vars"].items()}
+    style.update({"--vscode-font-family": 'system-ui, "Ubuntu", "Droid Sans", sans-serif', "--vscode-font-size": "13px",
+                  "--vscode-font-weight": "normal", "--vscode-editor-font-family": '"Droid Sans Mono", monospace',
+                  "--monaco-monospace-font": '"SF Mono", Monaco, Menlo, Consolas, "Ubuntu Mono", monospace',
+                  "--notebook-cell-output-font-size": "13px", "--notebook-output-width": "calc(100% - 40px)",
+                  "--notebook-output-left-margin": "0px", "--notebook-output-node-padding": "8px",
+                  "--notebook-output-node-left-padding": "8px"})
+    css = ";".join(f"{k}:{v}" for k, v in style.items())
+    kind = t["kind"]
+    body_class = kind if kind != "vscode-high-contrast-light" else "vscode-high-contrast vscode-high-contrast-light"
+    cells = "".join(f'<div class="output_container"><div class="output" id="output-{i}"><div>{h}</div></div></div>'
+                    for i, h in enumerate(outputs))
+    return (f'<!DOCTYPE html><html lang="en" style="{htmllib.escape(css)}"><head><meta charset="utf-8">'
+            f"<style>{_VSCODE_CSS}</style></head>"
+            f'<body class="{body_class}" data-vscode-theme-kind="{kind}" data-vscode-theme-name="{t["name"]}">'
+            f'<div id="container"><div class="cell_container" id="cell-1">{cells}</div></div></body></html>')

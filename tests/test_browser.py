@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import chromium, lab_server, require_browser  # noqa: E402
+from browser_helpers import VSCODE_THEMES, chromium, lab_server, require_browser, vscode_page  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -267,8 +267,11 @@ def test_static_html_shows_the_same_facts(static_page, lab):
 
 
 # -- every text readable in the light and the dark scheme (WCAG AA, 4.5:1) -------------------
-_CONTRAST = """() => {
-  const rgb = s => { const m = s.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; };
+#: The colour helpers of the checks below: an element's own text colour over the backgrounds
+#: painted behind it (the page's white, or its dark ground), and their WCAG contrast ratio.
+_COLOUR_JS = """  // rgb(r, g, b[, a]) with 0-255 channels, or color(srgb r g b[ / a]) with 0-1 ones (a color-mix())
+  const rgb = s => { const m = s.match(/[\\d.]+(e-?\\d+)?/g).map(Number); const k = s.startsWith('color(srgb') ? 255 : 1;
+                     return {r: m[0] * k, g: m[1] * k, b: m[2] * k, a: m.length > 3 ? m[3] : 1}; };
   const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
                      return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
   const over = (top, bottom) => ({r: top.r * top.a + bottom.r * (1 - top.a), g: top.g * top.a + bottom.g * (1 - top.a),
@@ -279,16 +282,21 @@ _CONTRAST = """() => {
     if (getComputedStyle(document.documentElement).colorScheme.includes('dark') &&
         matchMedia('(prefers-color-scheme: dark)').matches) bg = {r: 18, g: 18, b: 18, a: 1};
     for (const l of layers.reverse()) bg = over(l, bg); return bg; };
-  const bad = [];
+  const ratio = e => { const bg = background(e); const fg = over(rgb(getComputedStyle(e).color), bg);
+                       const [a, b] = [lum(fg), lum(bg)]; return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+"""
+_CONTRAST = """() => {
+""" + _COLOUR_JS + """  const bad = [];
   for (const e of document.querySelectorAll('.ipyc *')) {
     if (!e.offsetParent) continue;
     const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
     if (!own) continue;
-    const fg = over(rgb(getComputedStyle(e).color), background(e)); const bg = background(e);
-    const [a, b] = [lum(fg), lum(bg)]; const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    if (ratio < 4.5) bad.push(`${e.tagName}.${e.className}: ${ratio.toFixed(2)} "${e.textContent.trim().slice(0, 40)}"`);
+    const r = ratio(e);
+    if (r < 4.5) bad.push(`${e.tagName}.${e.className}: ${r.toFixed(2)} "${e.textContent.trim().slice(0, 40)}"`);
   }
   return bad; }"""
+#: the contrast ratio of one element's text
+_RATIO = "e => {\n" + _COLOUR_JS + " return ratio(e); }"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -562,6 +570,130 @@ def test_static_html_links_a_break_to_its_line_in_the_shown_source(static_page, 
     assert href.endswith("-L3") and target.evaluate("e => e.matches(':target')")
     assert re.fullmatch(r">\s*3 \| if x\.sum\(\) > 0:", target.inner_text()), target.inner_text()
     assert target.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+
+
+# -- VS Code: the report's HTML output in its notebook webview (dark, light, high contrast) ---------
+#: VS Code's default themes: Dark Modern, Dark+, Dark High Contrast, Light Modern, Light+
+VSCODE = list(VSCODE_THEMES)
+#: the report with a problem of each kind on its first screen: an unrolled loop, a graph break
+#: in a helper (so the helper and the code after its break compile on their own), called with
+#: two sizes (each recompiles once)
+VSCODE_CELLS = ["import torch\n"
+                "def step(x):\n"
+                "    for w in (1.0, 2.0, 3.0, 4.0):\n"
+                "        x = torch.sin(x * w) + x\n"
+                "    if x.sum() > 0:\n"
+                "        x = x.cos()\n"
+                "    return x",
+                "%%compile --backend eager --runs 2\ny = step(torch.ones(4))\nz = step(torch.ones(8))"]
+_TEXT_ELEMENTS = ("() => [...document.querySelectorAll('.ipyc *')].filter(e => e.offsetParent && "
+                  "[...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())).length")
+
+
+@pytest.fixture(scope="module")
+def shell_display():
+    """The HTML a real ``%%compile`` displays in an IPython shell that shows HTML but has no
+    widgets (the compact page with its tabs), for VSCODE_CELLS."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    start_ipython()
+    ip = get_ipython()
+    types = list(ip.display_formatter.active_types)
+    ip.run_line_magic("load_ext", "ipycompile")
+    try:
+        ip.display_formatter.active_types = [*types, "text/html"]  # a frontend that shows HTML
+        assert ip.run_cell(VSCODE_CELLS[0]).success
+        with capture_output() as out:
+            res = ip.run_cell(VSCODE_CELLS[1], store_history=True)
+        assert res.success, res.error_in_exec
+    finally:
+        ip.display_formatter.active_types = types
+        ip.run_line_magic("unload_ext", "ipycompile")
+    (shown,) = out.outputs
+    return shown.data["text/html"]
+
+
+def vscode_check(browser, outputs: list, theme: str, name: str, problems: bool = True) -> int:
+    """Show ``outputs`` (a cell's HTML outputs) as VS Code's notebook webview does in ``theme``
+    (browser_helpers.vscode_page; the scheme reported light, as VS Code does); with each tab
+    selected in turn and every row and column opened, every visible text of the report meets
+    WCAG AA (4.5:1), and "What to fix" reads (where the report has ``problems``). Screenshots
+    build/browser-vscode-NAME-THEME.png.
+    Returns how many text elements were checked."""
+    context = browser.new_context(viewport={"width": 1100, "height": 1000}, color_scheme="light")
+    try:
+        page = context.new_page()
+        page.set_content(vscode_page(outputs, theme))
+        page.wait_for_selector(".ipyc")
+        with failure_shot(page, f"vscode-{name}-{theme}"):
+            # the webview as VS Code's: a light scheme whatever the theme, its variables, none of JupyterLab's
+            assert page.evaluate("() => matchMedia('(prefers-color-scheme: light)').matches")
+            assert page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--vscode-editor-background')")
+            assert not page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+            if problems:
+                heading = page.locator(".ipyc .first p.heading", has_text="What to fix").first
+                assert heading.is_visible()
+                assert heading.evaluate(_RATIO) >= 4.5, (theme, heading.evaluate(_RATIO))
+            page.screenshot(path=str(BUILD / f"browser-vscode-{name}-{theme}.png"))
+            bad, checked = [], 0
+            tabs = page.locator(".ipyc [role=tablist] > [role=tab]")
+            for i in range(max(1, tabs.count())):  # the static copy has no tab strip: every panel shows
+                if tabs.count():
+                    tabs.nth(i).click()
+                page.evaluate("() => { document.querySelectorAll('.ipyc details').forEach(d => d.open = true);"
+                              " document.querySelectorAll('.ipyc input.allc').forEach(b => b.checked = true); }")
+                bad += page.evaluate(_CONTRAST)
+                checked += page.evaluate(_TEXT_ELEMENTS)
+            assert not bad, (theme, name, len(bad), bad[:20])
+            if tabs.count():
+                tabs.first.click()
+        return checked
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("theme", VSCODE)
+def test_vscode_shows_the_reports_html_with_aa_contrast(browser, shell_display, theme):
+    checked = vscode_check(browser, [shell_display], theme, "shell")
+    assert checked > 400, checked  # every tab's text was seen
+    if theme == "dark-modern":  # the check sees unreadable text: the report's own colours taken away
+        context = browser.new_context(viewport={"width": 1100, "height": 1000}, color_scheme="light")
+        try:
+            page = context.new_page()
+            page.set_content(vscode_page([shell_display], theme))
+            page.add_style_tag(content=".ipyc{--ic-fg:#1f2328!important;background:none!important}")
+            assert any(b.startswith("P.heading") and "What to fix" in b for b in page.evaluate(_CONTRAST))
+        finally:
+            context.close()
+
+
+def _save_and_read(page, lab) -> dict:
+    """Save the notebook from the page (Ctrl+S); the saved file, as the server reads it."""
+    before = lab.api(f"contents/{NOTEBOOK}?content=0")["last_modified"]
+    page.keyboard.press("Escape")
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while lab.api(f"contents/{NOTEBOOK}?content=0")["last_modified"] == before:
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(0.25)
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    return lab.api(f"contents/{NOTEBOOK}")["content"]
+
+
+@pytest.mark.parametrize("theme", ["dark-modern", "light-modern"])
+def test_vscode_shows_the_kernels_outputs_saved_by_jupyterlab_with_aa_contrast(browser, lab, notebook, theme):
+    """The HTML outputs of the notebook's %%compile cells as a kernel with widgets sends them (the
+    static copy first, the widget's view after it), saved by JupyterLab: what VS Code shows of
+    the notebook (the widget apart: VS Code's Jupyter extension draws widgets on white)."""
+    nb = _save_and_read(notebook, lab)
+    for i in (1, 2):
+        html = [o["data"]["text/html"] for o in nb["cells"][i]["outputs"] if "text/html" in o.get("data", {})]
+        assert html and all("ipyc" in h for h in html), (i, [list(o.get("data", {})) for o in nb["cells"][i]["outputs"]])
+        # cell 1 has the graph break: "What to fix" on its first screen
+        assert vscode_check(browser, html, theme, f"saved-cell{i}", problems=i == 1) > 100
 
 
 # -- clean-up -------------------------------------------------------------------------------

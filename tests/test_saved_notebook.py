@@ -260,6 +260,21 @@ def test_saved_files_differ_as_the_settings_say(saved):
                 assert model in state, (name, i, model, list(state)[:5])
 
 
+@pytest.mark.parametrize("theme", ["dark-modern", "light-modern"])
+def test_saved_quickstart_in_vscode_has_aa_contrast(browser, saved, theme):
+    """The saved quickstart's report as VS Code shows it (its notebook webview emulated, dark
+    and light: tests/browser_helpers.vscode_page): each %%compile cell's HTML outputs, every
+    text at WCAG AA, "What to fix" readable. Screenshots build/browser-vscode-saved-*.png."""
+    from test_browser import vscode_check
+
+    root, _ = saved
+    nb = nbformat.read(root / "no-state.ipynb", as_version=4)
+    for i in REPORTS:
+        html = [o["data"]["text/html"] for o in nb.cells[i].outputs if "text/html" in o.get("data", {})]
+        assert html, (i, [list(o.get("data", {})) for o in nb.cells[i].outputs])
+        assert vscode_check(browser, html, theme, f"saved-quickstart-cell{i}") > 100
+
+
 # -- reopened on a fresh server -----------------------------------------------------------------
 @contextlib.contextmanager
 def _reopen(browser, server: LabServer, name: str, label: str, kernel: bool):

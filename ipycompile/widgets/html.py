@@ -38,34 +38,67 @@ PYGMENTS_LINES = 800
 HIGHLIGHT_BUDGET = 12000
 
 #: Colours come from JupyterLab's theme variables (light, dark, high contrast all read);
-#: outside JupyterLab (a saved page, nbconvert, VS Code) the fallbacks follow the system's
-#: ``prefers-color-scheme``. Warnings are marked by weight and a border, never by a
-#: coloured text on a coloured ground, so every text keeps the theme's own contrast.
-_THEME = """
-.ipyc{--ic-fg:var(--jp-content-font-color1,#1f2328);--ic-muted:var(--jp-content-font-color2,#57606a);
+#: outside JupyterLab (a saved page, nbconvert) the fallbacks follow the system's
+#: ``prefers-color-scheme``. VS Code's notebook webview has no ``--jp-*`` variables and always
+#: reports a light scheme (microsoft/vscode#176698): there the ``vscode-dark`` /
+#: ``vscode-light`` / ``vscode-high-contrast`` class VS Code puts on ``<body>`` picks the palette,
+#: built from its ``--vscode-*`` variables (text and background from the editor's, links from
+#: ``textLink``; the muted text, panels, borders and code's ground mixed from those two, so they
+#: keep their contrast in any theme; code tokens from the palette of the scheme; no ``--jp-*``
+#: there: a page that maps them onto VS Code's is read through VS Code's own). The report
+#: paints its own ground (``--ic-bg``: JupyterLab's, VS Code's, else the palette's), so its text
+#: keeps its contrast on a host whose dark background nothing tells us about. The widget keeps
+#: the light palette in VS Code (its Jupyter extension draws ipywidgets on white).
+#: Warnings are marked by weight and a border, never by a coloured text on a coloured ground,
+#: so every text keeps the theme's own contrast.
+_VSCODE_DARK = "body:is(.vscode-dark,.vscode-high-contrast:not(.vscode-high-contrast-light))"
+_VSCODE_LIGHT = "body:is(.vscode-light,.vscode-high-contrast-light)"
+_NOT_WIDGET = ":not(.ipyc-w,.ipyc-w .ipyc)"
+
+
+def _vscode_palette(fg: str, bg: str, link: str, warn: str, tokens: str) -> str:
+    """VS Code's colours; ``fg``..``warn``: the fallbacks where VS Code leaves a variable out;
+    ``tokens``: the code's, ``k s c m d f`` (keyword, string, comment, number, decorator, name)."""
+    k, s_, c, m, d, f = tokens.split()
+    return (f"--ic-fg:var(--vscode-editor-foreground,{fg});--ic-bg:var(--vscode-notebook-outputContainerBackgroundColor,"
+            f"var(--vscode-notebook-editorBackground,var(--vscode-editor-background,{bg})));\n"
+            f"--ic-warn:var(--vscode-editorWarning-foreground,{warn});--ic-link:var(--vscode-textLink-foreground,{link});\n"
+            f"--ic-k:{k};--ic-s:{s_};--ic-c:{c};--ic-m:{m};--ic-d:{d};--ic-f:{f}")
+
+
+def _mix(share: int) -> str:
+    """``share`` % of the text colour over the background."""
+    return f"color-mix(in srgb,var(--ic-fg) {share}%,var(--ic-bg))"
+
+
+_THEME = f"""
+.ipyc{{--ic-fg:var(--jp-content-font-color1,#1f2328);--ic-muted:var(--jp-content-font-color2,#57606a);
 --ic-bg:var(--jp-layout-color0,#ffffff);--ic-panel:var(--jp-layout-color1,#f5f7fa);
 --ic-border:var(--jp-border-color1,#c0c8d2);--ic-warn:var(--jp-warn-color1,#d9822b);
 --ic-link:var(--jp-content-link-color,#0550ae);--ic-code:var(--jp-cell-editor-background,#f6f8fa);
 --ic-k:var(--jp-mirror-editor-keyword-color,#116329);--ic-s:var(--jp-mirror-editor-string-color,#a3201b);
 --ic-c:var(--jp-mirror-editor-comment-color,#57606a);--ic-m:var(--jp-mirror-editor-number-color,#0550ae);
 --ic-d:var(--jp-mirror-editor-meta-color,#6639ba);--ic-f:var(--jp-mirror-editor-def-color,#0550ae);
-color:var(--ic-fg)}
-@media (prefers-color-scheme: dark){.ipyc{--ic-fg:var(--jp-content-font-color1,#e6edf3);
+color:var(--ic-fg);background:var(--ic-bg)}}
+@media (prefers-color-scheme: dark){{.ipyc{{--ic-fg:var(--jp-content-font-color1,#e6edf3);
 --ic-muted:var(--jp-content-font-color2,#a6b0bb);--ic-bg:var(--jp-layout-color0,#0d1117);
 --ic-panel:var(--jp-layout-color1,#161b22);--ic-border:var(--jp-border-color1,#57606a);
 --ic-warn:var(--jp-warn-color1,#d29922);--ic-link:var(--jp-content-link-color,#79c0ff);
 --ic-code:var(--jp-cell-editor-background,#161b22);--ic-k:var(--jp-mirror-editor-keyword-color,#7ee787);
 --ic-s:var(--jp-mirror-editor-string-color,#ffa198);--ic-c:var(--jp-mirror-editor-comment-color,#a6b0bb);
 --ic-m:var(--jp-mirror-editor-number-color,#79c0ff);--ic-d:var(--jp-mirror-editor-meta-color,#d2a8ff);
---ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}
-.ipyc.standalone{background:var(--ic-bg)}}
-body[data-jp-theme-light="true"] .ipyc{--ic-m:#006a00}
-.ipyc .hl [class^=k],.ipyc .hl .ow{color:var(--ic-k);font-weight:600}
-.ipyc .hl [class^=s]{color:var(--ic-s)}
-.ipyc .hl [class^=c]{color:var(--ic-c);font-style:italic}
-.ipyc .hl [class^=m],.ipyc .hl .il{color:var(--ic-m)}
-.ipyc .hl .nd{color:var(--ic-d)}
-.ipyc .hl .nf,.ipyc .hl .fm,.ipyc .hl .nc{color:var(--ic-f)}
+--ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}}}}
+:is({_VSCODE_DARK},{_VSCODE_LIGHT}) .ipyc{_NOT_WIDGET}{{--ic-muted:{_mix(78)};--ic-panel:{_mix(9)};
+--ic-code:{_mix(6)};--ic-border:var(--vscode-contrastBorder,{_mix(35)})}}
+{_VSCODE_DARK} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#cccccc", "#1f1f1f", "#4daafc", "#cca700", "#7ee787 #ffa198 #a6b0bb #79c0ff #d2a8ff #79c0ff")}}}
+{_VSCODE_LIGHT} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#3b3b3b", "#ffffff", "#005fb8", "#bf8803", "#116329 #a3201b #57606a #0550ae #6639ba #0550ae")}}}
+body[data-jp-theme-light="true"] .ipyc{{--ic-m:#006a00}}
+.ipyc .hl [class^=k],.ipyc .hl .ow{{color:var(--ic-k);font-weight:600}}
+.ipyc .hl [class^=s]{{color:var(--ic-s)}}
+.ipyc .hl [class^=c]{{color:var(--ic-c);font-style:italic}}
+.ipyc .hl [class^=m],.ipyc .hl .il{{color:var(--ic-m)}}
+.ipyc .hl .nd{{color:var(--ic-d)}}
+.ipyc .hl .nf,.ipyc .hl .fm,.ipyc .hl .nc{{color:var(--ic-f)}}
 """
 
 _CSS = _THEME + """
