@@ -239,7 +239,7 @@ def tutorial_workloads() -> list[Workload]:
 
 # -- the fingerprint --------------------------------------------------------------------
 #: the first screen's problems that depend on the code and torch, not on measurement
-STRUCTURAL = ("semantics", "failure", "nothing_compiled", "graph_break", "recompile", "unrolled_loop")
+STRUCTURAL = ("eager_run", "semantics", "failure", "graph_break", "recompile", "unrolled_loop")
 
 
 def _base(path: str) -> str:
