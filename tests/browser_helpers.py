@@ -391,15 +391,87 @@ thead{font-weight:bold;background-color:rgba(130,130,130,0.16)}
 th,td{padding:4px 8px}
 tr:nth-child(even){background-color:rgba(130,130,130,0.08)}
 tbody th{font-weight:normal}
+.output-plaintext{display:inline-block;width:100%;line-height:var(--notebook-cell-output-line-height);
+font-family:var(--notebook-cell-output-font-family);font-size:var(--notebook-cell-output-font-size);white-space:pre}
+#container div.output.remove-padding{padding-left:0;padding-right:0}
+#container div.output>div{padding-left:var(--notebook-output-node-left-padding);
+padding-right:var(--notebook-output-node-padding);box-sizing:border-box;border:1px solid transparent}
+.cell-output-ipywidget-background{background:transparent!important}
 """
+
+
+def widget_dom(w) -> str:
+    """The DOM ipywidgets 8's views draw for the widget ``w`` and its children, without their
+    scripts: each view's node with the classes its view sets (``lm-Widget jupyter-widgets
+    widget-…``) and the widget's own (``_dom_classes``); an HTML widget's value inside its
+    ``widget-html-content``; a Tab's titles over its selected child; a Box's children."""
+    import html as htmllib
+
+    import ipywidgets as W
+
+    def node(kind: str, inner: str) -> str:
+        return f'<div class="lm-Widget jupyter-widgets {kind} {" ".join(w._dom_classes)}">{inner}</div>'
+
+    if isinstance(w, W.HTML):
+        return node("widget-inline-hbox widget-html", f'<div class="widget-html-content">{w.value}</div>')
+    if isinstance(w, W.Dropdown):
+        options = "".join(f"<option>{htmllib.escape(str(o))}</option>" for o in w._options_labels)
+        return node("widget-inline-hbox widget-dropdown", f"<select>{options}</select>")
+    if isinstance(w, W.Tab):
+        i = w.selected_index or 0
+        titles = "".join(f'<li class="lm-TabBar-tab{" lm-mod-current" if j == i else ""}">'
+                         f'<div class="lm-TabBar-tabLabel">{htmllib.escape(t)}</div></li>' for j, t in enumerate(w.titles))
+        return node("widget-container widget-tab", f'<div class="lm-Widget lm-TabBar"><ul class="lm-TabBar-content">'
+                    f'{titles}</ul></div><div class="widget-tab-contents">{widget_dom(w.children[i])}</div>')
+    if isinstance(w, W.Box):
+        kind = "widget-vbox" if isinstance(w, W.VBox) else "widget-hbox" if isinstance(w, W.HBox) else ""
+        return node(f"widget-container widget-box {kind}", "".join(widget_dom(c) for c in w.children))
+    return ""
+
+
+def vscode_output(item, i: int) -> str:
+    """One output of a cell as VS Code's notebook webview holds it: a ``div.output_container``
+    holding the ``div.output`` a renderer draws into (webviewPreloads.ts: OutputContainer,
+    OutputElement). ``item`` is the output as drawn:
+
+    - a ``str``: HTML, as VS Code's built-in renderer draws ``text/html`` (extensions/
+      notebook-renderers/src/index.ts, renderHTML: a ``div`` holding it, ``remove-padding``
+      on the ``div.output``);
+    - ``("text/plain", text)``: plain text, as the built-in renderer draws it (renderText and
+      textHelper.ts' createOutputContent: a ``div.output-plaintext`` of spans). Jupyter's
+      widget renderer falls back to it where it cannot draw the widget (no widget state, no
+      kernel), and VS Code picks it where no widget renderer is installed;
+    - ``("widget", dom)``: a widget Jupyter's renderer draws (vscode-jupyter, webview-side/
+      ipywidgets/renderer/index.ts and kernel/index.ts: ``cell-output-ipywidget-background``
+      added to the ``div.output``, a ``div.cell-output-ipywidget-background`` in it holding an
+      empty ``div.cell-output`` and the view's node, which vscode-jupyter-ipywidgets'
+      manager.ts display_view attaches there): ``dom`` is the view's node, e.g. widget_dom's.
+    """
+    import html as htmllib
+
+    if isinstance(item, str):
+        kind, inner = "remove-padding", f"<div>{item}</div>"
+    elif item[0] == "text/plain":
+        context = htmllib.escape(f'{{"webviewSection":"text","outputId":"output-{i}","preventDefaultContextMenuItems":true}}')
+        kind, inner = "remove-padding", (f'<div data-vscode-context="{context}" output-item-id="output-{i}" '
+                                         f'class="output-plaintext"><span>{htmllib.escape(item[1])}</span></div>')
+    elif item[0] == "widget":
+        kind, inner = ("cell-output-ipywidget-background", '<div class="cell-output-ipywidget-background">'
+                       f'<div class="cell-output cell-output"></div>{item[1]}</div>')
+    else:
+        raise ValueError(item)
+    no_menu = htmllib.escape('{"preventDefaultContextMenuItems":true}')
+    return (f'<div class="output_container" data-vscode-context="{no_menu}">'
+            f'<div class="output {kind}" id="output-{i}">{inner}</div></div>')
 
 
 def vscode_page(outputs: list, theme: str) -> str:
     """A page as VS Code's notebook webview shows the HTML ``outputs`` of one cell in the
     theme ``theme`` (a key of :data:`VSCODE_THEMES`): its ``--vscode-*`` variables on <html>,
     the theme's kind as <body>'s class and ``data-vscode-theme-kind``, no ``--jp-*`` variable,
-    each output's HTML inside the output container VS Code gives it (the built-in text/html
-    renderer sets it as the element's innerHTML and runs its scripts). Load it with
+    each output inside the output container VS Code gives it (:func:`vscode_output`: a ``str``
+    is HTML, which the built-in text/html renderer sets as an element's innerHTML, running its
+    scripts; plain text and a drawn widget are tuples). Load it with
     ``color_scheme="light"``: VS Code's webview reports light whatever its theme
     (microsoft/vscode#176698)."""
     import html as htmllib
@@ -415,9 +487,9 @@ def vscode_page(outputs: list, theme: str) -> str:
     css = ";".join(f"{k}:{v}" for k, v in style.items())
     kind = t["kind"]
     body_class = kind if kind != "vscode-high-contrast-light" else "vscode-high-contrast vscode-high-contrast-light"
-    cells = "".join(f'<div class="output_container"><div class="output" id="output-{i}"><div>{h}</div></div></div>'
-                    for i, h in enumerate(outputs))
+    cells = "".join(vscode_output(item, i) for i, item in enumerate(outputs))
     return (f'<!DOCTYPE html><html lang="en" style="{htmllib.escape(css)}"><head><meta charset="utf-8">'
             f"<style>{_VSCODE_CSS}</style></head>"
             f'<body class="{body_class}" data-vscode-theme-kind="{kind}" data-vscode-theme-name="{t["name"]}">'
-            f'<div id="container"><div class="cell_container" id="cell-1">{cells}</div></div></body></html>')
+            f'<div id="container"><div id="focus-sink-cell-1" tabindex="0"></div><div class="cell_container" id="cell-1">'
+            f'{cells}</div><div id="focus-sink-cell-1" tabindex="0"></div></div></body></html>')

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import VSCODE_THEMES, chromium, lab_server, require_browser, vscode_page  # noqa: E402
+from browser_helpers import VSCODE_THEMES, chromium, lab_server, require_browser, vscode_page, widget_dom  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -626,14 +626,14 @@ def vscode_check(browser, outputs: list, theme: str, name: str, problems: bool =
     try:
         page = context.new_page()
         page.set_content(vscode_page(outputs, theme))
-        page.wait_for_selector(".ipyc")
+        page.locator(".ipyc").filter(visible=True).first.wait_for()  # the one that shows: a static copy may hide
         with failure_shot(page, f"vscode-{name}-{theme}"):
             # the webview as VS Code's: a light scheme whatever the theme, its variables, none of JupyterLab's
             assert page.evaluate("() => matchMedia('(prefers-color-scheme: light)').matches")
             assert page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--vscode-editor-background')")
             assert not page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
             if problems:
-                heading = page.locator(".ipyc .first p.heading", has_text="What to fix").first
+                heading = page.locator(".ipyc .first p.heading", has_text="What to fix").filter(visible=True).first
                 assert heading.is_visible()
                 assert heading.evaluate(_RATIO) >= 4.5, (theme, heading.evaluate(_RATIO))
             page.screenshot(path=str(BUILD / f"browser-vscode-{name}-{theme}.png"))
@@ -667,6 +667,62 @@ def test_vscode_shows_the_reports_html_with_aa_contrast(browser, shell_display, 
             assert any(b.startswith("P.heading") and "What to fix" in b for b in page.evaluate(_CONTRAST))
         finally:
             context.close()
+
+
+@pytest.fixture(scope="module")
+def live_outputs():
+    """The two outputs live.show displays for VSCODE_CELLS' %%compile cell, as a kernel with
+    widgets sends them: the static copy's HTML, then the widget, as ``(its view's DOM, the
+    widget output's text/plain)`` (browser_helpers.widget_dom: its first tab built)."""
+    import ipycompile
+    from ipycompile.widgets.widget import ReportWidget
+
+    ns: dict = {}
+    exec(VSCODE_CELLS[0], ns)
+    code = VSCODE_CELLS[1].split("\n", 1)[1]
+    run = ipycompile.run_cell(code, ns, backend="eager", runs=2, warmup=0, record=False)
+    assert run.report.graph_breaks, run.report
+    w = ReportWidget(run.report)
+    try:
+        static = w.static_bundle()["text/html"]
+        w.standalone = False  # as live.show displays it, after the static copy
+        text = w._repr_mimebundle_()["text/plain"]
+        return static, widget_dom(w), text
+    finally:
+        w.close()
+
+
+_VISIBLE_REPORTS = ("() => [...document.querySelectorAll('.ipyc')].filter(e => !e.parentElement.closest('.ipyc')"
+                    " && e.offsetParent && e.getBoundingClientRect().height > 0).map(e => e.className)")
+
+
+@pytest.mark.parametrize("widget", ["drawn", "disconnected", "fallback"])
+@pytest.mark.parametrize("theme", ["dark-modern", "light-modern"])
+def test_vscode_shows_one_report_from_the_static_copy_and_the_widget(browser, live_outputs, theme, widget):
+    """VS Code's webview holding live.show's two outputs (the static copy, then the widget's):
+    beside a drawn widget only the widget shows; beside a widget drawn disconnected from its
+    kernel, or where Jupyter's renderer fell back to the widget output's text/plain (no widget
+    state, no kernel, no widget renderer), only the static copy shows, and no empty widget
+    output or its line of text. The report that shows meets AA (vscode_check)."""
+    static, dom, text = live_outputs
+    if widget == "disconnected":  # ipywidgets' mark on a view restored without its kernel
+        dom = dom.replace("ipyc-w", "ipyc-w jupyter-widgets-disconnected", 1)
+    outputs = [static, ("text/plain", text) if widget == "fallback" else ("widget", dom)]
+    context = browser.new_context(viewport={"width": 1100, "height": 1000}, color_scheme="light")
+    try:
+        page = context.new_page()
+        page.set_content(vscode_page(outputs, theme))
+        with failure_shot(page, f"vscode-live-{widget}-{theme}"):
+            shown = page.evaluate(_VISIBLE_REPORTS)
+            assert len(shown) == 1, shown
+            assert ("ipyc-w" in shown[0]) == (widget == "drawn"), shown
+            assert ("ipyc-static" in shown[0]) == (widget != "drawn"), shown
+            hidden = page.locator(".output_container").nth(1 if widget != "drawn" else 0)
+            assert not hidden.is_visible() and hidden.evaluate("e => e.getBoundingClientRect().height") == 0
+            assert not page.get_by_text(text).is_visible()
+    finally:
+        context.close()
+    assert vscode_check(browser, outputs, theme, f"live-{widget}") > 100
 
 
 def _save_and_read(page, lab) -> dict:

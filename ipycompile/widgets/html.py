@@ -185,9 +185,21 @@ border:1px solid var(--ic-border);border-bottom:none;border-radius:5px 5px 0 0;p
 #: JupyterLab and Notebook 7 mark a rendered output's node with its MIME type
 #: (``data-mime-type``) except the widget renderer's: the output after the static copy whose
 #: node has none is the widget's (tests/test_saved_notebook.py reopens saved notebooks in both).
+#: VS Code's notebook webview (microsoft/vscode, notebook/browser/view/renderers/
+#: webviewPreloads.ts: OutputCell, OutputContainer, OutputElement) holds a cell's outputs as
+#: sibling ``div.output_container``s in its ``div.cell_container``, each with one ``div.output``
+#: the renderer draws into; nothing there names a MIME type. Jupyter's widget renderer
+#: (microsoft/vscode-jupyter, webview-side/ipywidgets/renderer/index.ts and kernel/index.ts)
+#: adds ``cell-output-ipywidget-background`` to the ``div.output`` of a widget it draws (the
+#: widget's own node, ``.ipyc-w``, inside); where the widget's state or the kernel is missing
+#: it falls back to the output's next MIME type, the widget output's one-line ``text/plain``,
+#: which VS Code's built-in renderer (extensions/notebook-renderers/src/index.ts, renderText)
+#: puts in a ``div.output-plaintext``, as it does where no widget renderer is installed. So in
+#: VS Code the widget's output is the one after the static copy that is drawn by the widget
+#: renderer or is plain text (tests/test_browser.py emulates both).
 FALLBACK_CSS = """
-.jp-OutputArea-child:has(.ipyc-static)+.jp-OutputArea-child:has(>.jp-OutputArea-output:not([data-mime-type])):not(:has(.ipyc-w:not(.jupyter-widgets-disconnected))){display:none}
-.jp-OutputArea-child:has(.ipyc-static):has(+.jp-OutputArea-child .ipyc-w:not(.jupyter-widgets-disconnected)){display:none}
+:is(.jp-OutputArea-child,.output_container):has(.ipyc-static)+:is(.jp-OutputArea-child:has(>.jp-OutputArea-output:not([data-mime-type])),.output_container:has(>.cell-output-ipywidget-background,>.output>.output-plaintext)):not(:has(.ipyc-w:not(.jupyter-widgets-disconnected))){display:none}
+:is(.jp-OutputArea-child,.output_container):has(.ipyc-static):has(+* .ipyc-w:not(.jupyter-widgets-disconnected)){display:none}
 """
 
 _STYLE: Optional[str] = None
