@@ -22,6 +22,7 @@ except ImportError:  # Python 3.10
 
 __all__ = [
     "CompileId",
+    "KeptState",
     "UserFrame",
     "CacheStatus",
     "Compile",
@@ -1437,6 +1438,18 @@ PROFILE_FIELDS_V1 = {
 
 
 @dataclass
+class KeptState:
+    """What a run put back after the calls that only measured the cell (warm-up, timing, eager):
+    ``restored``, the objects the first call changed in place and the measuring calls changed again
+    (a training step's ``model``, ``opt``), now as the first call left them; ``not_restored``, what
+    the cell changes in place that nothing could put back (``log`` (list, .append), a file written)."""
+
+    restored: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)
+    calls: int = 0  # the cell's calls after the first
+
+
+@dataclass
 class Profile:
     """What one run cost, as small records, each filled by the phase that measured it: the
     settings, the first call, the steady state with its timings, memory, the eager
@@ -1457,6 +1470,7 @@ class Profile:
     noise: list[str] = field(default_factory=list)  # figures whose spread is large, each with why (empty: quiet)
     roofline: Optional[RooflineShares] = None  # with --profile-kernels: the kernel time against the roofs
     error: str = ""  # the user's exception, when the cell raised
+    kept: Optional[KeptState] = None  # the state put back after the measuring calls (run/state.py)
 
     def noisy(self, figure: str) -> str:
         """Why ``figure`` ("run time", "speedup vs eager", "eager run time", "GPU busy share",

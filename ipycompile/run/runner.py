@@ -52,8 +52,9 @@ from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.modes import mode_note
 from ..analysis.roofline import roofline
-from ..report import (CompileReport, EagerComparison, FirstCall, Kernel, KernelTimes, Memory, Profile, RunSettings,
-                      SteadyState)
+from ..report import (CompileReport, EagerComparison, FirstCall, KeptState, Kernel, KernelTimes, Memory, Profile,
+                      RunSettings, SteadyState)
+from .state import Watch
 from .options import RunOptions
 from .progress import (EAGER, FIRST_CALL, KERNEL_PROFILE, NO_PROGRESS, REPORT, START_UP, TIMING, VERIFY, WARM_UP,
                        ProgressCallback, RunProgress, tracker)
@@ -302,8 +303,25 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
         run_compiled, run_eager = _after(before, compiled), _after(before, cf.fn)
         profile.notes.append(f"the cell reads {_names(cf.read_first)} before assigning them: each call after the "
                              "first (warm-up, timing, eager) starts from the namespace as it was before the cell")
+    watch = Watch(cf.fn.__code__, namespace, source)  # what the first call changes in place (a training step)
+
+    def state() -> Callable[[], None]:  # after the first call: what puts the namespace and its objects back
+        names, kept = namespace_state(cf, copy), watch.keep()
+        if kept.restored or kept.not_restored:
+            profile.kept = KeptState(kept.restored, kept.not_restored)
+        if kept.restored:
+            profile.notes.append(f"{_names(kept.restored)}: changed in place by the first call, and put back as it left "
+                                 f"{'it' if len(kept.restored) == 1 else 'them'} after warm-up, timing and the eager "
+                                 "comparison (which ran the cell again): you continue as after one plain run")
+
+        def restore() -> None:
+            names()
+            kept.restore()
+
+        return restore
+
     target = Target(run_compiled, run_eager, lambda value: _snapshot(cf, value), lambda: placeholders(cf),
-                    reference, lambda: namespace_state(cf, copy))
+                    reference, state)
     run = measure(target, opts, profile, reused_kernels=_reuse.kernels_for(cf_key) if reused else (),
                   progress=progress)
     report = dataclasses.replace(run.report, sources={**run.report.sources, **(sources or {})})

@@ -78,9 +78,7 @@ import dataclasses
 import io
 import inspect
 import linecache
-import random
 import re
-import sys
 import time
 import types
 from dataclasses import dataclass, field
@@ -89,6 +87,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..analysis.source import apply_suggestion
 from ..report import CompileReport, FixCheck, FixStatus, FixVerification, Suggestion
 from .accuracy import check_outputs, referenced_names
+from .state import RandomState as _RandomState
 from .cell import CellFunction, make_cell_function, placeholders
 from .observe import capture
 from .session import SESSION
@@ -479,34 +478,6 @@ def _unstable(a: dict, b: dict) -> set[str]:
         if not check.match or check.method != "equal":
             out.add(p)
     return out
-
-
-# -- random state ----------------------------------------------------------------------------
-@dataclass
-class _RandomState:
-    torch_cpu: Any
-    cuda: Any
-    python: Any
-    numpy: Any
-
-    @classmethod
-    def save(cls) -> "_RandomState":
-        import torch
-
-        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-        np = sys.modules.get("numpy")
-        return cls(torch.get_rng_state(), cuda, random.getstate(), np.random.get_state() if np is not None else None)
-
-    def restore(self) -> None:
-        import torch
-
-        torch.set_rng_state(self.torch_cpu)
-        if self.cuda is not None:
-            torch.cuda.set_rng_state_all(self.cuda)
-        random.setstate(self.python)
-        np = sys.modules.get("numpy")
-        if np is not None and self.numpy is not None:
-            np.random.set_state(self.numpy)
 
 
 # -- the user's compiled code, kept apart ----------------------------------------------------------

@@ -108,6 +108,14 @@ def problems(r: "CompileReport") -> list[Problem]:
         _fix(p, f.suggestion)
         first.append(p)
     prof = r.profile
+    kept = prof.kept if prof is not None else None
+    if kept is not None and kept.not_restored:  # the measuring calls changed what nothing could put back
+        back = f"ipycompile put {', '.join(kept.restored)} back as the first call left them; " if kept.restored else ""
+        first.append(Problem(
+            "state", "The calls that measured the cell also changed " + ", ".join(kept.not_restored[:4])
+            + (f" and {len(kept.not_restored) - 4} more" if len(kept.not_restored) > 4 else ""),
+            back + "warm-up, timing and the eager comparison ran the cell again, and those changes stay",
+            note="`%%compile --observe` runs the cell once, as ordinary code, under the capture", tab="profile"))
     e = prof.eager if prof is not None else None
     if e is not None and e.check is not None and not e.check.match:
         first.append(Problem("outputs", "Outputs differ from eager", e.check.message, tab="profile"))
