@@ -268,3 +268,37 @@ def test_a_compiled_call_slower_than_eager_says_it_is_the_host():
     assert e.speedup_ci95 and max(e.speedup_ci95) < 1, (e.speedup, e.speedup_ci95)
     assert e.why_slower.startswith("compiled is slower on the host, not on the GPU"), e.why_slower
     assert e.why_slower in str(run.report)
+
+
+def test_eager_peak_memory_is_eagers_own_calls_as_the_allocator_measures_them():
+    """``--compare-eager``'s eager peak device memory: the allocator's peak over eager's own calls,
+    with what the compiled side's window also held (the first call's output); not the check's
+    outputs (eager's, the float64 reference's). Measured again around the same calls in the same
+    process with ``torch.cuda.max_memory_allocated``: within 5 %."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    cfg = tf.LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=32000, max_position_embeddings=512)
+    model = tf.LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).eval()
+    ids = torch.randint(0, 32000, (4, 256), device="cuda")
+    cell = "with torch.no_grad():\n    out = model(ids).logits"
+    space = {"torch": torch, "model": model, "ids": ids}
+    run = ipycompile.run_cell(cell, space, backend="inductor", runs=5, compare_eager=True, record=False)
+    eager = run.report.profile.eager
+    assert eager is not None and eager.peak_device_bytes
+    # the same calls in the same state: the first call's `out` (kept while the cell runs again), the
+    # copy of it the comparison keeps, and the cell's eager calls, each assigning `out`
+    first_out = space["out"]
+    expected = first_out.clone()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    for _ in range(2):
+        exec(cell, space)
+    torch.cuda.synchronize()
+    truth = torch.cuda.max_memory_allocated()
+    space["out"] = first_out
+    del expected
+    assert abs(eager.peak_device_bytes - truth) <= 0.05 * truth, (eager.peak_device_bytes, truth)
+    # and the ratio the report gives is compiled's peak over that one
+    assert abs(eager.memory_ratio - run.report.profile.steady.peak_device_bytes / eager.peak_device_bytes) < 1e-9

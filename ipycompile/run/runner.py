@@ -791,14 +791,9 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
     time and busy time, break-even from the same pairs."""
     import torch
 
-    eager_value = target.eager()
-    eager_snap = target.snapshot(eager_value)
-    check = check_outputs(expected, eager_snap)
-    if check.method == "dtype tolerances" and target.reference is not None:  # not even close: judge against float64
-        fp64, why = fp64_reference(target.reference)
-        check = check_outputs(expected, eager_snap, fp64, fp64_note=why)
-    elif check.method == "dtype tolerances":
-        check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
+    check = _check_against_eager(target, expected)
+    # eager's window holds what the compiled side's held (the first call's output, kept for the
+    # check) and eager's own calls: the check's outputs (eager's, the float64 reference's) are gone
     n_warm = warmup if warmup is not None else 1
     with PeakMemory() as mem:  # eager's steady-state peak: its warm-up calls (at least one)
         for _ in range(max(1, n_warm)):
@@ -851,6 +846,20 @@ def _compare_eager(target: Target, expected: Any, *, runs: Optional[int], warmup
         notes.append(f"compiled and eager outputs differ: {check.message}")
         warnings.warn(f"ipycompile: compiled and eager outputs differ: {check.message}", RuntimeWarning, stacklevel=2)
     return Measured(eager, notes=notes, noise=noise)
+
+
+def _check_against_eager(target: Target, expected: Any) -> Any:
+    """The compiled first call's output against an eager call's (and, where they are not even close,
+    against the float64 reference); nothing of theirs outlives it (the peak memory windows after it
+    measure each side's own calls)."""
+    eager_snap = target.snapshot(target.eager())
+    check = check_outputs(expected, eager_snap)
+    if check.method == "dtype tolerances" and target.reference is not None:  # not even close: judge against float64
+        fp64, why = fp64_reference(target.reference)
+        check = check_outputs(expected, eager_snap, fp64, fp64_note=why)
+    elif check.method == "dtype tolerances":
+        check = check_outputs(expected, eager_snap, fp64_note="no way to re-run this code with float64 inputs")
+    return check
 
 
 def _eager_method(eager: EagerComparison) -> str:
