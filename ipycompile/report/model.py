@@ -58,6 +58,7 @@ __all__ = [
     "Phase",
     "Failure",
     "RawArtifact",
+    "DumpedFile",
     "Stats",
     "EagerComparison",
     "DeviceBusy",
@@ -1170,6 +1171,20 @@ class RawArtifact:
     compile_id: Optional[CompileId] = None
     metadata: dict[str, Any] = field(default_factory=dict)
     payload: Optional[str] = TextField(None)  # type: ignore[assignment]  # may stay in the log (LazyText)
+
+
+@dataclass
+class DumpedFile:
+    """A file of code torch wrote whole into its trace (a ``dump_file`` event): the source of
+    code made at run time that Dynamo traced, such as an FX GraphModule's ``<eval_with_key>.N``
+    (``torch.fx.symbolic_trace``, e3nn's generated code), which exists in no file on disk.
+    ``name`` is the file name torch gave it (the name frames and graphs' ``# File:`` comments
+    use), ``code`` its text (tlparse's ``dump_file/`` page), ``compile_id`` the compile that
+    traced it first (torch dumps each file once per process)."""
+
+    name: str
+    code: str = TextField("")  # type: ignore[assignment]  # may stay in the log until asked for (LazyText)
+    compile_id: Optional[CompileId] = None
 
 
 @dataclass
