@@ -527,6 +527,10 @@ class TorchDetail:
     fake_kwargs: str = ""
     fake_missing: bool = False  # no fake at all (else: a fake that raises)
     iterator_type: str = ""  # a builtin iterator torch cannot step through: "list_iterator"
+    #: a special method implemented in C that torch has no model of (torch 2.14's GB9493): the method
+    #: ("__iter__") and the type it belongs to ("dict_items")
+    c_method: str = ""
+    c_method_type: str = ""
     # a TypeError torch's fake run of a call raised (GB0112): the function, the argument, what it takes, what it got
     type_error_function: str = ""  # "cos", "full"
     type_error_argument: str = ""  # "input", "fill_value"
