@@ -88,6 +88,8 @@ def test_what_torchs_context_names():
     assert (d.c_method, d.c_method_type, d.iterator_type) == ("__iter__", "dict_items", "dict_items")
     d = read_detail("name=__len__, type=Foo, attr=<slot wrapper '__len__' of 'Foo' objects>")
     assert (d.c_method, d.c_method_type, d.iterator_type) == ("__len__", "Foo", "")
+    d = read_detail("Called `torch.compiler.disable()` with args `[]`, kwargs `{}`")  # 2.14's GB0377: the API called
+    assert (d.callee_module, d.callee_qualname) == ("torch.compiler", "disable")
     assert read_detail(None) == read_detail("")  # nothing said, nothing read; never raises
 
 

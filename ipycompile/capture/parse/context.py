@@ -19,6 +19,7 @@ Forms read (torch 2.11, 2.13 and 2.14)::
     call_function mylib.op(*(FakeTensor(..., size=(3,)),), **{}): got NotImplementedError(...)
     not implemented for list_iterator / next(list_iterator)
     name=__iter__, type=dict_items, attr=<slot wrapper '__iter__' of 'dict_items' objects>   (2.14, GB9493)
+    Called `torch.compiler.disable()` with args `[]`, kwargs `{}`   (2.14, GB0376 / GB0377: the function called)
     TypeError <built-in method cos of ...>: cos(): argument 'input' (position 1) must be Tensor, not int
     The branch condition involves a tensor computed as follows: ... random_value_0: graph input (random_value_0)
     Dynamo does not know how to enter a `lock` context manager.
@@ -57,6 +58,8 @@ _FAKE_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
 _ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
 #: torch 2.14's "C-implemented special method without VariableTracker model" (GB9493): the method and its type
 _C_METHOD = re.compile(r"^name=(?P<name>\w+), type=(?P<type>[\w.]+), attr=")
+#: torch 2.14's call of one of its own APIs inside compiled code (GB0376 / GB0377): the function called
+_API_CALL = re.compile(r"^Called `(?P<module>[\w.]+)\.(?P<qualname>\w+)\(\)` with args")
 #: the special methods that step through an iterable: a type torch cannot model them for is an iterator it cannot iterate
 _ITERATION = ("__iter__", "__next__")
 _TYPE_ERROR = re.compile(r"^TypeError .*?: (?P<fn>\w+)\(\)(?P<rest>.*)$", re.S)
@@ -81,7 +84,7 @@ def read_detail(context: str, explanation: str = "", text: str = "") -> TorchDet
 
 
 def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
-    m = _SKIPPED.search(context)
+    m = _SKIPPED.search(context) or _API_CALL.match(context.strip())
     if m:
         d.callee_module, d.callee_qualname = m.group("module"), m.group("qualname")
     m = _BUILTIN.search(explanation) or _BUILTIN.search(context)
