@@ -542,6 +542,18 @@ def test_an_unsupported_context_manager_runs_outside_with_its_body_compiled(mana
     assert_close(ns["result"], expected)
 
 
+def test_a_context_manager_made_outside_runs_outside_with_its_body_compiled():
+    """``torch.set_grad_enabled(True)`` made outside the cell, entered inside: torch 2.13 says "Unsupported
+    context manager" (GB0142); torch 2.14 inlines its ``__enter__``, which it skips (GB0008 on
+    ``set_grad_enabled.__enter__``). The same answer either way: the `with` outside, its body compiled."""
+    cell = "with ctx:\n    y = torch.tanh(x) * 2\ny + 1"
+    expected, report = run(cell, ns_with(POS, ctx=torch.set_grad_enabled(True)))
+    (b,) = report.graph_breaks
+    assert b.gb_code == ("GB0008" if TorchVersion(torch.__version__) >= (2, 14) else "GB0142")
+    s = b.suggestion
+    assert s.kind == "with_outside" and "with ctx:\n    y = cell_body()" in s.code, s
+
+
 # -- backward ------------------------------------------------------------------------------------------
 STEP = "loss = ((x @ w) ** 2).mean()\nloss.backward()\nloss.detach()"
 STEP_FIXED = "loss = ((x @ w) ** 2).mean()\nloss.backward()\nloss = loss.detach()\nloss.detach()"

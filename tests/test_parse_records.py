@@ -90,6 +90,9 @@ def test_what_torchs_context_names():
     assert (d.c_method, d.c_method_type, d.iterator_type) == ("__len__", "Foo", "")
     d = read_detail("Called `torch.compiler.disable()` with args `[]`, kwargs `{}`")  # 2.14's GB0377: the API called
     assert (d.callee_module, d.callee_qualname) == ("torch.compiler", "disable")
+    d = read_detail("qualname: set_grad_enabled.__enter__, name: __enter__, filename: `/site-packages/torch/autograd/"
+                    "grad_mode.py`, skip reason: file matches MOD_SKIPLIST (/site-packages/torch/autograd)")  # GB0008
+    assert (d.inline_skipped_qualname, d.inline_skipped_name) == ("set_grad_enabled.__enter__", "__enter__")
     assert read_detail(None) == read_detail("")  # nothing said, nothing read; never raises
 
 

@@ -531,6 +531,10 @@ class TorchDetail:
     #: ("__iter__") and the type it belongs to ("dict_items")
     c_method: str = ""
     c_method_type: str = ""
+    #: a function torch would have inlined but skips (GB0008): its qualified name and its own name, as torch
+    #: wrote them ("set_grad_enabled.__enter__", "__enter__": torch 2.14 entering a context manager made outside)
+    inline_skipped_qualname: str = ""
+    inline_skipped_name: str = ""
     # a TypeError torch's fake run of a call raised (GB0112): the function, the argument, what it takes, what it got
     type_error_function: str = ""  # "cos", "full"
     type_error_argument: str = ""  # "input", "fill_value"

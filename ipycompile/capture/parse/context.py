@@ -20,6 +20,7 @@ Forms read (torch 2.11, 2.13 and 2.14)::
     not implemented for list_iterator / next(list_iterator)
     name=__iter__, type=dict_items, attr=<slot wrapper '__iter__' of 'dict_items' objects>   (2.14, GB9493)
     Called `torch.compiler.disable()` with args `[]`, kwargs `{}`   (2.14, GB0376 / GB0377: the function called)
+    qualname: set_grad_enabled.__enter__, name: __enter__, filename: `...`, skip reason: ...   (GB0008: inlining skipped)
     TypeError <built-in method cos of ...>: cos(): argument 'input' (position 1) must be Tensor, not int
     The branch condition involves a tensor computed as follows: ... random_value_0: graph input (random_value_0)
     Dynamo does not know how to enter a `lock` context manager.
@@ -60,6 +61,8 @@ _ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
 _C_METHOD = re.compile(r"^name=(?P<name>\w+), type=(?P<type>[\w.]+), attr=")
 #: torch 2.14's call of one of its own APIs inside compiled code (GB0376 / GB0377): the function called
 _API_CALL = re.compile(r"^Called `(?P<module>[\w.]+)\.(?P<qualname>\w+)\(\)` with args")
+#: a function torch would have inlined but skips (GB0008)
+_INLINE_SKIPPED = re.compile(r"^qualname: (?P<qualname>[\w.<>]+), name: (?P<name>[\w<>]+), filename: ")
 #: the special methods that step through an iterable: a type torch cannot model them for is an iterator it cannot iterate
 _ITERATION = ("__iter__", "__next__")
 _TYPE_ERROR = re.compile(r"^TypeError .*?: (?P<fn>\w+)\(\)(?P<rest>.*)$", re.S)
@@ -132,6 +135,9 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
     m = _ITERATOR.search(context)
     if m:
         d.iterator_type = m.group("type") or m.group("it")
+    m = _INLINE_SKIPPED.match(context.strip())
+    if m:
+        d.inline_skipped_qualname, d.inline_skipped_name = m.group("qualname"), m.group("name")
     m = _C_METHOD.match(context.strip())
     if m:
         d.c_method, d.c_method_type = m.group("name"), m.group("type")
