@@ -4,20 +4,26 @@
 
 SHELL       := /bin/bash
 PYTHON      ?= python3
-VENV        := .venv
-PY          := $(VENV)/bin/python
 # Installed first, by exact version: an open `torch` requirement on a machine
 # with no torch pulls the newest build from the registry. Which build a pin gets
 # depends on where pip looks: on PyPI, torch==2.13.0 for Linux is a CUDA build of
 # several GB; PyTorch's CPU index serves the CPU-only build:
 #   make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
-# Another version: `make venv TORCH_PIN=torch==2.11.0`. Empty TORCH_INDEX: pip's
+# Another version: `make test TORCH_PIN=torch==2.14.1`. Empty TORCH_INDEX: pip's
 # own configuration (pip.conf, PIP_INDEX_URL). `make venv` prints what it got.
-TORCH_PIN   ?= torch==2.13.0
+DEFAULT_TORCH_PIN := torch==2.13.0
+TORCH_PIN   ?= $(DEFAULT_TORCH_PIN)
 TORCH_INDEX ?=
+# One venv per pin, so that switching pins never reinstalls another's torch: .venv
+# for the default pin, .venv-torch-2.14.1 for TORCH_PIN=torch==2.14.1 (the pin with
+# each run of other characters as one '-'). VENV=dir overrides it.
+ifeq ($(origin VENV),undefined)
+VENV        := $(if $(filter $(DEFAULT_TORCH_PIN),$(TORCH_PIN)),.venv,.venv-$(shell printf '%s' '$(TORCH_PIN)' | sed -E 's/[^A-Za-z0-9.]+/-/g'))
+endif
+PY          := $(VENV)/bin/python
 # "torch 2.13.0+cpu (CPU-only build)" / "torch 2.11.0+cu128 (CUDA 12.8 build)"
 TORCH_BUILD  = $(PY) -c 'import torch; c = torch.version.cuda; print("torch", torch.__version__, f"(CUDA {c} build)" if c else "(CPU-only build)")'
-# Rebuilt when pyproject.toml changes (or when .venv is deleted).
+# Rebuilt when pyproject.toml changes (or when the venv is deleted).
 STAMP       := $(VENV)/.ipycompile-installed
 BUILD       := build
 TIMEOUT     ?= 1200
@@ -46,7 +52,7 @@ CAN_INSTALL_BROWSER = $(shell command -v apt-get >/dev/null 2>&1 && { [ "$$(id -
 BROWSER_DESELECTED := $(findstring not browser,$(PYTEST_ARGS))
 NEED_BROWSER = $(if $(BROWSER_DESELECTED),,$(if $(filter yes,$(BROWSER_TESTS)),yes,$(if $(filter auto,$(BROWSER_TESTS)),$(if $(or $(wildcard $(CHROMIUM)),$(CAN_INSTALL_BROWSER)),yes))))
 
-.PHONY: all venv browser browser-note demo test pytest tutorials clean distclean
+.PHONY: all venv browser browser-note demo test test-quick pytest tutorials clean distclean
 
 all: test
 
@@ -65,7 +71,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@# A kernelspec inside the venv whose argv is the venv's python; the runner
 	@# puts $(VENV)/share/jupyter first on the search path and checks the spec.
-	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipycompile .venv)" >/dev/null
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipycompile $(VENV))" >/dev/null
 	@echo "venv: ready ($(abspath $(PY)), $$($(TORCH_BUILD)))"
 	@touch $@
 
@@ -117,6 +123,20 @@ demo: venv
 test: venv
 	@$(MAKE) --no-print-directory pytest
 
+# A quick subset, minutes where the suite takes twenty: capture, the doctor's corpus harness
+# and a slice of its real-code corpus, the loop doctor, trace parsing, the files torch dumps, and
+# the door tests where they exist. CI runs it on the newest torch besides the pinned one:
+#   make test-quick TORCH_PIN=torch==2.14.1
+# No browser and no notebook kernel: nothing to install besides the venv.
+QUICK_TESTS ?= tests/test_capture.py tests/test_doctor_corpus.py tests/test_doctor_corpus_real.py \
+	tests/test_doctor_loops.py tests/test_parse_records.py tests/test_dumped_files.py $(wildcard tests/test_doors.py)
+
+test-quick: venv
+	@echo "test-quick: $$($(TORCH_BUILD)) in $(VENV)"
+	@rc=0; $(PYTEST_OMP) $(PY) -m pytest $(PYTEST_PAR) $(QUICK_TESTS) $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-quick: pytest collected no tests; failing" >&2; fi; \
+	exit $$rc
+
 # Any non-zero pytest exit fails the target, including 5 (no tests collected).
 # IPYCOMPILE_REQUIRE_BROWSER=1 (when make installed or found Chromium): a missing
 # browser fails the browser tests instead of skipping them.
@@ -138,5 +158,6 @@ tutorials: venv
 clean:
 	rm -rf $(BUILD) .pytest_cache
 
+# Every pin's venv (.venv, .venv-torch-*).
 distclean: clean
-	rm -rf $(VENV) *.egg-info
+	rm -rf .venv .venv-* $(VENV) *.egg-info

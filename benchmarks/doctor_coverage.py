@@ -21,10 +21,16 @@ means and how a fix is applied), then prints
   proven; the wrong answers by class.
 
 Writes ``benchmarks/results/doctor_coverage-cpu.json`` (every figure, every case) and, with
-``--findings``, a Markdown list of the wrong and unanswered cases by class.
+``--findings``, a Markdown list of the wrong and unanswered cases by class. ``--per-torch``
+names the file after the torch that ran (``doctor_coverage-cpu-torch-2.14.1.json``), so that
+each version's results are kept side by side; ``--diff A.json B.json`` runs no case and
+writes the differences between two result files (each case's torch counts and answers: a GB
+code torch renamed, an answer or a verdict that changed, a case that is in one only) to
+``doctor_coverage-diff-torch-A-vs-B.json`` (or ``--out``), and prints them.
 
     python benchmarks/doctor_coverage.py [--part real-code] [--module misc,generator] [--case NAME,...]
-        [--no-fixes] [--merge] [--out PATH] [--findings PATH]
+        [--no-fixes] [--merge] [--per-torch] [--out PATH] [--findings PATH]
+    python benchmarks/doctor_coverage.py --diff RESULTS_A.json RESULTS_B.json [--out PATH]
 """
 
 from __future__ import annotations
@@ -191,6 +197,101 @@ def findings(results: list) -> str:
     return "\n".join(out)
 
 
+def torch_release(version: str) -> str:
+    """``"2.14.1"`` for ``"2.14.1+cu130"``: the release a result file is named after."""
+    return version.split("+", 1)[0]
+
+
+#: what a case's result says apart from its answers, compared by --diff
+_CASE_FIELDS = ("torch_breaks", "torch_recompiles", "torch_errors", "report_breaks", "report_recompiles",
+                "report_failures", "captured", "located", "same_as_eager", "error", "user_error")
+
+
+def _answers(case: dict) -> list[str]:
+    """A case's answers, one line each: ``break GB0811 at 4: iterator_input [proven]``, sorted."""
+    out = []
+    for it in case.get("items", []):
+        at = f" at {it['line']}" if it.get("line") is not None else ""
+        wrong = f" ({it['wrong_class']})" if it.get("fix") == "wrong" and it.get("wrong_class") else ""
+        out.append(f"{it['what']} {it['code']}{at}: {it['kind']} [{it.get('fix', 'none')}{wrong}]")
+    return sorted(out)
+
+
+def _codes(case: dict, what: str) -> list[str]:
+    return sorted(it["code"] for it in case.get("items", []) if it["what"] == what)
+
+
+def diff_results(a: dict, b: dict) -> dict:
+    """The differences between two result files of this benchmark (``a``, ``b``: their JSON),
+    case by case: torch's and the report's counts, and the answers (each as :func:`_answers`
+    writes it), with the GB codes torch gave the same case's breaks where they differ."""
+    cases_a = {c["case"]: c for c in a.get("cases", [])}
+    cases_b = {c["case"]: c for c in b.get("cases", [])}
+    changed = []
+    for name in [n for n in cases_a if n in cases_b]:
+        ca, cb = cases_a[name], cases_b[name]
+        notes = [f"{f}: {ca.get(f)!r} -> {cb.get(f)!r}" for f in _CASE_FIELDS if ca.get(f) != cb.get(f)]
+        if _codes(ca, "break") != _codes(cb, "break"):
+            notes.append(f"break codes: {', '.join(_codes(ca, 'break')) or 'none'} -> {', '.join(_codes(cb, 'break')) or 'none'}")
+        ans_a, ans_b = _answers(ca), _answers(cb)
+        if ans_a != ans_b:
+            notes.append("answers differ")
+        if notes:
+            changed.append({"case": name, "module": ca.get("module", ""), "differences": notes,
+                            "answers_a": ans_a, "answers_b": ans_b,
+                            "only_a": [x for x in ans_a if x not in ans_b], "only_b": [x for x in ans_b if x not in ans_a]})
+
+    def side(d: dict, path: str) -> dict:
+        s = d.get("summary", {})
+        return {"file": path, "torch": d.get("torch", ""), "date": d.get("date", ""), "cases": len(d.get("cases", [])),
+                "modules": d.get("modules", []), "fixes_applied": d.get("fixes_applied"),
+                "summary": {k: s.get(k) for k in sorted(s) if not isinstance(s.get(k), (dict, list))}}
+
+    return {
+        "a": side(a, a.get("_path", "")),
+        "b": side(b, b.get("_path", "")),
+        "cases_compared": sum(1 for n in cases_a if n in cases_b),
+        "cases_changed": len(changed),
+        "only_in_a": sorted(n for n in cases_a if n not in cases_b),
+        "only_in_b": sorted(n for n in cases_b if n not in cases_a),
+        "changed": changed,
+    }
+
+
+def print_diff(d: dict) -> None:
+    a, b = d["a"], d["b"]
+    print(f"a: torch {a['torch']} ({a['file']}, {a['cases']} cases)\nb: torch {b['torch']} ({b['file']}, {b['cases']} cases)")
+    print(f"{d['cases_compared']} cases in both, {d['cases_changed']} changed; "
+          f"{len(d['only_in_a'])} only in a, {len(d['only_in_b'])} only in b")
+    for c in d["changed"]:
+        print(f"\n{c['case']}")
+        for n in c["differences"]:
+            print(f"  {n}")
+        for x in c["only_a"]:
+            print(f"  - {x}")
+        for x in c["only_b"]:
+            print(f"  + {x}")
+    for k in sorted(set(a["summary"]) | set(b["summary"])):
+        if a["summary"].get(k) != b["summary"].get(k):
+            print(f"summary {k}: {a['summary'].get(k)!r} -> {b['summary'].get(k)!r}")
+
+
+def _diff_main(paths: list[str], out: str) -> int:
+    files = []
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        d["_path"] = os.path.relpath(p)
+        files.append(d)
+    d = diff_results(*files)
+    print_diff(d)
+    path = Path(out or ROOT / "benchmarks" / "results" / (
+        f"doctor_coverage-diff-torch-{torch_release(files[0].get('torch', 'a'))}-vs-{torch_release(files[1].get('torch', 'b'))}.json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(d, indent=1, default=str) + "\n")
+    print(f"\nwrote {os.path.relpath(path)}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", default="", help="one part of the corpus: " + ", ".join(doctor_corpus.PARTS) + " (default: both)")
@@ -202,8 +303,18 @@ def main(argv=None) -> int:
                     "without running any case (later files win for a case run in several)")
     ap.add_argument("--case", default="", help="comma-separated case names")
     ap.add_argument("--no-fixes", action="store_true", help="do not apply the fixes")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "doctor_coverage-cpu.json"))
+    ap.add_argument("--per-torch", action="store_true", help="name the result file after the torch that runs it "
+                    "(doctor_coverage-cpu-torch-2.14.1.json), so each version's results are kept")
+    ap.add_argument("--diff", nargs=2, metavar=("A.json", "B.json"), help="run no case: write the differences "
+                    "between two result files (e.g. of two torch versions), case by case")
+    ap.add_argument("--out", default="", help="the result file (default benchmarks/results/doctor_coverage-cpu.json; "
+                    "with --diff, doctor_coverage-diff-torch-A-vs-B.json)")
     args = ap.parse_args(argv)
+    if args.diff:
+        return _diff_main(args.diff, args.out)
+    results_dir = ROOT / "benchmarks" / "results"
+    args.out = args.out or str(results_dir / (f"doctor_coverage-cpu-torch-{torch_release(torch.__version__)}.json"
+                                              if args.per_torch else "doctor_coverage-cpu.json"))
     every = doctor_corpus.MODULES + doctor_corpus.REAL_MODULES
     if args.part and args.part not in doctor_corpus.PARTS:
         ap.error(f"--part: no part {args.part}; there are {', '.join(doctor_corpus.PARTS)}")

@@ -8,6 +8,8 @@ corpus by ``benchmarks/doctor_coverage.py``.
 from __future__ import annotations
 
 import pytest
+import torch
+from torch.torch_version import TorchVersion
 
 import doctor_corpus
 from doctor_corpus import harness
@@ -100,12 +102,15 @@ def test_the_harness_proves_a_fix_that_removes_the_break_with_the_same_outputs()
 
 
 def test_the_harness_calls_a_fix_wrong_when_the_fixed_code_raises():
-    """``x.shape[torch.tensor([1, 1])]`` (two elements): capture_scalar_outputs makes the compile raise."""
+    """``x.shape[torch.tensor([1, 1])]`` (two elements): capture_scalar_outputs makes the compile raise
+    (torch 2.13), or moves the break (torch 2.14 traces the fake call's error as the user's exception
+    and breaks there, GB0088 "Observed exception"): wrong either way."""
     from ipycompile.report.model import Suggestion
 
     s = Suggestion("capture", code="torch._dynamo.config.capture_scalar_outputs = True", kind="capture_scalar_outputs")
     item = _judge("misc::torch_size_tensor_index_non_scalar", s)
-    assert item.fix == "wrong" and "raises" in item.fix_detail, item.fix_detail
+    why = "the break moved, not removed (GB0088)" if TorchVersion(torch.__version__) >= (2, 14) else "raises"
+    assert item.fix == "wrong" and why in item.fix_detail, item.fix_detail
 
 
 def test_the_harness_calls_a_fix_wrong_when_it_names_what_the_users_code_lacks():
@@ -166,3 +171,34 @@ def test_a_break_in_a_shared_function_is_shown_reached_from_each_user_line():
     assert f"reached from {wheres}" in str(report)
     table = graph_breaks_tab(report)[1]
     assert table.rows[0][3] == wheres
+
+
+def test_the_benchmark_lists_what_another_torch_changed():
+    """``doctor_coverage.py --diff``: two result files (here of torch 2.13 and 2.14 as they differ on
+    an iterator passed in) compared case by case: the renamed GB code, the answers, cases in one only."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "doctor_coverage.py"
+    spec = importlib.util.spec_from_file_location("doctor_coverage", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def case(name, code, kind, fix="none"):
+        return {"case": name, "module": "m", "torch_breaks": 1, "captured": True, "located": True,
+                "items": [{"what": "break", "code": code, "kind": kind, "specific": kind != "unknown", "line": 4,
+                           "fix": fix, "wrong_class": ""}]}
+
+    a = {"torch": "2.13.0+cpu", "summary": {"cases": 2}, "cases": [case("m::iter", "GB0811", "iterator_input", "proven"),
+                                                                 case("m::same", "GB0170", "torch_cond"),
+                                                                 case("m::gone", "GB0170", "torch_cond")]}
+    b = {"torch": "2.14.1+cu130", "summary": {"cases": 2}, "cases": [case("m::iter", "GB9493", "iterator_input", "proven"),
+                                                                   case("m::same", "GB0170", "torch_cond")]}
+    d = bench.diff_results(a, b)
+    assert (d["cases_compared"], d["cases_changed"], d["only_in_a"], d["only_in_b"]) == (2, 1, ["m::gone"], [])
+    (c,) = d["changed"]
+    assert c["case"] == "m::iter" and "break codes: GB0811 -> GB9493" in c["differences"]
+    assert c["only_a"] == ["break GB0811 at 4: iterator_input [proven]"]
+    assert c["only_b"] == ["break GB9493 at 4: iterator_input [proven]"]
+    assert (d["a"]["torch"], d["b"]["torch"]) == ("2.13.0+cpu", "2.14.1+cu130")
+    assert bench.torch_release("2.14.1+cu130") == "2.14.1"

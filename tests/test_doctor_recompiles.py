@@ -470,6 +470,16 @@ def test_unknown_reasons_keep_torch_words_and_get_no_fix():
     assert parse_guard_failure("KeyError on d['a']").kind == "other"
 
 
+def test_a_type_guard_is_read_as_torch_2_13_and_2_14_word_it():
+    g = parse_guard_failure("expected type of 'b' to be a tensor type, ' but found <class 'torch.Tensor'>")  # 2.13
+    assert (g.kind, g.path, g.before, g.after) == ("type", "b", "Tensor", "torch.Tensor")
+    # 2.14 names the type the compiled version took
+    g = parse_guard_failure("expected type of 'b' to be <class 'torch.nn.parameter.Parameter'>, but found <class 'torch.Tensor'>")
+    assert (g.kind, g.path, g.before, g.after) == ("type", "b", "torch.nn.parameter.Parameter", "torch.Tensor")
+    g = parse_guard_failure("expected type of 'x' to be <class 'torch.Tensor'>, but found <class 'int'>")
+    assert (g.kind, g.path, g.before, g.after) == ("type", "x", "torch.Tensor", "int")
+
+
 def test_the_diagnosis_survives_the_json_round_trip():
     f = torch.compile(double, backend="eager")
     r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))

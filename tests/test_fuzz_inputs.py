@@ -36,7 +36,7 @@ deep = st.integers(min_value=1, max_value=3000).map(lambda n: json.loads("[" * m
                                                     if n < 900 else "DEEP:%d" % n)
 
 KINDS = ["chromium_event", "compilation_metrics", "bwd_compilation_metrics", "dynamo_start", "str", "create_symbol",
-         "dynamo_output_graph", "inductor_output_code", "dynamo_cpp_guards_str", "dynamo_guards", "brand_new_event"]
+         "dynamo_output_graph", "inductor_output_code", "dynamo_cpp_guards_str", "dynamo_guards", "dump_file", "brand_new_event"]
 ARTIFACTS = ["dynamo_graph_break_reason", "recompile_reasons", "torch_version", "ipycompile_sources",
              "ipycompile_source_context", "fx_graph_cache_miss", "fx_graph_cache_hit", "aotautograd_cache_bypass",
              "triton_kernel_info", "inductor_provenance_tracking_kernel_stack_traces", "dynamo_error", "unknown_one"]

@@ -197,7 +197,8 @@ def _copy_repo(dest: Path) -> str:
         if done.returncode == 0 and done.stdout:
             listed = [p for p in done.stdout.decode().split("\0") if p]
     if listed is None:  # not a git checkout (a copy, an unpacked archive)
-        shutil.copytree(REPO, dest, ignore=lambda _d, names: [n for n in names if n in _NOT_COPIED or n.endswith(".egg-info")])
+        shutil.copytree(REPO, dest, ignore=lambda _d, names: [n for n in names if n in _NOT_COPIED or n.endswith(".egg-info")
+                                                              or n.startswith(".venv-")])
         return "a copy of the files"
     for rel in listed:
         src = REPO / rel

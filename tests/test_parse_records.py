@@ -82,6 +82,17 @@ def test_what_torchs_context_names():
     assert d.prints and d.print_types == ["TensorVariable"] and d.print_kwargs is False
     assert read_detail("aten.bincount.default").aten_op == "bincount"
     assert read_detail("next(list_iterator)").iterator_type == "list_iterator"
+    # torch 2.14's GB9493 (a C-implemented special method it has no model of), as it says it for `d.items()`
+    # passed in: iterating it is an iterator torch cannot step through; another method is not
+    d = read_detail("name=__iter__, type=dict_items, attr=<slot wrapper '__iter__' of 'dict_items' objects>")
+    assert (d.c_method, d.c_method_type, d.iterator_type) == ("__iter__", "dict_items", "dict_items")
+    d = read_detail("name=__len__, type=Foo, attr=<slot wrapper '__len__' of 'Foo' objects>")
+    assert (d.c_method, d.c_method_type, d.iterator_type) == ("__len__", "Foo", "")
+    d = read_detail("Called `torch.compiler.disable()` with args `[]`, kwargs `{}`")  # 2.14's GB0377: the API called
+    assert (d.callee_module, d.callee_qualname) == ("torch.compiler", "disable")
+    d = read_detail("qualname: set_grad_enabled.__enter__, name: __enter__, filename: `/site-packages/torch/autograd/"
+                    "grad_mode.py`, skip reason: file matches MOD_SKIPLIST (/site-packages/torch/autograd)")  # GB0008
+    assert (d.inline_skipped_qualname, d.inline_skipped_name) == ("set_grad_enabled.__enter__", "__enter__")
     assert read_detail(None) == read_detail("")  # nothing said, nothing read; never raises
 
 

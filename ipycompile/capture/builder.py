@@ -18,6 +18,7 @@ from ..report import (
     Compile,
     CompileId,
     CompileReport,
+    DumpedFile,
     Graph,
     GraphBreak,
     GuardSet,
@@ -32,6 +33,7 @@ from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
+from .parse.dumped import dumped_file_name
 from .parse.failures import parse_failure
 from .parse.fx import collective_calls, graph_nodes, layer_inputs
 from .parse.frames import parse_traceback, raising_frame, resume_origin, user_stack_text
@@ -454,6 +456,15 @@ def _on_kernel_stack_traces(st: _State, rec: TraceRecord) -> None:
         st.provenance.setdefault(rec.compile_id, {}).update(traces)
 
 
+def _on_dump_file(st: _State, rec: TraceRecord) -> None:
+    """A file of generated code torch wrote whole (an FX GraphModule's ``<eval_with_key>.N``):
+    kept with its name and text; an event that names no file is kept raw and counted as a problem."""
+    name = dumped_file_name(rec.body)
+    if name is None:
+        raise ValueError("a dump_file event without a file name")
+    st.report.dumped_files.append(st.keep(DumpedFile(name, rec.payload or "", rec.compile_id), "code", rec))
+
+
 def _on_dynamo_error(st: _State, rec: TraceRecord) -> None:
     if rec.compile_id is not None:
         st.errors[rec.compile_id] = rec.payload or ""
@@ -472,6 +483,7 @@ HANDLERS: dict[str, Handler] = {
     "artifact:dynamo_graph_break_reason": _on_graph_break,
     "artifact:recompile_reasons": _on_recompile,
     "artifact:dynamo_error": _on_dynamo_error,
+    "dump_file": _on_dump_file,
     "create_symbol": _on_symbol,
     "guard_added_fast": _on_shape_guard,
     "artifact:triton_kernel_info": _on_kernel_info,

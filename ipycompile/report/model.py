@@ -59,6 +59,7 @@ __all__ = [
     "Phase",
     "Failure",
     "RawArtifact",
+    "DumpedFile",
     "Stats",
     "EagerComparison",
     "DeviceBusy",
@@ -527,6 +528,14 @@ class TorchDetail:
     fake_kwargs: str = ""
     fake_missing: bool = False  # no fake at all (else: a fake that raises)
     iterator_type: str = ""  # a builtin iterator torch cannot step through: "list_iterator"
+    #: a special method implemented in C that torch has no model of (torch 2.14's GB9493): the method
+    #: ("__iter__") and the type it belongs to ("dict_items")
+    c_method: str = ""
+    c_method_type: str = ""
+    #: a function torch would have inlined but skips (GB0008): its qualified name and its own name, as torch
+    #: wrote them ("set_grad_enabled.__enter__", "__enter__": torch 2.14 entering a context manager made outside)
+    inline_skipped_qualname: str = ""
+    inline_skipped_name: str = ""
     # a TypeError torch's fake run of a call raised (GB0112): the function, the argument, what it takes, what it got
     type_error_function: str = ""  # "cos", "full"
     type_error_argument: str = ""  # "input", "fill_value"
@@ -1171,6 +1180,20 @@ class RawArtifact:
     compile_id: Optional[CompileId] = None
     metadata: dict[str, Any] = field(default_factory=dict)
     payload: Optional[str] = TextField(None)  # type: ignore[assignment]  # may stay in the log (LazyText)
+
+
+@dataclass
+class DumpedFile:
+    """A file of code torch wrote whole into its trace (a ``dump_file`` event): the source of
+    code made at run time that Dynamo traced, such as an FX GraphModule's ``<eval_with_key>.N``
+    (``torch.fx.symbolic_trace``, e3nn's generated code), which exists in no file on disk.
+    ``name`` is the file name torch gave it (the name frames and graphs' ``# File:`` comments
+    use), ``code`` its text (tlparse's ``dump_file/`` page), ``compile_id`` the compile that
+    traced it first (torch dumps each file once per process)."""
+
+    name: str
+    code: str = TextField("")  # type: ignore[assignment]  # may stay in the log until asked for (LazyText)
+    compile_id: Optional[CompileId] = None
 
 
 @dataclass

@@ -16,6 +16,7 @@ from .model import (
     CompileTime,
     ControlFlowNode,
     CudaGraphs,
+    DumpedFile,
     EagerComparison,
     EagerDifference,
     Failure,
@@ -128,6 +129,9 @@ class CompileReport:
     eager_differences: list[EagerDifference] = field(default_factory=list)
     autotuning: list[Autotune] = field(default_factory=list)  # max-autotune's choices, per op
     cudagraphs: list[CudaGraphs] = field(default_factory=list)  # CUDA graphs per compile
+    #: files of generated code torch wrote whole into its trace (``dump_file``: an FX GraphModule's
+    #: ``<eval_with_key>.N`` that Dynamo traced), in the order torch wrote them
+    dumped_files: list[DumpedFile] = field(default_factory=list)
     artifacts: list[RawArtifact] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
     torch_version: str = ""

@@ -361,9 +361,34 @@ def _collectives_note(g) -> Optional[Text]:
                 "compute is in the Kernels tab when the cell runs with --profile-kernels.", "note")
 
 
+def dumped_files_blocks(r: "CompileReport") -> list[Block]:
+    """The files of generated code torch wrote whole into its trace (``dump_file``, as tlparse
+    shows them): a table of their names, then each file's code, one at a time."""
+    files = r.dumped_files
+    if not files:
+        return []
+    codes = [f.code for f in files]  # each read once (a large log's files are read from the log)
+    rows = [[f.name, str(f.compile_id or ""), code.count("\n") + 1 if code else 0] for f, code in zip(files, codes)]
+    options: dict[str, list[Block]] = {}
+    for f, code in zip(files, codes):
+        key, n = f.name, 2
+        while key in options:
+            key = f"{f.name} ({n})"
+            n += 1
+        by = f" when compile {f.compile_id} traced it" if f.compile_id is not None else ""
+        options[key] = [Text(f"{f.name}: generated code that exists in no file on disk; torch wrote it into its "
+                             f"trace{by}"), Code(key, code, "python")]
+    return [
+        Text(f"Generated code torch traced: {plural(len(files), 'file')} written into its trace (dump_file), "
+             "such as an FX GraphModule's forward (<eval_with_key>): the code the graphs' places name", "note"),
+        Table(["file", "compile", "lines"], rows, sortable=True, title="Dumped files"),
+        Choice("dumped file", options, next(iter(options))),
+    ]
+
+
 def graphs_tab(r: "CompileReport") -> list[Block]:
     if not r.graphs:
-        return [Text("No graphs were captured.", "note")]
+        return [Text("No graphs were captured.", "note"), *dumped_files_blocks(r)]
     ordered = sorted(r.graphs, key=lambda g: (g.compile_id, _stage_order(g.stage)))
     codes = [g.code for g in ordered]  # each read once (a large log's graphs are read from the log)
     with_collectives = any(_collectives_cell(g) for g in ordered)
@@ -396,6 +421,7 @@ def graphs_tab(r: "CompileReport") -> list[Block]:
     return [
         Table(heads, rows, sortable=True, title="Graphs"),
         Choice("compile id · stage", options, default),
+        *dumped_files_blocks(r),
     ]
 
 

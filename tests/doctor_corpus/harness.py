@@ -832,6 +832,11 @@ def judge_answers(c: Case, res: Result, run: _Run, eager_outs: list, eager_err: 
                 why = "the outputs differ from eager"
             elif len(after.report.failures) > len(report.failures):
                 why = f"a new failure: {after.report.failures[-1].type}"
+            else:  # a break of a kind the case did not have: the settings together moved a break, not removed it
+                before = {b.gb_code or b.reason for b in report.graph_breaks}
+                new = sorted({b.gb_code or b.reason for b in after.report.graph_breaks} - before)
+                if new:
+                    why = "break again: " + ", ".join(new)
         except Exception as exc:  # noqa: BLE001
             why = f"raises {type(exc).__name__}: {exc}"[:300]
         if why:

@@ -5,7 +5,7 @@ custom op without a fake. The one reader of torch's developer debug context (and
 explanation and text where torch puts these there); the doctor's rules read the record
 (:class:`~ipycompile.report.TorchDetail`), never the text.
 
-Forms read (torch 2.11 and 2.13)::
+Forms read (torch 2.11, 2.13 and 2.14)::
 
     module: torch.random, qualname: manual_seed, skip reason: ...     (a skipped function)
     builtin operator `getpid` / builtin print [<class '...TensorVariable'>] False
@@ -18,6 +18,9 @@ Forms read (torch 2.11 and 2.13)::
     You marked L['x'].size()[0] as dynamic but your code specialized it to be a constant (4)
     call_function mylib.op(*(FakeTensor(..., size=(3,)),), **{}): got NotImplementedError(...)
     not implemented for list_iterator / next(list_iterator)
+    name=__iter__, type=dict_items, attr=<slot wrapper '__iter__' of 'dict_items' objects>   (2.14, GB9493)
+    Called `torch.compiler.disable()` with args `[]`, kwargs `{}`   (2.14, GB0376 / GB0377: the function called)
+    qualname: set_grad_enabled.__enter__, name: __enter__, filename: `...`, skip reason: ...   (GB0008: inlining skipped)
     TypeError <built-in method cos of ...>: cos(): argument 'input' (position 1) must be Tensor, not int
     The branch condition involves a tensor computed as follows: ... random_value_0: graph input (random_value_0)
     Dynamo does not know how to enter a `lock` context manager.
@@ -54,6 +57,14 @@ _FAKE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\(\*\((?P<a
                    r"(?P<error>NotImplementedError|RuntimeError\('There was no fake impl registered)", re.S)
 _FAKE_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
 _ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
+#: torch 2.14's "C-implemented special method without VariableTracker model" (GB9493): the method and its type
+_C_METHOD = re.compile(r"^name=(?P<name>\w+), type=(?P<type>[\w.]+), attr=")
+#: torch 2.14's call of one of its own APIs inside compiled code (GB0376 / GB0377): the function called
+_API_CALL = re.compile(r"^Called `(?P<module>[\w.]+)\.(?P<qualname>\w+)\(\)` with args")
+#: a function torch would have inlined but skips (GB0008)
+_INLINE_SKIPPED = re.compile(r"^qualname: (?P<qualname>[\w.<>]+), name: (?P<name>[\w<>]+), filename: ")
+#: the special methods that step through an iterable: a type torch cannot model them for is an iterator it cannot iterate
+_ITERATION = ("__iter__", "__next__")
 _TYPE_ERROR = re.compile(r"^TypeError .*?: (?P<fn>\w+)\(\)(?P<rest>.*)$", re.S)
 _ARG_TYPE = re.compile(r"^: argument '(?P<arg>\w+)'(?: \(position \d+\))? must be (?P<expected>.+?), not (?P<given>\w+)\s*$",
                        re.S)
@@ -76,7 +87,7 @@ def read_detail(context: str, explanation: str = "", text: str = "") -> TorchDet
 
 
 def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
-    m = _SKIPPED.search(context)
+    m = _SKIPPED.search(context) or _API_CALL.match(context.strip())
     if m:
         d.callee_module, d.callee_qualname = m.group("module"), m.group("qualname")
     m = _BUILTIN.search(explanation) or _BUILTIN.search(context)
@@ -124,6 +135,14 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
     m = _ITERATOR.search(context)
     if m:
         d.iterator_type = m.group("type") or m.group("it")
+    m = _INLINE_SKIPPED.match(context.strip())
+    if m:
+        d.inline_skipped_qualname, d.inline_skipped_name = m.group("qualname"), m.group("name")
+    m = _C_METHOD.match(context.strip())
+    if m:
+        d.c_method, d.c_method_type = m.group("name"), m.group("type")
+        if d.c_method in _ITERATION and not d.iterator_type:
+            d.iterator_type = d.c_method_type
     m = _TYPE_ERROR.match(context.strip())
     if m:
         d.type_error_function = m.group("fn")

@@ -7,7 +7,7 @@ tree into :class:`~ipycompile.report.GuardEntry` s; :func:`guard_path` writes a 
 source in the one readable form both share. Naming a guarded value as the user's code
 does (``batch`` for ``L['args'][0]``) is :mod:`ipycompile.capture.callsite`'s.
 
-The reasons torch 2.11 and 2.13 write (C++ tensor checks in ``torch/csrc/dynamo/guards.cpp``,
+The reasons torch 2.11, 2.13 and 2.14 write (C++ tensor checks in ``torch/csrc/dynamo/guards.cpp``,
 Python guards with the source line they came from)::
 
     tensor 'x' size mismatch at index 0. expected 8, actual 16
@@ -18,6 +18,7 @@ Python guards with the source line they came from)::
     tensor 'x' Tensor device index mismatch. Expected device index to be 0, actual 1
     tensor 'x' dispatch key set mismatch. expected DispatchKeySet(...), actual DispatchKeySet(...)
     expected type of 'x' to be a tensor type, ' but found <class 'int'>
+    expected type of 'x' to be <class 'torch.nn.parameter.Parameter'>, but found <class 'torch.Tensor'>   (2.14)
     GLOBAL_STATE changed: grad_mode
     k == 2                          # return x * k  # file.py:23 in g
     G['SCALE'] == 2                 # return x * SCALE  # file.py:32 in gl
@@ -124,6 +125,8 @@ _GRAD = re.compile(r"^requires_grad mismatch\. expected requires_grad=(?P<before
 _DEVICE = re.compile(r"device index mismatch\. Expected device index to be (?P<before>\S+), actual (?P<after>\S+)", re.I)
 _KEYS = re.compile(r"^dispatch key set mismatch\. expected (?P<before>.+?), actual (?P<after>.+)$")
 _TYPE = re.compile(r"^expected type of '(?P<name>.+?)' to be a tensor type, ' but found (?P<after>.+)$")
+#: torch 2.14 names the type the compiled version took (a Parameter, a Tensor), not "a tensor type"
+_TYPE_EXACT = re.compile(r"^expected type of '(?P<name>.+?)' to be (?P<before><class '[^']+'>), but found (?P<after>.+)$")
 _STATE_RE = re.compile(r"^GLOBAL_STATE changed: (?P<what>.+)$")
 # ``guard  # code  # file.py:12 in fn (note)``: the guard, the user's code, where torch saw it
 _COMMENTED = re.compile(r"^(?P<guard>.+?)\s+#\s(?P<code>.*)\s+#\s(?P<where>\S+:\d+ in \S+?)(?P<note>\s.*)?$")
@@ -196,6 +199,10 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
     if (m := _TYPE.match(first)) is not None:
         _set_source(g, m.group("name"))
         g.kind, g.before, g.after = "type", "Tensor", _type_name(m.group("after"))
+        return g
+    if (m := _TYPE_EXACT.match(first)) is not None:
+        _set_source(g, m.group("name"))
+        g.kind, g.before, g.after = "type", _type_name(m.group("before")), _type_name(m.group("after"))
         return g
     if (m := _STATE_RE.match(first)) is not None:
         g.kind, g.path, g.origin = "global_state", m.group("what").strip(), "state"

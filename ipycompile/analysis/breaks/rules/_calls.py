@@ -52,7 +52,15 @@ def is_method(f: Facts) -> bool:
 def user_call(f: Facts, ctx: Context) -> Optional[tuple[Parsed, ast.stmt, ast.Call, str]]:
     """The user's statement and call of the callee torch names, with its full name: an
     unsupported call in the user's code, else None."""
-    if not is_unsupported_call(f) or f.in_library:
+    if not is_unsupported_call(f):
+        return None
+    return callee_call(f, ctx)
+
+
+def callee_call(f: Facts, ctx: Context) -> Optional[tuple[Parsed, ast.stmt, ast.Call, str]]:
+    """The user's statement and call of the callee torch names, whatever the break (torch 2.14
+    names the API called in breaks of their own, e.g. GB0377 for ``torch.compiler.disable()``)."""
+    if f.in_library:
         return None
     name, full = callee(f)
     if not name:

@@ -3,7 +3,8 @@ it would have inlined it: a method, or `disable(recursive=False)`): torch runs i
 so the graph breaks at the call. Say which function, and the choice.
 
 Also the decorator itself called inside the compiled code (GB0007 on ``torch._dynamo.decorators.disable``,
-what ``torch._dynamo.disable()`` and ``torch.compiler.disable()`` call): it marks nothing there. Called
+what ``torch._dynamo.disable()`` and ``torch.compiler.disable()`` call; torch 2.14 says GB0376 / GB0377,
+"Call to `torch.compiler.disable()`"): it marks nothing there. Called
 without a function it returns a decorator, which the code discards; torch skips its own module, so the
 graph breaks at the call. Moving the call out or deleting it would leave the code as it was, so the answer
 is the decorator's use, in words: on the ``def`` of the function meant to run uncompiled."""
@@ -14,15 +15,18 @@ from typing import Optional
 
 from ....report.model import Kind, Suggestion
 from ..base import Context, Facts, Rule, explained
-from ._calls import user_call
+from ._calls import callee_call
 
 #: torch's own modules of the decorator `disable` (``torch._dynamo.disable``, ``torch.compiler.disable``)
-_DISABLE_MODULES = ("torch._dynamo.decorators", "torch.compiler")
+_DISABLE_MODULES = ("torch._dynamo.decorators", "torch._dynamo", "torch.compiler")
+#: the breaks torch gives such a call: a skipped function (torch 2.13), a call of its disable API (2.14)
+_DISABLE_CALL_CODES = ("GB0007", "GB0376", "GB0377")
 
 
 def _decorator_called(f: Facts) -> bool:
     """The break is a call of the decorator `disable` itself, made inside the compiled code."""
-    return f.code == "GB0007" and f.said.callee_module in _DISABLE_MODULES and f.said.callee_qualname == "disable"
+    return (f.code in _DISABLE_CALL_CODES and f.said.callee_module in _DISABLE_MODULES
+            and f.said.callee_qualname == "disable")
 
 
 def applies(f: Facts) -> bool:
@@ -32,7 +36,7 @@ def applies(f: Facts) -> bool:
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if _decorator_called(f):
-        found = user_call(f, ctx)
+        found = callee_call(f, ctx)
         call = found[2] if found is not None else None
         bare = call is not None and not call.args and not any(k.arg == "fn" for k in call.keywords)
         line = found[0].segment(found[1]).replace("\n", " ") if found is not None else f.stop.source_line.strip()

@@ -1,5 +1,6 @@
-"""A builtin iterator passed in from outside (`dict.items()`, `zip(...)`, GB0811 / GB4347):
-torch cannot iterate it. Pass a list."""
+"""A builtin iterator passed in from outside (`dict.items()`, `zip(...)`, GB0811 / GB4347; torch 2.14
+says GB9493, a C-implemented `__iter__` / `__next__` it has no model of): torch cannot iterate it.
+Pass a list."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from ..base import Context, Facts, Rule, explained
 
 
 def applies(f: Facts) -> bool:
-    return f.code in ("GB0811", "GB4347") or f.kind.startswith(("missing tp_iter", "Missing tp_iternext"))
+    if f.code in ("GB0811", "GB4347") or f.kind.startswith(("missing tp_iter", "Missing tp_iternext")):
+        return True
+    # torch 2.14: any special method implemented in C that it has no model of; an iterator only
+    # where the method is the one that iterates (capture read it: ``said.c_method``)
+    return f.code == "GB9493" and f.said.c_method in ("__iter__", "__next__")
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
