@@ -7,6 +7,7 @@
 * ``slow``: rank 1 ends its block well after rank 0's gather timeout;
 * ``fail``: rank 1's block raises (it goes on after the block, as a job that catches it);
 * ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test);
+* ``sleep``: every rank compiles, writes its pid to ``OUT.<rank>`` and sleeps (the launcher's signal test);
 * ``run_cell``: every rank runs ``ipycompile.run_cell`` on a cell with a functional all-reduce
   (aot_eager), once plainly and once asking for ``compare_eager`` (refused); each rank writes
   ``OUT.<rank>`` (its report's graphs, notes and the refusal).
@@ -68,9 +69,23 @@ def run_cell_in_a_rank(out: str) -> int:
     return 0
 
 
+def sleep_after_compiling(out: str) -> int:
+    """Compile, write ``OUT.<rank>`` (this process's pid), then sleep: the job a signal stops."""
+    dist.init_process_group("gloo")  # before the compile: the logs are named by rank
+    torch.compile(lambda x: x.sin().cos(), backend="eager")(torch.randn(4))
+    rank = int(os.environ["RANK"])
+    with open(f"{out}.{rank}.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(f"{out}.{rank}.tmp", f"{out}.{rank}")
+    time.sleep(600)
+    return 0
+
+
 def main(out: str) -> int:
     if MODE == "run_cell":
         return run_cell_in_a_rank(out)
+    if MODE == "sleep":
+        return sleep_after_compiling(out)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))
