@@ -76,6 +76,25 @@ def test_a_rank_that_ends_late_is_named_and_not_waited_for(tmp_path):
     assert "1 ranks (0) compiled alike" in got["divergence"]
 
 
+def test_a_block_one_rank_skips_is_named_and_the_later_blocks_gather_at_once(tmp_path):
+    """Rank 1 skips a block under `if rank == 0:`: rank 0 names it with the block it posted instead, as
+    soon as rank 1 posts that one (not after the timeout); the later blocks are matched by their place
+    in the code (or name=), so each gathers both ranks at once."""
+    proc, out = torchrun(tmp_path, "skip", env={"GATHER_TIMEOUT": "30"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    first, skipped, after, again, named = json.loads(out.read_text())
+    lines = {n: i for i, line in enumerate(JOB.read_text().splitlines(), 1) for n in ("rank 0 only",) if f"<- {n}" in line}
+    assert skipped["place"] == f"gather_jobs.py:{lines['rank 0 only']}#1"
+    assert skipped["ranks"] == [0] and skipped["waited_s"] < 15, skipped
+    why = skipped["missing"]["1"]  # the blocks rank 1 posted by then: the next one, perhaps those after it
+    assert why.startswith(f"did not post this block ({skipped['place']}): it posted {after['place'].split('#')[0]} (1 time)")
+    assert "which rank 0 has not opened" in why, why
+    assert "under `if rank == 0:`" in skipped["missing"]["1"] and skipped["mismatch"]["1"].startswith("posted blocks")
+    for block in (first, after, again, named):
+        assert block["ranks"] == [0, 1] and block["missing"] == {} and block["waited_s"] < 5, block
+    assert named["place"] == "named#1"
+
+
 def test_a_rank_whose_block_failed_is_named_with_its_error(tmp_path):
     proc, out = torchrun(tmp_path, "fail")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -125,6 +144,8 @@ def test_the_launchers_options_are_read_before_the_script_only():
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"ranks": "all"}, ValueError, "ranks='all': give ranks='gather'"),
     ({"ranks": "gather", "timeout": -1}, ValueError, "timeout=-1: give the seconds rank 0 waits"),
+    ({"ranks": "gather", "name": ""}, ValueError, "name='': give the block a name every rank uses"),
+    ({"name": "step"}, ValueError, "name='step': names a gathered block; give it with ranks='gather'"),
 ])
 def test_bad_gather_options_are_named(kwargs, error, words):
     import ipycompile
