@@ -7,6 +7,8 @@
 * ``slow``: rank 1 ends its block well after rank 0's gather timeout;
 * ``fail``: rank 1's block raises (it goes on after the block, as a job that catches it);
 * ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test);
+* ``skip``: rank 1 skips a gathered block under ``if rank == 0:``, then both open more (see :func:`skip_a_block`);
+* ``sleep``: every rank compiles, writes its pid to ``OUT.<rank>`` and sleeps (the launcher's signal test);
 * ``run_cell``: every rank runs ``ipycompile.run_cell`` on a cell with a functional all-reduce
   (aot_eager), once plainly and once asking for ``compare_eager`` (refused); each rank writes
   ``OUT.<rank>`` (its report's graphs, notes and the refusal).
@@ -68,9 +70,69 @@ def run_cell_in_a_rank(out: str) -> int:
     return 0
 
 
+def sleep_after_compiling(out: str) -> int:
+    """Compile, write ``OUT.<rank>`` (this process's pid), then sleep: the job a signal stops."""
+    dist.init_process_group("gloo")  # before the compile: the logs are named by rank
+    torch.compile(lambda x: x.sin().cos(), backend="eager")(torch.randn(4))
+    rank = int(os.environ["RANK"])
+    with open(f"{out}.{rank}.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(f"{out}.{rank}.tmp", f"{out}.{rank}")
+    time.sleep(600)
+    return 0
+
+
+def skip_a_block(out: str) -> int:
+    """Rank 1 skips a gathered block (under ``if rank == 0:``); both ranks then open three more (two
+    known by their lines, one by ``name=`` from a different line on each rank). Rank 0 writes ``OUT``:
+    each block's place, wait, gathered ranks, missing ranks and mismatch."""
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))
+    step = torch.compile(lambda x: x.sin() * 2, backend="eager")
+    blocks = []
+
+    def seen(label, cap):
+        if rank == 0:
+            blocks.append({"label": label, "place": cap.place, "waited_s": cap.gather_s, "ranks": sorted(cap.ranks.summaries),
+                           "missing": {str(r): why for r, why in cap.ranks.missing.items()},
+                           "mismatch": {str(r): why for r, why in cap.mismatch.items()}})
+
+    with ipycompile.capture(ranks="gather", timeout=timeout) as cap:
+        step(torch.randn(4))
+    seen("first", cap)
+    if rank == 0:
+        with ipycompile.capture(ranks="gather", timeout=timeout) as cap:  # <- rank 0 only
+            step(torch.randn(4))
+        seen("rank 0 only", cap)
+    with ipycompile.capture(ranks="gather", timeout=timeout) as cap:
+        step(torch.randn(4))
+    seen("after", cap)
+    with ipycompile.capture(ranks="gather", timeout=timeout) as cap:
+        step(torch.randn(4))
+    seen("after again", cap)
+    if rank == 0:
+        with ipycompile.capture(ranks="gather", timeout=timeout, name="named") as cap:
+            step(torch.randn(4))
+    else:
+        with ipycompile.capture(ranks="gather", timeout=timeout, name="named") as cap:
+            step(torch.randn(4))
+    seen("named", cap)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(blocks, f)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
 def main(out: str) -> int:
+    if MODE == "skip":
+        return skip_a_block(out)
     if MODE == "run_cell":
         return run_cell_in_a_rank(out)
+    if MODE == "sleep":
+        return sleep_after_compiling(out)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))

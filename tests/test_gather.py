@@ -76,6 +76,25 @@ def test_a_rank_that_ends_late_is_named_and_not_waited_for(tmp_path):
     assert "1 ranks (0) compiled alike" in got["divergence"]
 
 
+def test_a_block_one_rank_skips_is_named_and_the_later_blocks_gather_at_once(tmp_path):
+    """Rank 1 skips a block under `if rank == 0:`: rank 0 names it with the block it posted instead, as
+    soon as rank 1 posts that one (not after the timeout); the later blocks are matched by their place
+    in the code (or name=), so each gathers both ranks at once."""
+    proc, out = torchrun(tmp_path, "skip", env={"GATHER_TIMEOUT": "30"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    first, skipped, after, again, named = json.loads(out.read_text())
+    lines = {n: i for i, line in enumerate(JOB.read_text().splitlines(), 1) for n in ("rank 0 only",) if f"<- {n}" in line}
+    assert skipped["place"] == f"gather_jobs.py:{lines['rank 0 only']}#1"
+    assert skipped["ranks"] == [0] and skipped["waited_s"] < 15, skipped
+    why = skipped["missing"]["1"]  # the blocks rank 1 posted by then: the next one, perhaps those after it
+    assert why.startswith(f"did not post this block ({skipped['place']}): it posted {after['place'].split('#')[0]} (1 time)")
+    assert "which rank 0 has not opened" in why, why
+    assert "under `if rank == 0:`" in skipped["missing"]["1"] and skipped["mismatch"]["1"].startswith("posted blocks")
+    for block in (first, after, again, named):
+        assert block["ranks"] == [0, 1] and block["missing"] == {} and block["waited_s"] < 5, block
+    assert named["place"] == "named#1"
+
+
 def test_a_rank_whose_block_failed_is_named_with_its_error(tmp_path):
     proc, out = torchrun(tmp_path, "fail")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -125,6 +144,8 @@ def test_the_launchers_options_are_read_before_the_script_only():
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"ranks": "all"}, ValueError, "ranks='all': give ranks='gather'"),
     ({"ranks": "gather", "timeout": -1}, ValueError, "timeout=-1: give the seconds rank 0 waits"),
+    ({"ranks": "gather", "name": ""}, ValueError, "name='': give the block a name every rank uses"),
+    ({"name": "step"}, ValueError, "name='step': names a gathered block; give it with ranks='gather'"),
 ])
 def test_bad_gather_options_are_named(kwargs, error, words):
     import ipycompile
@@ -187,3 +208,94 @@ def test_run_cell_inside_each_rank_runs_the_cell_once_and_refuses_extra_calls(tm
         assert got["run_median_s"] is None
         assert any("inside a rank of a 2-rank torch.distributed job the cell ran once" in n for n in got["notes"])
         assert got["refused"].startswith("--compare-eager: not inside a rank of a 2-rank torch.distributed job")
+
+
+# -- issue 37: the launcher never overwrites what it must not, and a signal stops the whole job ------------
+def _launch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ipycompile", "torchrun", *args], env=_env(), capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text("open('ran', 'w').write('the job ran')\n")
+    data = tmp_path / "data.txt"
+    data.write_text("the job's data\n")
+    notes = tmp_path / "notes.html"
+    notes.write_text("<!DOCTYPE html><p>the user's own page</p>\n")
+    trace = tmp_path / "trace"
+    for args, words in [
+        (["-o", "job.py", "--nproc-per-node", "1", "job.py"], "-o job.py is the input job.py"),
+        (["-o", "./job.py", "--nproc-per-node", "1", "job.py"], "-o ./job.py is the input job.py (the same file)"),
+        (["-o", "data.txt", "--nproc-per-node", "1", "job.py", "--data", "data.txt"], "-o data.txt is the input data.txt"),
+        (["-o", "data.txt", "--nproc-per-node", "1", "job.py", "--data=data.txt"], "-o data.txt is the input data.txt"),
+        (["--trace-dir", "trace", "-o", "trace/r.html", "--nproc-per-node", "1", "job.py"],
+         "-o trace/r.html is inside --trace-dir trace"),
+        (["-o", "notes.html", "--nproc-per-node", "1", "job.py"], "-o notes.html: an existing file that is not an ipycompile report"),
+        (["-o", "", "--nproc-per-node", "1", "job.py"], "-o: give a file name"),
+        (["--trace-dir=", "--nproc-per-node", "1", "job.py"], "--trace-dir: give a folder name"),
+    ]:
+        p = _launch(*args, cwd=tmp_path)
+        assert p.returncode == 2 and not p.stdout, (args, p.stderr)
+        assert p.stderr.startswith(f"ipycompile torchrun: error: {words}"), (args, p.stderr)
+        assert len(p.stderr.splitlines()) == 2 and p.stderr.splitlines()[1].startswith("usage: ")  # the reason, then usage
+    p = _launch("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path)
+    assert p.returncode == 1 and p.stderr == (f"ipycompile torchrun: error: cannot write missing/r.html: "
+                                              f"no folder {tmp_path / 'missing'}\n"), p.stderr
+    assert job.read_text() == "open('ran', 'w').write('the job ran')\n" and data.read_text() == "the job's data\n"
+    assert notes.read_text() == "<!DOCTYPE html><p>the user's own page</p>\n"
+    assert sorted(os.listdir(tmp_path)) == ["data.txt", "job.py", "notes.html"]  # nothing ran, no folder made
+
+
+def test_an_earlier_report_of_ours_may_be_overwritten(tmp_path):
+    from ipycompile.cli.torchrun import check_output
+    from ipycompile.widgets.html import save_html
+
+    page = tmp_path / "r.html"
+    save_html(CompileReport(), str(page))
+    check_output(str(page), None, ["--nproc-per-node", "1", "job.py"])  # no error: a report of ours
+    page.write_text(page.read_text().replace('<meta name="generator" content="ipycompile">', ""))
+    with pytest.raises(ValueError, match="not an ipycompile report"):
+        check_output(str(page), None, ["--nproc-per-node", "1", "job.py"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_to_the_launcher_stops_every_rank_and_reports_what_was_logged(tmp_path):
+    import signal
+    import time
+
+    out, trace, page = tmp_path / "sleep.out", tmp_path / "trace", tmp_path / "job.html"
+    launcher = subprocess.Popen([sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(trace), "-o", str(page),
+                                 "--standalone", "--nproc-per-node", "2", str(JOB), "sleep", str(out)],
+                                env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 240
+        while len(pids) < 2:
+            assert time.monotonic() < deadline and launcher.poll() is None, "the ranks never compiled"
+            pids = [int(Path(f"{out}.{r}").read_text()) for r in (0, 1) if Path(f"{out}.{r}").exists()]
+            time.sleep(0.2)
+        time.sleep(1)  # the ranks' logs flushed
+        launcher.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        stdout, stderr = launcher.communicate(timeout=120)
+        gone_s = time.monotonic() - t0
+        assert not [p for p in pids if _alive(p)], f"ranks still running after the launcher ended: {stderr[-3000:]}"
+        assert launcher.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+        assert gone_s < 30, gone_s
+        assert "ipycompile torchrun: the job was stopped by SIGTERM" in stderr
+        assert "2 rank logs in" in stdout  # the report of what the ranks logged
+        assert '<meta name="generator" content="ipycompile">' in page.read_text()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

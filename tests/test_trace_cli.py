@@ -299,3 +299,16 @@ def test_json_output_is_standard_json_for_jq(tmp_path):
         shutil.copy(path, d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
     p = cli("report", d, "--json", "-")
     assert p.returncode == 0 and json.loads(p.stdout, parse_constant=refuse)["summaries"]
+
+
+# -- issue 37: an output that cannot be written is found before the log is read ----------------------
+def test_an_output_into_a_missing_folder_fails_before_anything_is_read(tmp_path):
+    log = DATA / "max_autotune.log.gz"
+    (tmp_path / "file").write_text("x")
+    for opt, target, why in [("-o", "missing/dir/r.html", f"no folder {tmp_path / 'missing' / 'dir'}"),
+                             ("--json", "file/r.json", f"{tmp_path / 'file'} is not a folder"),
+                             ("-o", ".", "it is a folder")]:
+        p = cli("report", log, opt, target, cwd=tmp_path)
+        assert p.returncode == 1 and not p.stdout, (opt, p.stdout[-500:], p.stderr)  # no summary: nothing was read
+        assert p.stderr == f"ipycompile report: error: cannot write {target}: {why}\n"
+    assert sorted(os.listdir(tmp_path)) == ["file"]

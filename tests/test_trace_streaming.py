@@ -241,6 +241,7 @@ def test_save_html_writes_the_page_tab_by_tab_with_the_bytes_of_the_whole_page(t
     body = render_html(report)
     assert anchors.sub("A", "".join(pieces)) == anchors.sub("A", body)
     assert anchors.sub("A", written) == anchors.sub("A", (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ipycompile report</title>"
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"ipycompile\">"
+        "<title>ipycompile report</title>"
         "<meta name=\"color-scheme\" content=\"light dark\"></head>"
         f"<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n{body}\n</body></html>\n"))

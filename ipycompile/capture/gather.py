@@ -10,6 +10,16 @@ posts, up to ``timeout`` seconds after its own block ended, and holds a
 :class:`~.tracedir.RankReports` like the one ``load_trace(dir)`` gives, with the ranks
 that posted late or failed named in ``RankReports.missing``.
 
+Blocks are matched across ranks by what every rank agrees on: the block's place in the code
+(the file and line of the ``with``, or an explicit ``name=``) and how many times this rank
+opened a block there, never by a count of all the blocks a rank opened: a block that only
+some ranks open (one under ``if rank == 0:``, a rank that returns early) then mismatches that
+block alone, not every later one. Each rank also posts the tally of the blocks it posted
+(place -> count); rank 0, waiting for a rank's post, reads its tally: a rank that has posted
+a block rank 0 has not opened (it skipped this one, or opens blocks in another order) is not
+waited for, and is named with the blocks it posted instead (``RankReports.missing``,
+``cap.mismatch``). Rank 0 never waits past ``timeout``.
+
 The store, not a collective: a collective would make rank 0 wait, without a word of which
 rank it waits for, for as long as the slowest rank (or a failed one) takes; and under NCCL
 it would need a CPU side group. The store answers "has rank 7 posted?" at once.
@@ -17,9 +27,11 @@ it would need a CPU side group. The store answers "has rank 7 posted?" at once.
 
 from __future__ import annotations
 
-import itertools
+import collections
 import json
 import os
+import sys
+import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -27,9 +39,38 @@ from ..report import CompileReport, TraceOrigin
 from .listener import Capture
 from .tracedir import GATHERED, RankReports, slim
 
-#: Keys under which ranks post their summaries (one generation per gathered block).
+#: Keys under which ranks post their summaries (one per block: its place and its count there).
 KEY_PREFIX = "ipycompile/gather"
-_generations = itertools.count()
+#: How often rank 0 reads the tallies of the ranks it still waits for (seconds).
+TALLY_EVERY_S = 0.2
+
+_lock = threading.Lock()
+_opened: "collections.Counter[str]" = collections.Counter()  # this process: blocks opened, per place
+_posted: "collections.Counter[str]" = collections.Counter()  # this process: blocks posted, per place
+_known_excess: dict[int, dict[str, int]] = {}  # rank 0: each rank's blocks rank 0 has not opened, as last seen
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ipycompile package
+
+
+def block_place(depth: int = 2) -> str:
+    """``file.py:LINE`` of the first frame outside ipycompile (and contextlib) above the caller:
+    the ``with`` that opened the block. The file's base name: the same script may live under
+    another folder on another node."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (os.path.abspath(name).startswith(_HERE + os.sep) or os.path.basename(name) == "contextlib.py"):
+            return f"{os.path.basename(name)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+def _count(tally: dict[str, int]) -> str:
+    return ", ".join(f"{place} ({n} time{'s' if n != 1 else ''})" for place, n in sorted(tally.items()))
+
+
+def _excess(tally: dict[str, int], opened: dict[str, int]) -> dict[str, int]:
+    """The blocks of ``tally`` beyond what ``opened`` holds (place -> how many more)."""
+    return {p: n - opened.get(p, 0) for p, n in tally.items() if n > opened.get(p, 0)}
 
 
 def job_store() -> Any:
@@ -50,7 +91,10 @@ class GatheredCapture(Capture):
 
     def __init__(self, trace_dir: "str | os.PathLike[str] | None" = None,
                  finish: Optional[Callable[[CompileReport], CompileReport]] = None, *,
-                 timeout: float = 120.0, poll_s: float = 0.02) -> None:
+                 timeout: float = 120.0, poll_s: float = 0.02, name: Optional[str] = None) -> None:
+        if name is not None and not (isinstance(name, str) and name.strip()):
+            raise ValueError(f"name={name!r}: give the block a name every rank uses for it (a non-empty string), "
+                             "or leave it out (the block is known by its place in the code)")
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout >= 0):
             raise ValueError(f"timeout={timeout!r}: give the seconds rank 0 waits for the other ranks (a number >= 0)")
         super().__init__(trace_dir, finish)
@@ -60,16 +104,27 @@ class GatheredCapture(Capture):
         self.world: Optional[int] = None
         self.ranks: Optional[RankReports] = None
         self.gather_s: Optional[float] = None  # rank 0: how long it waited for the other ranks
+        self.name = name
+        self.place = ""  # the block's place: name= or file:line, with this rank's count there ("train.py:40#3")
+        #: rank 0: ranks whose posts show blocks rank 0 has not opened (rank -> which), after the block
+        self.mismatch: dict[int, str] = {}
         self._store: Any = None
         self._key = ""
+        self._block_at = ""
 
     def __enter__(self) -> "GatheredCapture":
         import torch.distributed as dist
 
         self._store = job_store()
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self._key = f"{KEY_PREFIX}/{next(_generations)}"
+        self._block_at = self.name if self.name is not None else block_place()
+        with _lock:
+            _opened[self._block_at] += 1
+            n = _opened[self._block_at]
+        self.place = f"{self._block_at}#{n}"
+        self._key = f"{KEY_PREFIX}/{self.place}"
         self.ranks = None
+        self.mismatch = {}
         super().__enter__()
         return self
 
@@ -101,7 +156,11 @@ class GatheredCapture(Capture):
             body["summary"] = self.summary().to_dict()
         except Exception as exc:  # a report that cannot be built is named, never lost silently
             body["error"] = (error + "; " if error else "") + f"its report could not be built ({type(exc).__name__}: {exc})"
+        with _lock:
+            _posted[self._block_at] += 1
+            body["posted"] = dict(_posted)
         self._store.set(f"{self._key}/{self.rank}", json.dumps(body))
+        self._store.set(f"{KEY_PREFIX}/tally/{self.rank}", json.dumps(body["posted"]))  # what rank 0 reads while it waits
         self._store.append(f"{self._key}/posted", f"{self.rank},")  # the roll call rank 0 reads
 
     def _collect(self) -> None:
@@ -111,6 +170,10 @@ class GatheredCapture(Capture):
         posts: dict[int, dict] = {}
         roll = f"{self._key}/posted"
         read = 0  # characters of the roll call read so far
+        with _lock:
+            opened = dict(_opened)
+        elsewhere: dict[int, dict[str, int]] = {}
+        tallies_at = t0
         while pending:
             if self._store.check([roll]):
                 text = self._store.get(roll).decode()
@@ -121,8 +184,22 @@ class GatheredCapture(Capture):
                         posts[r] = json.loads(self._store.get(key))
                         self._store.delete_key(key)
                         pending.discard(r)
-            if not pending or time.monotonic() >= deadline:
+            now = time.monotonic()
+            if not pending or now >= deadline:
                 break
+            if now >= tallies_at:  # a rank that posted a block rank 0 has not opened is not coming to this one
+                tallies_at = now + TALLY_EVERY_S
+                for r in sorted(pending):
+                    key = f"{KEY_PREFIX}/tally/{r}"
+                    if not self._store.check([key]):
+                        continue
+                    extra = _excess(json.loads(self._store.get(key)), opened)
+                    if any(n > _known_excess.get(r, {}).get(p, 0) for p, n in extra.items()):
+                        elsewhere[r] = extra
+                        _known_excess[r] = extra
+                        pending.discard(r)
+                if not pending:
+                    break
             time.sleep(self.poll_s)
         if not pending:
             self._store.delete_key(roll)
@@ -132,12 +209,21 @@ class GatheredCapture(Capture):
         missing: dict[int, str] = {}
         for r in sorted(posts):
             post = posts[r]
+            extra = _excess(post.get("posted") or {}, opened)
+            if extra:
+                self.mismatch[r] = f"posted blocks rank 0 has not opened: {_count(extra)}"
+            _known_excess[r] = extra
             if post.get("error"):
                 missing[r] = f"failed in the block ({post['error']})" + ("; its report covers what it compiled until then"
                                                                           if post.get("summary") else "")
             if post.get("summary"):
                 summaries[r] = CompileReport.from_dict(post["summary"])
                 files[r] = post.get("trace_path") or ""
+        for r, extra in sorted(elsewhere.items()):
+            self.mismatch[r] = f"posted blocks rank 0 has not opened: {_count(extra)}"
+            missing[r] = (f"did not post this block ({self.place}): it posted {_count(extra)}, which rank 0 has not "
+                          "opened (a block not every rank opens, as one under `if rank == 0:`, or blocks opened in "
+                          "another order)")
         for r in sorted(pending):
             missing[r] = f"did not end its block within {self.timeout:g} s of rank 0's (slower, hung or gone)"
         held = {self.rank: self._raw if self._raw is not None else self._build_raw()} if self.rank in files else {}

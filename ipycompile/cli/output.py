@@ -12,7 +12,7 @@ from typing import IO, Iterable, Iterator, Optional
 from ..report.files import OutputIsInputError, atomic_writer, refuse_input
 from ..report.text import one_line, printable
 
-__all__ = ["say", "fail", "STDOUT", "check_outputs", "open_output", "output_name"]
+__all__ = ["say", "fail", "STDOUT", "check_outputs", "unwritable", "open_output", "output_name"]
 
 #: The output path that means stdout (as ``--json -``).
 STDOUT = "-"
@@ -54,6 +54,26 @@ def check_outputs(parser: argparse.ArgumentParser, outputs: dict[str, Optional[s
     real = {opt: os.path.realpath(p) for opt, p in files.items()}
     if len(set(real.values())) < len(real):
         parser.error(f"{' and '.join(real)} name the same file: give each its own")
+
+
+def unwritable(path: str) -> Optional[str]:
+    """Why ``path`` cannot be written, found before any work (its folder missing, not a folder,
+    not writable; the path itself a folder), as ``cannot write PATH: REASON``; None when it can
+    be (a full disk or a size limit still shows only when it is written)."""
+    if path == STDOUT:
+        return None
+    target = os.path.realpath(path)  # written through a symlink, as atomic_writer does
+    folder = os.path.dirname(target)
+    why = None
+    if os.path.isdir(target):
+        why = "it is a folder"
+    elif not os.path.exists(folder):
+        why = f"no folder {folder}"
+    elif not os.path.isdir(folder):
+        why = f"{folder} is not a folder"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = f"permission denied in {folder}"
+    return None if why is None else f"cannot write {output_name(path)}: {why}"
 
 
 @contextlib.contextmanager

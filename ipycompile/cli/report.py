@@ -10,7 +10,8 @@ ranks differ. A progress bar goes to stderr on large inputs.
 Outputs are written atomically (a temporary file beside the target, renamed
 over it): a failed write leaves an earlier file as it was. An output that is
 (or resolves to) the input, or lies inside an input directory, is refused
-before anything is read. Exit status: see :mod:`ipycompile.cli`.
+before anything is read (exit 2), and so is one that cannot be written (its
+folder missing or not writable: exit 1). Exit status: see :mod:`ipycompile.cli`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from dataclasses import asdict
 from typing import IO
 
-from .output import check_outputs, fail, open_output, output_name, say
+from .output import check_outputs, fail, open_output, output_name, say, unwritable
 
 PROG = "ipycompile report"
 #: Inputs at least this large get a progress bar (when stderr is a terminal).
@@ -120,6 +121,10 @@ def report_command(args: argparse.Namespace) -> int:
 
     path = os.path.expanduser(args.path)
     check_outputs(args.parser, {"-o": args.output, "--json": args.json}, [path])  # exit 2: nothing read yet
+    for target in (args.output, args.json):  # exit 1, still before anything is read
+        why = target and unwritable(target)
+        if why:
+            return fail(PROG, why)
     try:
         check_path(path)
     except TraceFileError as exc:
@@ -191,7 +196,9 @@ def _write_html(f: IO[str], path: str, loaded, shown) -> None:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+    from ..report.files import REPORT_MARKER
+
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}<title>{html.escape(title)}</title></head>"
             f"<body>\n{body}\n</body></html>\n")
 
 

@@ -9,6 +9,8 @@ A target that is a symlink is written through (the file it points to is
 replaced; the link stays). :func:`refuse_input` refuses an output path that is
 (or resolves to, through symlinks or hard links) an input file or lies inside an
 input directory: ``report LOG --json LOG`` must never overwrite the log.
+Every HTML page ipycompile writes carries :data:`REPORT_MARKER` in its head;
+:func:`is_ipycompile_report` recognises one (the launcher overwrites a file only if it is one).
 """
 
 from __future__ import annotations
@@ -21,7 +23,21 @@ import stat
 import tempfile
 from typing import IO, Iterable, Iterator, Optional
 
-__all__ = ["atomic_writer", "write_atomic", "refuse_input", "OutputIsInputError"]
+__all__ = ["atomic_writer", "write_atomic", "refuse_input", "OutputIsInputError", "REPORT_MARKER",
+           "is_ipycompile_report"]
+
+#: In the ``<head>`` of every HTML page ipycompile writes: how a page of ours is told from any other file.
+REPORT_MARKER = '<meta name="generator" content="ipycompile">'
+
+
+def is_ipycompile_report(path: "str | os.PathLike[str]") -> bool:
+    """Whether ``path`` is an HTML page ipycompile wrote (:data:`REPORT_MARKER` in its first 4 KB)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"<!DOCTYPE html>") and REPORT_MARKER.encode() in head
 
 
 class OutputIsInputError(ValueError):

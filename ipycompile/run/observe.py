@@ -35,7 +35,7 @@ class GatheredRanks(GatheredCapture):
 
 
 def capture(trace_dir: "str | os.PathLike[str] | None" = None, *, ranks: Optional[str] = None,
-            timeout: float = 120.0) -> Capture:
+            timeout: float = 120.0, name: Optional[str] = None) -> Capture:
     """Record what ``torch.compile`` does inside a ``with`` block; ``cap.report`` is
     the diagnosed report::
 
@@ -52,9 +52,19 @@ def capture(trace_dir: "str | os.PathLike[str] | None" = None, *, ranks: Optiona
     :class:`~ipycompile.RankReports` (as ``load_trace`` reads a TORCH_TRACE directory;
     ranks late or failed named in ``cap.ranks.missing``) and ``cap.divergence`` how the
     ranks differ. Both are ``None`` on the other ranks.
+
+    The ranks' blocks are matched by the block's place in the code (the file and line of
+    the ``with``) and how many times each rank opened a block there; ``name=`` names the
+    block instead (for a ``with`` inside a helper that several blocks go through, or ranks
+    that open one block from different lines). A block that not every rank opens (one under
+    ``if rank == 0:``) is named in ``cap.ranks.missing`` and ``cap.mismatch`` with the
+    blocks each rank posted instead; later blocks gather as usual, and rank 0 never waits
+    past ``timeout``.
     """
+    if name is not None and ranks is None:
+        raise ValueError(f"name={name!r}: names a gathered block; give it with ranks='gather'")
     if ranks is None:
         return _capture(trace_dir, finish=diagnose)
     if ranks not in RANKS_MODES:
         raise ValueError(f"ranks={ranks!r}: give ranks='gather' (every rank's report reaches rank 0), or leave it out")
-    return GatheredRanks(trace_dir, finish=diagnose, timeout=timeout)
+    return GatheredRanks(trace_dir, finish=diagnose, timeout=timeout, name=name)

@@ -20,7 +20,7 @@ import time
 from typing import Callable, Optional
 
 from ..report import CompileReport
-from ..report.files import atomic_writer
+from ..report.files import REPORT_MARKER, atomic_writer
 from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
@@ -824,7 +824,7 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
     """Write the report as a standalone HTML page with every detail; returns ``path``. The
     page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
     with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
-        f.write("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f.write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
                 f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
                 "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
         write_body(report, f.write)

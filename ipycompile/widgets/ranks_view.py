@@ -123,11 +123,12 @@ def ranks_page(reports, d: "RankDivergence") -> str:
     import html as htmllib
     import os
 
+    from ..report.files import REPORT_MARKER
     from .html import render_html, render_view_model
 
     e = htmllib.escape
     name = os.path.basename(os.path.normpath(reports.path))
-    parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">',
+    parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8">' + REPORT_MARKER + '<meta name="color-scheme" content="light dark">',
              f"<title>ipycompile: {e(name)}</title></head><body class=\"ipyc standalone\">",
              f"<h2>{e(reports.path)}</h2>", f'<pre>{e(str(reports))}</pre>', render_view_model(ranks_view_model(d))]
     for group in d.behaviours or []:
