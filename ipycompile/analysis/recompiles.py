@@ -20,6 +20,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from ..capture.parse.guards import is_numpy
 from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
                             Recompile, ShapeGuard, SizeSymbol, Suggestion)
 
@@ -87,7 +88,13 @@ class _Reason:
     @property
     def nameable(self) -> bool:
         """The guarded value has a name in the user's code that code can be written against."""
-        return bool(self.guard.name) and self.guard.origin not in ("carried", "library") and _simple(self.change.subject)
+        return (bool(self.guard.name) and self.guard.origin not in ("carried", "library") and _simple(self.change.subject)
+                and not self.numpy)
+
+    @property
+    def numpy(self) -> bool:
+        """The guarded value is a NumPy array torch reads as a tensor (``mark_dynamic`` takes no array)."""
+        return is_numpy(self.guard.source)
 
 
 def _subject(g: FailedGuard) -> str:
@@ -99,6 +106,8 @@ def _subject(g: FailedGuard) -> str:
     root = g.path.split(".", 1)[0].split("[", 1)[0]
     if g.origin in ("carried", "library") or g.path.startswith("_") or root in ("args", "kwargs", "fn"):
         return ""  # torch's own names (its wrappers' `args`, `fn`; `___stack0`): never shown as the user's
+    if g.origin == "module" and root == "self":
+        return ""  # the `self` of a method torch compiled on its own (an optimizer's `step`): no name of the user's
     return g.path
 
 
@@ -167,7 +176,8 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
     if failed and new:
         before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
         r.retyped = set(before_sizes) != set(after_sizes)
-        names = {e.path: e.name for e in new if e.type == "TENSOR_MATCH" and e.path}  # the user's names, at the new call
+        names = {e.path: ("" if "___from_numpy(" in e.expr else e.name)  # the user's names, at the new call (an
+                 for e in new if e.type == "TENSOR_MATCH" and e.path}  # array torch reads as a tensor takes no mark)
         names[r.src] = r.change.subject if r.nameable else names.get(r.src, "")
         r.resized_sizes = [(names.get(p, ""), d, a, b, p) for p, sizes in before_sizes.items() if p in after_sizes
                            for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
@@ -235,6 +245,8 @@ def _value_kind(value: str) -> str:
 def _shown(r: _Reason) -> str:
     """The value in words: the user's name, else what capture said of it, else torch's path."""
     g = r.guard
+    if g.name and r.numpy:
+        return f"the NumPy array `{g.name}` (torch reads it as a tensor)"
     if g.name:
         return f"`{g.name}`"
     if g.described:
