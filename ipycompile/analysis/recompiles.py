@@ -339,6 +339,15 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
                 "`obj.name = value`, hides the class's value): torch compiles one version for each")
     if k == "attribute":
         return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
+    if k == "symbolic" and ch.dim is not None and ch.before.startswith(">="):
+        low = ch.before[2:].strip()
+        guard = f"`{r.guard.name}.size()[{ch.dim}] >= {low}`" if r.guard.name and _simple(r.guard.name) else f"size >= {low}"
+        now = f" ({ch.after} now)" if ch.after else ""
+        line = f", which the code asked at `{r.code}`" if r.code else ""
+        where = f" ({r.guard.where.split(' in ', 1)[0].rsplit('/', 1)[-1]})" if r.guard.where else ""
+        return (f"dim {ch.dim} of {x} is below the bound the compiled version held for{now}: that version holds only "
+                f"while {guard}{line}{where}, so this call takes the other side of that condition and compiles "
+                "a version of its own")
     if k == "symbolic":
         return f"a condition on dynamic sizes no longer holds: {ch.reason}"
     return f"a guard failed: {ch.reason}"
@@ -1359,6 +1368,10 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         r.sizes_0_1 = through_0_1
         r.tied = _same_size_elsewhere(report, rc, g, entries)
         dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
+        if r.change.kind == "symbolic" and r.change.dim is not None and not r.change.after:
+            # this call's size, from torch's reason of another version's check on the same size (`actual 7`)
+            r.change.after = next((h.after for h in rc.guards if h.kind in ("size", "size_0_1") and h.path == g.path
+                                   and h.dim == g.dim and h.after.isdigit()), "")
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))
     changes = [r.change for r, _ in read]

@@ -260,7 +260,12 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         _set_source(g, h.group("src"))
         g.kind, g.before = "length", "0"
         return g
-    if (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None:  # `2 <= s <= 8`: either bound (symbolic)
+    if (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None and int(h.group("low")) > 2:
+        # `11 <= x.size()[0]` from the user's `if x.shape[0] > 10`: a condition the code asked of the dynamic size,
+        # which this call's size misses (no 0/1 specialisation: that bound is 2)
+        _set_source(g, h.group("src"))
+        g.dim, g.kind, g.before = int(h.group("dim")), "symbolic", f">= {h.group('low')}"
+    elif (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None:  # `2 <= s <= 8`: either bound (symbolic)
         _set_source(g, h.group("src"))
         g.dim, g.kind, g.before = int(h.group("dim")), "size_0_1", f">= {h.group('low')}"
     elif (h := _EQ.match(guard)) is not None:
