@@ -944,10 +944,19 @@ FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT, Kind.SIZE
 SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), *FRAME_KINDS)
 
 
+#: the exceptions rules raised during one explain_recompiles call, (where, exception); counted on its report
+_ERRORS: list = []
+
+
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
-    """The fix (or the named no-fix kind) for one change; None for a change of no known form."""
+    """The fix (or the named no-fix kind) for one change; None for a change of no known form. A rule that
+    raises is counted (``doctor:recompile rule <kind>``) and the next rule is tried."""
     for rule in RULES:
-        s = rule.fix(r, dynamic_after)
+        try:
+            s = rule.fix(r, dynamic_after)
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not lose the answer
+            _ERRORS.append((f"recompile rule {rule.kind}", exc))
+            continue
         if s is not None:
             return s
     return None
@@ -1239,8 +1248,8 @@ def _value_words(values: list[tuple[str, str, str]]) -> str:
     """```factor` (2 → 3)`` for each; a path that is torch's own (``___stack0``, ``L['args']``) as "another value"."""
     def one(path: str, a: str, b: str) -> str:
         root = path.split(".", 1)[0].split("[", 1)[0]
-        what = f"`{path}`" if _simple(path) and not path.startswith("_") and root not in ("args", "kwargs", "fn") \
-            else "another value"
+        what = f"`{path}`" if _simple(path) and not path.startswith("_") and root not in ("args", "kwargs", "fn", "self") \
+            else "another value"  # torch's names (its wrappers' `args`, `fn`; the `self` of a method it compiled)
         return f"{what} ({a} → {b})" if b else f"{what} ({a}, then another value)"
 
     items = [one(*v) for v in values]
@@ -1436,4 +1445,15 @@ def explain_recompiles(report: "CompileReport", *, earlier: Sequence[GuardSet] =
     not hold (made by earlier runs), for the failed guards of its recompiles."""
     if not report.recompiles:
         return report
-    return dataclasses.replace(report, recompiles=[_explain(report, rc, earlier) for rc in report.recompiles])
+    from .doctor import noted
+
+    _ERRORS.clear()
+    out = []
+    for rc in report.recompiles:
+        try:
+            out.append(_explain(report, rc, earlier))
+        except Exception as exc:  # noqa: BLE001 - one recompile the doctor cannot read keeps the others' answers
+            _ERRORS.append((f"explain_recompiles {rc.compile_id}", exc))
+            out.append(dataclasses.replace(rc))
+    errors, _ERRORS[:] = list(_ERRORS), []
+    return noted(dataclasses.replace(report, recompiles=out), "explain_recompiles", errors)

@@ -79,7 +79,14 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
             seen.add(key)
             unique.append(d)
     report = dataclasses.replace(report, eager_differences=unique)
-    return _recompiles_of_caches(report, caches) if caches and report.recompiles else report
+    if not (caches and report.recompiles):
+        return report
+    try:
+        return _recompiles_of_caches(report, caches)
+    except Exception as exc:  # noqa: BLE001 - the differences stand without the recompiles' note; counted
+        from .doctor import noted
+
+        return noted(report, "find_eager_differences", [exc])
 
 
 def _recompiles_of_caches(report: "CompileReport", caches: list[tuple[EagerDifference, str, list[str]]]) -> "CompileReport":
