@@ -153,20 +153,19 @@ def test_a_notebook_global_read_by_a_function_a_library_calls_is_named_as_the_no
     assert "__import_" not in text and "temperature" in rc.guards[0].name, text
     assert names_evaluate(text, ns)
     # the fix the doctor writes (a tensor), applied in the notebook: no recompile, the same outputs
-    if rc.suggestion is not None and rc.suggestion.code.startswith("temperature = torch.tensor(temperature)"):
-        ns["temperature"] = torch.tensor(2.0)
+    assert rc.suggestion is not None and rc.suggestion.code.startswith("temperature = torch.tensor(temperature)"), text
 
-        def sweep_tensor(values):
-            outs = []
-            for t in values:
-                ns["temperature"] = torch.tensor(t)
-                outs.append(ns["step"](ns["logits"], batch))
-            return outs
+    def sweep_tensor(values):
+        outs = []
+        for t in values:
+            ns["temperature"] = torch.tensor(t)
+            outs.append(ns["step"](ns["logits"], batch))
+        return outs
 
-        r2, (after,) = captured(lambda: sweep_tensor([2.0, 4.0, 8.0]))
-        assert not r2.recompiles
-        for a, b in zip(before, after):
-            torch.testing.assert_close(a, b)
+    r2, (after,) = captured(lambda: sweep_tensor([2.0, 4.0, 8.0]))
+    assert not r2.recompiles
+    for a, b in zip(before, after):
+        torch.testing.assert_close(a, b)
 
 
 def test_a_numpy_array_torch_reads_as_a_tensor_is_the_users_array_and_gets_no_mark_or_crash():
