@@ -4,8 +4,10 @@ Each pass is ``(CompileReport) -> CompileReport`` and returns a new report with 
 findings in the report's doctor fields (``GraphBreak.suggestion``,
 ``Failure.suggestion``, ``Recompile.explanation`` / ``.suggestion``,
 ``CompileReport.unrolled_loops``); a pass never edits the report it is given. A pass
-that fails leaves the report as it was and is noted in ``report.stats``: a
-diagnosis must never cost the user the report.
+that fails leaves the report as it was and is noted in ``report.stats``; inside a pass each
+rule and each item is guarded on its own and every exception is counted there too
+(``doctor:<where>`` in ``stats.parse_errors`` / ``stats.errors``, :func:`doctor_errors`), shown in the
+report's details: a diagnosis must never cost the user the report, nor one rule's failure the other answers.
 """
 
 from __future__ import annotations
@@ -21,19 +23,38 @@ if TYPE_CHECKING:  # pragma: no cover
 PASSES: list[Callable[["CompileReport"], "CompileReport"]] = []
 
 
+#: the prefix of the doctor's own errors in ``report.stats`` (``parse_errors`` counts, ``errors`` lines)
+PREFIX = "doctor:"
+
+
+def noted(report: "CompileReport", where: str, errors: "list[BaseException] | list[tuple[str, BaseException]]") -> "CompileReport":
+    """``report`` with each of ``errors`` counted under ``doctor:<where>`` (a new report; the stats copied):
+    every exception the doctor catches is counted, so that the report's details say an answer is missing."""
+    if not errors:
+        return report
+    counts, lines = dict(report.stats.parse_errors), list(report.stats.errors)
+    for e in errors:
+        at, exc = e if isinstance(e, tuple) else (where, e)
+        name = f"{PREFIX}{at}"
+        counts[name] = counts.get(name, 0) + 1
+        lines.append(f"{name}: {type(exc).__name__}: {exc}")
+    return dataclasses.replace(report, stats=dataclasses.replace(report.stats, parse_errors=counts, errors=lines))
+
+
+def doctor_errors(report: "CompileReport") -> list[str]:
+    """The doctor's own errors in ``report`` (``doctor:<pass or rule>: Type: message``), each a missing answer."""
+    return [e for e in report.stats.errors if e.startswith(PREFIX)]
+
+
 def diagnose(report: "CompileReport") -> "CompileReport":
-    """``report`` with every pass applied (a new report; ``report`` is unchanged)."""
+    """``report`` with every pass applied (a new report; ``report`` is unchanged). A pass that raises leaves the
+    report as it was; inside a pass, each rule and each item (a recompile, a break) is guarded on its own, so one
+    failure loses one answer, never the others: every failure is counted (:func:`noted`, :func:`doctor_errors`)."""
     for p in PASSES:
         try:
             report = p(report)
         except Exception as exc:  # noqa: BLE001 - a broken pass must not lose the report
-            name = f"doctor:{getattr(p, '__name__', p)}"
-            stats = dataclasses.replace(
-                report.stats,
-                parse_errors={**report.stats.parse_errors, name: report.stats.parse_errors.get(name, 0) + 1},
-                errors=[*report.stats.errors, f"{name}: {type(exc).__name__}: {exc}"],
-            )
-            report = dataclasses.replace(report, stats=stats)
+            report = noted(report, getattr(p, "__name__", str(p)), [exc])
     return report
 
 

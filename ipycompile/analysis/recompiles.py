@@ -20,6 +20,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from ..capture.parse.guards import is_numpy
 from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
                             Recompile, ShapeGuard, SizeSymbol, Suggestion)
 
@@ -87,7 +88,13 @@ class _Reason:
     @property
     def nameable(self) -> bool:
         """The guarded value has a name in the user's code that code can be written against."""
-        return bool(self.guard.name) and self.guard.origin not in ("carried", "library") and _simple(self.change.subject)
+        return (bool(self.guard.name) and self.guard.origin not in ("carried", "library") and _simple(self.change.subject)
+                and not self.numpy)
+
+    @property
+    def numpy(self) -> bool:
+        """The guarded value is a NumPy array torch reads as a tensor (``mark_dynamic`` takes no array)."""
+        return is_numpy(self.guard.source)
 
 
 def _subject(g: FailedGuard) -> str:
@@ -99,6 +106,8 @@ def _subject(g: FailedGuard) -> str:
     root = g.path.split(".", 1)[0].split("[", 1)[0]
     if g.origin in ("carried", "library") or g.path.startswith("_") or root in ("args", "kwargs", "fn"):
         return ""  # torch's own names (its wrappers' `args`, `fn`; `___stack0`): never shown as the user's
+    if g.origin == "module" and root == "self":
+        return ""  # the `self` of a method torch compiled on its own (an optimizer's `step`): no name of the user's
     return g.path
 
 
@@ -167,7 +176,8 @@ def _complete(r: _Reason, failed: list[GuardEntry], new: list[GuardEntry]) -> bo
     if failed and new:
         before_sizes, after_sizes = _tensor_sizes(failed), _tensor_sizes(new)
         r.retyped = set(before_sizes) != set(after_sizes)
-        names = {e.path: e.name for e in new if e.type == "TENSOR_MATCH" and e.path}  # the user's names, at the new call
+        names = {e.path: ("" if "___from_numpy(" in e.expr else e.name)  # the user's names, at the new call (an
+                 for e in new if e.type == "TENSOR_MATCH" and e.path}  # array torch reads as a tensor takes no mark)
         names[r.src] = r.change.subject if r.nameable else names.get(r.src, "")
         r.resized_sizes = [(names.get(p, ""), d, a, b, p) for p, sizes in before_sizes.items() if p in after_sizes
                            for d, (a, b) in enumerate(zip(sizes, after_sizes[p])) if a != b
@@ -235,6 +245,8 @@ def _value_kind(value: str) -> str:
 def _shown(r: _Reason) -> str:
     """The value in words: the user's name, else what capture said of it, else torch's path."""
     g = r.guard
+    if g.name and r.numpy:
+        return f"the NumPy array `{g.name}` (torch reads it as a tensor)"
     if g.name:
         return f"`{g.name}`"
     if g.described:
@@ -327,6 +339,15 @@ def _text(r: _Reason, dynamic_after: bool) -> str:
                 "`obj.name = value`, hides the class's value): torch compiles one version for each")
     if k == "attribute":
         return f"{x} was {ch.before} when compiled, {ch.after} now: the code asks whether it exists (hasattr / getattr with a default)"
+    if k == "symbolic" and ch.dim is not None and ch.before.startswith(">="):
+        low = ch.before[2:].strip()
+        guard = f"`{r.guard.name}.size()[{ch.dim}] >= {low}`" if r.guard.name and _simple(r.guard.name) else f"size >= {low}"
+        now = f" ({ch.after} now)" if ch.after else ""
+        line = f", which the code asked at `{r.code}`" if r.code else ""
+        where = f" ({r.guard.where.split(' in ', 1)[0].rsplit('/', 1)[-1]})" if r.guard.where else ""
+        return (f"dim {ch.dim} of {x} is below the bound the compiled version held for{now}: that version holds only "
+                f"while {guard}{line}{where}, so this call takes the other side of that condition and compiles "
+                "a version of its own")
     if k == "symbolic":
         return f"a condition on dynamic sizes no longer holds: {ch.reason}"
     return f"a guard failed: {ch.reason}"
@@ -923,10 +944,19 @@ FRAME_KINDS: tuple[Kind, ...] = (Kind.PER_LAYER, Kind.RECOMPILE_LIMIT, Kind.SIZE
 SUGGESTION_KINDS: tuple[Kind, ...] = (*(r.kind for r in RULES), *FRAME_KINDS)
 
 
+#: the exceptions rules raised during one explain_recompiles call, (where, exception); counted on its report
+_ERRORS: list = []
+
+
 def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
-    """The fix (or the named no-fix kind) for one change; None for a change of no known form."""
+    """The fix (or the named no-fix kind) for one change; None for a change of no known form. A rule that
+    raises is counted (``doctor:recompile rule <kind>``) and the next rule is tried."""
     for rule in RULES:
-        s = rule.fix(r, dynamic_after)
+        try:
+            s = rule.fix(r, dynamic_after)
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not lose the answer
+            _ERRORS.append((f"recompile rule {rule.kind}", exc))
+            continue
         if s is not None:
             return s
     return None
@@ -1218,8 +1248,8 @@ def _value_words(values: list[tuple[str, str, str]]) -> str:
     """```factor` (2 → 3)`` for each; a path that is torch's own (``___stack0``, ``L['args']``) as "another value"."""
     def one(path: str, a: str, b: str) -> str:
         root = path.split(".", 1)[0].split("[", 1)[0]
-        what = f"`{path}`" if _simple(path) and not path.startswith("_") and root not in ("args", "kwargs", "fn") \
-            else "another value"
+        what = f"`{path}`" if _simple(path) and not path.startswith("_") and root not in ("args", "kwargs", "fn", "self") \
+            else "another value"  # torch's names (its wrappers' `args`, `fn`; the `self` of a method it compiled)
         return f"{what} ({a} → {b})" if b else f"{what} ({a}, then another value)"
 
     items = [one(*v) for v in values]
@@ -1347,6 +1377,10 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         r.sizes_0_1 = through_0_1
         r.tied = _same_size_elsewhere(report, rc, g, entries)
         dynamic = _complete(r, entries(g.failed_compile_id), new_entries)
+        if r.change.kind == "symbolic" and r.change.dim is not None and not r.change.after:
+            # this call's size, from torch's reason of another version's check on the same size (`actual 7`)
+            r.change.after = next((h.after for h in rc.guards if h.kind in ("size", "size_0_1") and h.path == g.path
+                                   and h.dim == g.dim and h.after.isdigit()), "")
         r.change.text = _text(r, dynamic)
         read.append((r, dynamic))
     changes = [r.change for r, _ in read]
@@ -1411,4 +1445,15 @@ def explain_recompiles(report: "CompileReport", *, earlier: Sequence[GuardSet] =
     not hold (made by earlier runs), for the failed guards of its recompiles."""
     if not report.recompiles:
         return report
-    return dataclasses.replace(report, recompiles=[_explain(report, rc, earlier) for rc in report.recompiles])
+    from .doctor import noted
+
+    _ERRORS.clear()
+    out = []
+    for rc in report.recompiles:
+        try:
+            out.append(_explain(report, rc, earlier))
+        except Exception as exc:  # noqa: BLE001 - one recompile the doctor cannot read keeps the others' answers
+            _ERRORS.append((f"explain_recompiles {rc.compile_id}", exc))
+            out.append(dataclasses.replace(rc))
+    errors, _ERRORS[:] = list(_ERRORS), []
+    return noted(dataclasses.replace(report, recompiles=out), "explain_recompiles", errors)

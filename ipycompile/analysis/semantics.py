@@ -63,9 +63,12 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
     """The doctor pass: ``report`` with ``eager_differences`` filled (a new report)."""
     sources = Sources(report)
     found: list[EagerDifference] = []
+    caches: list[tuple[EagerDifference, str, list[str]]] = []
     for w in report.torch_warnings:
         if w.kind == "lru_cache_traced":
-            found.append(_ignored_cache(report, sources, w))
+            d, fn, changed = _ignored_cache(report, sources, w)
+            found.append(d)
+            caches.append((d, fn, changed))
     found += _escaping_generators(report, sources)
     found += _compiling_branches_past_the_limit(report, sources)
     seen: set = set()
@@ -75,7 +78,45 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
         if key not in seen:
             seen.add(key)
             unique.append(d)
-    return dataclasses.replace(report, eager_differences=unique)
+    report = dataclasses.replace(report, eager_differences=unique)
+    if not (caches and report.recompiles):
+        return report
+    try:
+        return _recompiles_of_caches(report, caches)
+    except Exception as exc:  # noqa: BLE001 - the differences stand without the recompiles' note; counted
+        from .doctor import noted
+
+        return noted(report, "find_eager_differences", [exc])
+
+
+def _recompiles_of_caches(report: "CompileReport", caches: list[tuple[EagerDifference, str, list[str]]]) -> "CompileReport":
+    """A recompile on a value that an ignored cache's body changes (``calls += 1`` in a cached function: each
+    trace changes the global that the next call's guard reads) says the difference from eager first: the
+    versions come from torch running the cached body at every trace, and no setting about the value
+    (``dynamic=True``, a tensor) removes that; the fix is the cache's (call it outside, or keep it pure)."""
+    out = []
+    for rc in report.recompiles:
+        hit = None
+        for d, fn, changed in caches:
+            for g in rc.guards:
+                inside = bool(fn) and g.where.rsplit(" in ", 1)[-1] == fn  # torch read the value in the cached body
+                if g.kind in ("global", "value") and (inside or (g.name and g.name in changed)):
+                    hit = (d, fn, g)
+                    break
+            if hit:
+                break
+        if hit is None:
+            out.append(rc)
+            continue
+        d, fn, g = hit
+        what = f"`{g.name}`" if g.name else "a value"
+        first = (f"Compiled results differ from eager here: torch ignores the cache of `{fn or 'the cached function'}` "
+                 f"and runs its body at every trace, and that body changes {what}, which this compiled version "
+                 f"guarded: each compile changes it again, so the next call fails the guard and compiles once more, "
+                 f"where eager would run the body once. Making {what} dynamic or a tensor leaves this recompile and the "
+                 f"wrong results: the fix is the cache's.")
+        out.append(dataclasses.replace(rc, explanation=f"{first} {rc.explanation}".strip(), suggestion=d.suggestion))
+    return dataclasses.replace(report, recompiles=out)
 
 
 def _compiled_def(sources: Sources, filename: str, function: str, first_line: Optional[int]):
@@ -130,7 +171,8 @@ def _state_changes(d: ast.FunctionDef) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _ignored_cache(report: "CompileReport", sources: Sources, w) -> EagerDifference:
+def _ignored_cache(report: "CompileReport", sources: Sources, w) -> tuple[EagerDifference, str, list[str]]:
+    """The difference, the cached function's name ("" if not found) and the names its body changes."""
     f = w.frame
     where = report.where(f.filename, f.lineno) if f.filename else "a line torch did not name"
     in_fn = f" in `{f.function}`" if f.function else ""
@@ -164,7 +206,8 @@ def _ignored_cache(report: "CompileReport", sources: Sources, w) -> EagerDiffere
         "Outside the compiled function the cache works as written; inside, torch traces through it. A cached "
         "function that only computes from its arguments gives the same results either way.",
         "", Confidence.MEDIUM, "ignored_cache")
-    return EagerDifference("ignored_cache", title, explanation, f, w.message.strip(), fix)
+    return (EagerDifference("ignored_cache", title, explanation, f, w.message.strip(), fix),
+            cached.name if cached is not None else "", [c.strip("`") for c in changes])
 
 
 # -- generators that leave the compiled code ------------------------------------------------------

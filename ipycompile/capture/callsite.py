@@ -286,6 +286,7 @@ class _Frame:
                 self.calls = _the_calls(tree, line, calling.function, self.compiled, self._fits)
                 self.call = self.calls[0] if self.calls else None
         self.library_words = ""  # a library's call: what its line passes, for describe()
+        self.where_function = ""  # the function torch's guard names as where it read the value (`step`), for _module()
         # no call of the user's seen: the function torch compiled before this one whose own code calls it (torch
         # compiled it as a frame of its own because that code ran outside the graph, after a break): its
         # arguments are made inside the compiled function, where no line before the user's call can mark them
@@ -409,6 +410,11 @@ class _Frame:
 
     def _module(self, steps: list) -> tuple[str, str]:
         base = self.callee(bool(steps) and steps[0][0] == "index")
+        fns = [f for f in (self.c.function, self.where_function) if f.isidentifier() and f != "forward"]
+        if fn := next((f for f in fns if base.endswith(f".{f}")), ""):
+            # a bound method compiled or called (`torch.compile(opt.step)`, `opt.step()`): torch's `self` is the
+            # object the method is bound to (`opt`), never the method (`opt.step.param_groups` names nothing)
+            base = base[: -len(f".{fn}")]
         if self.library_call:
             self.library_words = _render(base, steps) if base else ""
             return "", "library"
@@ -438,6 +444,13 @@ class _Frame:
                 return (f"{local}a value torch carries across the graph break at line {line} of `{fn}`{made} into "
                         "the code after it")
             return f"{local}a value torch carries across a graph break into the code after it"
+        if g.origin == "module" and root == "self" and not g.name:
+            # the object whose method torch compiled as a frame of its own (an optimizer's `step` after a graph
+            # break), with no call of the user's seen: its own code reads the value from `self`, no name of the user's
+            whose = "torch's" if self.wrapper else "the library's" if self.library_frame else "the"
+            fn = self.where_function or self.c.function
+            place = _place(UserFrame(self.c.filename, self.c.first_line))
+            return f"a value that {whose} method `{fn}` ({place}) reads from the object it is called on"
         if g.origin == "library" and not self.caller.filename:  # no call seen: the library's function compiled on its own
             place = _place(UserFrame(self.c.filename, self.c.first_line))
             if self.vararg and self.kwarg:  # `def wrapped(*args, **kwargs)`: a decorator's, its name means nothing
@@ -506,6 +519,7 @@ def name_guarded_values(report: "CompileReport") -> None:
             for g in rc.guards:
                 try:
                     frame.library_words = ""
+                    frame.where_function = g.where.rsplit(" in ", 1)[-1] if " in " in g.where else ""
                     g.name, g.origin = frame.name(g)
                     g.described = "" if g.name else frame.describe(g)
                     if g.origin == "carried" and frame.resumed and frame.c.filename:

@@ -183,8 +183,13 @@ def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
     if o.problem_count:
         first = f", e.g. {o.problems[0]}" if o.problems else ""
         out.append(f"{plural(o.problem_count, 'unreadable trace event')} skipped ({plural(o.skipped_lines, 'line')}){first}")
-    if r.stats.parse_errors:
-        out.append(f"{plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed; {hints.errors}")
+    parsed = {k: v for k, v in r.stats.parse_errors.items() if not k.startswith("doctor:")}
+    doctor = sum(v for k, v in r.stats.parse_errors.items() if k.startswith("doctor:"))
+    if parsed:
+        out.append(f"{plural(sum(parsed.values()), 'trace event')} could not be parsed; {hints.errors}")
+    if doctor:
+        out.append(f"{plural(doctor, 'doctor error')}: an answer the doctor could not give is missing, the others "
+                   f"stand; {hints.errors}")
     return out
 
 

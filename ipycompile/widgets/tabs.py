@@ -131,9 +131,14 @@ def summary_tab(r: "CompileReport") -> list[Block]:
     if r.stats.unknown:
         out.append(Text(f"{plural(sum(r.stats.unknown.values()), 'trace event')} of unknown kinds kept as raw artifacts: "
                         + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.unknown.items())), "note"))
-    if r.stats.parse_errors:
-        out.append(Text(f"{plural(sum(r.stats.parse_errors.values()), 'trace event')} could not be parsed: "
-                        + ", ".join(f"{k} ({v})" for k, v in sorted(r.stats.parse_errors.items())), "warn"))
+    parsed = {k: v for k, v in r.stats.parse_errors.items() if not k.startswith("doctor:")}
+    doctor = {k[len("doctor:"):]: v for k, v in r.stats.parse_errors.items() if k.startswith("doctor:")}
+    if parsed:
+        out.append(Text(f"{plural(sum(parsed.values()), 'trace event')} could not be parsed: "
+                        + ", ".join(f"{k} ({v})" for k, v in sorted(parsed.items())), "warn"))
+    if doctor:
+        out.append(Text(f"{plural(sum(doctor.values()), 'doctor error')} (an answer missing, the others stand): "
+                        + ", ".join(f"{k} ({v})" for k, v in sorted(doctor.items())), "warn"))
     return out
 
 

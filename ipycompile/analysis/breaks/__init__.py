@@ -42,6 +42,9 @@ KINDS: dict[str, str] = {
 def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
     """The doctor pass: ``report`` with a :class:`Suggestion` on every graph break and
     failure (a new report; ``report`` is unchanged)."""
+    from ..doctor import noted
+
+    _ERRORS.clear()
     ctx = Context(report, Sources(report))
     breaks = [dataclasses.replace(b, suggestion=_guarded(lambda b=b: suggest_for_break(b, ctx), Facts.of_break(b, ctx)))
               for b in report.graph_breaks]
@@ -52,7 +55,9 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
             continue
         failures.append(dataclasses.replace(f, suggestion=_guarded(lambda f=f: suggest_for_failure(f, ctx),
                                                                    Facts.of_failure(f, ctx))))
-    return _settings_together(dataclasses.replace(report, graph_breaks=breaks, failures=failures))
+    errors, _ERRORS[:] = list(_ERRORS), []
+    return noted(_settings_together(dataclasses.replace(report, graph_breaks=breaks, failures=failures)),
+                 "suggest_break_fixes", errors)
 
 
 def settings_of(s: Optional[Suggestion]) -> list[str]:
@@ -120,19 +125,27 @@ def suggest_for_failure(f: Failure, ctx: Context) -> Suggestion:
 def suggest(facts: Facts, ctx: Context) -> Suggestion:
     """The first rule that applies and whose fix holds in the user's code; else torch's words."""
     for rule in RULES:
-        if rule.applies(facts):
-            if rule.user_code and facts.in_library:
-                return in_library(rule, facts, ctx)
-            s = rule.fix(facts, ctx)
-            if s is not None:
-                return s
+        try:
+            if rule.applies(facts):
+                if rule.user_code and facts.in_library:
+                    return in_library(rule, facts, ctx)
+                s = rule.fix(facts, ctx)
+                if s is not None:
+                    return s
+        except Exception as exc:  # noqa: BLE001 - one broken rule is counted; the next rule is tried
+            _ERRORS.append((f"break rule {rule.kind}", exc))
     return unknown(facts)
+
+
+#: the exceptions rules raised during one suggest_break_fixes call, (where, exception); counted on its report
+_ERRORS: list = []
 
 
 def _guarded(make: Callable[[], Suggestion], facts: Optional[Facts]) -> Suggestion:
     try:
         s = make()
-    except Exception:  # noqa: BLE001 - a fix we cannot build falls back to torch's words
+    except Exception as exc:  # noqa: BLE001 - a fix we cannot build falls back to torch's words, and is counted
+        _ERRORS.append(("suggest_break_fixes", exc))
         s = None
     return s if s is not None else unknown(facts)
 

@@ -44,7 +44,7 @@ from typing import Optional
 from ...report.model import CompileId, FailedGuard, GuardEntry
 
 __all__ = ["parse_guard_failure", "parse_guard_tree", "guard_path", "torch_dtype", "path_root", "path_steps",
-           "CARRIED_ROOT"]
+           "CARRIED_ROOT", "is_numpy"]
 
 
 _DTYPES = {
@@ -67,18 +67,39 @@ _FRAME_DICT = re.compile(r"""\b[LG]\[['"]([^'"]+)['"]\]""")
 _CHILD = re.compile(r"""\._(?:modules|parameters|buffers)\[['"]([^'"]+)['"]\]""")
 _MEMBER = re.compile(r"""\.__dict__\[['"]([A-Za-z_]\w*)['"]\]""")
 #: the locals through which torch carries values across a graph break into the resume function
-CARRIED_ROOT = re.compile(r"^(?:___stack\d+|__resume_frame_values|___as_tensor\(|___from_numpy|___tuple_iterator)")
+CARRIED_ROOT = re.compile(r"^(?:___stack\d+|__resume_frame_values|___as_tensor\(|___from_numpy\(___stack|___tuple_iterator)")
+
+
+#: torch's name for a module whose globals an inlined function reads (``G['__import___main__'].z``: the global
+#: ``z`` of ``__main__``; ``__import_torch_dot_nn_dot_functional``: ``torch.nn.functional``)
+_IMPORTED = re.compile(r"^__import_(?P<module>\w+?)(?=\.|\[|$)")
+#: a NumPy array torch reads as a tensor (``___from_numpy(L['a'])``): the array is the user's value, no carried one
+_FROM_NUMPY = re.compile(r"^___from_numpy\((?P<inner>.+)\)$")
+
+
+def _module_of(m: "re.Match[str]") -> str:
+    module = m.group("module").replace("_dot_", ".")
+    return "" if module == "__main__" else module
 
 
 def guard_path(src: str) -> str:
     """A guard source in one readable form: ``L['x']`` -> ``x``, ``G['SCALE']`` -> ``SCALE``,
     ``L['self']._modules['body']._modules['0']._parameters['weight']`` -> ``self.body[0].weight``,
-    ``___as_tensor(L['___stack2']).item()`` -> ``___stack2`` (a value carried across a break)."""
+    ``___as_tensor(L['___stack2']).item()`` -> ``___stack2`` (a value carried across a break),
+    ``G['__import___main__'].z`` -> ``z`` (a global of ``__main__``, the notebook's or script's namespace, that a
+    function torch inlined reads), ``G['__import_helpers'].w`` -> ``helpers.w``,
+    ``___from_numpy(L['a'])`` -> ``a`` (a NumPy array; :func:`is_numpy` says so)."""
     s = (src or "").strip()
     m = re.fullmatch(r"___as_tensor\((?P<inner>.+)\)\.item\(\)", s)
     if m:
         s = m.group("inner")
+    if (m := _FROM_NUMPY.match(s)) is not None:
+        s = m.group("inner")
     s = _FRAME_DICT.sub(r"\1", s)
+    if (m := _IMPORTED.match(s)) is not None:
+        module = _module_of(m)
+        rest = s[m.end():]
+        s = f"{module}{rest}" if module else rest.lstrip(".")
     s = _MEMBER.sub(r".\1", s)
 
     def part(m: "re.Match[str]") -> str:
@@ -89,6 +110,11 @@ def guard_path(src: str) -> str:
 
 
 _STEP = re.compile(r"""\.(?P<attr>[A-Za-z_]\w*)|\[(?P<index>-?\d+)\]|\[(?P<q>['"])(?P<key>[^'"]*)(?P=q)\]""")
+
+
+def is_numpy(src: str) -> bool:
+    """The guard source is a NumPy array torch reads as a tensor (``___from_numpy(...)``)."""
+    return bool(_FROM_NUMPY.match((src or "").strip()))
 
 
 def path_root(path: str) -> str:
@@ -157,7 +183,8 @@ def _type_name(text: str) -> str:
 
 def _set_source(g: FailedGuard, src: str) -> None:
     g.source, g.path = src.strip(), guard_path(src)
-    if g.source.startswith(("G['", 'G["')) and not g.origin:  # a global: its name is the user's
+    bare = _FROM_NUMPY.sub(r"\g<inner>", g.source)
+    if bare.startswith(("G['", 'G["')) and not g.origin:  # a global: its name is the user's
         g.origin, g.name = "global", g.path
 
 
@@ -240,7 +267,12 @@ def _parse(reason: str, failed: Optional[CompileId]) -> FailedGuard:
         _set_source(g, h.group("src"))
         g.kind, g.before = "length", "0"
         return g
-    if (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None:  # `2 <= s <= 8`: either bound (symbolic)
+    if (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None and int(h.group("low")) > 2:
+        # `11 <= x.size()[0]` from the user's `if x.shape[0] > 10`: a condition the code asked of the dynamic size,
+        # which this call's size misses (no 0/1 specialisation: that bound is 2)
+        _set_source(g, h.group("src"))
+        g.dim, g.kind, g.before = int(h.group("dim")), "symbolic", f">= {h.group('low')}"
+    elif (h := _LOW_SIZE.match(guard)) is not None and h.group("high") is None:  # `2 <= s <= 8`: either bound (symbolic)
         _set_source(g, h.group("src"))
         g.dim, g.kind, g.before = int(h.group("dim")), "size_0_1", f">= {h.group('low')}"
     elif (h := _EQ.match(guard)) is not None:
