@@ -18,6 +18,7 @@ from .model import (
     CudaGraphs,
     EagerComparison,
     EagerDifference,
+    EagerRun,
     Failure,
     FixVerification,
     Graph,
@@ -126,6 +127,8 @@ class CompileReport:
     torch_warnings: list[TorchWarning] = field(default_factory=list)  # torch's Python warnings, read by capture
     #: how the compiled results differ from eager's, from the doctor (analysis/semantics.py): shown first
     eager_differences: list[EagerDifference] = field(default_factory=list)
+    #: torch compiled nothing, or ran most of the user's code eagerly, from the doctor (analysis/eager_run.py): shown first
+    eager_run: Optional[EagerRun] = None
     autotuning: list[Autotune] = field(default_factory=list)  # max-autotune's choices, per op
     cudagraphs: list[CudaGraphs] = field(default_factory=list)  # CUDA graphs per compile
     artifacts: list[RawArtifact] = field(default_factory=list)
