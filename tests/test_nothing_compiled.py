@@ -100,9 +100,15 @@ def test_ddp_of_a_sequential_in_a_compile_cell_says_nothing_compiled_and_its_fix
     torch._dynamo.reset()
     model = sequential()
     ip.user_ns.update(ddp=DDP(model), x=torch.randn(4, 8))
-    r = cell(ip, "%%compile --backend eager --runs 1\nout = ddp(x)\nout")
+    r = cell(ip, "%%compile --backend eager --runs 1 --verify-fixes\nout = ddp(x)\nout")
     assert_ddp_nothing_compiled(r)
-    assert problems(r)[0].where.endswith("line 2") and problems(r)[0].code == "out = ddp(x)"
+    first = problems(r)[0]
+    assert first.where.endswith("line 2") and first.code == "out = ddp(x)"
+    # --verify-fixes applied it for real on a copy of `ddp`: the module compiled, then wrapped
+    check = r.eager_run.suggestion.check
+    assert check is not None and check.status == "verified", check
+    assert "graph(s) compiled where the unfixed cell compiled none" in check.reason and check.max_abs_diff == 0
+    assert "verified here" in first.fix
     expected = model(ip.user_ns["x"])
     assert torch.equal(ip.user_ns["out"], expected)
 
@@ -113,6 +119,19 @@ def test_ddp_of_a_sequential_in_a_compile_cell_says_nothing_compiled_and_its_fix
     assert all(p.kind != "eager_run" for p in problems(fixed))
     assert "nothing was compiled" not in str(fixed)
     torch.testing.assert_close(ip.user_ns["out2"], expected)
+
+
+def test_compiling_a_sequential_in_place_compiles_nothing_so_it_is_not_the_fix_offered(group):
+    """Why the answer is DDP(torch.compile(model)) and not `model.compile()` before wrapping: on this
+    torch, compiling an nn.Sequential in place compiles `Module._call_impl`, torch's own code, where
+    Dynamo starts no frame, and its layers are torch's too: nothing compiles, with DDP or without."""
+    torch._dynamo.reset()
+    model = sequential()
+    model.compile(backend="eager")
+    with ipycompile.capture() as cap:
+        DDP(model)(torch.randn(4, 8))
+    assert graphs(cap.report) == 0
+    assert "model.compile()" not in problems(cap.report)[0].fix_code if problems(cap.report) else True
 
 
 def test_compile_of_ddp_under_capture_says_nothing_compiled_and_the_fix_compiles(group):

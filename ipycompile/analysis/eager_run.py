@@ -25,10 +25,12 @@ The kinds, :data:`KINDS`:
 The answer names the frame where torch gave up (where Dynamo stopped, the user's line that led
 there, torch's words and break code) and the fix that compiles the user's model:
 
-- DDP (``wrapper == "ddp"``): compile the module, then wrap it,
-  ``DDP(torch.compile(model))`` (or ``model.compile()`` before wrapping), as torch's DDP notes
-  document; DDP's optimizer then splits the one graph at its gradient buckets. Checked on a
-  real gloo job in ``tests/test_nothing_compiled.py`` (graphs compiled, outputs equal).
+- DDP (``wrapper == "ddp"``): compile the module, then wrap it, ``DDP(torch.compile(model))``;
+  DDP's optimizer then splits the one graph at its gradient buckets. Checked on a real gloo
+  group in ``tests/test_nothing_compiled.py`` (graphs compiled, outputs equal), and on the
+  user's own cell by ``--verify-fixes`` (``run/verify.py``). ``model.compile()`` in place is
+  not offered: it compiles ``Module._call_impl``, torch's code, where Dynamo starts no frame,
+  so on torch 2.13 an ``nn.Sequential`` of torch's layers compiled so compiles nothing (tested).
 - FSDP2 (``"fsdp"``): torch documents ``fully_shard`` on each block, then compiling the model
   (or each block, ``block.compile()``); FSDP's hooks are skipped by Dynamo
   (``torch._dynamo.config.skip_fsdp_hooks``): words, no code.
@@ -68,8 +70,7 @@ SUGGESTION_KINDS: dict[str, str] = {
 
 #: The fix for ``torch.compile(DistributedDataParallel(model))``, as code.
 DDP_FIX = ("# compile the module, then wrap it (not torch.compile(DDP(model))):\n"
-           "ddp_model = DDP(torch.compile(model))\n"
-           "# or compile it in place before wrapping: model.compile(); ddp_model = DDP(model)")
+           "ddp_model = DDP(torch.compile(model))")
 
 _DDP_FILE = "torch/nn/parallel/distributed.py"
 _FSDP_DIRS = ("torch/distributed/fsdp/", "torch/distributed/_composable/")
@@ -162,7 +163,9 @@ def _suggestion(r: "CompileReport", wrapper: str, b: "Optional[GraphBreak]", not
             "it marks as skipped); the module DDP wraps is then called from DDP's forward running eagerly, and, "
             "unless its `forward` is your own code torch starts a frame at, it is never compiled (a `torch.nn` "
             "container such as `nn.Sequential` is torch's code). Compile the module and wrap the compiled module: "
-            "`DDP(torch.compile(model))`, or `model.compile()` before wrapping, as torch's DDP notes document. "
+            "`DDP(torch.compile(model))`. (`model.compile()`, in place, compiles the module's `_call_impl`, torch's "
+            "own code, where Dynamo starts no frame: it compiles your own `forward` methods but, on torch 2.13, "
+            "nothing of an `nn.Sequential` of torch's layers; `torch.compile(model)` compiles the whole call.) "
             "DDP's optimizer then splits the one graph at its gradient buckets, so each bucket's all-reduce still "
             "overlaps the backward (`torch._dynamo.config.optimize_ddp`).",
             DDP_FIX, Confidence.HIGH, Kind.COMPILE_INNER_MODULE)

@@ -104,6 +104,9 @@ def problems(r: "CompileReport") -> list[Problem]:
         p = Problem("eager_run", run.title, cost, r.where(line.filename, line.lineno) if line.filename else "",
                     line.source_line.strip(), tab="summary", filename=line.filename, lineno=line.lineno)
         _fix(p, run.suggestion)
+        check = run.suggestion.check if run.suggestion is not None else None
+        if p.fix and check is not None:  # --verify-fixes tried it on this cell
+            p.fix += f" ({check.text})"
         if not p.fix and not p.note:
             p.note = run.explanation
         first.append(p)

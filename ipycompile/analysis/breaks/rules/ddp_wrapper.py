@@ -41,8 +41,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             f"Dynamo stopped in DDP's wrapper (`{f.stop.function or '?'}` at {ctx.where(f.stop)}), reached from "
             f"{ctx.where(f.user)}, and this run compiled no graph: DDP's forward ran eagerly, and the module it "
             "wraps ran inside it without compiling. Compile the module and wrap the compiled module, "
-            "`DDP(torch.compile(model))` (or `model.compile()` before wrapping): the first item of the report says "
-            "so.", f)
+            "`DDP(torch.compile(model))`: the first item of the report says so.", f)
         return dataclasses.replace(s, code=DDP_FIX)
     return explained(
         Kind.DDP_WRAPPER, "inside DistributedDataParallel's own forward: by design, nothing to fix",
