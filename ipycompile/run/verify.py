@@ -158,8 +158,9 @@ def _answered(report: CompileReport) -> list[tuple[str, int, Any]]:
     out += [("recompiles", i, rc) for i, rc in enumerate(report.recompiles)]
     out += [("failures", i, f) for i, f in enumerate(report.failures)
             if not (limit and (f.message or "").startswith("Dynamo recompile limit exceeded"))]
-    if report.eager_run is not None:
-        out.append(("eager_run", 0, report.eager_run))
+    run = report.eager_run  # its own fix only (DDP's): another is a break's answer, tried there
+    if run is not None and run.suggestion is not None and run.suggestion.code.strip() == DDP_FIX.strip():
+        out.append(("eager_run", 0, run))
     return [(kind, i, x) for kind, i, x in out if x.suggestion is not None]
 
 
@@ -887,6 +888,10 @@ def _with_checks(report: CompileReport, checks: dict[tuple[str, int], FixCheck],
         lists[kind] = items
     run = report.eager_run
     check = checks.get(("eager_run", 0))
+    if check is None and run is not None and run.suggestion is not None and run.suggestion.code:
+        check = next((c for (kind, i), c in checks.items() if kind == "graph_breaks"  # the break's answer, tried there
+                      and report.graph_breaks[i].suggestion is not None
+                      and report.graph_breaks[i].suggestion.code == run.suggestion.code), None)
     if run is not None and run.suggestion is not None and check is not None:
         lists["eager_run"] = dataclasses.replace(run, suggestion=dataclasses.replace(run.suggestion, check=check))
     return dataclasses.replace(report, fix_verification=verification, **lists)
