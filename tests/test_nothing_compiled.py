@@ -271,3 +271,22 @@ def test_a_torch_trace_log_of_the_ddp_job_says_it_too(tmp_path):
     assert "1. Nothing was compiled" in out and "DDP(torch.compile(model))" in out, out[:3000]
     assert "0 graphs: nothing was compiled; the model ran eagerly" in out
     assert out.index("Nothing was compiled") < out.index("Graph break:")
+
+
+def test_compiled_code_from_the_cache_is_not_called_eager(ip):
+    """No false "the model ran eagerly": the fixed DDP(torch.compile(model)) compiled in one cell, then
+    called from another cell, whose own frame breaks at DDP's forward and whose module's compiled code
+    comes from Dynamo's cache (torch logs no such call): the report says no graph was compiled in this
+    run, that cached compiled code ran, and not that the model ran eagerly."""
+    torch._dynamo.reset()
+    model = sequential()
+    ip.user_ns.update(warm=DDP(torch.compile(model, backend="eager")), x=torch.randn(4, 8))
+    first = cell(ip, "%%compile --backend eager --runs 1\nw1 = warm(x)\nw1")
+    assert graphs(first) == 1 and first.eager_run is None
+    again = cell(ip, "%%compile --backend eager --runs 1\nw2 = warm(x)\nw2")
+    assert graphs(again) == 0 and again.ran_cached_code and again.graphs_before
+    run = again.eager_run
+    assert run is not None and run.cached and run.title.startswith("No graph was compiled in this run"), run
+    assert "ran eagerly" not in run.title and run.suggestion.confidence == "low"
+    chips = [c.text for c in header(again)]
+    assert not any("nothing was compiled" in c for c in chips), chips

@@ -15,7 +15,11 @@ The kinds, :data:`KINDS`:
 - ``nothing``: torch entered frames and gave up (a graph break, a skipped frame, a frame run
   without compiling) and compiled no graph with an operation in it. A capture in which torch
   entered no frame at all says nothing here (compiled code reused from an earlier run looks the
-  same in torch's trace; the header's "nothing compiled" says that).
+  same in torch's trace; the header's "nothing compiled" says that). Where Dynamo ran code
+  from its cache during the capture while it held graphs compiled before it opened
+  (``CompileReport.ran_cached_code`` and ``graphs_before``, heard by capture), those graphs may
+  have run: the answer then says "no graph was compiled in this run", not that the model ran
+  eagerly (``EagerRun.cached``), and its fix is given at low confidence.
 - ``mostly``: graphs were compiled, but more of the user's functions (or calls) ran eagerly
   than compiled: frames of the user's code torch ran without compiling (a break in a loop), and
   calls of functions under ``torch.compiler.disable`` / ``torch._dynamo.disable``. Frames of
@@ -221,13 +225,22 @@ def find_eager_run(report: "CompileReport") -> "CompileReport":
     frames = len(r.compiles)
     graphs = len(compiled_ids)
     kernels = len(r.kernels)
+    cached = nothing and r.ran_cached_code and r.graphs_before is not False
     if nothing:
         what = {"ddp": "in DistributedDataParallel's forward", "fsdp": "in FSDP's code",
                 "disable": "at a function under torch.compiler.disable"}.get(wrapper, "")
-        title = ("Nothing was compiled: torch gave up" + (f" {what}" if what else "")
-                 + " and the model ran eagerly")
-        words = (f"torch entered {plural(frames, 'frame')} and compiled {plural(graphs, 'graph')} "
-                 f"({plural(kernels, 'kernel')}): every frame ran eagerly. It gave up at {where}: {why}.")
+        if cached:
+            title = ("No graph was compiled in this run: torch gave up" + (f" {what}" if what else "")
+                     + " (compiled code from its cache ran too)")
+            words = (f"torch entered {plural(frames, 'frame')} and compiled {plural(graphs, 'graph')} in this run, "
+                     f"and gave up at {where}: {why}. It also ran code it had compiled before this run, which may "
+                     "hold graphs (torch logs no such call): run with `--fresh` (or after `torch._dynamo.reset()`) "
+                     "to see whether your model compiles.")
+        else:
+            title = ("Nothing was compiled: torch gave up" + (f" {what}" if what else "")
+                     + " and the model ran eagerly")
+            words = (f"torch entered {plural(frames, 'frame')} and compiled {plural(graphs, 'graph')} "
+                     f"({plural(kernels, 'kernel')}): every frame ran eagerly. It gave up at {where}: {why}.")
     else:
         title = (f"Most of the code ran eagerly: {len(eager)} of {len(eager) + len(compiled)} of your functions "
                  "or calls were not compiled")
@@ -239,9 +252,12 @@ def find_eager_run(report: "CompileReport") -> "CompileReport":
     user_line = UserFrame()
     if b is not None:
         user_line = b.frame if b.frame.filename else b.stop
+    suggestion = _suggestion(r, wrapper, b, nothing)
+    if cached and suggestion is not None:
+        suggestion = dataclasses.replace(suggestion, confidence=Confidence.LOW)
     run = EagerRun("nothing" if nothing else "mostly", title, words, wrapper,
                    b.stop if b is not None else UserFrame(), user_line,
                    b.reason if b is not None else why, b.gb_code if b is not None else "",
                    b.compile_id if b is not None else None, graphs, frames, eager, compiled,
-                   _suggestion(r, wrapper, b, nothing))
+                   suggestion, cached)
     return dataclasses.replace(r, eager_run=run)

@@ -51,6 +51,7 @@ class Capture:
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
         self._limits_open: dict[str, int] = {}  # torch._dynamo.config's recompile limits when it opened
+        self._graphs_before: Optional[bool] = None  # Dynamo held compiled graphs when it opened
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
@@ -76,6 +77,7 @@ class Capture:
         self._raw = None
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
+        self._graphs_before = _compiled_graphs_exist()
         self.active = True
         ROUTER.open(self)
         return self
@@ -142,6 +144,7 @@ class Capture:
         report.source_context = source_context(report)
         closed = self._limits_closed if self._limits_closed is not None else _recompile_limits()
         report.recompile_limits = {k: v for k, v in self._limits_open.items() if closed.get(k) == v}
+        report.graphs_before = self._graphs_before
         return report
 
     @property
@@ -155,6 +158,25 @@ class Capture:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report
             return self._report
+
+
+def _compiled_graphs_exist() -> Optional[bool]:
+    """Whether Dynamo holds compiled code that runs a graph (a cache entry whose code calls a
+    ``__compiled_fn``), for any code object it has compiled; None where torch cannot say."""
+    try:
+        from torch._dynamo import convert_frame, eval_frame
+
+        entries = eval_frame._debug_get_cache_entry_list
+        for ref in list(convert_frame.input_codes.seen):
+            code = ref()
+            if code is None:
+                continue
+            for e in entries(code):
+                if any(n.startswith("__compiled_fn") for n in e.code.co_names):
+                    return True
+        return False
+    except Exception:  # noqa: BLE001 - torch's internals differ: unknown
+        return None
 
 
 def _recompile_limits() -> dict[str, int]:

@@ -1192,6 +1192,9 @@ class EagerRun:
     eager: list[str] = field(default_factory=list)
     compiled: list[str] = field(default_factory=list)
     suggestion: Optional[Suggestion] = None
+    #: no graph compiled in this run, but Dynamo ran code from its cache while it held graphs compiled
+    #: before: those may have run (the answer says "in this run", not that the model ran eagerly)
+    cached: bool = False
 
 
 @dataclass

@@ -45,7 +45,10 @@ def header(report: "CompileReport") -> list[Chip]:
     chips += headline(r)
     graphs = dynamo_graphs(r)
     run = r.eager_run
-    if run is not None and run.kind == "nothing":
+    if run is not None and run.kind == "nothing" and run.cached:
+        add(Chip(f"{plural(graphs, 'graph')} compiled in this run (cached compiled code ran too)", True, "graphs",
+                 graphs, run.title))
+    elif run is not None and run.kind == "nothing":
         add(Chip(f"{plural(graphs, 'graph')}: nothing was compiled; the model ran eagerly", True, "graphs", graphs,
                  run.title))
     elif run is not None:
