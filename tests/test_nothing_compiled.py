@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -30,7 +31,9 @@ from IPython.utils.capture import capture_output
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import ipycompile
+from ipycompile.widgets import html as html_view
 from ipycompile.widgets.first_screen import problems
+from ipycompile.widgets.widget import ReportWidget
 from ipycompile.widgets.viewmodel import header
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +95,15 @@ def assert_ddp_nothing_compiled(r) -> None:
     chips = [c.text for c in header(r)]
     assert "0 graphs: nothing was compiled; the model ran eagerly" in chips, chips
     assert text.index("Nothing was compiled") < text.index("Graph break:")
+    # the HTML page and the widget render the same view model: the same first item, first
+    page = html_view.render_html(r)
+    kinds = re.findall(r'class="prob[^"]*" data-kind="([^"]+)"', page)
+    assert kinds and kinds[0] == "eager_run", kinds
+    assert page.index("Nothing was compiled") < page.index("Graph break:")
+    assert "DDP(torch.compile(model))" in page
+    widget = ReportWidget(r)
+    assert widget.view_model.problems[0].kind == "eager_run"
+    assert "Nothing was compiled" in widget.first.value
 
 
 def test_ddp_of_a_sequential_in_a_compile_cell_says_nothing_compiled_and_its_fix_compiles(ip):

@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
     from ..report.model import GraphBreak
 
-__all__ = ["find_eager_run", "KINDS", "compiled_compile_ids", "DDP_FIX"]
+__all__ = ["find_eager_run", "KINDS", "compiled_compile_ids", "cached_graphs_may_have_run", "DDP_FIX"]
 
 #: Every kind this pass recognises, with what it means.
 KINDS: dict[str, str] = {
@@ -85,6 +85,12 @@ def compiled_compile_ids(r: "CompileReport") -> set:
     or ``graph_op_count`` above zero in torch's metrics)."""
     out = {g.compile_id for g in r.graphs if g.stage == "dynamo" and g.compile_id is not None}
     return out | {c.compile_id for c in r.compiles if (c.graph_op_count or 0) > 0}
+
+
+def cached_graphs_may_have_run(r: "CompileReport") -> bool:
+    """Dynamo ran code from its cache during the capture while it held graphs compiled before it
+    opened (heard by capture): graphs this report does not show may have run."""
+    return r.ran_cached_code and r.graphs_before is not False
 
 
 def _path(filename: str) -> str:
@@ -144,7 +150,7 @@ def _where(r: "CompileReport", f: UserFrame) -> str:
     return r.where(f.filename, f.lineno) if f.filename else "?"
 
 
-def _gave_up(r: "CompileReport", b: "Optional[GraphBreak]", wrapper: str) -> tuple[str, str]:
+def _gave_up(r: "CompileReport", b: "Optional[GraphBreak]") -> tuple[str, str]:
     """Where torch gave up, and torch's reason, in words."""
     if b is None:
         skipped = [c for c in r.compiles if c.fail_type or c.status in ("skipped", "failed")]
@@ -218,14 +224,12 @@ def find_eager_run(report: "CompileReport") -> "CompileReport":
     pick = next(((w, b) for key in ("ddp", "fsdp", "disable") for w, b in wrappers if w == key), None)
     if pick is None:
         pick = wrappers[0] if wrappers else ("skipped" if skipped else "", None)
-    wrapper, b = pick
-    if wrapper == "ddp":  # the break that starts it: DDP's forward, in the first frame torch entered
-        b = next((x for w, x in wrappers if w == "ddp"), b)
-    where, why = _gave_up(r, b, wrapper)
+    wrapper, b = pick  # for DDP, its first break (by compile id): DDP's forward, in the first frame torch entered
+    where, why = _gave_up(r, b)
     frames = len(r.compiles)
     graphs = len(compiled_ids)
     kernels = len(r.kernels)
-    cached = nothing and r.ran_cached_code and r.graphs_before is not False
+    cached = nothing and cached_graphs_may_have_run(r)
     if nothing:
         what = {"ddp": "in DistributedDataParallel's forward", "fsdp": "in FSDP's code",
                 "disable": "at a function under torch.compiler.disable"}.get(wrapper, "")
@@ -246,7 +250,7 @@ def find_eager_run(report: "CompileReport") -> "CompileReport":
                  "or calls were not compiled")
         words = (f"torch compiled {plural(graphs, 'graph')} ({', '.join(compiled) or 'none of your functions'}), "
                  f"but ran eagerly: {'; '.join(eager)}. It gave up at {where}: {why}.")
-    if wrapper == "ddp":
+    if wrapper == "ddp" and nothing and not cached:
         words += (" DDP's forward runs its bookkeeping outside the graph on purpose; the module it wraps ran "
                   "inside it, eagerly, and torch compiled no frame of it.")
     user_line = UserFrame()

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
-from ...eager_run import DDP_FIX, compiled_compile_ids
+from ...eager_run import DDP_FIX, cached_graphs_may_have_run, compiled_compile_ids
 from ..base import Context, Facts, Rule, explained
 
 #: DDP's forward path in torch/nn/parallel/distributed.py
@@ -34,7 +34,7 @@ def applies(f: Facts) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
-    if not compiled_compile_ids(ctx.report):
+    if not compiled_compile_ids(ctx.report) and not cached_graphs_may_have_run(ctx.report):
         s = explained(
             Kind.DDP_WRAPPER, "DistributedDataParallel's forward: torch gave up here and compiled nothing of "
             "your model; compile the module, then wrap it: DDP(torch.compile(model))",
