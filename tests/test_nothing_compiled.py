@@ -177,6 +177,29 @@ def test_a_function_under_compiler_disable_compiles_nothing_and_is_named(ip):
     assert r.eager_run.wrapper == "disable" and first.code == "y = slow_part(x)"
 
 
+def test_a_module_whose_forward_is_disabled_compiles_nothing_and_is_named(group):
+    """`torch._dynamo.disable` on a module's forward, the module compiled: Dynamo skips inlining it
+    (GB0099) and compiles nothing; item 1 names the disabled forward and what torch documents."""
+
+    class Frozen(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        @torch._dynamo.disable
+        def forward(self, t):
+            return torch.relu(self.lin(t))
+
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        torch.compile(Frozen(), backend="eager")(torch.randn(2, 8))
+    r = cap.report
+    first = problems(r)[0]
+    assert graphs(r) == 0 and first.kind == "eager_run" and first.title.startswith("Nothing was compiled"), first
+    assert r.eager_run.wrapper == "disable" and "`Frozen.forward`" in first.fix, first.fix
+    assert "torch documents `torch.compiler.disable`" in r.eager_run.suggestion.explanation
+
+
 def test_most_calls_run_eagerly_is_said(group):
     """Two of three blocks under torch.compiler.disable: a graph compiles (the third block), but most
     of the model's calls ran eagerly, and item 1 says so, naming the disabled calls."""

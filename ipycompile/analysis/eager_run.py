@@ -93,6 +93,11 @@ def cached_graphs_may_have_run(r: "CompileReport") -> bool:
     return r.ran_cached_code and r.graphs_before is not False
 
 
+def _short(qualname: str) -> str:
+    """A function's name as the user reads it: ``Frozen.forward`` of ``test.<locals>.Frozen.forward``."""
+    return ".".join(qualname.rsplit("<locals>.", 1)[-1].split(".")[-2:])
+
+
 def _path(filename: str) -> str:
     return filename.replace("\\", "/")
 
@@ -139,7 +144,7 @@ def _eager_and_compiled(r: "CompileReport", compiled_ids: set) -> tuple[list[str
     for b in r.graph_breaks:
         if _wrapper(b) == "disable":
             line = b.frame if b.frame.filename else b.stop
-            fn = b.said.function.rsplit(".", 1)[-1] or "a disabled function"
+            fn = _short(b.said.function) or "a disabled function"
             name = f"{fn} (disabled, called at {r.where(line.filename, line.lineno)})"
             if name not in eager:
                 eager.append(name)
@@ -187,7 +192,7 @@ def _suggestion(r: "CompileReport", wrapper: str, b: "Optional[GraphBreak]", not
             "block); Dynamo skips FSDP's hooks (`torch._dynamo.config.skip_fsdp_hooks`, on by default) and compiles "
             "the module's forward.", "", Confidence.LOW, Kind.NOTHING_COMPILED)
     if wrapper == "disable":
-        fn = b.said.function.rsplit(".", 1)[-1] if b is not None and b.said.function else ""
+        fn = _short(b.said.function) if b is not None else ""
         name = f"`{fn}`" if fn else "the function"
         return Suggestion(
             f"{name} is under torch.compiler.disable: remove it to compile {name}",
