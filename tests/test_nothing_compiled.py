@@ -200,6 +200,37 @@ def test_a_module_whose_forward_is_disabled_compiles_nothing_and_is_named(group)
     assert "torch documents `torch.compiler.disable`" in r.eager_run.suggestion.explanation
 
 
+def test_fsdp2_of_a_sequential_compiles_nothing_and_its_fix_compiles(group):
+    """torch.compile of a module FSDP2 sharded (fully_shard, a CPU mesh of one rank): torch stops in
+    FSDP's own code and compiles nothing; the fix given, fully_shard(torch.compile(model)), applied for
+    real compiles one graph with the same outputs."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (1,))
+    model = sequential()
+    x = torch.randn(4, 8)
+    expected = model(x)
+    sharded = copy.deepcopy(model)
+    fully_shard(sharded, mesh=mesh)
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        out = torch.compile(sharded, backend="eager")(x)
+    r = cap.report
+    first = problems(r)[0]
+    assert graphs(r) == 0 and first.kind == "eager_run" and r.eager_run.wrapper == "fsdp", first
+    assert "in FSDP's code" in first.title and "fully_shard(torch.compile(model))" in first.fix
+    assert "model = torch.compile(model)\nfully_shard(model)" in first.fix_code
+    torch._dynamo.reset()
+    fixed = torch.compile(copy.deepcopy(model), backend="eager")
+    fully_shard(fixed, mesh=mesh)
+    with ipycompile.capture() as cap2:
+        out2 = fixed(x)
+    assert graphs(cap2.report) == 1 and cap2.report.eager_run is None
+    torch.testing.assert_close(out2, expected)
+    torch.testing.assert_close(out, expected)
+
+
 def test_most_calls_run_eagerly_is_said(group):
     """Two of three blocks under torch.compiler.disable: a graph compiles (the third block), but most
     of the model's calls ran eagerly, and item 1 says so, naming the disabled calls."""

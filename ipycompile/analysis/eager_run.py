@@ -35,9 +35,10 @@ there, torch's words and break code) and the fix that compiles the user's model:
   user's own cell by ``--verify-fixes`` (``run/verify.py``). ``model.compile()`` in place is
   not offered: it compiles ``Module._call_impl``, torch's code, where Dynamo starts no frame,
   so on torch 2.13 an ``nn.Sequential`` of torch's layers compiled so compiles nothing (tested).
-- FSDP2 (``"fsdp"``): torch documents ``fully_shard`` on each block, then compiling the model
-  (or each block, ``block.compile()``); FSDP's hooks are skipped by Dynamo
-  (``torch._dynamo.config.skip_fsdp_hooks``): words, no code.
+- FSDP2 (``"fsdp"``): ``torch.compile`` of a module ``fully_shard`` sharded stops in FSDP's
+  own code (GB0007, a function torch skips); compile the module (or each block) first, then
+  shard it, ``fully_shard(torch.compile(model))`` (:data:`FSDP_FIX`; torchtitan compiles each
+  block, then shards it); tested on a gloo group of one rank: one graph, the same outputs.
 - ``torch.compiler.disable`` (``"disable"``): torch documents it as running the function
   uncompiled; remove it from the function (or from the module's forward) to compile it.
 - otherwise (``"skipped"``, ``""``): the break's own answer, when the doctor has one.
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
     from ..report.model import GraphBreak
 
-__all__ = ["find_eager_run", "KINDS", "compiled_compile_ids", "cached_graphs_may_have_run", "DDP_FIX"]
+__all__ = ["find_eager_run", "KINDS", "compiled_compile_ids", "cached_graphs_may_have_run", "DDP_FIX", "FSDP_FIX"]
 
 #: Every kind this pass recognises, with what it means.
 KINDS: dict[str, str] = {
@@ -66,8 +67,9 @@ KINDS: dict[str, str] = {
 
 #: The suggestion kinds this pass writes (``Suggestion.kind``).
 SUGGESTION_KINDS: dict[str, str] = {
-    str(Kind.COMPILE_INNER_MODULE): "torch.compile(DDP(model)) compiled nothing: compile the module, then wrap it, "
-                                    "DDP(torch.compile(model))",
+    str(Kind.COMPILE_INNER_MODULE): "torch.compile(DDP(model)) (or of a module FSDP2 sharded) compiled nothing: "
+                                    "compile the module, then wrap it, DDP(torch.compile(model)) / "
+                                    "fully_shard(torch.compile(model))",
     str(Kind.NOTHING_COMPILED): "torch compiled nothing (or little) of the run: where it gave up and what torch "
                                 "documents for it, in words",
 }
@@ -75,6 +77,11 @@ SUGGESTION_KINDS: dict[str, str] = {
 #: The fix for ``torch.compile(DistributedDataParallel(model))``, as code.
 DDP_FIX = ("# compile the module, then wrap it (not torch.compile(DDP(model))):\n"
            "ddp_model = DDP(torch.compile(model))")
+
+#: The fix for ``torch.compile`` of a module sharded with FSDP2's ``fully_shard``, as code.
+FSDP_FIX = ("# compile the module (or each block), then shard it:\n"
+            "model = torch.compile(model)\n"
+            "fully_shard(model)")
 
 _DDP_FILE = "torch/nn/parallel/distributed.py"
 _FSDP_DIRS = ("torch/distributed/fsdp/", "torch/distributed/_composable/")
@@ -186,11 +193,13 @@ def _suggestion(r: "CompileReport", wrapper: str, b: "Optional[GraphBreak]", not
             DDP_FIX, Confidence.HIGH, Kind.COMPILE_INNER_MODULE)
     if wrapper == "fsdp":
         return Suggestion(
-            "FSDP2: shard each block with fully_shard, then compile the model (or each block)",
-            "torch stopped in FSDP's own code. torch documents FSDP2 with torch.compile as: `fully_shard` each "
-            "block, then `fully_shard` the model, then `torch.compile(model)` (or `block.compile()` for each "
-            "block); Dynamo skips FSDP's hooks (`torch._dynamo.config.skip_fsdp_hooks`, on by default) and compiles "
-            "the module's forward.", "", Confidence.LOW, Kind.NOTHING_COMPILED)
+            "FSDP2: compile the module (or each block), then shard it: fully_shard(torch.compile(model))",
+            "torch stopped in FSDP2's own code (a function torch marks as skipped, run by the hooks `fully_shard` "
+            "puts on the module), so `torch.compile` of the sharded module compiled nothing of it. Compile the "
+            "module first and shard the compiled module: FSDP's hooks then run around the compiled forward, as "
+            "torchtitan does for each transformer block (`torch.compile(block)`, then `fully_shard(block)`). "
+            "Checked on a gloo group of one rank with an `nn.Sequential`: one graph, the same outputs.",
+            FSDP_FIX, Confidence.MEDIUM, Kind.COMPILE_INNER_MODULE)
     if wrapper == "disable":
         fn = _short(b.said.function) if b is not None else ""
         name = f"`{fn}`" if fn else "the function"
