@@ -356,3 +356,14 @@ def test_compiled_code_from_the_cache_is_not_called_eager(ip):
     assert "ran eagerly" not in run.title and run.suggestion.confidence == "low"
     chips = [c.text for c in header(again)]
     assert not any("nothing was compiled" in c for c in chips), chips
+    # a function with a break, compiled as frames of its own in one cell, called from another
+    ip.run_cell("def noisy(t):\n    t = t.sin()\n    print('', end='')\n    return t.cos()\n")
+    assert graphs(cell(ip, "%%compile --backend eager --runs 1\nn1 = noisy(x)\nn1")) == 2
+    nested = cell(ip, "%%compile --backend eager --runs 1\nn2 = noisy(x)\nn2")
+    assert graphs(nested) == 0 and nested.ran_cached_code and nested.eager_run.cached, nested.eager_run
+    # ... but the cached code DDP's forward runs (contextlib's frames, no graph) is no such doubt: a new
+    # DDP of a Sequential in the same warm session still says nothing was compiled
+    ip.user_ns["cold"] = DDP(sequential())
+    cold = cell(ip, "%%compile --backend eager --runs 1\nc1 = cold(x)\nc1")
+    assert cold.graphs_before and not cold.ran_cached_code
+    assert_ddp_nothing_compiled(cold)

@@ -22,9 +22,14 @@ Some of what torch does is not in its structured trace (torch 2.11 and 2.13):
 - **compiled code run from Dynamo's cache**: torch logs a compile, never a call of code it
   compiled before. Dynamo's guard-complete hook (``set_guard_complete_hook``, the hook
   ``torch.compiler.set_enable_guard_collectives`` uses; the one there before is called first
-  and its answer kept) hears each cache lookup; the first hit after a capture opens becomes an
-  event (``ipycompile_cache_hit``), so a report that compiled no graph can tell whether code
-  compiled earlier ran meanwhile.
+  and its answer kept) hears each cache lookup; the first hit after a capture opens that may
+  have run a graph becomes an event (``ipycompile_cache_hit``), so a report that compiled no
+  graph can tell whether code compiled earlier ran meanwhile. The hook is told no frame; its
+  caller is on the stack: a ``torch.compile``'d callable's own wrapper (Dynamo's
+  ``compile_wrapper``, whose ``fn`` is the code about to run) counts when that code holds a
+  graph; any other caller counts when it is the user's code (a frame torch compiled on its own,
+  called from the user's), not torch's or a library's (DDP's forward entering ``contextlib``'s
+  frames, which hold no graph).
 - **max-autotune**: the trace's chromium events carry a summary per op
   (``autotune_choices_stats``: the winner, the best Triton choice); every
   candidate's benchmarked time goes to torch's autotune feedback hook
@@ -49,6 +54,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import time
 import warnings
 from typing import Any, Optional
@@ -59,6 +65,15 @@ AUTOTUNE_EVENT = "ipycompile_autotune"
 WARNING_EVENT = "ipycompile_warning"
 CACHE_HIT_EVENT = "ipycompile_cache_hit"
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
+
+
+def code_has_graph(code: Any) -> bool:
+    """Whether Dynamo holds compiled code for ``code`` that runs a graph (a cache entry whose code
+    calls a ``__compiled_fn``)."""
+    from torch._dynamo import eval_frame
+
+    return any(any(n.startswith("__compiled_fn") for n in e.code.co_names)
+               for e in eval_frame._debug_get_cache_entry_list(code))
 
 
 def _current_compile_id() -> Optional[str]:
@@ -142,6 +157,7 @@ class TorchHooks:
         self._prev_guard_hook: Any = None  # the hook there before ours, called first
         self._guard_hook = self._guard_complete  # one bound method: compared by identity when it is taken out
         self._hit_heard = False  # a cache hit was heard since the last capture opened
+        self._layout: Any = None  # whose code a file is, for the callers of cache hits (made on first use)
 
     def new_capture(self) -> None:
         """A capture opened: the next cache hit is told again."""
@@ -155,12 +171,28 @@ class TorchHooks:
         prev = self._prev_guard_hook
         answer = prev(cache_hit) if prev is not None else cache_hit
         if cache_hit and not self._hit_heard and self.attached:
-            self._hit_heard = True
             try:
-                self.add(CACHE_HIT_EVENT, {}, None)
+                caller = sys._getframe(1)
+                if self._may_run_a_graph(caller):
+                    self._hit_heard = True
+                    self.add(CACHE_HIT_EVENT, {"caller": caller.f_code.co_filename, "line": caller.f_lineno}, None)
             except Exception:  # noqa: BLE001 - never in the way of the user's call
                 pass
         return answer
+
+    def _may_run_a_graph(self, caller: Any) -> bool:
+        """Whether the cached code about to run, called from ``caller``, may run a graph."""
+        code = caller.f_code
+        if code.co_name == "compile_wrapper" and code.co_filename.replace(os.sep, "/").endswith("_dynamo/eval_frame.py"):
+            target = getattr(caller.f_locals.get("fn"), "__code__", None)
+            return target is not None and code_has_graph(target)
+        from ..report.owners import Owner, owner
+
+        if self._layout is None:
+            from .layout import current_layout
+
+            self._layout = current_layout()
+        return owner(code.co_filename, self._layout) in (Owner.USER, Owner.UNKNOWN)
 
     def _attach_guard_hook(self) -> None:
         try:

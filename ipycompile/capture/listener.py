@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
+from .hooks import CACHE_HIT_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
 from .sources import notebook_sources, source_context
@@ -52,6 +53,7 @@ class Capture:
         self._opened = 0.0
         self._limits_open: dict[str, int] = {}  # torch._dynamo.config's recompile limits when it opened
         self._graphs_before: Optional[bool] = None  # Dynamo held compiled graphs when it opened
+        self._hits_until: Optional[int] = None  # records that count for ran_cached_code (None: all)
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
@@ -78,6 +80,7 @@ class Capture:
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
         self._graphs_before = _compiled_graphs_exist()
+        self._hits_until = None
         self.active = True
         ROUTER.open(self)
         return self
@@ -97,6 +100,12 @@ class Capture:
         if self.trace_path is not None:
             self._raw = self._build_raw()  # its source context goes into the log too
             self._write()
+
+    def cache_hits_until_now(self) -> None:
+        """Count Dynamo's cache hits heard so far only (``CompileReport.ran_cached_code``): the run
+        layer calls it after the first call, so that its warm-up calls, which run the code this
+        capture compiled, are not taken for code compiled earlier."""
+        self._hits_until = len(self.records)
 
     def deliver(self, metadata: dict, payload: Optional[str], where: tuple) -> None:
         """One event for this capture (called by :data:`.routing.ROUTER`)."""
@@ -145,6 +154,8 @@ class Capture:
         closed = self._limits_closed if self._limits_closed is not None else _recompile_limits()
         report.recompile_limits = {k: v for k, v in self._limits_open.items() if closed.get(k) == v}
         report.graphs_before = self._graphs_before
+        if self._hits_until is not None:
+            report.ran_cached_code = any(CACHE_HIT_EVENT in meta for meta, _ in self.records[:self._hits_until])
         return report
 
     @property
@@ -164,16 +175,12 @@ def _compiled_graphs_exist() -> Optional[bool]:
     """Whether Dynamo holds compiled code that runs a graph (a cache entry whose code calls a
     ``__compiled_fn``), for any code object it has compiled; None where torch cannot say."""
     try:
-        from torch._dynamo import convert_frame, eval_frame
+        from torch._dynamo import convert_frame
 
-        entries = eval_frame._debug_get_cache_entry_list
         for ref in list(convert_frame.input_codes.seen):
             code = ref()
-            if code is None:
-                continue
-            for e in entries(code):
-                if any(n.startswith("__compiled_fn") for n in e.code.co_names):
-                    return True
+            if code is not None and code_has_graph(code):
+                return True
         return False
     except Exception:  # noqa: BLE001 - torch's internals differ: unknown
         return None
