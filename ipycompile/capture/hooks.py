@@ -158,6 +158,7 @@ class TorchHooks:
         self._guard_hook = self._guard_complete  # one bound method: compared by identity when it is taken out
         self._hit_heard = False  # a cache hit was heard since the last capture opened
         self._layout: Any = None  # whose code a file is, for the callers of cache hits (made on first use)
+        self._users: dict[str, bool] = {}  # file -> the user's code (a caller of a cache hit that counts)
 
     def new_capture(self) -> None:
         """A capture opened: the next cache hit is told again."""
@@ -186,13 +187,16 @@ class TorchHooks:
         if code.co_name == "compile_wrapper" and code.co_filename.replace(os.sep, "/").endswith("_dynamo/eval_frame.py"):
             target = getattr(caller.f_locals.get("fn"), "__code__", None)
             return target is not None and code_has_graph(target)
-        from ..report.owners import Owner, owner
+        users = self._users
+        if code.co_filename not in users:  # once per file: the hook runs at every cached call
+            from ..report.owners import Owner, owner
 
-        if self._layout is None:
-            from .layout import current_layout
+            if self._layout is None:
+                from .layout import current_layout
 
-            self._layout = current_layout()
-        return owner(code.co_filename, self._layout) in (Owner.USER, Owner.UNKNOWN)
+                self._layout = current_layout()
+            users[code.co_filename] = owner(code.co_filename, self._layout) in (Owner.USER, Owner.UNKNOWN)
+        return users[code.co_filename]
 
     def _attach_guard_hook(self) -> None:
         try:
