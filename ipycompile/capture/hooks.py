@@ -64,6 +64,8 @@ CUDAGRAPH_EVENT = "ipycompile_cudagraph"
 AUTOTUNE_EVENT = "ipycompile_autotune"
 WARNING_EVENT = "ipycompile_warning"
 CACHE_HIT_EVENT = "ipycompile_cache_hit"
+#: the capture's own first record: what Dynamo held when it opened (``{"graphs_before": bool | None}``)
+CAPTURE_EVENT = "ipycompile_capture"
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
 
 

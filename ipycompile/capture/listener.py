@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
-from .hooks import CACHE_HIT_EVENT, code_has_graph
+from .hooks import CACHE_HIT_EVENT, CAPTURE_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
 from .sources import notebook_sources, source_context
@@ -52,8 +52,7 @@ class Capture:
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
         self._limits_open: dict[str, int] = {}  # torch._dynamo.config's recompile limits when it opened
-        self._graphs_before: Optional[bool] = None  # Dynamo held compiled graphs when it opened
-        self._hits_until: Optional[int] = None  # records that count for ran_cached_code (None: all)
+        self._hits_closed = False  # cache hits heard from now on are not recorded (cache_hits_until_now)
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
@@ -79,9 +78,11 @@ class Capture:
         self._raw = None
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
-        self._graphs_before = _compiled_graphs_exist()
-        self._hits_until = None
+        self._hits_closed = False
         self.active = True
+        # its first record: whether Dynamo held compiled graphs now (written to its log like torch's events)
+        self.deliver({CAPTURE_EVENT: {"graphs_before": _compiled_graphs_exist()}}, None,
+                     (time.time(), os.getpid(), __file__, 0, "INFO"))
         ROUTER.open(self)
         return self
 
@@ -102,13 +103,15 @@ class Capture:
             self._write()
 
     def cache_hits_until_now(self) -> None:
-        """Count Dynamo's cache hits heard so far only (``CompileReport.ran_cached_code``): the run
+        """Record Dynamo's cache hits heard so far only (``CompileReport.ran_cached_code``): the run
         layer calls it after the first call, so that its warm-up calls, which run the code this
         capture compiled, are not taken for code compiled earlier."""
-        self._hits_until = len(self.records)
+        self._hits_closed = True
 
     def deliver(self, metadata: dict, payload: Optional[str], where: tuple) -> None:
         """One event for this capture (called by :data:`.routing.ROUTER`)."""
+        if self._hits_closed and CACHE_HIT_EVENT in metadata:
+            return
         if self._where is None:
             self.records.append((metadata, payload))
             return
@@ -153,9 +156,6 @@ class Capture:
         report.source_context = source_context(report)
         closed = self._limits_closed if self._limits_closed is not None else _recompile_limits()
         report.recompile_limits = {k: v for k, v in self._limits_open.items() if closed.get(k) == v}
-        report.graphs_before = self._graphs_before
-        if self._hits_until is not None:
-            report.ran_cached_code = any(CACHE_HIT_EVENT in meta for meta, _ in self.records[:self._hits_until])
         return report
 
     @property
