@@ -9,6 +9,7 @@ from pathlib import Path
 import ipycompile.analysis.breaks.rules as rules_pkg
 from ipycompile import CompileReport
 from ipycompile.analysis.breaks import KINDS, RULES
+from ipycompile.analysis.eager_run import SUGGESTION_KINDS as EAGER_RUN_KINDS
 from ipycompile.analysis.recompiles import FRAME_KINDS, RULES as RECOMPILE_RULES, SUGGESTION_KINDS
 from ipycompile.report.model import Confidence, GraphBreak, Kind, Recompile, Suggestion, CompileId
 
@@ -24,7 +25,7 @@ def test_every_rule_module_is_registered_and_every_kind_has_a_rule():
     modules = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
     registered = {r.fix.__module__.rsplit(".", 1)[-1] for r in RULES}
     assert modules == registered, modules ^ registered
-    covered = set(KINDS) | {str(k) for k in SUGGESTION_KINDS}
+    covered = set(KINDS) | {str(k) for k in SUGGESTION_KINDS} | set(EAGER_RUN_KINDS)
     assert {str(k) for k in Kind} == covered, {str(k) for k in Kind} ^ covered
     assert [r.kind for r in RECOMPILE_RULES] + list(FRAME_KINDS) == list(SUGGESTION_KINDS)
 

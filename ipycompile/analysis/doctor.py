@@ -60,6 +60,7 @@ def diagnose(report: "CompileReport") -> "CompileReport":
 
 # -- the passes: one line each ------------------------------------------------------
 from .breaks import suggest_break_fixes  # noqa: E402  (a pass module may use this module's helpers)
+from .eager_run import find_eager_run  # noqa: E402
 from .loops import find_unrolled_loops  # noqa: E402
 from .recompiles import explain_recompiles  # noqa: E402
 from .semantics import find_eager_differences  # noqa: E402
@@ -68,3 +69,4 @@ PASSES.append(suggest_break_fixes)
 PASSES.append(explain_recompiles)
 PASSES.append(find_unrolled_loops)
 PASSES.append(find_eager_differences)
+PASSES.append(find_eager_run)  # after the breaks' answers: it reads them

@@ -29,7 +29,7 @@ from ..report import (
     UserFrame,
 )
 from ..report.owners import CodeLayout, Owner
-from .hooks import AUTOTUNE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT
+from .hooks import AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
@@ -428,6 +428,15 @@ def _on_shape_guard(st: _State, rec: TraceRecord) -> None:
                                              stack[-1] if stack else UserFrame()))
 
 
+def _on_cache_hit(st: _State, rec: TraceRecord) -> None:
+    st.report.ran_cached_code = True
+
+
+def _on_capture(st: _State, rec: TraceRecord) -> None:
+    before = rec.body.get("graphs_before") if isinstance(rec.body, dict) else None
+    st.report.graphs_before = before if isinstance(before, bool) else None
+
+
 def _on_cudagraph(st: _State, rec: TraceRecord) -> None:
     if isinstance(rec.body, dict):
         st.cudagraph_events.append((rec.compile_id, rec.body))
@@ -491,6 +500,8 @@ HANDLERS: dict[str, Handler] = {
     CUDAGRAPH_EVENT: _on_cudagraph,
     AUTOTUNE_EVENT: _on_autotune,
     WARNING_EVENT: _on_warning,
+    CACHE_HIT_EVENT: _on_cache_hit,
+    CAPTURE_EVENT: _on_capture,
     **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
 }
 

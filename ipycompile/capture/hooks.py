@@ -19,6 +19,17 @@ Some of what torch does is not in its structured trace (torch 2.11 and 2.13):
   every warning, torch's and the user's, is handed on to the ``showwarning`` that was there
   before, so the user sees what they would have seen. Warnings the filters hide (``ignore``)
   are not shown, so not heard.
+- **compiled code run from Dynamo's cache**: torch logs a compile, never a call of code it
+  compiled before. Dynamo's guard-complete hook (``set_guard_complete_hook``, the hook
+  ``torch.compiler.set_enable_guard_collectives`` uses; the one there before is called first
+  and its answer kept) hears each cache lookup; the first hit after a capture opens that may
+  have run a graph becomes an event (``ipycompile_cache_hit``), so a report that compiled no
+  graph can tell whether code compiled earlier ran meanwhile. The hook is told no frame; its
+  caller is on the stack: a ``torch.compile``'d callable's own wrapper (Dynamo's
+  ``compile_wrapper``, whose ``fn`` is the code about to run) counts when that code holds a
+  graph; any other caller counts when it is the user's code (a frame torch compiled on its own,
+  called from the user's), not torch's or a library's (DDP's forward entering ``contextlib``'s
+  frames, which hold no graph).
 - **max-autotune**: the trace's chromium events carry a summary per op
   (``autotune_choices_stats``: the winner, the best Triton choice); every
   candidate's benchmarked time goes to torch's autotune feedback hook
@@ -43,6 +54,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import time
 import warnings
 from typing import Any, Optional
@@ -51,7 +63,19 @@ from typing import Any, Optional
 CUDAGRAPH_EVENT = "ipycompile_cudagraph"
 AUTOTUNE_EVENT = "ipycompile_autotune"
 WARNING_EVENT = "ipycompile_warning"
+CACHE_HIT_EVENT = "ipycompile_cache_hit"
+#: the capture's own first record: what Dynamo held when it opened (``{"graphs_before": bool | None}``)
+CAPTURE_EVENT = "ipycompile_capture"
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
+
+
+def code_has_graph(code: Any) -> bool:
+    """Whether Dynamo holds compiled code for ``code`` that runs a graph (a cache entry whose code
+    calls a ``__compiled_fn``)."""
+    from torch._dynamo import eval_frame
+
+    return any(any(n.startswith("__compiled_fn") for n in e.code.co_names)
+               for e in eval_frame._debug_get_cache_entry_list(code))
 
 
 def _current_compile_id() -> Optional[str]:
@@ -131,9 +155,68 @@ class TorchHooks:
         self._shown: Any = None  # warnings.showwarning before attach
         self._torch_dir = ""
         self.attached = False
+        self._guard_hook_set: Any = None  # torch's set_guard_complete_hook, while ours is in place
+        self._prev_guard_hook: Any = None  # the hook there before ours, called first
+        self._guard_hook = self._guard_complete  # one bound method: compared by identity when it is taken out
+        self._hit_heard = False  # a cache hit was heard since the last capture opened
+        self._layout: Any = None  # whose code a file is, for the callers of cache hits (made on first use)
+        self._users: dict[str, bool] = {}  # file -> the user's code (a caller of a cache hit that counts)
+
+    def new_capture(self) -> None:
+        """A capture opened: the next cache hit is told again."""
+        self._hit_heard = False
 
     def add(self, kind: str, body: dict[str, Any], compile_id: Optional[str], payload: Optional[str] = None) -> None:
         self.sink.append((_metadata(kind, body, compile_id), payload))
+
+    # -- Dynamo's guard-complete hook: compiled code run from the cache ----------------
+    def _guard_complete(self, cache_hit: bool) -> bool:
+        prev = self._prev_guard_hook
+        answer = prev(cache_hit) if prev is not None else cache_hit
+        if cache_hit and not self._hit_heard and self.attached:
+            try:
+                caller = sys._getframe(1)
+                if self._may_run_a_graph(caller):
+                    self._hit_heard = True
+                    self.add(CACHE_HIT_EVENT, {"caller": caller.f_code.co_filename, "line": caller.f_lineno}, None)
+            except Exception:  # noqa: BLE001 - never in the way of the user's call
+                pass
+        return answer
+
+    def _may_run_a_graph(self, caller: Any) -> bool:
+        """Whether the cached code about to run, called from ``caller``, may run a graph."""
+        code = caller.f_code
+        if code.co_name == "compile_wrapper" and code.co_filename.replace(os.sep, "/").endswith("_dynamo/eval_frame.py"):
+            target = getattr(caller.f_locals.get("fn"), "__code__", None)
+            return target is not None and code_has_graph(target)
+        users = self._users
+        if code.co_filename not in users:  # once per file: the hook runs at every cached call
+            from ..report.owners import Owner, owner
+
+            if self._layout is None:
+                from .layout import current_layout
+
+                self._layout = current_layout()
+            users[code.co_filename] = owner(code.co_filename, self._layout) in (Owner.USER, Owner.UNKNOWN)
+        return users[code.co_filename]
+
+    def _attach_guard_hook(self) -> None:
+        try:
+            from torch._C._dynamo.eval_frame import set_guard_complete_hook
+        except Exception:  # noqa: BLE001 - a torch without it: the report says it cannot tell
+            return
+        prev = set_guard_complete_hook(self._guard_hook)
+        self._prev_guard_hook = None if prev == self._guard_hook else prev  # never ours: no loop
+        self._guard_hook_set = set_guard_complete_hook
+
+    def _detach_guard_hook(self) -> None:
+        setter, self._guard_hook_set = self._guard_hook_set, None
+        if setter is None:
+            return
+        current = setter(self._prev_guard_hook)
+        if current is not self._guard_hook:  # someone put theirs in meanwhile: it stays
+            setter(current)
+        self._prev_guard_hook = None
 
     # -- Dynamo's compile callbacks: CUDA-graph recordings ------------------------
     def _start(self, args: Any) -> None:
@@ -237,6 +320,7 @@ class TorchHooks:
         except Exception:
             self._callbacks = None
         self._attach_feedback()
+        self._attach_guard_hook()
 
     def refresh(self) -> None:
         """Register Dynamo's callbacks again where ``torch._dynamo.reset()`` cleared them
@@ -270,6 +354,7 @@ class TorchHooks:
         if not self.attached:
             return
         self.attached = False
+        self._detach_guard_hook()
         self._detach_warnings()
         for name, (level, propagate, handlers) in self._saved.items():
             logger = logging.getLogger(name)

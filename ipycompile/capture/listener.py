@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 
 from ..report import CompileReport
 from .builder import build_report
+from .hooks import CACHE_HIT_EVENT, CAPTURE_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
 from .sources import notebook_sources, source_context
@@ -51,6 +52,7 @@ class Capture:
         self._sources: Optional[dict[str, str]] = None  # notebook cell names when the capture closed
         self._opened = 0.0
         self._limits_open: dict[str, int] = {}  # torch._dynamo.config's recompile limits when it opened
+        self._hits_closed = False  # cache hits heard from now on are not recorded (cache_hits_until_now)
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
@@ -76,7 +78,11 @@ class Capture:
         self._raw = None
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
+        self._hits_closed = False
         self.active = True
+        # its first record: whether Dynamo held compiled graphs now (written to its log like torch's events)
+        self.deliver({CAPTURE_EVENT: {"graphs_before": _compiled_graphs_exist()}}, None,
+                     (time.time(), os.getpid(), __file__, 0, "INFO"))
         ROUTER.open(self)
         return self
 
@@ -96,8 +102,16 @@ class Capture:
             self._raw = self._build_raw()  # its source context goes into the log too
             self._write()
 
+    def cache_hits_until_now(self) -> None:
+        """Record Dynamo's cache hits heard so far only (``CompileReport.ran_cached_code``): the run
+        layer calls it after the first call, so that its warm-up calls, which run the code this
+        capture compiled, are not taken for code compiled earlier."""
+        self._hits_closed = True
+
     def deliver(self, metadata: dict, payload: Optional[str], where: tuple) -> None:
         """One event for this capture (called by :data:`.routing.ROUTER`)."""
+        if self._hits_closed and CACHE_HIT_EVENT in metadata:
+            return
         if self._where is None:
             self.records.append((metadata, payload))
             return
@@ -155,6 +169,21 @@ class Capture:
                     return report  # a snapshot; the final one is built after exit
                 self._report = report
             return self._report
+
+
+def _compiled_graphs_exist() -> Optional[bool]:
+    """Whether Dynamo holds compiled code that runs a graph (a cache entry whose code calls a
+    ``__compiled_fn``), for any code object it has compiled; None where torch cannot say."""
+    try:
+        from torch._dynamo import convert_frame
+
+        for ref in list(convert_frame.input_codes.seen):
+            code = ref()
+            if code is not None and code_has_graph(code):
+                return True
+        return False
+    except Exception:  # noqa: BLE001 - torch's internals differ: unknown
+        return None
 
 
 def _recompile_limits() -> dict[str, int]:

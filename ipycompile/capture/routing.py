@@ -92,6 +92,7 @@ class Router:
                 self._install()
             else:
                 self.hooks.refresh()  # torch._dynamo.reset() may have cleared the callbacks
+            self.hooks.new_capture()
             self._open = self._open + (capture,)
 
     def close(self, capture: Subscriber) -> None:

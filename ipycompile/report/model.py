@@ -43,6 +43,7 @@ __all__ = [
     "UnrolledLoop",
     "TorchWarning",
     "EagerDifference",
+    "EagerRun",
     "Recompile",
     "GuardChange",
     "GuardSet",
@@ -356,6 +357,9 @@ class Kind(StrEnum):
     RANDOM_BRANCH = "random_branch"
     HOOK_REGISTRATION = "hook_registration"
     THREAD_LOCK = "thread_lock"
+    # the run compiled nothing, or ran mostly eagerly (analysis/eager_run.py)
+    COMPILE_INNER_MODULE = "compile_inner_module"
+    NOTHING_COMPILED = "nothing_compiled"
     # recompiles
     MARK_DYNAMIC = "mark_dynamic"
     MARK_UNBACKED = "mark_unbacked"
@@ -1170,6 +1174,37 @@ class EagerDifference:
     frame: UserFrame = field(default_factory=UserFrame)
     torch_says: str = ""
     suggestion: Optional[Suggestion] = None
+
+
+@dataclass
+class EagerRun:
+    """Torch compiled nothing of the run, or ran most of the user's code eagerly, recognised by the
+    doctor (:mod:`ipycompile.analysis.eager_run`) from the report's records (compile ids with no
+    graph, their breaks and skip reasons, the frames torch ran without compiling): shown before
+    anything else. ``kind`` is ``"nothing"`` (no graph compiled) or ``"mostly"`` (most of the
+    user's functions ran eagerly); ``wrapper`` what torch stopped in (``"ddp"``, ``"fsdp"``,
+    ``"disable"``, ``"skipped"``, ``""``); ``frame`` where torch gave up (the line it was
+    tracing), ``user_line`` the user's line that led there; ``reason`` torch's words and
+    ``gb_code`` its break code; ``graphs`` the graphs compiled, ``frames`` the frames torch
+    entered, ``eager`` / ``compiled`` the user's functions (or calls) that ran eagerly / compiled."""
+
+    kind: str
+    title: str
+    explanation: str = ""
+    wrapper: str = ""
+    frame: UserFrame = field(default_factory=UserFrame)
+    user_line: UserFrame = field(default_factory=UserFrame)
+    reason: str = ""
+    gb_code: str = ""
+    compile_id: Optional[CompileId] = None
+    graphs: int = 0
+    frames: int = 0
+    eager: list[str] = field(default_factory=list)
+    compiled: list[str] = field(default_factory=list)
+    suggestion: Optional[Suggestion] = None
+    #: no graph compiled in this run, but Dynamo ran code from its cache while it held graphs compiled
+    #: before: those may have run (the answer says "in this run", not that the model ran eagerly)
+    cached: bool = False
 
 
 @dataclass

@@ -19,6 +19,7 @@ from .model import (
     DumpedFile,
     EagerComparison,
     EagerDifference,
+    EagerRun,
     Failure,
     FixVerification,
     Graph,
@@ -127,6 +128,13 @@ class CompileReport:
     torch_warnings: list[TorchWarning] = field(default_factory=list)  # torch's Python warnings, read by capture
     #: how the compiled results differ from eager's, from the doctor (analysis/semantics.py): shown first
     eager_differences: list[EagerDifference] = field(default_factory=list)
+    #: torch compiled nothing, or ran most of the user's code eagerly, from the doctor (analysis/eager_run.py): shown first
+    eager_run: Optional[EagerRun] = None
+    #: Dynamo ran compiled code from its cache while the capture was open (capture's hook: torch logs no such call)
+    ran_cached_code: bool = False
+    #: Dynamo held compiled graphs when the capture opened (code compiled earlier, which may have run: see
+    #: ``ran_cached_code``); None where unknown (a log torch wrote alone)
+    graphs_before: Optional[bool] = None
     autotuning: list[Autotune] = field(default_factory=list)  # max-autotune's choices, per op
     cudagraphs: list[CudaGraphs] = field(default_factory=list)  # CUDA graphs per compile
     #: files of generated code torch wrote whole into its trace (``dump_file``: an FX GraphModule's

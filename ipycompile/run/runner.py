@@ -532,6 +532,7 @@ def measure(target: Target, opts: RunOptions, profile: Profile, *, reused_kernel
                 track.phase(FIRST_CALL)
                 call = _first_call(target, settings, one_time_s=one_time, memory_timeline=opts.memory_timeline,
                                    keep_expected=opts.compare_eager and not opts.observe)
+                cap.cache_hits_until_now()  # the warm-up runs what the first call compiled: not code compiled earlier
                 first = call.record
                 if not opts.observe:
                     restore = target.state() if target.state is not None else None

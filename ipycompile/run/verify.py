@@ -19,7 +19,14 @@ What is applied (:func:`plan_fixes`):
   a statement moved out of the compiled code runs before each call, uncompiled;
 * ``torch._dynamo.mark_dynamic(x, d)`` / ``mark_unbacked`` / ``maybe_mark_dynamic`` on an input
   ``x`` of the notebook's namespace: on the scratch copy of ``x``;
-* a compile option the fix passes (``torch.compile(..., dynamic=True)``): on the scratch compile.
+* a compile option the fix passes (``torch.compile(..., dynamic=True)``): on the scratch compile;
+* ``DDP(torch.compile(model))`` where ``torch.compile(DDP(model))`` compiled nothing (the doctor's
+  ``eager_run``, :data:`ipycompile.analysis.eager_run.DDP_FIX`): on the scratch copy of each
+  ``DistributedDataParallel`` the cell reads (or ``torch.compile`` of one), the module it wraps is
+  replaced by ``torch.compile`` of it, with the cell's compile options (the module compiled, then
+  wrapped; the copy's reducer keeps the same parameters, so no new process-group collective is
+  made), and put back before the state is compared. Judged on the graphs: the fixed cell must
+  compile a graph where the unfixed one compiled none (DDP's own wrapper breaks stay: by design).
 
 The fix's code is read by :func:`read_fix_code`, the one reading of it (the doctor corpus's
 harness applies the same reading to its cases).
@@ -84,6 +91,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+from ..analysis.eager_run import DDP_FIX, compiled_compile_ids
 from ..analysis.source import apply_suggestion
 from ..report import CompileReport, FixCheck, FixStatus, FixVerification, Suggestion
 from .accuracy import check_outputs, referenced_names
@@ -127,11 +135,14 @@ class PlannedFix:
     compile_kwargs: dict[str, Any] = field(default_factory=dict)  # torch.compile(..., dynamic=True)
     applied: list[str] = field(default_factory=list)
     why_not: str = ""
+    #: names of the namespace holding a DistributedDataParallel (or torch.compile of one) whose module is
+    #: compiled on the scratch copy: DDP(torch.compile(model))
+    wrapped: list[str] = field(default_factory=list)
 
     @property
     def is_setting(self) -> bool:
         return (bool(self.settings) and self.rewrite is None and not self.marks and not self.compile_kwargs
-                and not self.why_not)
+                and not self.why_not and not self.wrapped)
 
 
 def _code_lines(code: str) -> list[str]:
@@ -146,6 +157,9 @@ def _answered(report: CompileReport) -> list[tuple[str, int, Any]]:
     out += [("recompiles", i, rc) for i, rc in enumerate(report.recompiles)]
     out += [("failures", i, f) for i, f in enumerate(report.failures)
             if not (limit and (f.message or "").startswith("Dynamo recompile limit exceeded"))]
+    run = report.eager_run  # its own fix only (DDP's): another is a break's answer, tried there
+    if run is not None and run.suggestion is not None and run.suggestion.code.strip() == DDP_FIX.strip():
+        out.append(("eager_run", 0, run))
     return [(kind, i, x) for kind, i, x in out if x.suggestion is not None]
 
 
@@ -166,9 +180,24 @@ def plan_fixes(report: CompileReport, cell: CellFunction, body: str, namespace: 
     return list(plans.values())
 
 
+def _ddp_of(value: Any) -> Any:
+    """The DistributedDataParallel ``value`` is, or that ``torch.compile`` of it wraps; else None."""
+    import torch
+
+    ddp = getattr(value, "_orig_mod", value)
+    return ddp if isinstance(ddp, torch.nn.parallel.DistributedDataParallel) else None
+
+
 def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, namespace: dict, torch: Any) -> PlannedFix:
     fix = PlannedFix(s)
     code = (s.code or s.unproven_code).strip()
+    if code == DDP_FIX.strip():
+        fix.wrapped = sorted(n for n in _read_names(cell, namespace) if _ddp_of(namespace[n]) is not None)
+        if not fix.wrapped:
+            fix.why_not = "the cell reads no DistributedDataParallel of the notebook's namespace to wrap anew"
+        fix.applied += [f"`{n}`'s module replaced by `torch.compile` of it, on a copy of `{n}`: "
+                        "DDP(torch.compile(model))" for n in fix.wrapped]
+        return fix
     if s.first_line is not None:
         if s.filename != cell.filename:
             who = report.owner(s.filename).value
@@ -600,6 +629,15 @@ class _Scratch:
                 kwargs["isolate_recompiles"] = True
             fn = torch.compile(cf.fn, **kwargs)
             self.compiles += 1
+        for name in fix.wrapped if fix is not None else ():  # DDP(torch.compile(model)), on the copy
+            if name not in copies:  # never the user's own model
+                raise RuntimeError(f"`{name}` is not read by the cell, so it has no copy to compile")
+            ddp = _ddp_of(copies[name])
+            wrap = self.settings.compile_kwargs()
+            if _isolates():  # its compiled code kept apart from the user's calls, as the scratch cell's is
+                wrap["isolate_recompiles"] = True
+            ddp._modules["module"] = torch.compile(ddp.module, **wrap)
+            ns[name] = ddp
         for mark_fn, name, dim in fix.marks if fix is not None else ():
             if name not in copies:  # never the user's own tensor
                 raise RuntimeError(f"`{name}` is not read by the cell, so it has no copy to mark")
@@ -626,6 +664,10 @@ class _Scratch:
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
         if cap is not None:
             report = cap.report
+        for name in fix.wrapped if fix is not None else ():  # compared as the user's model: its module put back
+            ddp = _ddp_of(copies[name])
+            ddp._modules["module"] = getattr(ddp.module, "_orig_mod", ddp.module)
+            ns[name] = copies[name]
         snap = _snapshot(cf, value, copies, self.cell.assigned)
         return _Run(report, snap, error, cf, time.perf_counter() - t0, self.calls)
 
@@ -690,7 +732,20 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
     gone: list[str] = []
     stayed: list[str] = []  # the problems that are still there
     base_sites, tried_sites = _sites(base, None), _sites(tried, fix)
+    if fix is not None and fix.wrapped:  # judged on the graphs: DDP's own wrapper breaks stay, by design
+        targets = [t for t in targets if t[0] == "eager_run"] or [("eager_run", 0)]
     for kind, i in targets:
+        if kind == "eager_run":
+            if compiled_compile_ids(base.report):
+                return FixStatus.NOT_VERIFIED, ("the unfixed cell, compiled again on the same inputs, compiled a "
+                                                "graph: nothing to compare"), None, ""
+            graphs = len(compiled_compile_ids(tried.report))
+            if not graphs:
+                stayed.append("still no graph compiled")
+                problems.append(stayed[-1])
+            else:
+                gone.append(f"{graphs} graph(s) compiled where the unfixed cell compiled none")
+            continue
         item = getattr(report, kind)[i]
         if kind == "graph_breaks":
             site = _user_site(report, cell, item)
@@ -802,6 +857,14 @@ def _with_checks(report: CompileReport, checks: dict[tuple[str, int], FixCheck],
                     s = dataclasses.replace(s, code=s.unproven_code, unproven_code="")  # proven with the others
                 items[i] = dataclasses.replace(item, suggestion=s)
         lists[kind] = items
+    run = report.eager_run
+    check = checks.get(("eager_run", 0))
+    if check is None and run is not None and run.suggestion is not None and run.suggestion.code:
+        check = next((c for (kind, i), c in checks.items() if kind == "graph_breaks"  # the break's answer, tried there
+                      and report.graph_breaks[i].suggestion is not None
+                      and report.graph_breaks[i].suggestion.code == run.suggestion.code), None)
+    if run is not None and run.suggestion is not None and check is not None:
+        lists["eager_run"] = dataclasses.replace(run, suggestion=dataclasses.replace(run.suggestion, check=check))
     return dataclasses.replace(report, fix_verification=verification, **lists)
 
 

@@ -4,7 +4,9 @@ Every rendering of a report (text, static HTML, the widget) opens with this, bui
 here as plain data (:class:`Problem` and :class:`~.blocks.Chip`), so the three say the
 same thing in the same order:
 
-1. **Problems**, most costly first: compiled code that computes something else than eager
+1. **Problems**, most costly first: a run in which torch compiled nothing, or ran most of the
+   user's code eagerly (the doctor's ``eager_run``: where torch gave up, why, and the fix that
+   compiles the model, such as ``DDP(torch.compile(model))``), then compiled code that computes something else than eager
    (the doctor's ``eager_differences``: a cache torch ignores, a generator it consumes), a
    failed compile or outputs that differ from eager (wrong results cost more than slow ones), then graph breaks and recompiles ranked
    together by the calls they cost and the time (a break by the calls that hit it, a
@@ -36,7 +38,7 @@ __all__ = ["Problem", "problems", "headline", "stop", "user_line"]
 class Problem:
     """One thing wrong, with what it costs and what to do.
 
-    ``kind``: ``"semantics"``, ``"failure"``, ``"outputs"``, ``"graph_break"``, ``"recompile"``,
+    ``kind``: ``"eager_run"``, ``"semantics"``, ``"failure"``, ``"outputs"``, ``"graph_break"``, ``"recompile"``,
     ``"unrolled_loop"``, ``"slowdown"``, ``"host_bound"``. ``where`` is the user's line as
     the user knows it (``In [4], line 13``), ``code`` that line's source; ``filename`` and
     ``lineno`` the same place, for links. ``fix`` is the doctor's fix title ("" when none),
@@ -91,6 +93,23 @@ def _compile_seconds(r: "CompileReport", cid) -> float:
 def problems(r: "CompileReport") -> list[Problem]:
     """What is wrong, most costly first (see the module's docstring)."""
     first: list[Problem] = []
+    run = r.eager_run
+    if run is not None:  # nothing (or little) compiled: before everything else, the rest is moot until it compiles
+        line = run.user_line
+        at = (f"`{run.frame.function}` ({r.where(run.frame.filename, run.frame.lineno)})" if run.frame.function
+              else r.where(run.frame.filename, run.frame.lineno)) if run.frame.filename else "?"
+        why = run.reason.strip().splitlines()[0] if run.reason.strip() else ""
+        cost = (f"{plural(run.graphs, 'graph')} compiled in {plural(run.frames, 'frame')}; torch gave up at {at}"
+                + (f": {why}" if why else "") + (f" [{run.gb_code}]" if run.gb_code else ""))
+        p = Problem("eager_run", run.title, cost, r.where(line.filename, line.lineno) if line.filename else "",
+                    line.source_line.strip(), tab="summary", filename=line.filename, lineno=line.lineno)
+        _fix(p, run.suggestion)
+        check = run.suggestion.check if run.suggestion is not None else None
+        if p.fix and check is not None:  # --verify-fixes tried it on this cell
+            p.fix += f" ({check.text})"
+        if not p.fix and not p.note:
+            p.note = run.explanation
+        first.append(p)
     for d in r.eager_differences:  # wrong results, recognised by the doctor: before everything else
         p = Problem("semantics", d.title, d.explanation, r.where(d.frame.filename, d.frame.lineno) if d.frame.filename
                     else "", d.frame.source_line.strip(), tab="summary", filename=d.frame.filename, lineno=d.frame.lineno)
@@ -181,7 +200,7 @@ def problems(r: "CompileReport") -> list[Problem]:
 
             # a recompile's place is the function's first line: no excerpt of it is shown
             p.place = place(r, p.filename, p.lineno,
-                            shown=p.kind in ("semantics", "failure", "graph_break", "unrolled_loop"))
+                            shown=p.kind in ("eager_run", "semantics", "failure", "graph_break", "unrolled_loop"))
     return first + ranked + late
 
 

@@ -44,8 +44,18 @@ def header(report: "CompileReport") -> list[Chip]:
         add(Chip(line, True, "recompile_limit", None, line))
     chips += headline(r)
     graphs = dynamo_graphs(r)
-    add(Chip(plural(graphs, "graph"), False, "graphs", graphs,
-             "graphs Dynamo captured (one per compiled region); the Graphs tab shows each at every stage"))
+    run = r.eager_run
+    if run is not None and run.kind == "nothing" and run.cached:
+        add(Chip(f"{plural(graphs, 'graph')} compiled in this run (cached compiled code ran too)", True, "graphs",
+                 graphs, run.title))
+    elif run is not None and run.kind == "nothing":
+        add(Chip(f"{plural(graphs, 'graph')}: nothing was compiled; the model ran eagerly", True, "graphs", graphs,
+                 run.title))
+    elif run is not None:
+        add(Chip(f"{plural(graphs, 'graph')}: most of the code ran eagerly", True, "graphs", graphs, run.title))
+    else:
+        add(Chip(plural(graphs, "graph"), False, "graphs", graphs,
+                 "graphs Dynamo captured (one per compiled region); the Graphs tab shows each at every stage"))
     nb = r.graph_break_count
     add(Chip(plural(nb, "graph break"), nb > 0, "graph_breaks", nb,
              f"{len(r.graph_breaks)} site(s)" if r.graph_breaks else ""))
