@@ -14,8 +14,10 @@ The kinds, :data:`KINDS`:
 
 - ``nothing``: torch entered frames and gave up (a graph break, a skipped frame, a frame run
   without compiling) and compiled no graph with an operation in it. A capture in which torch
-  entered no frame at all says nothing here (compiled code reused from an earlier run looks the
-  same in torch's trace; the header's "nothing compiled" says that). Where Dynamo ran code
+  entered no frame at all is ``nothing`` (wrapper ``"none"``) only where capture heard that no
+  compiled code could have run either: Dynamo held no graph when it opened
+  (``graphs_before is False``) and ran none from its cache; otherwise it says nothing here
+  (compiled code reused from an earlier run looks the same in torch's trace). Where Dynamo ran code
   from its cache during the capture while it held graphs compiled before it opened
   (``CompileReport.ran_cached_code`` and ``graphs_before``, heard by capture), those graphs may
   have run: the answer then says "no graph was compiled in this run", not that the model ran
@@ -73,6 +75,14 @@ SUGGESTION_KINDS: dict[str, str] = {
     str(Kind.NOTHING_COMPILED): "torch compiled nothing (or little) of the run: where it gave up and what torch "
                                 "documents for it, in words",
 }
+
+#: Where torch entered no frame at all and no compiled code ran (``kind == "nothing"``, ``wrapper == "none"``).
+NO_FRAME_TITLE = "Nothing was compiled: torch entered no frame and no compiled code ran"
+NO_FRAME_WORDS = ("torch compiled nothing in this run and ran no code it had compiled before (Dynamo held no "
+                  "graph when the run began): everything ran eagerly. Dynamo starts a frame only where a "
+                  "function compiled with torch.compile is called; it never starts one in torch's own code, so "
+                  "`model.compile()` of a module whose forward is torch's (an `nn.Sequential`, an `nn.Linear`) "
+                  "compiles nothing on torch 2.13, while `torch.compile(model)` compiles it.")
 
 #: The fix for ``torch.compile(DistributedDataParallel(model))``, as code.
 DDP_FIX = ("# compile the module, then wrap it (not torch.compile(DDP(model))):\n"
@@ -221,6 +231,10 @@ def find_eager_run(report: "CompileReport") -> "CompileReport":
     """The doctor pass: ``report`` with :attr:`~ipycompile.report.CompileReport.eager_run` set
     when torch compiled nothing, or ran most of the user's code eagerly (a new report)."""
     r = report
+    if not r.compiles and not r.reused_from and r.graphs_before is False and not r.ran_cached_code:
+        # torch entered no frame, Dynamo held no graph when the capture opened and ran none from its
+        # cache: no compiled code ran at all (model.compile() of a torch.nn container: tested)
+        return dataclasses.replace(r, eager_run=EagerRun("nothing", NO_FRAME_TITLE, NO_FRAME_WORDS, "none"))
     if not r.compiles or r.reused_from:
         return dataclasses.replace(r, eager_run=None)
     compiled_ids = compiled_compile_ids(r)
