@@ -140,6 +140,16 @@ def report_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(PROG, f"{path}: {exc.strerror or exc}")
 
+    try:
+        return _write_outputs(args, path, loaded, shown)
+    except TraceFileError as exc:  # a payload its log no longer holds (cut short or rewritten since it was read)
+        return fail(PROG, str(exc))
+
+
+def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
+    from ..report import CompileReport
+    from ..widgets.phrases import CLI_HINTS
+
     to_stdout = "-" in (args.json, args.output)
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
