@@ -66,3 +66,32 @@ def test_a_traces_huge_frame_id_is_printed_whole(tmp_path):
     shown = str(report)
     assert str(BIG) in shown and "e+19" not in shown
     assert "e+19" not in report.to_json() and str(BIG) in report.to_json()
+
+
+# -- a file name that is not UTF-8 -------------------------------------------------------
+def test_a_log_whose_name_is_not_utf8_is_written_everywhere_with_the_name_escaped(tmp_path, monkeypatch):
+    import os
+    import warnings
+
+    from ipycompile.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    name = os.fsdecode(b"\xff.log")  # a lone surrogate, '\udcff.log'
+    with open(os.fsencode(name), "wb") as f:
+        f.write(gzip.decompress((DATA / "quickstart.log.gz").read_bytes()))
+    report = load_trace(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        report.to_html("page.html")
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")  # valid UTF-8
+    assert "\\udcff.log" in page
+    bundle = report._repr_mimebundle_()
+    for text in bundle.values():
+        text.encode("utf-8")  # what a kernel sends: valid UTF-8
+    str(report).encode("utf-8")
+    report.save("r.json")
+    assert CompileReport.load("r.json").origin.path == name  # the JSON keeps the name exactly (as an escape)
+    for out in (["-o", "cli.html"], ["--json", "cli.json"]):
+        assert main(["report", name, *out]) == 0
+    assert "\\udcff.log" in (tmp_path / "cli.html").read_text(encoding="utf-8")
+    assert json.loads((tmp_path / "cli.json").read_text(encoding="utf-8"))["origin"]["path"] == name

@@ -201,8 +201,10 @@ def _write_html(f: IO[str], path: str, loaded, shown) -> None:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
-            f"<body>\n{body}\n</body></html>\n")
+    from ..report.text import utf8_safe
+
+    return utf8_safe(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+                     f"<body>\n{body}\n</body></html>\n")
 
 
 #: How much of a page's text is encoded and written at once (the page of a large log is tens of
@@ -211,8 +213,10 @@ _PIECE = 1 << 20
 
 
 def _write_pieces(f: IO[str], text: str) -> None:
+    from ..report.text import utf8_safe
+
     for start in range(0, len(text), _PIECE):
-        f.write(text[start:start + _PIECE])
+        f.write(utf8_safe(text[start:start + _PIECE]))
 
 
 def _directory_json(reports, divergence) -> dict:

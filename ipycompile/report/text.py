@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "one_line", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
+__all__ = ["printable", "one_line", "utf8_safe", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
            "fmt_seconds", "fmt_bytes", "fmt_ranks"]
 
 #: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
 #: U+202A-202E, isolates U+2066-2069, the marks U+200E/U+200F and the Arabic letter mark U+061C.
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
-#: Control characters (C0 but newline and tab, DEL, C1) and bidirectional formatting characters.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI + "]")
+#: Lone surrogates: what Python makes of a file name that is not valid UTF-8 (``os.fsdecode(b"\\xff.log")``);
+#: no UTF-8 text can hold one, so every output writes it as an escape (``\\udcff``).
+SURROGATES = "\ud800-\udfff"
+#: Control characters (C0 but newline and tab, DEL, C1), bidirectional formatting characters and lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI + SURROGATES + "]")
 #: The same, and line breaks and tabs (U+2028/2029 too: some terminals and editors break lines there).
-_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI + "]")
+_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI + SURROGATES + "]")
+_SURROGATE = re.compile("[" + SURROGATES + "]")
 
 
 def _escape(m: "re.Match[str]") -> str:
@@ -44,6 +48,16 @@ def printable(text: str) -> str:
     formatting characters written as escapes (``\\x1b``, ``\\u202e``): what every text output
     of a report, on a terminal or in a file, goes through."""
     return _UNSAFE.sub(_escape, text)
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with its lone surrogates (a file name that is not valid UTF-8) written as escapes
+    (``\\udcff``), so that it can be written as UTF-8: what every page and notebook output goes through."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape, text)
+    return text
 
 
 def one_line(text: str) -> str:

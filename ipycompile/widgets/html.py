@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from ..report import CompileReport
 from ..report.files import atomic_writer
-from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
+from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines, utf8_safe
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -812,26 +812,27 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
     """Write the report as a standalone HTML page with every detail; returns ``path``. The
     page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
     with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
-        f.write("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        write = lambda text: f.write(utf8_safe(text))  # noqa: E731
+        write("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
                 f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
                 "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
-        write_body(report, f.write)
-        f.write("\n</body></html>\n")
+        write_body(report, write)
+        write("\n</body></html>\n")
     return path
 
 
 def write_body(report: CompileReport, write: Callable[[str], object]) -> None:
     """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab."""
-    render_view_model(view_model(report), write=write)
+    render_view_model(view_model(report), write=lambda text: write(utf8_safe(text)))  # a file name not in UTF-8
 
 
 def notebook_bundle(report: CompileReport) -> dict[str, str]:
     """The notebook output's HTML: the compact page (see :func:`render_html`)."""
-    return {"text/html": render_html(report, compact=True)}
+    return {"text/html": utf8_safe(render_html(report, compact=True))}
 
 
 def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
     """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
     the page cut to :data:`FALLBACK` and the first screen's text."""
     text = capped_lines(text, where="print(report) shows it whole")
-    return {"text/html": render_view_model(vm, limits=FALLBACK, fallback=True), "text/plain": text}
+    return {"text/html": utf8_safe(render_view_model(vm, limits=FALLBACK, fallback=True)), "text/plain": utf8_safe(text)}
