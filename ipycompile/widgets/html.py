@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from typing import Callable, Optional
 
@@ -340,6 +341,7 @@ class _Page:
         self.cut = 0  # things left out of this page
         self.anchor = ""  # the page's id prefix (its tabs', its source lines')
         self.keys: set[str] = set()  # source excerpts given an id in this page
+        self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -490,12 +492,14 @@ GO_TO_CELL = ("var c=this.dataset.cell,n=+this.dataset.line,e=[].slice.call(docu
               "l.classList.add('ipyc-hit');setTimeout(function(){l.classList.remove('ipyc-hit')},2500);return false")
 
 
-def place_html(p: Place, anchor: str, fallback: str = "") -> str:
+def place_html(p: Place, anchor: str, fallback: str = "", targets: Optional[set] = None) -> str:
     """A place as a link: to its cell and line in a notebook (script), to its source excerpt
-    in this page (``#anchor-key``), else to ``fallback`` (an id in the page); plain text
+    in this page (``#anchor-key``; with ``targets``, the keys of the excerpts the page holds, only
+    where its excerpt is one of them), else to ``fallback`` (an id in the page); plain text
     when it has none of them."""
+    linked = p.key and anchor and (targets is None or p.key in targets)
     href = (f"#{line_id(f'{anchor}-{p.key}', p.line)}" if p.line is not None else f"#{anchor}-{p.key}") \
-        if p.key and anchor else (f"#{fallback}" if fallback else "")
+        if linked else (f"#{fallback}" if fallback else "")
     if p.cell is None and not href:
         return _e(p.text)
     data = f' data-cell="{p.cell}" data-line="{p.line or 1}" onclick="{GO_TO_CELL}"' if p.cell is not None else ""
@@ -503,10 +507,11 @@ def place_html(p: Place, anchor: str, fallback: str = "") -> str:
     return f'<a class="place" href="{_e(href or "#")}" title="{_e(title)}"{data}>{_e(p.text)}</a>'
 
 
-def _cell(v, short: bool, cap: bool = False, extra: bool = False, anchor: str = "") -> str:
+def _cell(v, short: bool, cap: bool = False, extra: bool = False, anchor: str = "",
+          targets: Optional[set] = None) -> str:
     x = " x" if extra else ""
     if isinstance(v, Place):
-        return f'<td class="{"s" if short or len(v.text) <= SHORT_CELL else "l"}{x}">{place_html(v, anchor)}</td>'
+        return f'<td class="{"s" if short or len(v.text) <= SHORT_CELL else "l"}{x}">{place_html(v, anchor, "", targets)}</td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return f'<td class="n{x}">{_e(v)}</td>'
     text = "" if v is None else str(v)
@@ -586,7 +591,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
     if not any(expandable):
         out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
         for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra)) + "</tr>")
+            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
         out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
@@ -596,7 +601,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
         plain: list[str] = []
         for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra))
+            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra))
             if not expandable[i] or (page.cut_code and page.over(out)):
                 plain.append(f"<tr>{cells}</tr>")
                 continue
@@ -677,7 +682,8 @@ def chip_html(c) -> str:
     return f'<span class="chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip}>{_e(c.text)}</span>'
 
 
-def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, limits: Optional[Limits] = None) -> str:
+def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, limits: Optional[Limits] = None,
+                      targets: Optional[set] = None) -> str:
     """What is wrong and what to do (``vm.problems``, most costly first), then the chips:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details.
@@ -698,7 +704,7 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, li
             tab = f"{anchor}-{p.tab}" if anchor and p.tab else ""
             if p.place is not None:  # a compact page may leave the excerpt out: link the tab there
                 key = p.place if not compact else Place(p.place.text, p.place.cell, p.place.line)
-                where = place_html(key, anchor, tab)
+                where = place_html(key, anchor, tab, targets)
             else:
                 where = f'<a href="#{_e(tab)}">{_ec(p.where)}</a>' if tab else _ec(p.where)
             code = f": <code>{_ec(p.code)}</code>" if p.code else ""
@@ -763,8 +769,9 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
     page.anchor = anchor
+    page.targets = excerpt_keys(vm)  # a place links to its excerpt only where the page shows one
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
-    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits)]
+    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits, page.targets)]
     note_at = len(out)
     # the static copy beside a widget leaves out the tab strip and its script (the display budget):
     # its panels show one under another, under their headings, as wherever scripts are stripped
@@ -795,10 +802,48 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     out.append("</div></div>" + (TABS_SCRIPT if tablist else ""))
     if page.cut and write is None:
         out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
+        return _without_dangling_links("".join(out))  # an excerpt left out of a cut page: no link to it
     if write is not None:
         write("".join(out))
         return ""
     return "".join(out)
+
+
+def excerpt_keys(vm: ViewModel) -> set[str]:
+    """The keys of every source excerpt (:attr:`Code.key`) in ``vm``'s tabs (building them: a page
+    renders them all anyway), for links to places that have one."""
+    keys: set[str] = set()
+    todo: list = []
+    for tab in vm.tabs:
+        try:
+            todo += tab.blocks()
+        except Exception:  # the tab fails again when it is rendered, where that is reported
+            continue
+    while todo:
+        b = todo.pop()
+        if isinstance(b, Code):
+            if b.key:
+                keys.add(b.key)
+        elif isinstance(b, Table):
+            for d in b.details or ():
+                todo += d
+        elif isinstance(b, TreeNode):
+            todo += b.blocks
+            todo += b.children
+        elif isinstance(b, Choice):
+            for d in b.options.values():
+                todo += d
+    return keys
+
+
+_HREF_IN_PAGE = re.compile(r' href="#([^"]+)"')
+_ID_IN_PAGE = re.compile(r' id="([^"]+)"')
+
+
+def _without_dangling_links(page: str) -> str:
+    """``page`` with each in-page link whose target it does not hold made plain (its ``href`` left out)."""
+    ids = set(_ID_IN_PAGE.findall(page))
+    return _HREF_IN_PAGE.sub(lambda m: m.group(0) if m.group(1) in ids else "", page)
 
 
 def render_html(report: CompileReport, compact: bool = False) -> str:
