@@ -38,7 +38,7 @@ from .model import unreadable_marked
 from .owners import CodeLayout, Owner, display_path, owner
 from .files import refuse_input, write_atomic
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
-from .text import capped_lines, one_line
+from .text import capped_lines, one_line, short_name
 
 #: 3: the eager comparison's output check one record (``EagerComparison.check``); 2: Profile made of
 #: records (settings, first_call, steady, ...); 1: flat
@@ -282,7 +282,7 @@ class CompileReport:
         label = self.sources.get(filename)
         if label:
             return f"{label}, line {lineno}" if lineno is not None else label
-        name = one_line(display_path(filename, self.code_layout)) if filename else "?"
+        name = short_name(one_line(display_path(filename, self.code_layout))) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
     def cell_number(self, filename: str) -> Optional[int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "one_line", "utf8_safe", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
+__all__ = ["printable", "one_line", "utf8_safe", "short_name", "short_paths", "NAME_LIMIT", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
            "fmt_seconds", "fmt_bytes", "fmt_ranks"]
 
 #: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
@@ -81,6 +81,32 @@ def capped(text: str, limit: int = VIEW_TEXT_LIMIT, where: str = "") -> str:
         return text
     note = f" ... [{len(text) - limit:,} more characters"
     return text[:limit] + note + (f": {where}]" if where else "]")
+
+
+#: The most characters a name (a file's, as a place shows it) has in a view: longer ones keep their
+#: start and end (the file's own name), cut in the middle.
+NAME_LIMIT = 120
+
+
+def short_name(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and end around ``...``
+    (a 5,000-character file name is shown in ``limit`` characters, its end kept)."""
+    if len(text) <= limit:
+        return text
+    tail = limit * 2 // 3
+    return f"{text[:limit - tail - 3]}...{text[-tail:]}"
+
+
+#: A path longer than :data:`NAME_LIMIT` inside text (torch's ``# File: /very/long/path.py:12``).
+_LONG_PATH = re.compile(r"[^\s\"'()<>,]*[/\\][^\s\"'()<>,]*")
+
+
+def short_paths(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` with each path in it longer than ``limit`` characters cut as :func:`short_name`
+    cuts a name: what a compact view (a notebook output) shows of torch's text and code."""
+    if len(text) <= limit:
+        return text
+    return _LONG_PATH.sub(lambda m: short_name(m.group(), limit) if len(m.group()) > limit else m.group(), text)
 
 
 def capped_lines(text: str, where: str = "", total: int = VIEW_TEXT_TOTAL) -> str:

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from ..report import CompileReport
 from ..report.files import atomic_writer
-from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines, utf8_safe
+from ..report.text import NAME_LIMIT, VIEW_TEXT_LIMIT, capped, capped_lines, short_paths, utf8_safe
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -387,7 +387,8 @@ def _highlight(code: str, language: str, page: _Page) -> str:
 def _block(b, out: list, page: _Page) -> None:
     if isinstance(b, Text):
         cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
-        text = capped(b.text, where=CAPPED_WHERE) if page.limits.cuts else b.text  # a 1 MB reason stays out of notebooks
+        # a 1 MB reason, or a 5,000-character file name, stays out of notebooks
+        text = capped(short_paths(b.text), where=CAPPED_WHERE) if page.limits.cuts else b.text
         if b.url:
             out.append(f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(text)}</a></p>')
         else:
@@ -422,8 +423,8 @@ def _code(b: Code, out: list, page: _Page) -> None:
             return
         code, rest = _split_lines(b.code, page.limits.code_lines)
         more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
-    if page.limits.cuts and len(code) > VIEW_TEXT_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
-        code = "\n".join(capped(line, where=CAPPED_WHERE) for line in code.split("\n"))
+    if page.limits.cuts and len(code) > NAME_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
+        code = "\n".join(capped(short_paths(line), where=CAPPED_WHERE) for line in code.split("\n"))
     target, lines = "", None
     if b.key and page.anchor and b.key not in page.keys:  # the first excerpt of a place: links land here
         page.keys.add(b.key)
