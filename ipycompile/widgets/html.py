@@ -57,14 +57,21 @@ _VSCODE_LIGHT = "body:is(.vscode-light,.vscode-high-contrast-light)"
 _NOT_WIDGET = ":not(.ipyc-w,.ipyc-w .ipyc)"
 
 
-def _vscode_palette(fg: str, bg: str, link: str, warn: str, tokens: str) -> str:
-    """VS Code's colours; ``fg``..``warn``: the fallbacks where VS Code leaves a variable out;
-    ``tokens``: the code's, ``k s c m d f`` (keyword, string, comment, number, decorator, name)."""
-    k, s_, c, m, d, f = tokens.split()
+def _vscode_palette(fg: str, bg: str, link: str, warn: str) -> str:
+    """VS Code's colours; ``fg``..``warn``: the fallbacks where VS Code leaves a variable out."""
     return (f"--ic-fg:var(--vscode-editor-foreground,{fg});--ic-bg:var(--vscode-notebook-outputContainerBackgroundColor,"
             f"var(--vscode-notebook-editorBackground,var(--vscode-editor-background,{bg})));\n"
-            f"--ic-warn:var(--vscode-editorWarning-foreground,{warn});--ic-link:var(--vscode-textLink-foreground,{link});\n"
-            f"--ic-k:{k};--ic-s:{s_};--ic-c:{c};--ic-m:{m};--ic-d:{d};--ic-f:{f}")
+            f"--ic-warn:var(--vscode-editorWarning-foreground,{warn});--ic-link:var(--vscode-textLink-foreground,{link})")
+
+
+#: Code's token colours (keyword, string, comment, number, decorator, function or class name), of
+#: the report's own palette in every host, light and dark: JupyterLab's editor colours (its
+#: ``--jp-mirror-editor-*``) are not AA on its code background (comments #408080: 4.17:1 on Light's,
+#: 3.54:1 on Dark's), so the report does not read them; JupyterLab's theme (``data-jp-theme-light``
+#: on <body>) picks the palette there, VS Code's class on <body> in VS Code, the system's scheme
+#: elsewhere. tests/test_code_contrast.py measures every token class on each theme's code ground.
+_LIGHT_TOKENS = "--ic-k:#116329;--ic-s:#a3201b;--ic-c:#57606a;--ic-m:#0550ae;--ic-d:#6639ba;--ic-f:#0550ae"
+_DARK_TOKENS = "--ic-k:#7ee787;--ic-s:#ffa198;--ic-c:#a6b0bb;--ic-m:#79c0ff;--ic-d:#d2a8ff;--ic-f:#79c0ff"
 
 
 def _mix(share: int) -> str:
@@ -77,23 +84,18 @@ _THEME = f"""
 --ic-bg:var(--jp-layout-color0,#ffffff);--ic-panel:var(--jp-layout-color1,#f5f7fa);
 --ic-border:var(--jp-border-color1,#c0c8d2);--ic-warn:var(--jp-warn-color1,#d9822b);
 --ic-link:var(--jp-content-link-color,#0550ae);--ic-code:var(--jp-cell-editor-background,#f6f8fa);
---ic-k:var(--jp-mirror-editor-keyword-color,#116329);--ic-s:var(--jp-mirror-editor-string-color,#a3201b);
---ic-c:var(--jp-mirror-editor-comment-color,#57606a);--ic-m:var(--jp-mirror-editor-number-color,#0550ae);
---ic-d:var(--jp-mirror-editor-meta-color,#6639ba);--ic-f:var(--jp-mirror-editor-def-color,#0550ae);
-color:var(--ic-fg);background:var(--ic-bg)}}
+{_LIGHT_TOKENS};color:var(--ic-fg);background:var(--ic-bg)}}
 @media (prefers-color-scheme: dark){{.ipyc{{--ic-fg:var(--jp-content-font-color1,#e6edf3);
 --ic-muted:var(--jp-content-font-color2,#a6b0bb);--ic-bg:var(--jp-layout-color0,#0d1117);
 --ic-panel:var(--jp-layout-color1,#161b22);--ic-border:var(--jp-border-color1,#57606a);
 --ic-warn:var(--jp-warn-color1,#d29922);--ic-link:var(--jp-content-link-color,#79c0ff);
---ic-code:var(--jp-cell-editor-background,#161b22);--ic-k:var(--jp-mirror-editor-keyword-color,#7ee787);
---ic-s:var(--jp-mirror-editor-string-color,#ffa198);--ic-c:var(--jp-mirror-editor-comment-color,#a6b0bb);
---ic-m:var(--jp-mirror-editor-number-color,#79c0ff);--ic-d:var(--jp-mirror-editor-meta-color,#d2a8ff);
---ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}}}}
+--ic-code:var(--jp-cell-editor-background,#161b22);{_DARK_TOKENS}}}}}
 :is({_VSCODE_DARK},{_VSCODE_LIGHT}) .ipyc{_NOT_WIDGET}{{--ic-muted:{_mix(78)};--ic-panel:{_mix(9)};
 --ic-code:{_mix(6)};--ic-border:var(--vscode-contrastBorder,{_mix(35)})}}
-{_VSCODE_DARK} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#cccccc", "#1f1f1f", "#4daafc", "#cca700", "#7ee787 #ffa198 #a6b0bb #79c0ff #d2a8ff #79c0ff")}}}
-{_VSCODE_LIGHT} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#3b3b3b", "#ffffff", "#005fb8", "#bf8803", "#116329 #a3201b #57606a #0550ae #6639ba #0550ae")}}}
-body[data-jp-theme-light="true"] .ipyc{{--ic-m:#006a00}}
+{_VSCODE_DARK} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#cccccc", "#1f1f1f", "#4daafc", "#cca700")};{_DARK_TOKENS}}}
+{_VSCODE_LIGHT} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#3b3b3b", "#ffffff", "#005fb8", "#bf8803")};{_LIGHT_TOKENS}}}
+body[data-jp-theme-light="true"]:not([class*=vscode]) .ipyc{{{_LIGHT_TOKENS};--ic-m:#006a00}}
+body[data-jp-theme-light="false"]:not([class*=vscode]) .ipyc{{{_DARK_TOKENS}}}
 .ipyc .hl [class^=k],.ipyc .hl .ow{{color:var(--ic-k);font-weight:600}}
 .ipyc .hl [class^=s]{{color:var(--ic-s)}}
 .ipyc .hl [class^=c]{{color:var(--ic-c);font-style:italic}}
