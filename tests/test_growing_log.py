@@ -26,6 +26,15 @@ from ipycompile.report.model import UNREADABLE_MARK
 DATA = Path(__file__).parent / "data" / "gpu-h100"
 
 
+@pytest.fixture(autouse=True)
+def notebook_shows_html(monkeypatch):
+    """As a notebook's kernel: the report's bundle has its HTML (an IPython terminal shell another
+    test started turns IPython's text/html formatter off, and the bundle leaves the HTML out)."""
+    import ipycompile.widgets
+
+    monkeypatch.setattr(ipycompile.widgets, "_shell_shows_html", lambda: True)
+
+
 @pytest.fixture
 def log(tmp_path) -> Path:
     path = tmp_path / "dedicated_log_torch_trace_live.log"

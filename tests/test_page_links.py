@@ -23,6 +23,16 @@ DATA = Path(__file__).parent / "data"
 LOGS = ["gpu-h100/quickstart.log.gz", "gpu-h100/max_autotune.log.gz", "gpu-h100/reduce_overhead.log.gz",
         "gpu-h100/cudagraphs_mlp.log.gz", "cpu_autotune_cached.log.gz"]
 
+
+@pytest.fixture(autouse=True)
+def notebook_shows_html(monkeypatch):
+    """As a notebook's kernel: the report's bundle has its HTML (an IPython terminal shell another
+    test started turns IPython's text/html formatter off, and the bundle leaves the HTML out)."""
+    import ipycompile.widgets
+
+    monkeypatch.setattr(ipycompile.widgets, "_shell_shows_html", lambda: True)
+
+
 _HREF = re.compile(r'href="#([^"]+)"')
 _ID = re.compile(r'\bid="([^"]+)"')
 
