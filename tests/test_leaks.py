@@ -208,8 +208,8 @@ def test_a_five_thousand_character_file_name_keeps_the_display_under_the_budget(
     assert size <= DISPLAY_BUDGET_BYTES, [{m: len(str(v)) for m, v in b.items()} for b in bundles]
     assert "x" * 200 not in static["text/html"] and "xxx.py" in static["text/html"]
     w.close()
-    import ipycompile.widgets
+    from ipycompile import widgets
 
-    monkeypatch.setattr(ipycompile.widgets, "_shell_shows_html", lambda: True)  # as in a kernel, whatever shell runs
+    monkeypatch.setattr(widgets, "_shell_shows_html", lambda: True)  # as in a kernel, whatever shell runs
     html = report._repr_mimebundle_()["text/html"]  # the notebook output of the report itself
     assert "x" * 200 not in html
