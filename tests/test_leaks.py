@@ -179,3 +179,37 @@ def test_a_re_run_cell_in_a_kernel_keeps_no_widgets_and_at_most_max_live_stay_op
     assert "live 3" in lines, r["then_output"]
     live_after = [ln for ln in lines if ln.startswith("after ")][0].split()
     assert int(live_after[2]) == 0 and int(live_after[1]) < before["widgets"], r["then_output"]
+
+
+def test_a_five_thousand_character_file_name_keeps_the_display_under_the_budget(monkeypatch):
+    """A one-break report whose file name has 5,000 characters: names are cut as other fields are
+    (the place as ``start...end``; torch's ``# File:`` lines in the compact page the same)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.widgets.widget import ReportWidget
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scenarios
+
+    torch._dynamo.reset()
+    with ipycompile.capture() as cap:
+        torch.compile(scenarios.data_dependent_if, backend="eager")(torch.randn(8))
+    long = "/tmp/" + "x" * 4990 + ".py"
+    report = ipycompile.CompileReport.from_json(cap.report.to_json().replace(json.dumps(scenarios.__file__)[1:-1], long))
+    assert len(report.graph_breaks) == 1 and report.graph_breaks[0].stop.filename == long
+    w = ReportWidget(report)
+    static = w.static_bundle()
+    w.standalone = False
+    bundles = [static, w._repr_mimebundle_()]
+    size = sum(len(v if isinstance(v, str) else json.dumps(v)) for b in bundles for v in b.values())
+    assert size <= DISPLAY_BUDGET_BYTES, [{m: len(str(v)) for m, v in b.items()} for b in bundles]
+    assert "x" * 200 not in static["text/html"] and "xxx.py" in static["text/html"]
+    w.close()
+    from ipycompile import widgets
+
+    monkeypatch.setattr(widgets, "_shell_shows_html", lambda: True)  # as in a kernel, whatever shell runs
+    html = report._repr_mimebundle_()["text/html"]  # the notebook output of the report itself
+    assert "x" * 200 not in html

@@ -199,7 +199,7 @@ def test_a_log_changed_after_reading_is_refused_clearly_when_a_payload_is_asked_
     data = path.read_bytes()
     path.write_bytes(data.replace(b"def forward", b"def fOrward"))
     with pytest.raises(TraceFileError, match=r"max_autotune\.log: cannot read the payload at byte \d+ "
-                                             r"\(it changed since it was read\); read the log again"):
+                                             r"\(the log was rewritten since it was read\); read the log again"):
         report.to_json()
     path.unlink()
     with pytest.raises(TraceFileError, match=r"\(no such file or directory\)"):

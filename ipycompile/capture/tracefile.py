@@ -154,22 +154,25 @@ class PayloadFile:
     mtime_ns: int
 
     def text(self, ref: LazyText) -> str:
+        """The payload at ``ref``, checked against its md5. A log still being written (only appended
+        to since) reads as it did; one cut short or rewritten raises :class:`TraceFileError`, saying so."""
         why = ""
         try:
             with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                if (st.st_size, st.st_mtime_ns) == (self.size, self.mtime_ns):
+                size = os.fstat(f.fileno()).st_size
+                if size < ref.offset + ref.length:
+                    data, why = b"", f"the log was cut short since it was read: {size:,} bytes now, {self.size:,} then"
+                else:
                     f.seek(ref.offset)
                     data = f.read(ref.length)
-                else:
-                    data, why = b"", "it changed since it was read"
         except OSError as exc:
             data, why = b"", os_reason(exc)
         if not why:
             data = (data[1:-1] if data.endswith(b"\n") else data[1:]).replace(b"\n\t", b"\n")
             if hashlib.md5(data, usedforsecurity=False).hexdigest() == ref.md5:
                 return data.decode("utf-8")
-            why = "it changed since it was read"
+            why = "the log was rewritten since it was read" + (
+                f" ({size:,} bytes now, {self.size:,} then)" if size < self.size else "")
         raise TraceFileError(f"{self.path}: cannot read the payload at byte {ref.offset} ({why}); "
                              "read the log again (load_trace)")
 
@@ -584,6 +587,8 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         else:
             rd.problem(lineno + 1, f"the gzip stream breaks off here ({exc})")
     o.lines = lineno
+    if raw is stream:  # a plain log still being written: the bytes read, past the size it had when opened
+        o.size_bytes = max(o.size_bytes, at)
     if not seen_event and lineno:
         raise TraceFileError(_not_a_trace(o.path, lineno))
     if progress is not None:

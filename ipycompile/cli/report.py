@@ -145,6 +145,16 @@ def report_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(PROG, f"{path}: {exc.strerror or exc}")
 
+    try:
+        return _write_outputs(args, path, loaded, shown)
+    except TraceFileError as exc:  # a payload its log no longer holds (cut short or rewritten since it was read)
+        return fail(PROG, str(exc))
+
+
+def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
+    from ..report import CompileReport
+    from ..widgets.phrases import CLI_HINTS
+
     to_stdout = "-" in (args.json, args.output)
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
@@ -197,9 +207,10 @@ def _write_html(f: IO[str], path: str, loaded, shown) -> None:
 
 def _page(title: str, body: str) -> str:
     from ..report.files import REPORT_MARKER
+    from ..report.text import utf8_safe
 
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}<title>{html.escape(title)}</title></head>"
-            f"<body>\n{body}\n</body></html>\n")
+    return utf8_safe(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}<title>{html.escape(title)}</title>"
+                     f"</head><body>\n{body}\n</body></html>\n")
 
 
 #: How much of a page's text is encoded and written at once (the page of a large log is tens of
@@ -208,8 +219,10 @@ _PIECE = 1 << 20
 
 
 def _write_pieces(f: IO[str], text: str) -> None:
+    from ..report.text import utf8_safe
+
     for start in range(0, len(text), _PIECE):
-        f.write(text[start:start + _PIECE])
+        f.write(utf8_safe(text[start:start + _PIECE]))
 
 
 def _directory_json(reports, divergence) -> dict:

@@ -82,7 +82,9 @@ def atomic_writer(path: "str | os.PathLike[str]", mode: str = "w", *, encoding: 
         raise _renamed(exc, given) from None
     raw = os.fdopen(fd, "wb")
     try:
-        f = raw if mode == "wb" else io.TextIOWrapper(raw, encoding=encoding, newline=newline)
+        # a lone surrogate (a file name not in UTF-8) written as an escape, never a UnicodeEncodeError
+        f = raw if mode == "wb" else io.TextIOWrapper(raw, encoding=encoding, newline=newline,
+                                                      errors="backslashreplace")
         yield f
         f.flush()
         os.fsync(raw.fileno())

@@ -7,6 +7,8 @@ Every class round-trips through ``to_dict`` / ``from_dict`` (see
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import re
 from dataclasses import dataclass, field
@@ -221,7 +223,30 @@ class LazyText:
     md5: str  # what torch wrote for it (``has_payload``)
 
     def read(self) -> str:
-        return self.source.text(self)
+        if not _MARK_UNREADABLE.get():
+            return self.source.text(self)
+        try:
+            return self.source.text(self)
+        except ValueError as exc:  # the log was cut short or rewritten since it was read
+            return f"{UNREADABLE_MARK} {exc}]"
+
+
+#: What a view shows in place of a payload that can no longer be read from its log (inside
+#: :func:`unreadable_marked`), followed by the reason and a ``]``.
+UNREADABLE_MARK = "[not shown: this text is no longer in the log it was read from:"
+_MARK_UNREADABLE: "contextvars.ContextVar[bool]" = contextvars.ContextVar("ipycompile_mark_unreadable", default=False)
+
+
+@contextlib.contextmanager
+def unreadable_marked():
+    """Within the block, a :class:`LazyText` whose log was cut short or rewritten since it was read
+    reads as :data:`UNREADABLE_MARK` and the reason, instead of raising: a notebook's display of the
+    report still shows everything else. Saving a report, or the command line, reads strictly."""
+    token = _MARK_UNREADABLE.set(True)
+    try:
+        yield
+    finally:
+        _MARK_UNREADABLE.reset(token)
 
 
 class TextField:

@@ -36,10 +36,11 @@ from .model import (
     TraceOrigin,
     UnrolledLoop,
 )
+from .model import unreadable_marked
 from .owners import CodeLayout, Owner, display_path, owner
 from .files import refuse_input, write_atomic
 from .serialize import ReportFormatError, loads, report_from_dict, to_jsonable, unjsonable_field
-from .text import capped_lines, one_line
+from .text import capped_lines, one_line, short_name
 
 #: 3: the eager comparison's output check one record (``EagerComparison.check``); 2: Profile made of
 #: records (settings, first_call, steady, ...); 1: flat
@@ -293,7 +294,7 @@ class CompileReport:
         label = self.sources.get(filename)
         if label:
             return f"{label}, line {lineno}" if lineno is not None else label
-        name = one_line(display_path(filename, self.code_layout)) if filename else "?"
+        name = short_name(one_line(display_path(filename, self.code_layout))) if filename else "?"
         return f"{name}:{lineno}" if lineno is not None else name
 
     def cell_number(self, filename: str) -> Optional[int]:
@@ -323,10 +324,11 @@ class CompileReport:
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.widgets)."""
-        text = capped_lines(str(self), where="print(report) shows it whole")
-        bundle = {"text/plain": text}  # a 1 MB reason must not make a 1 MB output
-        if _renderers:
-            bundle.update(_renderers[-1](self))
+        with unreadable_marked():  # a payload its log no longer holds is marked, not raised
+            text = capped_lines(str(self), where="print(report) shows it whole")
+            bundle = {"text/plain": text}  # a 1 MB reason must not make a 1 MB output
+            if _renderers:
+                bundle.update(_renderers[-1](self))
         return bundle
 
     def to_html(self, path: str) -> str:
@@ -347,7 +349,8 @@ class CompileReport:
             UserWarning,
             stacklevel=2,
         )
-        return _html_writers[-1](self, path)
+        with unreadable_marked():  # a payload its log no longer holds is marked, not raised
+            return _html_writers[-1](self, path)
 
     # -- text -----------------------------------------------------------
     def summary(self, hints: Any = None) -> str:

@@ -9,7 +9,8 @@ was expected, so that a loaded report holds well-typed values and renders.
 the fields it reads from torch's events. :func:`loads` parses JSON with a bound on
 nesting (never a ``RecursionError``), with orjson where it is installed (several times
 faster than ``json`` on the megabytes of JSON in a large log), falling back to ``json``
-for whatever orjson refuses, so both give the same values and the same errors.
+for whatever orjson refuses or cannot hold exactly (integers past 64 bits), so both give the same
+values and the same errors.
 """
 
 from __future__ import annotations
@@ -51,13 +52,30 @@ def loads(text: "str | bytes", *, bounded: bool = True) -> Any:
     ``RecursionError``: a value nested deeper than the parsers go raises :class:`NestingError`), for
     a caller that keeps only scalars of the value (a chromium event's name and times) or calls
     :func:`check_depth` on what it keeps."""
-    try:
-        value = _fast_loads(text)
-    except ValueError:
-        value = _json_loads(text)  # NaN, Infinity, ints past 64 bits, lone surrogates: json's values, or its error
+    if _long_digits(text):
+        value = _json_loads(text)  # an integer orjson would make a float (2**64 and above, below -2**63)
+    else:
+        try:
+            value = _fast_loads(text)
+        except ValueError:
+            value = _json_loads(text)  # NaN, Infinity, lone surrogates: json's values, or its error
     if bounded:
         check_depth(value, text)
     return value
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_DIGITS_AS_ZERO_STR = str.maketrans("123456789", "000000000")
+
+
+def _long_digits(text: "str | bytes") -> bool:
+    """Whether ``text`` holds a run of 19 digits: the only JSON text that can hold an integer orjson
+    cannot hold exactly (it makes one of 2**64 and above, or below -2**63, a float), read by ``json``
+    instead (a run in a string or a long float's digits only costs the slower parse, with the same
+    values). Every digit made a ``0``, then one search: a few times faster than a regex."""
+    if isinstance(text, bytes):
+        return b"0000000000000000000" in text.translate(_DIGITS_AS_ZERO)
+    return "0000000000000000000" in text.translate(_DIGITS_AS_ZERO_STR)
 
 
 def check_depth(value: Any, text: "str | bytes") -> None:

@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "one_line", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
+__all__ = ["printable", "one_line", "utf8_safe", "short_name", "short_paths", "NAME_LIMIT", "capped", "capped_lines", "VIEW_TEXT_LIMIT", "VIEW_TEXT_TOTAL", "BIDI", "plural",
            "fmt_seconds", "fmt_bytes", "fmt_ranks"]
 
 #: Bidirectional formatting characters (Trojan Source, CVE-2021-42574): embeddings and overrides
 #: U+202A-202E, isolates U+2066-2069, the marks U+200E/U+200F and the Arabic letter mark U+061C.
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
-#: Control characters (C0 but newline and tab, DEL, C1) and bidirectional formatting characters.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI + "]")
+#: Lone surrogates: what Python makes of a file name that is not valid UTF-8 (``os.fsdecode(b"\\xff.log")``);
+#: no UTF-8 text can hold one, so every output writes it as an escape (``\\udcff``).
+SURROGATES = "\ud800-\udfff"
+#: Control characters (C0 but newline and tab, DEL, C1), bidirectional formatting characters and lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI + SURROGATES + "]")
 #: The same, and line breaks and tabs (U+2028/2029 too: some terminals and editors break lines there).
-_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI + "]")
+_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + BIDI + SURROGATES + "]")
+_SURROGATE = re.compile("[" + SURROGATES + "]")
 
 
 def _escape(m: "re.Match[str]") -> str:
@@ -44,6 +48,16 @@ def printable(text: str) -> str:
     formatting characters written as escapes (``\\x1b``, ``\\u202e``): what every text output
     of a report, on a terminal or in a file, goes through."""
     return _UNSAFE.sub(_escape, text)
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with its lone surrogates (a file name that is not valid UTF-8) written as escapes
+    (``\\udcff``), so that it can be written as UTF-8: what every page and notebook output goes through."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape, text)
+    return text
 
 
 def one_line(text: str) -> str:
@@ -67,6 +81,32 @@ def capped(text: str, limit: int = VIEW_TEXT_LIMIT, where: str = "") -> str:
         return text
     note = f" ... [{len(text) - limit:,} more characters"
     return text[:limit] + note + (f": {where}]" if where else "]")
+
+
+#: The most characters a name (a file's, as a place shows it) has in a view: longer ones keep their
+#: start and end (the file's own name), cut in the middle.
+NAME_LIMIT = 120
+
+
+def short_name(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and end around ``...``
+    (a 5,000-character file name is shown in ``limit`` characters, its end kept)."""
+    if len(text) <= limit:
+        return text
+    tail = limit * 2 // 3
+    return f"{text[:limit - tail - 3]}...{text[-tail:]}"
+
+
+#: A path longer than :data:`NAME_LIMIT` inside text (torch's ``# File: /very/long/path.py:12``).
+_LONG_PATH = re.compile(r"[^\s\"'()<>,]*[/\\][^\s\"'()<>,]*")
+
+
+def short_paths(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` with each path in it longer than ``limit`` characters cut as :func:`short_name`
+    cuts a name: what a compact view (a notebook output) shows of torch's text and code."""
+    if len(text) <= limit:
+        return text
+    return _LONG_PATH.sub(lambda m: short_name(m.group(), limit) if len(m.group()) > limit else m.group(), text)
 
 
 def capped_lines(text: str, where: str = "", total: int = VIEW_TEXT_TOTAL) -> str:

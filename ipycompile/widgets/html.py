@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from typing import Callable, Optional
 
 from ..report import CompileReport
 from ..report.files import REPORT_MARKER, atomic_writer
-from ..report.text import VIEW_TEXT_LIMIT, capped, capped_lines
+from ..report.text import NAME_LIMIT, VIEW_TEXT_LIMIT, capped, capped_lines, short_paths, utf8_safe
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
@@ -56,14 +57,21 @@ _VSCODE_LIGHT = "body:is(.vscode-light,.vscode-high-contrast-light)"
 _NOT_WIDGET = ":not(.ipyc-w,.ipyc-w .ipyc)"
 
 
-def _vscode_palette(fg: str, bg: str, link: str, warn: str, tokens: str) -> str:
-    """VS Code's colours; ``fg``..``warn``: the fallbacks where VS Code leaves a variable out;
-    ``tokens``: the code's, ``k s c m d f`` (keyword, string, comment, number, decorator, name)."""
-    k, s_, c, m, d, f = tokens.split()
+def _vscode_palette(fg: str, bg: str, link: str, warn: str) -> str:
+    """VS Code's colours; ``fg``..``warn``: the fallbacks where VS Code leaves a variable out."""
     return (f"--ic-fg:var(--vscode-editor-foreground,{fg});--ic-bg:var(--vscode-notebook-outputContainerBackgroundColor,"
             f"var(--vscode-notebook-editorBackground,var(--vscode-editor-background,{bg})));\n"
-            f"--ic-warn:var(--vscode-editorWarning-foreground,{warn});--ic-link:var(--vscode-textLink-foreground,{link});\n"
-            f"--ic-k:{k};--ic-s:{s_};--ic-c:{c};--ic-m:{m};--ic-d:{d};--ic-f:{f}")
+            f"--ic-warn:var(--vscode-editorWarning-foreground,{warn});--ic-link:var(--vscode-textLink-foreground,{link})")
+
+
+#: Code's token colours (keyword, string, comment, number, decorator, function or class name), of
+#: the report's own palette in every host, light and dark: JupyterLab's editor colours (its
+#: ``--jp-mirror-editor-*``) are not AA on its code background (comments #408080: 4.17:1 on Light's,
+#: 3.54:1 on Dark's), so the report does not read them; JupyterLab's theme (``data-jp-theme-light``
+#: on <body>) picks the palette there, VS Code's class on <body> in VS Code, the system's scheme
+#: elsewhere. tests/test_code_contrast.py measures every token class on each theme's code ground.
+_LIGHT_TOKENS = "--ic-k:#116329;--ic-s:#a3201b;--ic-c:#57606a;--ic-m:#0550ae;--ic-d:#6639ba;--ic-f:#0550ae"
+_DARK_TOKENS = "--ic-k:#7ee787;--ic-s:#ffa198;--ic-c:#a6b0bb;--ic-m:#79c0ff;--ic-d:#d2a8ff;--ic-f:#79c0ff"
 
 
 def _mix(share: int) -> str:
@@ -76,23 +84,18 @@ _THEME = f"""
 --ic-bg:var(--jp-layout-color0,#ffffff);--ic-panel:var(--jp-layout-color1,#f5f7fa);
 --ic-border:var(--jp-border-color1,#c0c8d2);--ic-warn:var(--jp-warn-color1,#d9822b);
 --ic-link:var(--jp-content-link-color,#0550ae);--ic-code:var(--jp-cell-editor-background,#f6f8fa);
---ic-k:var(--jp-mirror-editor-keyword-color,#116329);--ic-s:var(--jp-mirror-editor-string-color,#a3201b);
---ic-c:var(--jp-mirror-editor-comment-color,#57606a);--ic-m:var(--jp-mirror-editor-number-color,#0550ae);
---ic-d:var(--jp-mirror-editor-meta-color,#6639ba);--ic-f:var(--jp-mirror-editor-def-color,#0550ae);
-color:var(--ic-fg);background:var(--ic-bg)}}
+{_LIGHT_TOKENS};color:var(--ic-fg);background:var(--ic-bg)}}
 @media (prefers-color-scheme: dark){{.ipyc{{--ic-fg:var(--jp-content-font-color1,#e6edf3);
 --ic-muted:var(--jp-content-font-color2,#a6b0bb);--ic-bg:var(--jp-layout-color0,#0d1117);
 --ic-panel:var(--jp-layout-color1,#161b22);--ic-border:var(--jp-border-color1,#57606a);
 --ic-warn:var(--jp-warn-color1,#d29922);--ic-link:var(--jp-content-link-color,#79c0ff);
---ic-code:var(--jp-cell-editor-background,#161b22);--ic-k:var(--jp-mirror-editor-keyword-color,#7ee787);
---ic-s:var(--jp-mirror-editor-string-color,#ffa198);--ic-c:var(--jp-mirror-editor-comment-color,#a6b0bb);
---ic-m:var(--jp-mirror-editor-number-color,#79c0ff);--ic-d:var(--jp-mirror-editor-meta-color,#d2a8ff);
---ic-f:var(--jp-mirror-editor-def-color,#79c0ff)}}}}
+--ic-code:var(--jp-cell-editor-background,#161b22);{_DARK_TOKENS}}}}}
 :is({_VSCODE_DARK},{_VSCODE_LIGHT}) .ipyc{_NOT_WIDGET}{{--ic-muted:{_mix(78)};--ic-panel:{_mix(9)};
 --ic-code:{_mix(6)};--ic-border:var(--vscode-contrastBorder,{_mix(35)})}}
-{_VSCODE_DARK} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#cccccc", "#1f1f1f", "#4daafc", "#cca700", "#7ee787 #ffa198 #a6b0bb #79c0ff #d2a8ff #79c0ff")}}}
-{_VSCODE_LIGHT} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#3b3b3b", "#ffffff", "#005fb8", "#bf8803", "#116329 #a3201b #57606a #0550ae #6639ba #0550ae")}}}
-body[data-jp-theme-light="true"] .ipyc{{--ic-m:#006a00}}
+{_VSCODE_DARK} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#cccccc", "#1f1f1f", "#4daafc", "#cca700")};{_DARK_TOKENS}}}
+{_VSCODE_LIGHT} .ipyc{_NOT_WIDGET}{{{_vscode_palette("#3b3b3b", "#ffffff", "#005fb8", "#bf8803")};{_LIGHT_TOKENS}}}
+body[data-jp-theme-light="true"]:not([class*=vscode]) .ipyc{{{_LIGHT_TOKENS};--ic-m:#006a00}}
+body[data-jp-theme-light="false"]:not([class*=vscode]) .ipyc{{{_DARK_TOKENS}}}
 .ipyc .hl [class^=k],.ipyc .hl .ow{{color:var(--ic-k);font-weight:600}}
 .ipyc .hl [class^=s]{{color:var(--ic-s)}}
 .ipyc .hl [class^=c]{{color:var(--ic-c);font-style:italic}}
@@ -352,6 +355,7 @@ class _Page:
         self.cut = 0  # things left out of this page
         self.anchor = ""  # the page's id prefix (its tabs', its source lines')
         self.keys: set[str] = set()  # source excerpts given an id in this page
+        self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -397,7 +401,8 @@ def _highlight(code: str, language: str, page: _Page) -> str:
 def _block(b, out: list, page: _Page) -> None:
     if isinstance(b, Text):
         cls = f' class="{_e(b.kind)}"' if b.kind and b.kind != "plain" else ""
-        text = capped(b.text, where=CAPPED_WHERE) if page.limits.cuts else b.text  # a 1 MB reason stays out of notebooks
+        # a 1 MB reason, or a 5,000-character file name, stays out of notebooks
+        text = capped(short_paths(b.text), where=CAPPED_WHERE) if page.limits.cuts else b.text
         if b.url:
             out.append(f'<p{cls}><a href="{_e(b.url)}" target="_blank" rel="noopener noreferrer">{_e(text)}</a></p>')
         else:
@@ -432,8 +437,8 @@ def _code(b: Code, out: list, page: _Page) -> None:
             return
         code, rest = _split_lines(b.code, page.limits.code_lines)
         more = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
-    if page.limits.cuts and len(code) > VIEW_TEXT_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
-        code = "\n".join(capped(line, where=CAPPED_WHERE) for line in code.split("\n"))
+    if page.limits.cuts and len(code) > NAME_LIMIT:  # the Summary tab's lines too: a 1 MB reason is one line
+        code = "\n".join(capped(short_paths(line), where=CAPPED_WHERE) for line in code.split("\n"))
     target, lines = "", None
     if b.key and page.anchor and b.key not in page.keys:  # the first excerpt of a place: links land here
         page.keys.add(b.key)
@@ -502,12 +507,14 @@ GO_TO_CELL = ("var c=this.dataset.cell,n=+this.dataset.line,e=[].slice.call(docu
               "l.classList.add('ipyc-hit');setTimeout(function(){l.classList.remove('ipyc-hit')},2500);return false")
 
 
-def place_html(p: Place, anchor: str, fallback: str = "") -> str:
+def place_html(p: Place, anchor: str, fallback: str = "", targets: Optional[set] = None) -> str:
     """A place as a link: to its cell and line in a notebook (script), to its source excerpt
-    in this page (``#anchor-key``), else to ``fallback`` (an id in the page); plain text
+    in this page (``#anchor-key``; with ``targets``, the keys of the excerpts the page holds, only
+    where its excerpt is one of them), else to ``fallback`` (an id in the page); plain text
     when it has none of them."""
+    linked = p.key and anchor and (targets is None or p.key in targets)
     href = (f"#{line_id(f'{anchor}-{p.key}', p.line)}" if p.line is not None else f"#{anchor}-{p.key}") \
-        if p.key and anchor else (f"#{fallback}" if fallback else "")
+        if linked else (f"#{fallback}" if fallback else "")
     if p.cell is None and not href:
         return _e(p.text)
     data = f' data-cell="{p.cell}" data-line="{p.line or 1}" onclick="{GO_TO_CELL}"' if p.cell is not None else ""
@@ -515,10 +522,11 @@ def place_html(p: Place, anchor: str, fallback: str = "") -> str:
     return f'<a class="place" href="{_e(href or "#")}" title="{_e(title)}"{data}>{_e(p.text)}</a>'
 
 
-def _cell(v, short: bool, cap: bool = False, extra: bool = False, anchor: str = "") -> str:
+def _cell(v, short: bool, cap: bool = False, extra: bool = False, anchor: str = "",
+          targets: Optional[set] = None) -> str:
     x = " x" if extra else ""
     if isinstance(v, Place):
-        return f'<td class="{"s" if short or len(v.text) <= SHORT_CELL else "l"}{x}">{place_html(v, anchor)}</td>'
+        return f'<td class="{"s" if short or len(v.text) <= SHORT_CELL else "l"}{x}">{place_html(v, anchor, "", targets)}</td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return f'<td class="n{x}">{_e(v)}</td>'
     text = "" if v is None else str(v)
@@ -598,7 +606,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
     if not any(expandable):
         out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
         for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra)) + "</tr>")
+            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
         out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
@@ -608,7 +616,7 @@ def _table(t: Table, out: list, page: _Page) -> None:
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
         plain: list[str] = []
         for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor) for v, s, x in zip(row, short, extra))
+            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra))
             if not expandable[i] or (page.cut_code and page.over(out)):
                 plain.append(f"<tr>{cells}</tr>")
                 continue
@@ -689,7 +697,8 @@ def chip_html(c) -> str:
     return f'<span class="chip{" warn" if c.warn else ""}" data-key="{_e(c.key)}"{tip}>{_e(c.text)}</span>'
 
 
-def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, limits: Optional[Limits] = None) -> str:
+def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, limits: Optional[Limits] = None,
+                      targets: Optional[set] = None) -> str:
     """What is wrong and what to do (``vm.problems``, most costly first), then the chips:
     the first thing in the static page and in the widget. ``anchor``, when given, is the
     id prefix of the page's tabs, so that a problem links to the tab with its details.
@@ -710,7 +719,7 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, li
             tab = f"{anchor}-{p.tab}" if anchor and p.tab else ""
             if p.place is not None:  # a compact page may leave the excerpt out: link the tab there
                 key = p.place if not compact else Place(p.place.text, p.place.cell, p.place.line)
-                where = place_html(key, anchor, tab)
+                where = place_html(key, anchor, tab, targets)
             else:
                 where = f'<a href="#{_e(tab)}">{_ec(p.where)}</a>' if tab else _ec(p.where)
             code = f": <code>{_ec(p.code)}</code>" if p.code else ""
@@ -775,8 +784,9 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
     page.anchor = anchor
+    page.targets = excerpt_keys(vm)  # a place links to its excerpt only where the page shows one
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
-    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits)]
+    out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits, page.targets)]
     note_at = len(out)
     # the static copy beside a widget leaves out the tab strip and its script (the display budget):
     # its panels show one under another, under their headings, as wherever scripts are stripped
@@ -807,10 +817,48 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
     out.append("</div></div>" + (TABS_SCRIPT if tablist else ""))
     if page.cut and write is None:
         out.insert(note_at, f'<p class="note">{_e(FULL_DETAIL)}</p>')
+        return _without_dangling_links("".join(out))  # an excerpt left out of a cut page: no link to it
     if write is not None:
         write("".join(out))
         return ""
     return "".join(out)
+
+
+def excerpt_keys(vm: ViewModel) -> set[str]:
+    """The keys of every source excerpt (:attr:`Code.key`) in ``vm``'s tabs (building them: a page
+    renders them all anyway), for links to places that have one."""
+    keys: set[str] = set()
+    todo: list = []
+    for tab in vm.tabs:
+        try:
+            todo += tab.blocks()
+        except Exception:  # the tab fails again when it is rendered, where that is reported
+            continue
+    while todo:
+        b = todo.pop()
+        if isinstance(b, Code):
+            if b.key:
+                keys.add(b.key)
+        elif isinstance(b, Table):
+            for d in b.details or ():
+                todo += d
+        elif isinstance(b, TreeNode):
+            todo += b.blocks
+            todo += b.children
+        elif isinstance(b, Choice):
+            for d in b.options.values():
+                todo += d
+    return keys
+
+
+_HREF_IN_PAGE = re.compile(r' href="#([^"]+)"')
+_ID_IN_PAGE = re.compile(r' id="([^"]+)"')
+
+
+def _without_dangling_links(page: str) -> str:
+    """``page`` with each in-page link whose target it does not hold made plain (its ``href`` left out)."""
+    ids = set(_ID_IN_PAGE.findall(page))
+    return _HREF_IN_PAGE.sub(lambda m: m.group(0) if m.group(1) in ids else "", page)
 
 
 def render_html(report: CompileReport, compact: bool = False) -> str:
@@ -824,26 +872,27 @@ def save_html(report: CompileReport, path: str, title: str = "ipycompile report"
     """Write the report as a standalone HTML page with every detail; returns ``path``. The
     page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
     with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
-        f.write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
+        write = lambda text: f.write(utf8_safe(text))  # noqa: E731
+        write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
                 f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
                 "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
-        write_body(report, f.write)
-        f.write("\n</body></html>\n")
+        write_body(report, write)
+        write("\n</body></html>\n")
     return path
 
 
 def write_body(report: CompileReport, write: Callable[[str], object]) -> None:
     """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab."""
-    render_view_model(view_model(report), write=write)
+    render_view_model(view_model(report), write=lambda text: write(utf8_safe(text)))  # a file name not in UTF-8
 
 
 def notebook_bundle(report: CompileReport) -> dict[str, str]:
     """The notebook output's HTML: the compact page (see :func:`render_html`)."""
-    return {"text/html": render_html(report, compact=True)}
+    return {"text/html": utf8_safe(render_html(report, compact=True))}
 
 
 def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
     """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
     the page cut to :data:`FALLBACK` and the first screen's text."""
     text = capped_lines(text, where="print(report) shows it whole")
-    return {"text/html": render_view_model(vm, limits=FALLBACK, fallback=True), "text/plain": text}
+    return {"text/html": utf8_safe(render_view_model(vm, limits=FALLBACK, fallback=True)), "text/plain": utf8_safe(text)}

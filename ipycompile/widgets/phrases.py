@@ -9,6 +9,7 @@ the report (where a break stopped, a compile's first line) are the report's.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..report.model import AutotuneGroup, group_autotuning
@@ -169,6 +170,22 @@ def loop_headline(r: "CompileReport", u) -> str:
     return f"{where} {copies}: {u.ops_in_loop} of {u.ops_total} ops in this graph{consider}"
 
 
+def log_change(o) -> str:
+    """How the log a report was read from has changed in size since (a job still writing it, or a
+    log cut short or replaced), in words; "" when it has not, or is not on this machine."""
+    try:
+        size = os.stat(o.path).st_size if o.path and o.size_bytes else None
+    except (OSError, ValueError):
+        return ""
+    if size is None or size == o.size_bytes:
+        return ""
+    if size > o.size_bytes:
+        return (f"the log grew by {size - o.size_bytes:,} bytes since it was read (a job still writing it?): "
+                f"this report is of the {o.size_bytes:,} bytes read; read it again for the rest")
+    return (f"the log is {o.size_bytes - size:,} bytes shorter than when it was read (cut short or replaced): "
+            "text no longer in it is marked as not shown")
+
+
 def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
     """Where a report read from a trace log came from, and what could not be read."""
     o = r.origin
@@ -177,6 +194,9 @@ def origin_lines(r: "CompileReport", hints: Hints = Hints()) -> list[str]:
     rank = f" (rank {o.rank})" if o.rank is not None else ""
     torch = f", torch {r.torch_version}" if r.torch_version else ""
     out = [f"read from {one_line(o.path)}{rank}: {plural(o.records, 'trace event')}{torch}"]
+    changed = log_change(o)
+    if changed:
+        out.append(changed)
     if o.summary:
         out.append(f"first-pass summary: {plural(sum(o.unread.values()), 'bulky event')} (generated code, "
                    f"graphs after Dynamo's, guards) not read; kernels not read; {hints.read_all}")

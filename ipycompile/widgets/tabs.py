@@ -814,9 +814,10 @@ def _profile_rows(p) -> list[list[Any]]:
             row("outputs", "match eager" if c.match else f"DIFFER from eager ({c.message})")
             row("max abs diff", f"{c.max_abs_diff:.3g}" if c.max_abs_diff is not None else None)
             row("output check method", c.method)
-            if c.compiled_error is not None:
-                row("RMSE vs float64", f"compiled {c.compiled_error:.3g}, eager {c.eager_error:.3g} "
-                                       f"(allowed {c.allowed_error:.3g})")
+            if c.compiled_error is not None:  # a saved report may lack the others (left out, or null)
+                g3 = lambda v: "?" if v is None else f"{v:.3g}"  # noqa: E731
+                allowed = f" (allowed {g3(c.allowed_error)})" if c.allowed_error is not None else ""
+                row("RMSE vs float64", f"compiled {g3(c.compiled_error)}, eager {g3(c.eager_error)}{allowed}")
             for line in c.leaves[:8]:
                 row("output check", line)
     if p.kernels.times:

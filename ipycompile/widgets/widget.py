@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional
 import ipywidgets as W
 
 from ..report import CompileReport
+from ..report.model import unreadable_marked
 from ..report.text import capped
 from . import html as H
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
@@ -169,7 +170,8 @@ class _Lazy:
             return
         self.built.add(i)
         try:
-            self.boxes[i].children = tuple(build_blocks(self.builders[i]()))
+            with unreadable_marked():  # a payload its log no longer holds is marked (a tab opened later)
+                self.boxes[i].children = tuple(build_blocks(self.builders[i]()))
         except Exception:
             self.boxes[i].children = (_error_html("this part of the report"),)
 
