@@ -53,8 +53,12 @@ def verdict(w, door: str, ref: dict, got: dict) -> str:
         return "="
     if door in TORCH_DIFFERS:
         return "T"
-    if door == "DDP(compile)" and len(got["graphs"]) > len(ref["graphs"]) and sum(got["graphs"]) >= sum(ref["graphs"]):
-        return "T"  # DDPOptimizer splits the graph at DDP's bucket boundaries (torch._dynamo.config.optimize_ddp)
+    if door == "DDP(compile)" and (
+            (len(got["graphs"]) > len(ref["graphs"]) and sum(got["graphs"]) >= sum(ref["graphs"]))
+            or set(got["stages"]) - set(ref["stages"]) <= {"ddp_bucket", "ddp_split"} < set(got["stages"])):
+        # DDPOptimizer splits the graph at DDP's bucket boundaries (torch._dynamo.config.optimize_ddp): torch 2.13
+        # logs the pieces as Dynamo graphs, torch 2.11 as stages of one (ddp_split, ddp_bucket)
+        return "T"
     if door == "module.compile" and w.name == "tutorial:sequential" and not got["graphs"]:
         return "T"  # torch compiles nothing: nn.Module._call_impl is torch's code, skipped
     a, b = dict(ref), dict(got)

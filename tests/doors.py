@@ -487,7 +487,8 @@ def door_torchrun(w: Workload, ns: dict | None = None, ranks: int = 2):
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         out = subprocess.run([sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(d / "logs"),
-                              "-o", str(d / "job.html"), "--nproc-per-node", str(ranks), str(_job_script(w, d))],
+                              "-o", str(d / "job.html"), "--standalone", "--nproc-per-node", str(ranks),
+                              str(_job_script(w, d))],
                              env=_env(), capture_output=True, text=True, timeout=600, cwd=d)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         reports = ipycompile.load_trace(d / "logs")

@@ -462,6 +462,10 @@ def test_unknown_reasons_keep_torch_words_and_get_no_fix():
     g = parse_guard_failure("something torch 3.0 says about L['x'] # nothing we know")
     assert g.kind == "other" and g.reason.startswith("something torch 3.0 says")
     assert guard_path("L['self']._modules['body']._modules['0']._parameters['weight']") == "self.body[0].weight"
+    # torch 2.11's name for the globals of a function made by eval/exec in a dict of the user's (seen in the
+    # door matrix on the GPU machine: a compiled closure's global `x`)
+    assert guard_path("G['___unnamed_scope_139910186543104_c200']['x']") == "x"
+    assert guard_path("___unnamed_scope_139910186543104_c200['x'].shape") == "x.shape"
     # a guard torch could not check because the call lacks a keyword it reads: the keywords changed; a missing key
     # of another dict is no keyword
     g = parse_guard_failure("KeyError on kwargs['input_ids']")

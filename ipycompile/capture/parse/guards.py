@@ -73,6 +73,9 @@ CARRIED_ROOT = re.compile(r"^(?:___stack\d+|__resume_frame_values|___as_tensor\(
 #: torch's name for a module whose globals an inlined function reads (``G['__import___main__'].z``: the global
 #: ``z`` of ``__main__``; ``__import_torch_dot_nn_dot_functional``: ``torch.nn.functional``)
 _IMPORTED = re.compile(r"^__import_(?P<module>\w+?)(?=\.|\[|$)")
+#: torch's name for a globals dict that is no module's (a function made by ``eval``/``exec`` in a dict of the
+#: user's): ``G['___unnamed_scope_139910186543104_c200']['x']`` (torch 2.11) is that dict's global ``x``
+_UNNAMED_SCOPE = re.compile(r"""^___unnamed_scope_\d+_c\d+\[(?P<q>['"])(?P<key>[A-Za-z_]\w*)(?P=q)\]""")
 #: a NumPy array torch reads as a tensor (``___from_numpy(L['a'])``): the array is the user's value, no carried one
 _FROM_NUMPY = re.compile(r"^___from_numpy\((?P<inner>.+)\)$")
 
@@ -88,7 +91,8 @@ def guard_path(src: str) -> str:
     ``___as_tensor(L['___stack2']).item()`` -> ``___stack2`` (a value carried across a break),
     ``G['__import___main__'].z`` -> ``z`` (a global of ``__main__``, the notebook's or script's namespace, that a
     function torch inlined reads), ``G['__import_helpers'].w`` -> ``helpers.w``,
-    ``___from_numpy(L['a'])`` -> ``a`` (a NumPy array; :func:`is_numpy` says so)."""
+    ``___from_numpy(L['a'])`` -> ``a`` (a NumPy array; :func:`is_numpy` says so),
+    ``G['___unnamed_scope_1399_c200']['x']`` -> ``x`` (a global of a dict that is no module's)."""
     s = (src or "").strip()
     m = re.fullmatch(r"___as_tensor\((?P<inner>.+)\)\.item\(\)", s)
     if m:
@@ -96,6 +100,8 @@ def guard_path(src: str) -> str:
     if (m := _FROM_NUMPY.match(s)) is not None:
         s = m.group("inner")
     s = _FRAME_DICT.sub(r"\1", s)
+    if (m := _UNNAMED_SCOPE.match(s)) is not None:
+        s = m.group("key") + s[m.end():]
     if (m := _IMPORTED.match(s)) is not None:
         module = _module_of(m)
         rest = s[m.end():]
