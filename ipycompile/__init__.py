@@ -1,21 +1,25 @@
 """ipycompile: see what torch.compile did, and what it cost, next to your code.
 
 ``import ipycompile`` imports neither torch, IPython, ipywidgets, matplotlib nor
-pandas: each is loaded when a feature that needs it is used.
+pandas: each is loaded when a feature that needs it is used. It is light in ipycompile's
+own modules too: the names below are imported when first used (:pep:`562`), so that
+``python -m ipycompile report LOG`` loads only what reading a log and printing its
+summary need. What it does at once is register the views (the report's HTML and text,
+the comparison's, the run layer's live status line and sweep table) by callbacks that
+load their modules when first called.
 """
 
-from .analysis import compare
-from .capture import Capture, RankReports, TraceFileError, build_report
-from .report import CompileId, CompileReport
-from .run.observe import capture
-from .run.traces import load_trace
-from .run import CellRun, clear_history, history, reset, run_cell, sweep
-from .run.progress import register_progress_view as _register_progress_view
-from .run.sweeps import register_table_view as _register_table_view
+from importlib import import_module as _import_module
+
+from . import capture as _capture_layer  # bound now, so that no later import of it rebinds ``ipycompile.capture`` (the function)
+from .analysis.compare import compare
+from .run.views import register_progress_view as _register_progress_view
+from .run.views import register_table_view as _register_table_view
 from .widgets import install as _install_views
-from .widgets.plots import plot_history, plot_sweep
-from .widgets.progress import progress_view as _progress_view
-from .widgets.sweep_table import sweep_table as _sweep_table
+from .widgets import progress_view as _progress_view
+from .widgets import sweep_table_view as _sweep_table
+
+del capture  # noqa: F821 -- the subpackage's binding: ``ipycompile.capture`` is run.observe.capture (see __getattr__)
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
 _register_progress_view(_progress_view)  # runs and sweeps show a live status line (the run layer draws nothing)
@@ -43,6 +47,39 @@ __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
+
+#: name -> the module that defines it, imported on first use
+_LAZY = {
+    "capture": ".run.observe",
+    "Capture": ".capture.listener",
+    "build_report": ".capture.builder",
+    "RankReports": ".capture.tracedir",
+    "TraceFileError": ".capture.tracefile",
+    "CompileReport": ".report",
+    "CompileId": ".report",
+    "load_trace": ".run.traces",
+    "run_cell": ".run.runner",
+    "CellRun": ".run.runner",
+    "reset": ".run.runner",
+    "history": ".run.history_log",
+    "clear_history": ".run.history_log",
+    "sweep": ".run.sweeps",
+    "plot_history": ".widgets.plots",
+    "plot_sweep": ".widgets.plots",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_ipython_extension(ipython) -> None:

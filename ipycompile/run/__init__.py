@@ -14,9 +14,8 @@ nothing: plots and the live status line of runs and sweeps are views
 callback. It sits on capture, report and analysis; the magics sit on it.
 """
 
-from .runner import CellRun, execute, fresh_inductor_cache, measure, reset, run_cell
-from .history_log import clear_history, history
-from .sweeps import sweep, sweep_params
+from importlib import import_module
+
 
 __all__ = [
     "CellRun",
@@ -30,3 +29,24 @@ __all__ = [
     "sweep",
     "sweep_params",
 ]
+
+#: name -> the module that defines it, imported on first use (:pep:`562`): ``import
+#: ipycompile`` and the command line load none of the runner
+_LAZY = {
+    **dict.fromkeys(("CellRun", "execute", "fresh_inductor_cache", "measure", "reset", "run_cell"), ".runner"),
+    **dict.fromkeys(("clear_history", "history"), ".history_log"),
+    **dict.fromkeys(("sweep", "sweep_params"), ".sweeps"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
