@@ -47,10 +47,7 @@ import time
 import warnings
 from typing import Any, Optional
 
-#: the kinds of the events this module adds to a capture's records
-CUDAGRAPH_EVENT = "ipycompile_cudagraph"
-AUTOTUNE_EVENT = "ipycompile_autotune"
-WARNING_EVENT = "ipycompile_warning"
+from .records import AUTOTUNE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT  # noqa: F401 (the kinds of the events this module adds)
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
 
 

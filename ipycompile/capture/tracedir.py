@@ -27,17 +27,19 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ..report import CompileReport, CompileTime
 from ..report.text import fmt_ranks as rank_ranges
 from ..report.text import one_line, printable
 from .tracefile import Progress, TraceFileError, check_path, os_reason, read_trace, sniff_trace
+
+if TYPE_CHECKING:  # pragma: no cover
+    import subprocess
 
 __all__ = ["load_trace", "RankReports", "find_rank_logs"]
 
@@ -411,7 +413,9 @@ def _size(path: str) -> int:
         return 0
 
 
-def _start_worker(share: list[tuple[int, str]], strict: bool) -> subprocess.Popen:
+def _start_worker(share: list[tuple[int, str]], strict: bool) -> "subprocess.Popen":
+    import subprocess  # here: a single log, or a directory read in this process, starts none
+
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
