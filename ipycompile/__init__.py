@@ -9,10 +9,9 @@ the comparison's, the run layer's live status line and sweep table) by callbacks
 load their modules when first called.
 """
 
-from importlib import import_module as _import_module
-
 from . import capture as _capture_layer  # bound now, so that no later import of it rebinds ``ipycompile.capture`` (the function)
 from .analysis.compare import compare
+from .report.lazy import lazy_names as _lazy_names
 from .run.views import register_progress_view as _register_progress_view
 from .run.views import register_table_view as _register_table_view
 from .widgets import install as _install_views
@@ -69,18 +68,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module, __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_diff``, ``%compile_trace``."""

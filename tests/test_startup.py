@@ -107,6 +107,8 @@ def test_the_names_load_on_first_use_and_are_the_same_objects():
         "assert set(ipycompile.__all__) <= set(dir(ipycompile))\n"
         "ns = {}; exec('from ipycompile import *', ns); assert set(ipycompile.__all__) <= set(ns)\n"
         "try:\n    ipycompile.no_such_name\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no AttributeError')\n"
+        "import ipycompile.run as run_layer\n"  # a submodule not imported yet is there as an attribute, as before
+        "assert run_layer.cell.__name__ == 'ipycompile.run.cell' and ipycompile.capture.__name__ == 'capture'\n"
         "print('ok')\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)

@@ -8,8 +8,7 @@ The doctor (:mod:`.doctor` and its rules) is imported when first used (:pep:`562
 ``import ipycompile`` loads only :mod:`.compare`, to register its views.
 """
 
-from importlib import import_module
-
+from ..report.lazy import lazy_names
 from .compare import Comparison, compare  # bound now: ``analysis.compare`` is the function, not its module
 
 __all__ = ["diagnose", "PASSES", "compare", "Comparison"]
@@ -17,15 +16,4 @@ __all__ = ["diagnose", "PASSES", "compare", "Comparison"]
 #: name -> the module that defines it, imported on first use
 _LAZY = dict.fromkeys(("PASSES", "diagnose"), ".doctor")
 
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

@@ -4,7 +4,7 @@ The names below are imported when first used (:pep:`562`): reading a log file
 (:mod:`.tracefile`) loads neither the live listener nor the builder's parsers.
 """
 
-from importlib import import_module
+from ..report.lazy import lazy_names
 
 __all__ = [
     "capture",
@@ -28,15 +28,4 @@ _LAZY = {
     **dict.fromkeys(("TraceFileError", "read_trace", "write_trace"), ".tracefile"),
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

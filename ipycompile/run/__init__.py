@@ -14,7 +14,7 @@ nothing: plots and the live status line of runs and sweeps are views
 callback. It sits on capture, report and analysis; the magics sit on it.
 """
 
-from importlib import import_module
+from ..report.lazy import lazy_names
 
 
 __all__ = [
@@ -38,15 +38,4 @@ _LAZY = {
     **dict.fromkeys(("sweep", "sweep_params"), ".sweeps"),
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
