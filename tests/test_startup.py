@@ -78,7 +78,15 @@ def logs(tmp_path_factory) -> dict[str, Path]:
         "metrics": write_log(work / "metrics.log",
                              [(m, p) for m, p in recs if kind(m) in ("str", "dynamo_start", "compilation_metrics")]),
         "whole": DATA / "quickstart.log.gz",
+        "ranks": _rank_dir(work / "ranks", recs[:200]),
     }
+
+
+def _rank_dir(d: Path, recs) -> Path:
+    d.mkdir()
+    for r in range(3):
+        write_log(d / f"dedicated_log_torch_trace_rank_{r}_x.log", [({**m, "rank": r} if "str" not in m else m, p) for m, p in recs])
+    return d
 
 
 def test_import_ipycompile_loads_no_heavy_module_and_none_of_the_runner():
@@ -123,6 +131,13 @@ def test_the_summary_and_json_load_no_heavy_module(logs, extra):
     # a full reading asks whether it could fork a reader (ipycompile.capture.forked); the summary never does
     unneeded = set(NOT_FOR_THE_SUMMARY) - ({"ipycompile.capture.forked"} if extra else set())
     assert not modules & unneeded, sorted(modules & unneeded)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json", "-"], ["--workers", "2"]], ids=["text", "json", "workers"])
+def test_a_directorys_summary_loads_no_heavy_module(logs, extra):
+    modules, out = loaded_by("report", logs["ranks"], *extra)
+    assert "rank" in out
+    assert not heavy(modules), heavy(modules)
 
 
 def test_the_page_loads_matplotlib_and_pygments_only_when_it_draws_them(logs, tmp_path):
