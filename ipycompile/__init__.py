@@ -9,7 +9,8 @@ the comparison's, the run layer's live status line and sweep table) by callbacks
 load their modules when first called.
 """
 
-from . import capture as _capture_layer  # bound now, so that no later import of it rebinds ``ipycompile.capture`` (the function)
+from importlib import import_module as _import_module
+
 from .analysis.compare import compare
 from .report.lazy import lazy_names as _lazy_names
 from .run.views import register_progress_view as _register_progress_view
@@ -18,7 +19,11 @@ from .widgets import install as _install_views
 from .widgets import progress_view as _progress_view
 from .widgets import sweep_table_view as _sweep_table
 
-del capture  # noqa: F821 -- the subpackage's binding: ``ipycompile.capture`` is run.observe.capture (see __getattr__)
+# The capture subpackage, imported now, so that no later import of it binds ``ipycompile.capture``
+# (an import binds a subpackage in its parent the first time only); the name is then the
+# function, run.observe.capture, imported on first use.
+_import_module(".capture", __name__)
+del globals()["capture"]
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
 _register_progress_view(_progress_view)  # runs and sweeps show a live status line (the run layer draws nothing)
