@@ -22,7 +22,14 @@ the machine falls on both alike:
 * the full report: ``report LOG --full`` (every event parsed, the summary printed);
 * the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
   (its HTML output);
-* all ranks of a directory: ``report DIR -o page.html`` against ``tlparse --all-ranks-html``.
+* all ranks of a directory: ``report DIR -o page.html`` against ``tlparse --all-ranks-html``;
+* start-up (``--startup-mb``, default 1 MB: the training log's first events): the text summary
+  ``report LOG`` and ``report LOG --json FILE`` against ``tlparse --plain-text``, with
+  ``python -c pass`` (the interpreter's own start) and ``python -c 'import ipycompile'``
+  beside them, wall and CPU time (user + system). The
+  package is byte-compiled first, as ``pip install`` leaves it, so that no run pays for
+  compiling our source (this machine sets PYTHONDONTWRITEBYTECODE: without it, every run
+  would). Target (issue 38): the text summary of a 1 MB log in under 0.5 s.
 
 Reports the median and range of each, the ratios of the medians, the growth with
 size and ranks (time and memory per MB / per rank), and the load average around
@@ -31,12 +38,14 @@ and at most 1/5 of its peak memory on the largest log; linear growth.
 Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
-                                    [--copies-per-rank 1] [--label after] [--keep DIR]
+                                    [--copies-per-rank 1] [--startup-mb 1] [--label after] [--keep DIR]
+                                    [--groups summary full full_html ranks startup]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -56,7 +65,9 @@ sys.path.insert(0, str(ROOT))
 from ipycompile.capture.tracefile import format_record, glog_prefix, iter_records  # noqa: E402
 
 WORKLOADS = ("quickstart", "max_autotune", "reduce_overhead")
-GROUPS = ("summary", "full", "full_html", "ranks")
+GROUPS = ("summary", "full", "full_html", "ranks", "startup")
+#: the groups that read the large logs (--sizes)
+LARGE_GROUPS = ("summary", "full", "full_html")
 _CID_FIELD = re.compile(r'("compile_id": ")(!\d+/)?(\d+)/(\d+)')
 _CID_LINE = re.compile(r"^(\d+)/(\d+)", re.M)
 
@@ -153,6 +164,32 @@ def build_large(path: Path, mb: int) -> tuple[int, int, list[int]]:
 
     marks: list[int] = []
     return write_log(path, chunks(), marks), copies, marks
+
+
+def build_startup(path: Path, mb: float) -> int:
+    """A log of about ``mb`` MB: the first events of the recorded training log, cut at an
+    event (the compiles it holds are whole up to the last one); returns its size."""
+    recs = []
+    size = 0
+    prefix = len(Clock().prefix()) + 1
+    for meta, payload in source_records("quickstart"):
+        meta = {k: v for k, v in meta.items() if k != "has_payload"}
+        n = prefix + len(format_record(meta, payload)) + 1
+        if recs and size + n > mb * 1e6:
+            break
+        recs.append((meta, payload))
+        size += n
+    return write_log(path, [recs])
+
+
+def byte_compile(*packages: Path) -> None:
+    """Write the ``.pyc`` files of ``packages`` (as ``pip install`` does), so that timed
+    start-ups read bytecode instead of compiling the source every run."""
+    import compileall
+
+    for pkg in packages:
+        if pkg.is_dir():
+            compileall.compile_dir(str(pkg), quiet=1)
 
 
 def prefix_log(src: Path, dest: Path, marks: list[int], mb: int) -> int:
@@ -260,12 +297,26 @@ def tlparse_exe() -> str:
     return shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
 
 
+@functools.cache
+def neutral_dir() -> str:
+    """An empty folder to run our commands in: ``python -m``/``-c`` put the current folder
+    first on sys.path, so run from the checkout they would import its ipycompile, not
+    ``code``'s (a --baseline would time this checkout twice)."""
+    return tempfile.mkdtemp(prefix="ipycompile-bench-cwd-")
+
+
 def ours(target: Path, out: Path, *flags: str, code: Path = ROOT) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
     try:
-        return timed([sys.executable, "-m", "ipycompile", "report", str(target), *flags], env=env)
+        return timed([sys.executable, "-m", "ipycompile", "report", str(target), *flags], env=env, cwd=neutral_dir())
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def imported(code: Path) -> dict:
+    """``python -c 'import ipycompile'``: the package's own start-up."""
+    return timed([sys.executable, "-c", "import ipycompile"], env={**os.environ, "PYTHONPATH": str(code)},
+                 cwd=neutral_dir())
 
 
 def tlparse(target: Path, out: Path, *flags: str) -> dict:
@@ -292,8 +343,9 @@ def host_name() -> str:
 
 def stats(rows: list[dict]) -> dict:
     out = {}
-    for key in ("wall_s", "peak_rss_mb", "peak_pss_sum_mb", "user_s", "sys_s"):
-        vals = sorted(r[key] for r in rows if key in r)
+    for key in ("wall_s", "peak_rss_mb", "peak_pss_sum_mb", "user_s", "sys_s", "cpu_s"):
+        vals = sorted(r[key] if key != "cpu_s" else r["user_s"] + r["sys_s"] for r in rows
+                      if key in r or (key == "cpu_s" and "user_s" in r))
         if not vals:
             continue
         n = len(vals)
@@ -320,7 +372,8 @@ def slope(points: list[tuple[float, float]]) -> dict:
     return {"per_unit": round(b, 5), "intercept": round(a, 3), "worst_relative_residual": round(worst, 3)}
 
 
-def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False) -> None:
+def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False,
+                  startup: "Path | None" = None) -> None:
     """Medians, ranges, ratios and growth of the rounds so far, printed and written as JSON."""
     sizes = sorted(logs)
     results: dict = {}
@@ -329,7 +382,8 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
     ratios: dict = {}
     pairs = [("summary", "ipycompile report LOG", "tlparse --plain-text"),
              ("full_html", "ipycompile report LOG -o page.html", "tlparse (HTML)"),
-             ("ranks", "ipycompile report DIR -o page.html", "tlparse --all-ranks-html")]
+             ("ranks", "ipycompile report DIR -o page.html", "tlparse --all-ranks-html"),
+             ("startup", "ipycompile report LOG", "tlparse --plain-text")]
     if args.baseline:
         pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
     for group, mine, theirs in pairs:
@@ -355,9 +409,15 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
             pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
             if len(pts_t) >= 2:
                 growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
-    top = str(sizes[-1])
+    top = str(sizes[-1]) if sizes else ""
     r = ratios.get("full_html", {}).get(top, {}).get("ours")
     met = {}
+    for key, by in results.get("startup", {}).items():
+        row = by.get("ipycompile report LOG")
+        if row:
+            met[f"start-up: the text summary of a {key} MB log in under 0.5 s (median wall time)"] = row["wall_s"]["median"] < 0.5
+            met[f"start-up: the text summary of a {key} MB log in under 0.5 s of CPU (median user + system)"] = \
+                row["cpu_s"]["median"] < 0.5
     if r:
         met[f"full report + HTML <= 0.4x tlparse's time ({top} MB)"] = r["time"] <= 0.4
         met[f"full report + HTML <= 1/5 of tlparse's memory ({top} MB)"] = r["memory"] <= 0.2
@@ -369,8 +429,10 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
             for lab, row in by.items():
                 w, m = row["wall_s"], row["peak_rss_mb"]
                 pss = row.get("peak_pss_sum_mb")
+                cpu = row.get("cpu_s")
                 print(f"{group:10s} {key:>5s} {lab:48s} {w['median']:7.2f} s [{w['min']:.2f}-{w['max']:.2f}] "
-                      f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]"
+                      + (f"cpu {cpu['median']:5.2f} s [{cpu['min']:.2f}-{cpu['max']:.2f}] " if cpu else "")
+                      + f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]"
                       + (f" all processes {pss['median']:.0f} MB" if pss else ""))
     print("ratios (ours / tlparse, medians):", json.dumps(ratios))
     for k, ok in met.items():
@@ -394,9 +456,13 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
                    "(RUSAGE_CHILDREN of a small launcher that runs only the measured command; for a command with "
                    "worker processes, the largest single process), and of the peak sum of the PSS of the "
                    "command's processes (sampled every 50 ms; a forked reader or rank workers included). The "
-                   "memory ratio is of the larger of the two."),
+                   "memory ratio is of the larger of the two. cpu_s: the command's user + system time "
+                   "(RUSAGE_CHILDREN), less sensitive to the load than its wall time."),
         "load_average_1m": [round(x[0], 2) for x in loads],
         "log_mb": {str(k): round(v, 1) for k, v in sizes_mb.items()},
+        "startup_log_mb": round(startup.stat().st_size / 1e6, 3) if startup is not None else None,
+        "bytecode": ("ipycompile byte-compiled before the rounds (as pip install leaves it); the runs read it"
+                     if startup is not None else None),
         "results": results,
         "ratios_ours_over_tlparse": ratios,
         "growth": growth,
@@ -415,6 +481,8 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 512], help="rank counts (default: %(default)s)")
     ap.add_argument("--copies-per-rank", type=int, default=1, help="training-log copies per rank (default: %(default)s)")
     ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default: %(default)s)")
+    ap.add_argument("--startup-mb", type=float, default=1.0,
+                    help="size of the log of the start-up measurement, in MB (default: %(default)s)")
     ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS,
                     help="which measurements to run (default: all): summary, full, full_html, ranks")
     ap.add_argument("--baseline", default=None, metavar="DIR",
@@ -429,20 +497,27 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
-        sizes = sorted(set(args.sizes))
-        biggest = work / f"large_{sizes[-1]}.log"
-        marks_file = work / "marks.json"
-        if biggest.exists() and marks_file.exists():
-            marks = json.loads(marks_file.read_text())
-        else:
-            _, _, marks = build_large(biggest, sizes[-1])
-            marks_file.write_text(json.dumps(marks))
+        sizes = sorted(set(args.sizes)) if set(args.groups) & set(LARGE_GROUPS) else []
         logs = {}
-        for mb in sizes:
-            path = work / f"large_{mb}.log"
-            if not path.exists():
-                prefix_log(biggest, path, marks, mb)
-            logs[mb] = path
+        if sizes:
+            biggest = work / f"large_{sizes[-1]}.log"
+            marks_file = work / "marks.json"
+            if biggest.exists() and marks_file.exists():
+                marks = json.loads(marks_file.read_text())
+            else:
+                _, _, marks = build_large(biggest, sizes[-1])
+                marks_file.write_text(json.dumps(marks))
+            for mb in sizes:
+                path = work / f"large_{mb}.log"
+                if not path.exists():
+                    prefix_log(biggest, path, marks, mb)
+                logs[mb] = path
+        startup = None
+        if "startup" in args.groups:
+            startup = work / f"startup_{args.startup_mb:g}.log"
+            if not startup.exists():
+                build_startup(startup, args.startup_mb)
+            byte_compile(ROOT / "ipycompile", *([Path(args.baseline) / "ipycompile"] if args.baseline else []))
         dirs = {}
         for n in sorted(set(args.ranks)) if "ranks" in args.groups else ():
             d = work / f"ranks_{n}"
@@ -474,6 +549,20 @@ def main() -> None:
                 ("ranks", n, "ipycompile report DIR -o page.html", lambda d=d: ours(d, out, "-o", str(page))),
                 ("ranks", n, "tlparse --all-ranks-html", lambda d=d: tlparse(d, out, "--all-ranks-html")),
             ]
+        if startup is not None:
+            key = f"{args.startup_mb:g}"
+            answer = work / "startup.json"
+            plan += [
+                ("startup", key, "ipycompile report LOG", lambda: ours(startup, out)),
+                ("startup", key, "tlparse --plain-text", lambda: tlparse(startup, out, "--plain-text")),
+                ("startup", key, "ipycompile report LOG --json FILE", lambda: ours(startup, answer, "--json", str(answer))),
+                ("startup", key, "python -c pass", lambda: timed([sys.executable, "-c", "pass"])),
+                ("startup", key, "python -c 'import ipycompile'", lambda: imported(ROOT)),
+            ]
+            if args.baseline:
+                base = Path(args.baseline).resolve()
+                plan += [("startup", key, "baseline: ipycompile report LOG", lambda: ours(startup, out, code=base)),
+                         ("startup", key, "baseline: python -c 'import ipycompile'", lambda: imported(base))]
         plan = [step for step in plan if step[0] in args.groups]
         runs: dict[tuple, list[dict]] = {}
         loads = [os.getloadavg()]
@@ -484,9 +573,10 @@ def main() -> None:
             loads.append(os.getloadavg())
             print(f"round {rep + 1}/{args.reps} done, load {loads[-1][0]:.1f}", flush=True)
             # written after every round: a run cut short keeps the rounds it finished
-            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps)
+            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps, startup=startup)
         page.unlink(missing_ok=True)
     finally:
+        shutil.rmtree(neutral_dir(), ignore_errors=True)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -1,21 +1,29 @@
 """ipycompile: see what torch.compile did, and what it cost, next to your code.
 
 ``import ipycompile`` imports neither torch, IPython, ipywidgets, matplotlib nor
-pandas: each is loaded when a feature that needs it is used.
+pandas: each is loaded when a feature that needs it is used. It is light in ipycompile's
+own modules too: the names below are imported when first used (:pep:`562`), so that
+``python -m ipycompile report LOG`` loads only what reading a log and printing its
+summary need. What it does at once is register the views (the report's HTML and text,
+the comparison's, the run layer's live status line and sweep table) by callbacks that
+load their modules when first called.
 """
 
-from .analysis import compare
-from .capture import Capture, RankReports, TraceFileError, build_report
-from .report import CompileId, CompileReport
-from .run.observe import capture
-from .run.traces import load_trace
-from .run import CellRun, clear_history, history, reset, run_cell, sweep
-from .run.progress import register_progress_view as _register_progress_view
-from .run.sweeps import register_table_view as _register_table_view
+from importlib import import_module as _import_module
+
+from .analysis.compare import compare
+from .report.lazy import lazy_names as _lazy_names
+from .run.views import register_progress_view as _register_progress_view
+from .run.views import register_table_view as _register_table_view
 from .widgets import install as _install_views
-from .widgets.plots import plot_history, plot_sweep
-from .widgets.progress import progress_view as _progress_view
-from .widgets.sweep_table import sweep_table as _sweep_table
+from .widgets import progress_view as _progress_view
+from .widgets import sweep_table_view as _sweep_table
+
+# The capture subpackage, imported now, so that no later import of it binds ``ipycompile.capture``
+# (an import binds a subpackage in its parent the first time only); the name is then the
+# function, run.observe.capture, imported on first use.
+_import_module(".capture", __name__)
+del globals()["capture"]
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
 _register_progress_view(_progress_view)  # runs and sweeps show a live status line (the run layer draws nothing)
@@ -44,6 +52,28 @@ __all__ = [
     "unload_ipython_extension",
 ]
 
+#: name -> the module that defines it, imported on first use
+_LAZY = {
+    "capture": ".run.observe",
+    "Capture": ".capture.listener",
+    "build_report": ".capture.builder",
+    "RankReports": ".capture.tracedir",
+    "TraceFileError": ".capture.tracefile",
+    "CompileReport": ".report",
+    "CompileId": ".report",
+    "load_trace": ".run.traces",
+    "run_cell": ".run.runner",
+    "CellRun": ".run.runner",
+    "reset": ".run.runner",
+    "history": ".run.history_log",
+    "clear_history": ".run.history_log",
+    "sweep": ".run.sweeps",
+    "plot_history": ".widgets.plots",
+    "plot_sweep": ".widgets.plots",
+}
+
+
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext ipycompile``: register ``%%compile``, ``%compile_history``, ``%compile_reset``, ``%compile_diff``, ``%compile_trace``."""

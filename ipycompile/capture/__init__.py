@@ -1,10 +1,10 @@
-"""Capture: torch's structured trace -> records -> :class:`CompileReport`."""
+"""Capture: torch's structured trace -> records -> :class:`CompileReport`.
 
-from .builder import HANDLERS, build_report
-from .listener import Capture, capture
-from .records import TraceRecord
-from .tracedir import RankReports, load_trace
-from .tracefile import TraceFileError, read_trace, write_trace
+The names below are imported when first used (:pep:`562`): reading a log file
+(:mod:`.tracefile`) loads neither the live listener nor the builder's parsers.
+"""
+
+from ..report.lazy import lazy_names
 
 __all__ = [
     "capture",
@@ -18,3 +18,14 @@ __all__ = [
     "RankReports",
     "TraceFileError",
 ]
+
+#: name -> the module that defines it, imported on first use
+_LAZY = {
+    **dict.fromkeys(("HANDLERS", "build_report"), ".builder"),
+    **dict.fromkeys(("Capture", "capture"), ".listener"),
+    "TraceRecord": ".records",
+    **dict.fromkeys(("RankReports", "load_trace"), ".tracedir"),
+    **dict.fromkeys(("TraceFileError", "read_trace", "write_trace"), ".tracefile"),
+}
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

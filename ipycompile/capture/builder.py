@@ -29,7 +29,6 @@ from ..report import (
     UserFrame,
 )
 from ..report.owners import CodeLayout, Owner
-from .hooks import AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT
 from .parse.autotune import autotune_from_events, link_kernels, merge_feedback
 from .parse.control_flow import count_ops, inlined_control_flow, parse_control_flow
 from .parse.cudagraphs import cudagraphs_from_events
@@ -47,7 +46,8 @@ from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_depth, check_value, describe
-from .records import TraceRecord, compile_id_from_text
+from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, TraceRecord,
+                      compile_id_from_text)
 
 RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
 _MAX_ERRORS = 20

@@ -59,13 +59,8 @@ import time
 import warnings
 from typing import Any, Optional
 
-#: the kinds of the events this module adds to a capture's records
-CUDAGRAPH_EVENT = "ipycompile_cudagraph"
-AUTOTUNE_EVENT = "ipycompile_autotune"
-WARNING_EVENT = "ipycompile_warning"
-CACHE_HIT_EVENT = "ipycompile_cache_hit"
-#: the capture's own first record: what Dynamo held when it opened (``{"graphs_before": bool | None}``)
-CAPTURE_EVENT = "ipycompile_capture"
+from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT,  # noqa: F401 (the kinds of
+                      WARNING_EVENT)  # the events this module and the listener add)
 CUDAGRAPH_LOGGERS = ("torch._inductor.cudagraph_utils.__cudagraphs", "torch._inductor.cudagraph_trees.__cudagraphs")
 
 

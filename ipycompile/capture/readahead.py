@@ -24,7 +24,6 @@ import os
 from typing import Any, Callable, Iterator, Optional
 
 from ..report import LazyText
-from .forked import Forked, ForkedError, can_fork
 from ..report.model import CompileId
 from ..report.owners import CodeLayout
 from .records import TraceRecord
@@ -40,7 +39,11 @@ def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[
     """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
     from .tracefile import is_gzip
 
-    if summary or not lazy or not can_fork():
+    if summary or not lazy:
+        return False
+    from .forked import can_fork  # imported here: a summary or a small log never forks (pickle, signal unloaded)
+
+    if not can_fork():
         return False
     try:
         if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
@@ -69,6 +72,7 @@ def records_read_ahead(
     ends; ``layout`` is filled in place as soon as the reader meets the log's layout. A
     :class:`~ipycompile.capture.tracefile.TraceFileError` in the reader is raised here, with
     its message."""
+    from .forked import Forked, ForkedError
     from .tracefile import TraceFileError
 
     with Forked(lambda send: _read(path, iter_records, strict, prepare, send)) as child:

@@ -16,6 +16,14 @@ from typing import Any, Optional
 from ..report.model import CompileId, LazyText
 from ..report.serialize import NestingError, loads  # the one bounded JSON parser, for trace JSON too
 
+#: the kinds of the events ipycompile's hooks (:mod:`.hooks`) add to a capture's records
+CUDAGRAPH_EVENT = "ipycompile_cudagraph"
+AUTOTUNE_EVENT = "ipycompile_autotune"
+WARNING_EVENT = "ipycompile_warning"
+CACHE_HIT_EVENT = "ipycompile_cache_hit"
+#: the capture's own first record: what Dynamo held when it opened (``{"graphs_before": bool | None}``)
+CAPTURE_EVENT = "ipycompile_capture"
+
 #: Keys torch adds beside the event key (see ``torch._logging.trace_structured``).
 CONTEXT_KEYS = frozenset(
     {

@@ -27,17 +27,19 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ..report import CompileReport, CompileTime
 from ..report.text import fmt_ranks as rank_ranges
 from ..report.text import one_line, printable
 from .tracefile import Progress, TraceFileError, check_path, os_reason, read_trace, sniff_trace
+
+if TYPE_CHECKING:  # pragma: no cover
+    import subprocess
 
 __all__ = ["load_trace", "RankReports", "find_rank_logs"]
 
@@ -46,6 +48,18 @@ _RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank[_-]?(\d+)(?=[_.-]|$)", re.I)
 _LOG_NAME = re.compile(r"\.(log|txt|trace)(\.gz)?$|\.gz$", re.I)
 #: Below this many bytes in all, a directory is read in this process (starting workers costs more).
 PARALLEL_MIN_BYTES = 8 << 20
+#: What one reading worker is taken to hold at its peak (:func:`reading_workers`): the
+#: interpreter and ipycompile's modules (about 26 MB of RSS for a small log, measured), with room ...
+WORKER_BASE_BYTES = 48 << 20
+#: ... plus this much per byte of the largest log it reads (a first-pass summary grows by about
+#: 0.2 MB per MB of log: docs/benchmarks.md).
+WORKER_BYTES_PER_LOG_BYTE = 0.3
+#: A gzip log counts as this many times its size: about what it unpacks to (the committed H100
+#: logs unpack to 5 to 8 times theirs).
+GZIP_EXPANSION = 8
+#: The share of the available memory the workers may take together (the rest: this process,
+#: and whatever else the machine runs).
+WORKER_MEMORY_SHARE = 0.75
 #: Full reports kept by a RankReports (the most recently asked for).
 FULL_REPORTS_KEPT = 2
 #: Why a trace log without a rank is not one of a directory's rank logs.
@@ -267,7 +281,7 @@ def load_trace(
     instead, as ``tlparse --strict`` fails. ``summary=True`` reads a file in a
     quick first pass (bulky payloads left unread: no kernels, no graphs after
     Dynamo's). ``workers``: processes reading a directory's rank logs (default:
-    one per CPU, none for a small directory). ``progress(bytes_read, total)``
+    one per CPU, as many as fit in the available memory, none for a small directory). ``progress(bytes_read, total)``
     is called as the reading goes.
 
     ``finish`` is applied to every full report returned (``ipycompile.load_trace``
@@ -322,6 +336,91 @@ def _read_one(path: str, strict: bool) -> CompileReport:
     return slim(read_trace(path, strict=strict, summary=True))
 
 
+_UNKNOWN = object()
+
+
+def reading_workers(
+    sizes: "list[int] | tuple[int, ...]",
+    *,
+    workers: Optional[int] = None,
+    cpus: Optional[int] = None,
+    available: "Optional[int] | object" = _UNKNOWN,
+) -> int:
+    """How many processes read rank logs of these ``sizes`` (bytes, a gzip log's counted as
+    unpacked: :data:`GZIP_EXPANSION`). ``workers``, when given, is the caller's choice (at most
+    one per log). By default: one per CPU (``cpus``, default ``os.cpu_count()``), and no more
+    than fit in :data:`WORKER_MEMORY_SHARE` of the ``available`` memory (default
+    :func:`available_memory`; None: unknown, no bound) at :data:`WORKER_BASE_BYTES` plus
+    :data:`WORKER_BYTES_PER_LOG_BYTE` of the largest log each; 1 (read in this process) when
+    the logs together are under :data:`PARALLEL_MIN_BYTES`, or when not even two fit."""
+    if not sizes:
+        return 1
+    if workers is not None:
+        return max(1, min(workers, len(sizes)))
+    if sum(sizes) < PARALLEL_MIN_BYTES:
+        return 1
+    n = cpus if cpus is not None else (os.cpu_count() or 1)
+    room = available_memory() if available is _UNKNOWN else available
+    if room is not None:
+        each = WORKER_BASE_BYTES + int(WORKER_BYTES_PER_LOG_BYTE * max(sizes))
+        n = min(n, int(room * WORKER_MEMORY_SHARE) // each)
+    return max(1, min(n, len(sizes)))
+
+
+def available_memory() -> Optional[int]:
+    """Bytes this process's children could still take: the kernel's ``MemAvailable``
+    (``/proc/meminfo``; elsewhere the free physical pages), less where the cgroup the process
+    runs in (a container, a batch job) leaves less room below its limit. None when unknown."""
+    room: Optional[int] = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    room = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if room is None:
+        try:
+            room = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            pass
+    group = _cgroup_room()
+    if group is not None:
+        room = group if room is None else min(room, group)
+    return room
+
+
+def _cgroup_room() -> Optional[int]:
+    """The room left below this process's cgroup memory limit (v2, else v1), or None (no
+    limit, or no cgroup to read)."""
+    def read(path: str) -> Optional[str]:
+        try:
+            with open(path, encoding="ascii") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    where = ""
+    for line in (read("/proc/self/cgroup") or "").splitlines():
+        if line.startswith("0::"):  # cgroup v2: one hierarchy
+            where = line[3:]
+    for limit_file, usage_file in ((f"/sys/fs/cgroup{where}/memory.max", f"/sys/fs/cgroup{where}/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = read(limit_file), read(usage_file)
+        if limit is None or usage is None:
+            continue
+        try:
+            cap, used = int(limit), int(usage)
+        except ValueError:  # "max": no limit
+            return None
+        if cap >= 1 << 60:  # v1 writes a huge number for no limit
+            return None
+        return max(0, cap - used)
+    return None
+
+
 def read_summaries(
     files: dict[int, str],
     *,
@@ -330,13 +429,12 @@ def read_summaries(
     progress: Optional[Progress] = None,
 ) -> dict[int, CompileReport]:
     """The slim first-pass summary of each rank's log, read by ``workers`` processes
-    (default: one per CPU; in this process when the logs are small or ``workers=1``)."""
+    (default: one per CPU, as many as fit in the available memory; in this process when the
+    logs are small or ``workers=1``: :func:`reading_workers`)."""
     sizes = {r: _size(p) for r, p in files.items()}
     total = sum(sizes.values())
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    if workers is None and total < PARALLEL_MIN_BYTES:
-        n = 1
-    n = max(1, min(n, len(files)))
+    n = reading_workers([s * (GZIP_EXPANSION if files[r].lower().endswith(".gz") else 1) for r, s in sizes.items()],
+                        workers=workers)
     out: dict[int, CompileReport] = {}
     done = 0
     if n == 1:
@@ -411,7 +509,9 @@ def _size(path: str) -> int:
         return 0
 
 
-def _start_worker(share: list[tuple[int, str]], strict: bool) -> subprocess.Popen:
+def _start_worker(share: list[tuple[int, str]], strict: bool) -> "subprocess.Popen":
+    import subprocess  # here: a single log, or a directory read in this process, starts none
+
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -20,7 +20,6 @@ import errno
 import io
 import os
 import stat
-import tempfile
 from typing import IO, Iterable, Iterator, Optional
 
 __all__ = ["atomic_writer", "write_atomic", "refuse_input", "OutputIsInputError", "REPORT_MARKER",
@@ -76,6 +75,8 @@ def atomic_writer(path: "str | os.PathLike[str]", mode: str = "w", *, encoding: 
             raise IsADirectoryError(errno.EISDIR, "Is a directory", given)
     except FileNotFoundError:
         perms = None
+    import tempfile  # here: reading a report or a log writes nothing, and loads no tempfile (nor shutil)
+
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     except OSError as exc:

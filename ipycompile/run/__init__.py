@@ -14,9 +14,8 @@ nothing: plots and the live status line of runs and sweeps are views
 callback. It sits on capture, report and analysis; the magics sit on it.
 """
 
-from .runner import CellRun, execute, fresh_inductor_cache, measure, reset, run_cell
-from .history_log import clear_history, history
-from .sweeps import sweep, sweep_params
+from ..report.lazy import lazy_names
+
 
 __all__ = [
     "CellRun",
@@ -30,3 +29,13 @@ __all__ = [
     "sweep",
     "sweep_params",
 ]
+
+#: name -> the module that defines it, imported on first use (:pep:`562`): ``import
+#: ipycompile`` and the command line load none of the runner
+_LAZY = {
+    **dict.fromkeys(("CellRun", "execute", "fresh_inductor_cache", "measure", "reset", "run_cell"), ".runner"),
+    **dict.fromkeys(("clear_history", "history"), ".history_log"),
+    **dict.fromkeys(("sweep", "sweep_params"), ".sweeps"),
+}
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

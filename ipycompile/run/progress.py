@@ -31,25 +31,10 @@ from ..capture.steps import CompileStep
 
 from ..report.progress import (EAGER, FIRST_CALL, KERNEL_PROFILE, REPORT, START_UP, SWEEP_WARM_START, TIMING,  # noqa: F401
                                VERIFY, WARM_UP, Status, SweepPoint)
+from .views import register_progress_view, view_callback  # noqa: F401 (the registry: see .views)
 
 
 ProgressCallback = Callable[[Status], None]
-
-#: factories of the views' callbacks (``factory(kind) -> show``; ``kind`` "run" or "sweep"),
-#: the last registered wins
-_views: list[Callable[[str], ProgressCallback]] = []
-
-
-def register_progress_view(factory: Callable[[str], ProgressCallback]) -> None:
-    """Show progress with ``factory(kind)``, a callback ``show(status)`` for one run (``kind``
-    ``"run"``) or one sweep (``"sweep"``)."""
-    if factory not in _views:
-        _views.append(factory)
-
-
-def view_callback(kind: str) -> Optional[ProgressCallback]:
-    """The registered view's callback for a new run or sweep, or None."""
-    return _views[-1](kind) if _views else None
 
 
 class RunProgress:

@@ -42,6 +42,7 @@ from .cell import check_name
 from .kernel_times import cell_devices
 from .options import OPTION_NAMES, RunOptions
 from .progress import SWEEP_WARM_START, ProgressCallback, RunProgress, SweepPoint, tracker
+from .views import register_table_view, table_view as _table_view  # noqa: F401 (the registry: see .views)
 from .runner import CellRun, Target, error_text, execute, measure, new_profile
 
 if TYPE_CHECKING:
@@ -51,17 +52,6 @@ _sweep_ids = itertools.count(1)
 
 # Columns a sweep's DataFrame shows first, after its parameters.
 _FIRST = ("sweep", "label", "status", "error", "compile_s", "run_median_s", "run_iqr_s", "peak_device_bytes", "peak_host_bytes")
-
-
-_table_view: Optional[Callable[["pd.DataFrame", str], str]] = None
-
-
-def register_table_view(render: Callable[["pd.DataFrame", str], str]) -> None:
-    """Set how a :class:`SweepResult` shows itself: ``render(df, medium)`` with ``medium``
-    ``"html"`` or ``"text"`` (the run layer draws nothing; ``ipycompile`` registers
-    :func:`ipycompile.widgets.sweep_table.sweep_table`)."""
-    global _table_view
-    _table_view = render
 
 
 class SweepResult:
@@ -74,10 +64,12 @@ class SweepResult:
         self.df = df
 
     def _repr_html_(self) -> str:
-        return _table_view(self.df, "html") if _table_view is not None else self.df._repr_html_()
+        render = _table_view()
+        return render(self.df, "html") if render is not None else self.df._repr_html_()
 
     def __repr__(self) -> str:
-        return _table_view(self.df, "text") if _table_view is not None else repr(self.df)
+        render = _table_view()
+        return render(self.df, "text") if render is not None else repr(self.df)
 
     def __getitem__(self, key: Any) -> Any:
         return self.df[key]

@@ -5,8 +5,9 @@ assembles them (``viewmodel``), and its three renderings: plain text (``text``:
 ``str(report)``, the terminal, the command line), static HTML (``html``) and the
 ipywidgets view (``widget``).
 
-``import ipycompile`` imports this package only to register the HTML view with the
-report (:func:`install`); every module above loads when a report is first shown.
+``import ipycompile`` imports this package only to register the views: the report's
+HTML and text (:func:`install`), the run layer's status line (:func:`progress_view`) and
+sweep table (:func:`sweep_table_view`); every module above loads when first needed.
 """
 
 from __future__ import annotations
@@ -54,6 +55,22 @@ def install() -> None:
     from ..analysis.compare import register_views
 
     register_views(comparison_text, comparison_bundle)
+
+
+def progress_view(kind: str):
+    """The live status line of one run or sweep (:func:`ipycompile.widgets.progress.progress_view`),
+    its module loaded when a run first shows one."""
+    from .progress import progress_view as view
+
+    return view(kind)
+
+
+def sweep_table_view(df, medium: str) -> str:
+    """A sweep's table (:func:`ipycompile.widgets.sweep_table.sweep_table`), its module loaded
+    when a sweep's result is first shown."""
+    from .sweep_table import sweep_table
+
+    return sweep_table(df, medium)
 
 
 def comparison_text(comparison) -> str:
