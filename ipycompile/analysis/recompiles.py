@@ -20,7 +20,6 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from ..capture.parse.guards import is_numpy
 from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
                             Recompile, ShapeGuard, SizeSymbol, Suggestion)
 
@@ -94,7 +93,7 @@ class _Reason:
     @property
     def numpy(self) -> bool:
         """The guarded value is a NumPy array torch reads as a tensor (``mark_dynamic`` takes no array)."""
-        return is_numpy(self.guard.source)
+        return self.guard.numpy
 
 
 def _subject(g: FailedGuard) -> str:

@@ -901,6 +901,7 @@ class FailedGuard:
     #: with origin "carried": the user's line of the graph break the value was carried across (``s = x.sum().item()``)
     carried_from: str = ""
     dim: Optional[int] = None
+    numpy: bool = False  # the value is a NumPy array torch reads as a tensor (``___from_numpy(...)``)
     before: str = ""  # the value the failed compile was made for, as torch said ("8", "float32", "True")
     after: str = ""  # the value that came, where the reason says it
     code: str = ""  # the line torch quoted beside the guard

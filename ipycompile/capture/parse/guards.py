@@ -188,7 +188,7 @@ def _type_name(text: str) -> str:
 
 
 def _set_source(g: FailedGuard, src: str) -> None:
-    g.source, g.path = src.strip(), guard_path(src)
+    g.source, g.path, g.numpy = src.strip(), guard_path(src), is_numpy(src)
     bare = _FROM_NUMPY.sub(r"\g<inner>", g.source)
     if bare.startswith(("G['", 'G["')) and not g.origin:  # a global: its name is the user's
         g.origin, g.name = "global", g.path
