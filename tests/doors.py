@@ -459,6 +459,7 @@ def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", "1")
+    env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"  # as in process (see through())
     return env
 
 
@@ -576,12 +577,16 @@ def workload_by_name(name: str) -> Workload:
 
 
 def through(door: str, w: Workload, **kw) -> dict:
-    """The fingerprint of workload ``w`` through ``door`` (a fresh namespace each time)."""
+    """The fingerprint of workload ``w`` through ``door`` (a fresh namespace each time). Inductor's FX
+    graph cache is off in every door, in process and out: a cache hit skips the passes whose graphs
+    torch logs (``before_post_grad``), so whichever door missed first would list a stage the others
+    do not."""
     fn, takes = DOORS[door]
     if takes == "module" and not w.module:
         raise ValueError(f"{door} takes a module; {w.name} is a function")
     ns = w.build()
-    return fingerprint(fn(w, ns, **kw))
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        return fingerprint(fn(w, ns, **kw))
 
 
 def line_of(place: str, lineno: int) -> str:

@@ -122,11 +122,9 @@ def test_model_compile_of_a_torch_nn_container_is_said_to_compile_nothing():
 
 
 def test_kernels_are_the_same_through_every_door():
-    """Inductor's kernels: the same count from a cell, run_cell, a closure and a compiled module.
-    Inductor's FX graph cache is off here: a cache hit skips the passes whose graphs torch logs
-    (``before_post_grad``), so the first door, which misses, would list a stage the others do not."""
-    with torch._inductor.config.patch(fx_graph_cache=False):
-        fp = agree(doors.workload_by_name("tutorial:mlp-inductor"), BASE)
+    """Inductor's kernels: the same count from a cell, run_cell, a closure and a compiled module (with
+    Inductor's FX graph cache off: see doors.through)."""
+    fp = agree(doors.workload_by_name("tutorial:mlp-inductor"), BASE)
     assert fp["kernels"] > 0 and "post_grad" in fp["stages"], fp
 
 
