@@ -15,7 +15,7 @@ same but for the graphs' op counts, where the user's expression keeps part of a 
 a module door returns all of it: torch keeps more ops, never fewer), ``T`` (torch itself compiles
 differently there: ``torch.compile(DDP(...))`` and FSDP2 (DDP's and FSDP's own hooks),
 ``DDP(torch.compile(model))`` of a model larger than DDP's first bucket (torch's DDPOptimizer
-splits the graph at the buckets' boundaries), and
+splits the graph at the buckets' boundaries: its ``ddp_split`` and ``ddp_bucket`` stages), and
 ``model.compile()`` of a ``torch.nn`` container, which torch does not compile at all; the JSON keeps
 both fingerprints), ``x`` (a difference: a bug of that door), ``!`` (the door raised) or ``-`` (the
 door does not take the workload: a module door and a plain function).
@@ -56,8 +56,8 @@ def verdict(w, door: str, ref: dict, got: dict) -> str:
     if door == "DDP(compile)" and (
             (len(got["graphs"]) > len(ref["graphs"]) and sum(got["graphs"]) >= sum(ref["graphs"]))
             or set(got["stages"]) - set(ref["stages"]) <= {"ddp_bucket", "ddp_split"} < set(got["stages"])):
-        # DDPOptimizer splits the graph at DDP's bucket boundaries (torch._dynamo.config.optimize_ddp): torch 2.13
-        # logs the pieces as Dynamo graphs, torch 2.11 as stages of one (ddp_split, ddp_bucket)
+        # DDPOptimizer splits the graph at DDP's bucket boundaries (torch._dynamo.config.optimize_ddp); torch 2.11
+        # and 2.13 log the split and its buckets as stages of the one Dynamo graph (ddp_split, ddp_bucket)
         return "T"
     if door == "module.compile" and w.name == "tutorial:sequential" and not got["graphs"]:
         return "T"  # torch compiles nothing: nn.Module._call_impl is torch's code, skipped

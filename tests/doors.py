@@ -496,41 +496,47 @@ def door_torchrun(w: Workload, ns: dict | None = None, ranks: int = 2):
         return reports.report(0) if hasattr(reports, "report") else reports[0]
 
 
-_PG_FILE: Optional[str] = None
-
-
-def init_gloo() -> None:
-    """A gloo process group of world size 1 in this process (once)."""
+@contextlib.contextmanager
+def gloo():
+    """A gloo process group of world size 1 in this process for the block, destroyed after it when the
+    block made it (a group left behind would change what later code in the process sees: its trace
+    events carry a rank, its logs are rank files)."""
     import torch.distributed as dist
 
-    global _PG_FILE
     if dist.is_initialized():
+        yield
         return
-    _PG_FILE = tempfile.mktemp(prefix="ipyc-doors-pg-")
-    dist.init_process_group("gloo", init_method=f"file://{_PG_FILE}", rank=0, world_size=1)
+    fd, path = tempfile.mkstemp(prefix="ipyc-doors-pg-")
+    os.close(fd)
+    os.unlink(path)
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def door_ddp_compiled_inside(w: Workload, ns: dict):
     """``DDP(torch.compile(model))``: DDP around the compiled module (torch's documented way)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    init_gloo()
-    return _captured(w, ns, lambda ns: _with_model(w, ns, DDP(torch.compile(ns["model"], backend=w.backend))))
+    with gloo():
+        return _captured(w, ns, lambda ns: _with_model(w, ns, DDP(torch.compile(ns["model"], backend=w.backend))))
 
 
 def door_ddp_compiled_outside(w: Workload, ns: dict):
     """``torch.compile(DDP(model))``."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    init_gloo()
-    return _captured(w, ns, lambda ns: _with_model(w, ns, torch.compile(DDP(ns["model"]), backend=w.backend)))
+    with gloo():
+        return _captured(w, ns, lambda ns: _with_model(w, ns, torch.compile(DDP(ns["model"]), backend=w.backend)))
 
 
 def door_fsdp2(w: Workload, ns: dict):
     """FSDP2: ``fully_shard`` each layer and the model (world size 1), then ``torch.compile(model)``."""
     from torch.distributed.fsdp import fully_shard
-
-    init_gloo()
 
     def wrap(ns):
         model = copy.deepcopy(ns["model"])
@@ -541,7 +547,8 @@ def door_fsdp2(w: Workload, ns: dict):
         fully_shard(model)
         return _with_model(w, ns, torch.compile(model, backend=w.backend))
 
-    return _captured(w, ns, wrap)
+    with gloo():
+        return _captured(w, ns, wrap)
 
 
 #: every door, by name: (function, which workloads it takes: "any" or "module")

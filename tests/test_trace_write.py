@@ -75,6 +75,24 @@ def test_a_written_capture_reads_back_as_the_same_report_and_tlparse_agrees(case
     assert_report_agrees(back, read_tlparse_output(out))
 
 
+def test_a_capture_written_in_a_rank_puts_the_rank_on_ipycompiles_own_events_too(tmp_path):
+    """In a rank of a torch.distributed job torch puts ``rank`` in every event; the events a capture adds
+    (what Dynamo held when it opened, its cache hits) carry it too, or tlparse counts them as another
+    rank's and fails (found when a gloo group another test left open made a 'break in a loop' capture a
+    rank's)."""
+    from doors import gloo
+
+    torch._dynamo.reset()
+    with gloo():
+        with ipycompile.capture(trace_dir=tmp_path / "logs") as cap:
+            CASES["break in a loop"]()
+    path = Path(cap.trace_path)
+    assert "rank_0" in path.name
+    metas = [json.loads(line.split("] ", 1)[1]) for line in path.read_text().splitlines() if line.startswith(("V", "I", "W"))]
+    assert metas and all(m.get("rank") == 0 for m in metas), [m for m in metas if m.get("rank") != 0][:3]
+    run_tlparse(path, tmp_path / "tl", "--strict")
+
+
 def test_file_names_interned_before_the_capture_are_written_too(tmp_path):
     torch._dynamo.reset()
     fn = torch.compile(scenarios.scaled, backend="eager", dynamic=False)

@@ -143,6 +143,12 @@ class Capture:
             (meta, payload, glog_prefix(t, pid, make_module_path_relative(path), line, _LEVELS.get(level, "V")))
             for (meta, payload), (t, pid, path, line, level) in zip(self.records, self._where or [])
         )
+        # in a rank of a torch.distributed job torch puts the rank in each event: ours carry it too
+        # (a reader such as tlparse counts an event without it as another rank's)
+        rank = next((m["rank"] for m, _ in self.records if isinstance(m, dict) and "rank" in m), None)
+        if rank is not None:
+            head = [({**m, "rank": rank}, p, w) for m, p, w in head]
+            body = (({**m, "rank": rank} if "rank" not in m else m, p, w) for m, p, w in body)
         write_trace(itertools.chain(head, body), self.trace_path)
 
     def _build_raw(self, summary: bool = False) -> CompileReport:

@@ -259,7 +259,7 @@ def fig_roofline(roof, top: int = 5):
     per kernel sized by its share of the kernel time, the ``top`` longest labelled with their
     kernel's name (as the Kernels table names it; several kernels often share one user line, so
     the line would not tell them apart). Kernels with no FLOPs counted sit at the left edge.
-    Laid out with ``tight_layout`` so no axis label is cut off."""
+    Laid out with ``tight_layout`` and a floor under the left margin so no axis label is cut off."""
     peak = roof.peak
     rows = [x for x in roof.rows if x.bytes_s is not None and x.time.total_s > 0]
     fig = _new_figure(6.4, 3.6)
@@ -314,4 +314,7 @@ def fig_roofline(roof, top: int = 5):
     if not math.isfinite(hi):
         ax.set_xlim(auto=True)
     fig.tight_layout(pad=0.4)
+    # tight_layout, with the legend outside the axes, can leave too little room at the left for the y label
+    # beside wide tick labels (a FLOP/s range of many decades): keep at least 0.12 of the width there
+    fig.subplots_adjust(left=max(fig.subplotpars.left, 0.12))
     return fig
