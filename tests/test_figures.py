@@ -104,3 +104,26 @@ def test_host_memory_is_what_the_cell_added_over_the_process_before_it():
     fig = ipycompile.plot_history(df, "peak_host_added_bytes", x="n")
     assert fig.axes[0].get_ylim()[0] == 0 and fig.axes[0].get_ylabel() == "peak_host_added_bytes (MiB)"
     ipycompile.clear_history()
+
+
+def test_a_y_label_tight_layout_left_outside_is_brought_inside():
+    """Beside tick labels of many decades, tight_layout can leave the roofline's y label past the left edge
+    (seen in the suite under xdist); the figure widens its left margin until the label is inside."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ipycompile.widgets.figures import _keep_inside
+
+    fig = Figure(figsize=(6.4, 3.6), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_yscale("log")
+    ax.set_ylim(1e3, 1e15)
+    ax.set_ylabel("achieved FLOP/s")
+    fig.subplots_adjust(left=0.02)
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    assert ax.yaxis.label.get_window_extent(renderer).x0 < 0  # the case: outside
+    _keep_inside(fig, ax.yaxis.label)
+    fig.draw_without_rendering()
+    assert ax.yaxis.label.get_window_extent(renderer).x0 >= 0

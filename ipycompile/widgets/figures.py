@@ -259,7 +259,7 @@ def fig_roofline(roof, top: int = 5):
     per kernel sized by its share of the kernel time, the ``top`` longest labelled with their
     kernel's name (as the Kernels table names it; several kernels often share one user line, so
     the line would not tell them apart). Kernels with no FLOPs counted sit at the left edge.
-    Laid out with ``tight_layout`` and a floor under the left margin so no axis label is cut off."""
+    Laid out with ``tight_layout``, the left margin widened where the y label would still be cut off."""
     peak = roof.peak
     rows = [x for x in roof.rows if x.bytes_s is not None and x.time.total_s > 0]
     fig = _new_figure(6.4, 3.6)
@@ -314,7 +314,21 @@ def fig_roofline(roof, top: int = 5):
     if not math.isfinite(hi):
         ax.set_xlim(auto=True)
     fig.tight_layout(pad=0.4)
-    # tight_layout, with the legend outside the axes, can leave too little room at the left for the y label
-    # beside wide tick labels (a FLOP/s range of many decades): keep at least 0.12 of the width there
-    fig.subplots_adjust(left=max(fig.subplotpars.left, 0.12))
+    _keep_inside(fig, ax.yaxis.label)
     return fig
+
+
+def _keep_inside(fig, label, pad_px: float = 3.0) -> None:
+    """Widen the left margin until ``label`` (the y label) is inside the figure: ``tight_layout``, with
+    a legend outside the axes, can leave it past the left edge beside wide tick labels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    for _ in range(3):
+        fig.draw_without_rendering()  # the label's place is set when the figure is drawn
+        x0 = label.get_window_extent(renderer).x0
+        if x0 >= pad_px:
+            return
+        fig.subplots_adjust(left=min(0.5, fig.subplotpars.left + (pad_px - x0) / fig.bbox.width))
