@@ -137,12 +137,18 @@ def test_compiling_a_sequential_in_place_compiles_nothing_so_it_is_not_the_fix_o
     """Why the answer is DDP(torch.compile(model)) and not `model.compile()` before wrapping: on this
     torch, compiling an nn.Sequential in place compiles `Module._call_impl`, torch's own code, where
     Dynamo starts no frame, and its layers are torch's too: nothing compiles, with DDP or without."""
+    from torch._dynamo.utils import counters
+
     torch._dynamo.reset()
+    counters.clear()
     model = sequential()
     model.compile(backend="eager")
     with ipycompile.capture() as cap:
         DDP(model)(torch.randn(4, 8))
-    assert graphs(cap.report) == 0
+    # torch's own counter is the evidence: 0 graphs on torch 2.13 (and 2.11); torch 2.14 compiles it
+    assert graphs(cap.report) == counters["stats"]["unique_graphs"]
+    if torch.__version__ < "2.14":
+        assert graphs(cap.report) == 0
     assert "model.compile()" not in problems(cap.report)[0].fix_code if problems(cap.report) else True
 
 
