@@ -302,14 +302,20 @@ def door_closure(w: Workload, ns: dict):
     return _captured(w, ns, lambda ns: torch.compile(eval("lambda: " + w.expr, ns), backend=w.backend))
 
 
-def _with_model(w: Workload, ns: dict, wrapped) -> Callable[[], Any]:
-    scope = dict(ns, model=wrapped)
+def _with(w: Workload, ns: dict, name: str, wrapped) -> Callable[[], Any]:
+    """The user's expression evaluated with ``name`` (``model``, ``fn``) bound to ``wrapped`` and every other
+    global as ``ns`` holds it at the call (a workload's ``rebind`` changes them between calls)."""
+    scope = dict(ns, **{name: wrapped})
 
     def call():
-        scope.update({k: v for k, v in ns.items() if k != "model"})
+        scope.update({k: v for k, v in ns.items() if k != name})
         return eval(w.expr, scope)
 
     return call
+
+
+def _with_model(w: Workload, ns: dict, wrapped) -> Callable[[], Any]:
+    return _with(w, ns, "model", wrapped)
 
 
 def door_compiled_module(w: Workload, ns: dict):
@@ -320,13 +326,7 @@ def door_compiled_module(w: Workload, ns: dict):
 
 
 def _with_fn(w: Workload, ns: dict, compiled) -> Callable[[], Any]:
-    scope = dict(ns, fn=compiled)
-
-    def call():
-        scope.update({k: v for k, v in ns.items() if k != "fn"})
-        return eval(w.expr, scope)
-
-    return call
+    return _with(w, ns, "fn", compiled)
 
 
 def door_module_compile(w: Workload, ns: dict):

@@ -32,6 +32,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from .accuracy import referenced_names
+
 __all__ = ["RandomState", "Kept", "Watch", "keep", "reachable", "unrestorable"]
 
 #: how deep :func:`reachable` follows functions, containers and attributes
@@ -88,14 +90,6 @@ def _function_code(value: Any) -> Optional[types.CodeType]:
     return getattr(fn, "__code__", None) if isinstance(fn, types.FunctionType) else None
 
 
-def _names_read(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_read(const)
-    return names
-
-
 def reachable(code: types.CodeType, scope: dict, depth: int = DEPTH) -> dict[str, Any]:
     """``{name: object}`` for what ``code`` can reach by name in ``scope`` (its globals): the
     values it names, and, ``depth`` levels down, the globals and closures of the Python functions
@@ -115,7 +109,7 @@ def reachable(code: types.CodeType, scope: dict, depth: int = DEPTH) -> dict[str
         if inner is not None:
             fn = getattr(value, "__func__", value)
             g = getattr(fn, "__globals__", {})
-            for n in sorted(_names_read(inner)):
+            for n in sorted(referenced_names(inner)):
                 if n in g:
                     visit(n, g[n], level - 1)
             for n, c in zip(inner.co_freevars, getattr(fn, "__closure__", None) or ()):
@@ -130,7 +124,7 @@ def reachable(code: types.CodeType, scope: dict, depth: int = DEPTH) -> dict[str
             for k, v in list(value.items())[:64]:
                 visit(f"{name}[{k!r}]", v, level - 1)
 
-    for n in sorted(_names_read(code)):
+    for n in sorted(referenced_names(code)):
         if n in scope:
             visit(n, scope[n], depth)
     return out
@@ -235,23 +229,25 @@ def _optimizer(opt: Any) -> Callable[[], None]:
             for k in list(now):
                 if k not in saved:
                     del now[k]
-            for k, v in saved.items():
-                cur = now.get(k)
-                if isinstance(v, torch.Tensor) and isinstance(cur, torch.Tensor) and cur.shape == v.shape:
-                    with torch.no_grad():
-                        cur.copy_(v)
-                else:
-                    now[k] = copy(v)
+            _put_back(now, saved, copy)
         for g, saved in zip(opt.param_groups, groups):
-            for k, v in saved.items():
-                cur = g.get(k)
-                if isinstance(v, torch.Tensor) and isinstance(cur, torch.Tensor) and cur.shape == v.shape:
-                    with torch.no_grad():
-                        cur.copy_(v)
-                else:
-                    g[k] = copy(v)
+            _put_back(g, saved, copy)
 
     return restore
+
+
+def _put_back(now: dict, saved: dict, copy: Callable[[Any], Any]) -> None:
+    """``now``'s entries set back to ``saved``'s: tensors copied in place where the shape allows (compiled
+    code that guards on them stays valid), other values replaced."""
+    import torch
+
+    for k, v in saved.items():
+        cur = now.get(k)
+        if isinstance(v, torch.Tensor) and isinstance(cur, torch.Tensor) and cur.shape == v.shape:
+            with torch.no_grad():
+                cur.copy_(v)
+        else:
+            now[k] = copy(v)
 
 
 def _scheduler(s: Any) -> Callable[[], None]:
