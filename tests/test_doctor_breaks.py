@@ -793,7 +793,7 @@ def test_suggestions_show_in_text_html_and_widget():
     _, report = run(WHERE_BROKEN, ns_with(POS))
     s = report.graph_breaks[0].suggestion
     text = report.summary()
-    assert f"Suggested fix (high confidence): {s.title}" in text and "| z = torch.where(y.sum() > 0, y + 1, y - 1)" in text
+    assert f"To try (high confidence): {s.title}" in text and "| z = torch.where(y.sum() > 0, y + 1, y - 1)" in text
     html = render_html(report)
     assert escape(s.title) in html and "torch.where" in html
     vm = view_model(report)
@@ -820,7 +820,7 @@ def test_failure_suggestions_show_in_the_summary_tab():
     _, report = run(SCAN_BROKEN, ns_with(POS))
     (f,) = report.failures
     assert f.suggestion.kind == "hop_clone"
-    assert "Suggested fix (high confidence): Return a copy" in report.summary()
+    assert "To try (high confidence): Return a copy" in report.summary()
     t = next(b for b in view_model(report).tab("summary").blocks() if hasattr(b, "rows") and "fix" in b.columns)
     assert t.rows[0][t.columns.index("fix")] == f.suggestion.title
     assert any(getattr(b, "code", None) == "return h, h.clone()" for b in t.details[0])

@@ -400,7 +400,7 @@ def test_the_magics_flags_are_the_run_options_declared_once(ip):
     dests = {a.dest for a in ip.magics_manager.magics["cell"]["compile"].__self__.compile.parser._actions}
     # every RunOptions/CompileSettings field but record (a magic run is always recorded); --option is
     # `options` as KEY=VALUE texts; plus the magic's own --sweep, -o and --quiet
-    assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options"}) | {"option", "sweep", "output", "quiet"}
+    assert dests - {"help"} == (set(OPTION_NAMES) - {"record", "options", "verify_later"}) | {"option", "sweep", "output", "quiet"}
 
 
 def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keywords():

@@ -149,7 +149,7 @@ def test_a_setting_is_verified_and_nothing_of_the_users_changes():
     assert user.further_call_compiles() == 0  # the user's compiled cell still hits its own cache
     (check,) = _checks(report)
     assert check.status == FixStatus.VERIFIED, check
-    assert check.text == "verified here: the break is gone, outputs equal (max abs diff 0)"
+    assert check.text == "verified on your cell: the break is gone, outputs equal (max abs diff 0)"
     assert check.applied == ["torch._dynamo.config.capture_dynamic_output_shape_ops = True"]
     assert check.max_abs_diff == 0.0 and check.seconds > 0
     v = report.fix_verification
@@ -189,7 +189,7 @@ def test_a_fix_that_does_not_work_is_withdrawn_with_torchs_words():
     assert check.status == FixStatus.FAILED
     assert "a new break: GB0170 at cell line 1" in check.reason
     assert "Data-dependent branching" in check.torch_says and "GB0170" in check.torch_says
-    assert check.text.startswith("withdrawn, tried on this cell:")
+    assert check.text.startswith("withdrawn, tried on your cell:")
     # the views show it withdrawn, with torch's words, and without the code as a fix
     s = report.graph_breaks[0].suggestion
     blocks = suggestion_blocks(s)
@@ -474,7 +474,7 @@ def test_the_magic_verifies_fixes_in_a_real_shell(request):
         rep = ip.user_ns["rep"]
         (check,) = _checks(rep)
         assert check.status == FixStatus.VERIFIED
-        assert "verified here: the break is gone" in out.outputs[0].data["text/html"]
+        assert "verified on your cell: the break is gone" in out.outputs[0].data["text/html"]
         assert float(res.result) == 4.0 and torch._dynamo.config.capture_dynamic_output_shape_ops is False
         # a rewrite: the cell's lines as the editor numbers them (the %%compile line is line 1)
         ip.run_cell("y0 = torch.randn(6)")

@@ -41,11 +41,14 @@ class CompileMagics(Magics):
     @argument("--profile-kernels", action="store_true", help="profile a few calls after the timed runs: time per kernel")
     @argument("--memory-timeline", action="store_true",
               help="CUDA: record the allocator's history of the compiling call and one steady-state call")
-    @argument("--verify-fixes", action="store_true",
+    @argument("--verify-fixes", dest="verify_fixes", action="store_true", default=None,
               help="try each suggested fix on this cell in a scratch compile (same inputs, copied) and show beside "
-              "it whether it removed the problem with the same outputs; your state is left as it was")
+              "it whether it removed the problem with the same outputs; your state is left as it was (the default "
+              "in a notebook, after the report is shown; in a terminal only when asked)")
+    @argument("--no-verify-fixes", dest="verify_fixes", action="store_false",
+              help="do not try the fixes on this cell (a notebook's default is to try them)")
     @argument("--verify-budget", dest="verify_budget_s", type=float, default=None, metavar="SECONDS",
-              help="with --verify-fixes: the time it may take (default: 20)")
+              help="the time trying the fixes may take (default: 5 in a notebook by default, 20 with --verify-fixes)")
     @argument("--label", default="", help="a tag for this run in the history")
     @argument("--sweep", action="append", default=[], metavar="NAME=v1,v2,...",
               help="run the cell once per value with NAME bound, each compiled afresh; repeat for a grid; "
@@ -68,6 +71,8 @@ class CompileMagics(Magics):
                 raise UsageError("%compile: give the code to run, e.g. %compile model(x)")
         args = vars(parse_line(self.compile, line, "compile"))
         output, shell, header = output_name(self.shell, args.pop("output"), "compile"), self.shell, f"%%compile {line}".rstrip()
+        notebook = in_notebook(shell)
+        args.update(verify_options(args, notebook))
         running = getattr(shell.displayhook, "exec_result", None)  # the cell being run
         count = running.execution_count if running is not None else shell.execution_count
         filename = shell.compile.cache(header + "\n" + cell, count)  # tracebacks say `Cell In[n], line k`
@@ -88,15 +93,54 @@ class CompileMagics(Magics):
         result.report.torch_log = list(quiet.kept)  # kept out of the output, not lost: the report's raw log
         if output:
             shell.user_ns[output] = result.report
+        shown = None
         if not args["quiet"]:
             from ..widgets.live import show
 
             # the cell's id where the frontend sends one, else its text: its earlier output's widgets close
             info = getattr(running, "info", None)
-            show(result.report, getattr(info, "cell_id", None) or header + "\n" + cell)
+            shown = show(result.report, getattr(info, "cell_id", None) or header + "\n" + cell)
+        if result.pending is not None:  # the report is shown: now its fixes are tried, and it updates in place
+            log = result.report.torch_log
+            with quiet_torch_log():  # the scratch compiles' own lines are not the cell's
+                report = result.verify()
+            report.torch_log = log
+            if output:
+                shell.user_ns[output] = report
+            if shown is not None:
+                shown.update(report)
         if result.error is not None:
             raise result.error
         return result.value
+
+
+def in_notebook(shell: Any) -> bool:
+    """Whether ``shell`` is a Jupyter kernel's (a notebook, JupyterLab, VS Code): it has a kernel.
+    A terminal IPython, or a shell without a frontend, has none."""
+    return getattr(shell, "kernel", None) is not None
+
+
+def verify_options(args: dict, notebook: bool) -> dict:
+    """``verify_fixes``, ``verify_budget_s`` and ``verify_later`` for a run: the fixes are tried on the
+    cell by default in a notebook (after the report is shown, within
+    :data:`~ipycompile.run.verify.NOTEBOOK_BUDGET_S`), and only when asked in a terminal; never by
+    default in a sweep, with ``--observe`` or ``--quiet`` (nothing shown to update), or inside a rank of a multi-rank job (where each extra call
+    would be a collective other ranks do not make). Asked for in a notebook, they are tried after the
+    report is shown as well."""
+    from ..run.verify import NOTEBOOK_BUDGET_S
+
+    verify, budget = args.get("verify_fixes"), args.get("verify_budget_s")
+    if verify is None:
+        if not notebook:
+            verify = budget is not None  # a budget given asks for it
+        else:
+            from ..run.devices import job_ranks
+
+            verify = not (args.get("observe") or args.get("sweep") or args.get("quiet") or job_ranks() > 1)
+            if verify and budget is None:
+                budget = NOTEBOOK_BUDGET_S
+    later = bool(verify) and notebook and not args.get("quiet") and not args.get("sweep")
+    return {"verify_fixes": bool(verify), "verify_budget_s": budget, "verify_later": later}
 
 
 def _split_line_magic(line: str, magic) -> tuple[str, str]:

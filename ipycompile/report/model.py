@@ -449,9 +449,9 @@ class FixCheck:
     def text(self) -> str:
         """The check in plain words, as shown beside the fix."""
         if self.status == FixStatus.VERIFIED:
-            return f"verified here: {self.reason}"
+            return f"verified on your cell: {self.reason}"
         if self.status == FixStatus.FAILED:
-            return f"withdrawn, tried on this cell: {self.reason}"
+            return f"withdrawn, tried on your cell: {self.reason}"
         return f"not verified: {self.reason}"
 
 
@@ -471,10 +471,14 @@ class FixVerification:
     together: list[FixCheck] = field(default_factory=list)
     isolation: str = ""
     not_verified: str = ""
+    #: True while the fixes are being tried (a notebook's report is shown first, then updated in place)
+    pending: bool = False
 
     @property
     def text(self) -> str:
         """One line: what was covered, in how long."""
+        if self.pending:
+            return f"trying the fixes on this cell (a scratch compile, up to {self.budget_s:g} s): this report updates"
         if self.not_verified:
             return f"fixes not verified on this cell: {self.not_verified}"
         if not self.fixes:
@@ -505,6 +509,20 @@ class Suggestion:
     # another setting the report gives as code; ``--verify-fixes`` tries it, and gives it as ``code`` once the
     # settings are verified together on the user's cell
     unproven_code: str = ""
+
+    @property
+    def standing(self) -> str:
+        """How a view presents it: ``"verified"`` (tried on the user's cell: the problem went, outputs
+        equal), ``"withdrawn"`` (tried: it did not), ``"to try"`` (code that was not tried on this
+        cell: never shown as a fix), ``"advice"`` (words without code to try), ``"unknown"`` (no fix known)."""
+        if self.kind == "unknown":
+            return "unknown"
+        status = self.check.status if self.check is not None else None
+        if status == FixStatus.VERIFIED:
+            return "verified"
+        if status == FixStatus.FAILED:
+            return "withdrawn"
+        return "to try" if self.code.strip() else "advice"
 
 
 @dataclass

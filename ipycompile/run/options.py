@@ -41,6 +41,9 @@ class RunOptions:
     record: bool = True  # add a row to the history
     verify_fixes: bool = False  # try each suggested fix on the cell in a scratch compile (run.verify)
     verify_budget_s: Optional[float] = None  # seconds for it (None: run.verify.DEFAULT_BUDGET_S)
+    # with verify_fixes: the run returns at once, its report saying the fixes are being tried; CellRun.verify()
+    # tries them (a notebook's default: the report shows first, then updates in place)
+    verify_later: bool = False
     budget_s: Optional[float] = None  # ceiling on the run-time measurement (None: RUN_TIME_BUDGET_S)
 
     @classmethod
@@ -91,6 +94,8 @@ class RunOptions:
                 raise TypeError(f"trace_dir: a folder path as text, not {type(trace_dir).__name__}")
             check_trace_dir(trace_dir)
         check_verify(run["verify_fixes"], run["verify_budget_s"], run["observe"])
+        if run["verify_later"] and not run["verify_fixes"]:
+            raise ValueError("verify_later: only with verify_fixes (it defers trying the fixes until the report is shown)")
         if run["verify_budget_s"] is not None:
             run["verify_budget_s"] = float(run["verify_budget_s"])
         flags = {k: bool(v) for k, v in run.items() if isinstance(_DEFAULTS[k], bool)}

@@ -52,7 +52,7 @@ from .contention import Contention
 from .stats import break_even_calls, paired_ratio, run_time_noise
 from ..analysis.modes import mode_note
 from ..analysis.roofline import roofline
-from ..report import (CompileReport, EagerComparison, FirstCall, KeptState, Kernel, KernelTimes, Memory, Profile,
+from ..report import (CompileReport, EagerComparison, FirstCall, FixVerification, KeptState, Kernel, KernelTimes, Memory, Profile,
                       RunSettings, SteadyState)
 from .state import Watch
 from .options import RunOptions
@@ -72,6 +72,20 @@ class CellRun:
     error: Optional[BaseException] = None
     fn: Optional[Callable] = None  # the compiled cell function (None with observe)
     records: Optional[list] = None  # the capture's raw (metadata, payload) records, torch's and ipycompile's hooks'
+    #: with ``verify_later``: what tries the report's fixes on the cell (:meth:`verify` calls it once)
+    pending: Optional[Callable[[], CompileReport]] = None
+
+    def verify(self) -> CompileReport:
+        """Try the report's fixes on the cell now, when the run deferred it (``verify_later``: the
+        report was shown first, saying they are being tried), and return the report with each fix's
+        check (also ``self.report``, and the run's row of the history). Nothing to do: the report as it
+        is. Stopped (KeyboardInterrupt): the fixes are "not verified: stopped", the user's state put back
+        as after any verification."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return self.report
+        self.report = pending()
+        return self.report
 
 
 def _one_time_startup(settings: CompileSettings) -> Optional[float]:
@@ -331,13 +345,39 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
     if reused:  # the diagnosis of the compiled code that ran, from the run that compiled it
         report = _reuse.diagnosis_for(cf_key, _reuse.with_earlier_guards(cf_key, report))
     diagnosed = report
-    if opts.verify_fixes:  # each suggested fix tried on the cell, in a scratch compile (run.verify)
+    pending = None
+    if opts.verify_fixes and opts.verify_later:  # tried by CellRun.verify(), once the report is shown
+        unverified, report = report, _pending_verification(report, run.error, opts)
+        if report is not unverified:
+            def pending() -> CompileReport:
+                try:
+                    verified = _verify_fixes(unverified, run.error, cf, source, header, namespace, opts)
+                except KeyboardInterrupt:  # the cell's own run is done: its report stays, the fixes untried
+                    verified = dataclasses.replace(unverified, fix_verification=FixVerification(
+                        budget_s=report.fix_verification.budget_s,
+                        not_verified="stopped (interrupted) while the fixes were tried; your state was put back"))
+                if row is not None:
+                    row["report"] = verified
+                return verified
+    elif opts.verify_fixes:  # each suggested fix tried on the cell, in a scratch compile (run.verify)
         (progress or NO_PROGRESS).phase(VERIFY)
         report = _verify_fixes(report, run.error, cf, source, header, namespace, opts)
     row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, diagnosed, where)
-    return CellRun(run.value, report, run.error, compiled, run.records)
+    return CellRun(run.value, report, run.error, compiled, run.records, pending)
+
+
+def _pending_verification(report: CompileReport, error: Optional[BaseException], opts: RunOptions) -> CompileReport:
+    """``report`` saying that its fixes are being tried (``FixVerification.pending``), when it has a
+    fix with code to try and the cell did not raise; else ``report`` itself (nothing to try later)."""
+    from ..report import FixVerification
+    from .verify import DEFAULT_BUDGET_S, has_fix_to_try
+
+    if error is not None or not has_fix_to_try(report):
+        return report
+    budget = opts.verify_budget_s if opts.verify_budget_s is not None else DEFAULT_BUDGET_S
+    return dataclasses.replace(report, fix_verification=FixVerification(budget_s=budget, pending=True))
 
 
 def _verify_fixes(report: CompileReport, error: Optional[BaseException], cf: CellFunction, source: str,

@@ -3,7 +3,7 @@
 After a cell's report is built and diagnosed, each suggested fix that can be applied
 mechanically is tried in a **scratch compile of the same cell on copies of the same
 inputs**, and the result is recorded beside the fix (``Suggestion.check``, a
-:class:`~ipycompile.report.FixCheck`): "verified here: the break is gone, outputs equal
+:class:`~ipycompile.report.FixCheck`): "verified on your cell: the break is gone, outputs equal
 (max abs diff 0)", or "did not remove it: ..." with torch's own words (the views then
 show the fix as withdrawn), or "not verified: ..." with the reason. What the whole
 verification covered is ``CompileReport.fix_verification``.
@@ -101,10 +101,12 @@ from .observe import capture
 from .session import SESSION
 from .settings import CompileSettings
 
-__all__ = ["DEFAULT_BUDGET_S", "verify_fixes", "plan_fixes", "PlannedFix", "read_fix_code", "FixCode"]
+__all__ = ["DEFAULT_BUDGET_S", "NOTEBOOK_BUDGET_S", "verify_fixes", "plan_fixes", "has_fix_to_try", "PlannedFix", "read_fix_code", "FixCode"]
 
-#: seconds of scratch compiles and calls, over all fixes of one cell
+#: seconds of scratch compiles and calls, over all fixes of one cell (asked for: ``--verify-fixes``)
 DEFAULT_BUDGET_S = 20.0
+#: ... where a notebook verifies by default, after the report is shown (``%%compile --verify-budget``)
+NOTEBOOK_BUDGET_S = 5.0
 #: the most calls of the cell per scratch run (a recompile needs the calls that changed its inputs)
 MAX_CALLS = 10
 
@@ -178,6 +180,12 @@ def plan_fixes(report: CompileReport, cell: CellFunction, body: str, namespace: 
             plans[key] = _plan(s, report, cell, body, namespace, torch)
         plans[key].targets.append((kind, i))
     return list(plans.values())
+
+
+def has_fix_to_try(report: CompileReport) -> bool:
+    """Whether ``report`` has a suggestion with code to try on the cell (what :func:`plan_fixes` plans)."""
+    return any((item.suggestion.code or item.suggestion.unproven_code or "").strip()
+               and item.suggestion.kind != "unknown" for _, _, item in _answered(report))
 
 
 def _ddp_of(value: Any) -> Any:

@@ -31,7 +31,7 @@ from .blocks import Chip, Place
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
 
-__all__ = ["Problem", "problems", "headline", "stop", "user_line"]
+__all__ = ["Problem", "problems", "headline", "stop", "user_line", "fix_label"]
 
 
 @dataclass
@@ -42,7 +42,10 @@ class Problem:
     ``"unrolled_loop"``, ``"slowdown"``, ``"host_bound"``. ``where`` is the user's line as
     the user knows it (``In [4], line 13``), ``code`` that line's source; ``filename`` and
     ``lineno`` the same place, for links. ``fix`` is the doctor's fix title ("" when none),
-    ``fix_code`` its code, ``note`` torch's own hint when the doctor has no fix. ``tab``
+    ``fix_code`` its code, ``fix_label`` how it is offered (:func:`fix_label`: "Fix" only where it
+    was verified on the user's cell or has no code, "To try" for code that was not), ``check``
+    what trying it on the user's cell showed (or that it is being tried), ``note`` torch's own
+    hint when the doctor has no fix (or a fix withdrawn, in torch's words). ``tab``
     is the key of the tab with every detail. ``calls`` and ``seconds`` rank it."""
 
     kind: str
@@ -52,6 +55,8 @@ class Problem:
     code: str = ""
     fix: str = ""
     fix_code: str = ""
+    fix_label: str = ""
+    check: str = ""
     confidence: str = ""
     note: str = ""
     tab: str = ""
@@ -76,13 +81,32 @@ def user_line(r: "CompileReport", b):
     return stop(b)
 
 
-def _fix(p: Problem, s) -> None:
+#: how a suggestion is offered on the first screen, by its :attr:`~ipycompile.report.Suggestion.standing`
+FIX_LABELS = {"verified": "Fix", "advice": "Fix", "to try": "To try"}
+
+
+def fix_label(s) -> str:
+    """"Fix" for a suggestion verified on the user's cell or one without code, "To try" for code
+    that was not tried on this cell (never shown as a fix), "" for one withdrawn or unknown."""
+    return FIX_LABELS.get(s.standing, "") if s is not None else ""
+
+
+def _fix(p: Problem, s, pending: bool = False) -> None:
     if s is None:
         return
-    if str(s.kind) == "unknown" or s.kind == "unknown":
+    standing = s.standing
+    if standing == "unknown":
         p.note = "no specific fix known: torch's explanation is in the tab"
         return
-    p.fix, p.fix_code, p.confidence = s.title, s.code, str(s.confidence)
+    if standing == "withdrawn":  # tried on the user's cell: it did not remove the problem (or changed outputs)
+        says = f"; torch, with it applied: {s.check.torch_says}" if s.check.torch_says else ""
+        p.note = f"{s.title}: {s.check.text}{says}"
+        return
+    p.fix, p.fix_code, p.confidence, p.fix_label = s.title, s.code, str(s.confidence), fix_label(s)
+    if s.check is not None:
+        p.check = s.check.text
+    elif pending and standing == "to try":
+        p.check = "being tried on your cell in a scratch compile: this updates when it is done"
 
 
 def _compile_seconds(r: "CompileReport", cid) -> float:
@@ -93,6 +117,7 @@ def _compile_seconds(r: "CompileReport", cid) -> float:
 def problems(r: "CompileReport") -> list[Problem]:
     """What is wrong, most costly first (see the module's docstring)."""
     first: list[Problem] = []
+    pending = r.fix_verification is not None and r.fix_verification.pending  # the fixes are being tried now
     run = r.eager_run
     if run is not None:  # nothing (or little) compiled: before everything else, the rest is moot until it compiles
         line = run.user_line
@@ -103,10 +128,7 @@ def problems(r: "CompileReport") -> list[Problem]:
                 + (f": {why}" if why else "") + (f" [{run.gb_code}]" if run.gb_code else ""))
         p = Problem("eager_run", run.title, cost, r.where(line.filename, line.lineno) if line.filename else "",
                     line.source_line.strip(), tab="summary", filename=line.filename, lineno=line.lineno)
-        _fix(p, run.suggestion)
-        check = run.suggestion.check if run.suggestion is not None else None
-        if p.fix and check is not None:  # --verify-fixes tried it on this cell
-            p.fix += f" ({check.text})"
+        _fix(p, run.suggestion, pending)
         if not p.fix and not p.note:
             p.note = run.explanation
         first.append(p)
@@ -124,7 +146,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         p = Problem("failure", f"Compile failed: {msg}", "the code ran without compiling" if f.type else "",
                     r.where(f.frame.filename, f.frame.lineno) if f.frame.filename else "", f.frame.source_line.strip(),
                     tab="summary", filename=f.frame.filename, lineno=f.frame.lineno)
-        _fix(p, f.suggestion)
+        _fix(p, f.suggestion, pending)
         first.append(p)
     prof = r.profile
     kept = prof.kept if prof is not None else None
@@ -149,7 +171,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         p = Problem("graph_break", f"Graph break: {b.reason}", cost, r.where(line.filename, line.lineno),
                     line.source_line.strip(), tab="graph_breaks", filename=line.filename, lineno=line.lineno,
                     calls=b.count, seconds=sum(_compile_seconds(r, c) for c in b.compile_ids))
-        _fix(p, b.suggestion)
+        _fix(p, b.suggestion, pending)
         if not p.fix and not p.note and b.hints:
             p.note = f"torch's hint: {b.hints[0]}"
         ranked.append(p)
@@ -171,7 +193,7 @@ def problems(r: "CompileReport") -> list[Problem]:
             title = f"Recompile limit hit: {name} now runs without compiling" + (f" ({what})" if what else "")
         p = Problem("recompile", title, cost, r.where(filename, first_line) if filename else "", tab="recompiles",
                     filename=filename, lineno=first_line, calls=len(rcs) + (1_000_000 if limit else 0), seconds=seconds)
-        _fix(p, next((rc.suggestion for rc in reversed(rcs) if rc.suggestion is not None), None))
+        _fix(p, next((rc.suggestion for rc in reversed(rcs) if rc.suggestion is not None), None), pending)
         ranked.append(p)
     ranked.sort(key=lambda p: (-p.calls, -p.seconds))
     for u in r.unrolled_loops:
@@ -180,7 +202,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         p = Problem("unrolled_loop", loop_headline(r, u), "compile time grows with the trip count",
                     r.where(u.filename, u.lineno) if u.lineno is not None else "", u.source_line.strip(),
                     tab="summary", filename=u.filename, lineno=u.lineno)
-        _fix(p, u.suggestion)
+        _fix(p, u.suggestion)  # a loop's rewrite is not tried on the cell
         ranked.append(p)
     late: list[Problem] = []
     if e is not None and e.speedup is not None and e.speedup < 1:

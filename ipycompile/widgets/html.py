@@ -726,10 +726,12 @@ def first_screen_html(vm: ViewModel, anchor: str = "", compact: bool = False, li
             out.append(f'<p class="at">{where}{code}</p>')
         if p.fix:
             conf = f" ({_e(p.confidence)} confidence)" if p.confidence else ""
-            out.append(f'<p>Fix{conf}: {_ec(p.fix)}</p>')
+            out.append(f'<p data-fix="{_e(p.fix_label or "Fix")}">{_e(p.fix_label or "Fix")}{conf}: {_ec(p.fix)}</p>')
             if p.fix_code:
                 out.append(f'<div class="fixbox">{COPY_BUTTON}<pre class="hl">'
                            f'{_highlight(p.fix_code, "python", _Page(limits or FULL))}</pre></div>')
+            if p.check:
+                out.append(f'<p class="fixnote">{_ec(p.check)}</p>')
         elif p.note:
             out.append(f'<p class="fixnote">{_ec(p.note)}</p>')
         out.append("</div>")

@@ -31,10 +31,39 @@ DISPLAY_BUDGET_BYTES = 24_000
 _live: "OrderedDict[Hashable, tuple[Any, Any]]" = OrderedDict()  # cell key -> (widget, display handle)
 
 
-def show(report: Any, cell: Hashable) -> Any:
+class Shown:
+    """What :func:`show` displayed for one report: the view, and the display handles of its
+    outputs, so that :meth:`update` can show a newer report of the same run in place (the
+    fixes tried on the cell after the report was shown)."""
+
+    def __init__(self, view: Any, static: Any, handle: Any):
+        self.view, self.static, self.handle = view, static, handle
+
+    def update(self, report: Any) -> None:
+        """Show ``report`` in place of the one shown: the widget's first screen and tabs, and the
+        static copy the saved notebook keeps (or the plain report's output, where no widget is)."""
+        from .widget import ReportWidget
+
+        try:
+            if isinstance(self.view, ReportWidget):
+                self.view.show_report(report)
+                if self.static is not None:
+                    self.static.update(self.view.static_bundle(), raw=True)
+                if self.view.closed and self.handle is not None:  # retired meanwhile: its output is static
+                    self.handle.update(self.view)
+            else:
+                self.view = report
+                if self.handle is not None:
+                    self.handle.update(report)
+        except Exception:  # no frontend to update (the output was cleared): the report object is current all the same
+            pass
+
+
+def show(report: Any, cell: Hashable) -> Shown:
     """Display ``report`` (:func:`ipycompile.widgets.report_view`) as the output of
     ``cell``, closing the widgets ``cell`` displayed before and the oldest beyond
-    :data:`MAX_LIVE`. Returns what was displayed."""
+    :data:`MAX_LIVE`. Returns what was displayed (:class:`Shown`: ``.update(report)`` shows a
+    newer report of the same run in place)."""
     from IPython.display import display
 
     from . import report_view
@@ -44,6 +73,7 @@ def show(report: Any, cell: Hashable) -> Any:
     earlier = _live.pop(cell, None)
     if earlier is not None:  # its output is being replaced (the frontend cleared it): close, no update
         _retire(earlier[0], None)
+    static = None
     if isinstance(view, ReportWidget):
         # Two outputs: the static copy first (compact HTML and the text), then the widget alone.
         # A saved notebook reopened without the widget's state (JupyterLab saves none by default;
@@ -52,14 +82,14 @@ def show(report: Any, cell: Hashable) -> Any:
         # output and show "Error displaying widget: model not found". In its own output the
         # static copy always shows; its CSS (html.FALLBACK_CSS) hides it beside a drawn widget
         # and hides the widget's output where no widget was drawn. nbconvert and GitHub show it.
-        display(view.static_bundle(), raw=True)
+        static = display(view.static_bundle(), raw=True, display_id=True)
         view.standalone = False
     handle = display(view, display_id=True)
     if isinstance(view, ReportWidget):
         _live[cell] = (view, handle)
         while len(_live) > MAX_LIVE:
             _retire(*_live.popitem(last=False)[1])
-    return view
+    return Shown(view, static, handle)
 
 
 def live() -> int:

@@ -189,9 +189,11 @@ def suggestion_blocks(s, where: str = "") -> list[Block]:
     if s.first_line is not None:
         span = f" (replaces line {s.first_line})" if s.first_line == s.last_line else \
             f" (replaces lines {s.first_line}-{s.last_line})"
-    withdrawn = s.check is not None and s.check.status == "failed"  # --verify-fixes tried it here: it failed
+    standing = s.standing  # tried on the user's cell (verified, withdrawn), or code not tried there ("to try")
+    withdrawn = standing == "withdrawn"
+    offered = {"verified": "Fix, verified on your cell", "to try": "To try"}.get(standing, "Suggested fix")
     out: list[Block] = [Text(f"Withdrawn fix: {s.title}" if withdrawn else
-                             f"Suggested fix ({s.confidence} confidence): {s.title}", "heading")]
+                             f"{offered} ({s.confidence} confidence): {s.title}", "heading")]
     out += [Text(para) for para in s.explanation.split("\n\n") if para.strip()]
     if s.code and not withdrawn:
         out.append(Code("suggested code" + span, s.code, "python", copy=True))

@@ -61,8 +61,11 @@ def render_text(vm: ViewModel, *, more: str = MORE_API, problems: int = 8, width
             lines.append(capped(f"   at {p.where}" + (f": {p.code}" if p.code else ""), where="report.summary() shows it whole"))
         if p.fix:
             conf = f" ({p.confidence} confidence)" if p.confidence else ""
-            lines += wrap(f"fix{conf}: {p.fix}", initial_indent="   ", subsequent_indent="     ")
+            lines += wrap(f"{(p.fix_label or 'fix').lower()}{conf}: {p.fix}", initial_indent="   ",
+                          subsequent_indent="     ")
             lines += [capped(f"   | {ln}", where="report.summary() shows it whole") for ln in p.fix_code.splitlines()]
+            if p.check:
+                lines += wrap(f"({p.check})", initial_indent="   ", subsequent_indent="    ")
         elif p.note:
             lines += wrap(p.note, initial_indent="   ", subsequent_indent="   ")
     if len(every) > len(shown):

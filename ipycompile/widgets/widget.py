@@ -356,6 +356,27 @@ class ReportWidget(W.VBox):
         #: the widget's bundle then carries the widget view and a one-line text only
         self.standalone = True
 
+    def show_report(self, report: CompileReport) -> None:
+        """Show ``report`` instead: a newer report of the same run (its fixes tried on the cell since).
+        The first screen is drawn anew at once; the tabs built so far are built again (the one shown
+        now at once, the others when next selected), in the same places."""
+        self.report = report
+        self.view_model = vm = view_model(report)
+        self.first.value = H.first_screen_html(vm, limits=H.FIRST_VIEW)
+        self.chips = list(vm.header)
+        if len(vm.tabs) != len(self._boxes):  # (the same run: the same tabs; else start the tabs anew)
+            self._boxes = [W.Box([self._owned[0]], layout=self._owned[1]) for _ in vm.tabs]
+            self.tabs.children = self._boxes
+        self.tabs.titles = tuple(t.title for t in vm.tabs)
+        old, self._built = self._built, {}
+        for content in old.values():
+            close_all(content)
+        for i, box in enumerate(self._boxes):
+            box.children = (self._owned[0],)
+        selected = self.tabs.selected_index
+        if selected is not None:
+            self._build(selected)
+
     # -- tabs ------------------------------------------------------------------
     @property
     def built(self) -> list[str]:
