@@ -430,6 +430,102 @@ def test_frames_of_their_own_on_a_torch_that_cannot_isolate(monkeypatch):
     assert report.fix_verification.compiles == 0
 
 
+# -- the verifier's blind spots (issue #40): a break of the first call only, a fix that adds a break, a fix that ---
+# -- drops an in-place change ------------------------------------------------------------------------------------
+class LazyScale(torch.nn.Module):
+    """A module that makes an attribute on its first call, and says so (a print: a break) that once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = None
+
+    def forward(self, x):
+        if self.scale is None:
+            print("first forward: scale made")
+            self.scale = torch.full((4,), 2.0)
+        return self.lin(x) * self.scale
+
+
+class Counted(torch.nn.Module):
+    """A module that counts its calls in a tensor held as a plain attribute and in a buffer left out of its
+    state_dict: neither is in ``state_dict()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = torch.zeros(1)
+        self.register_buffer("seen", torch.zeros(1), persistent=False)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def _run(body, ns, **kwargs):
+    return run_cell(body, ns, backend="eager", runs=1, warmup=0, record=False, verify_fixes=True, **kwargs)
+
+
+def test_a_break_of_the_first_call_only_is_verified_from_the_state_the_first_call_started_from():
+    # the cell's own flag: only the first call prints; the calls after it (warm-up, timing, eager) do not break
+    ns = {"torch": torch, "x": torch.randn(5), "ready": False}
+    run = _run("if not ready:\n    print('warming up')\n    ready = True\nz = x * 2\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.code == "torch._dynamo.config.reorderable_logging_functions.add(print)"
+    check = b.suggestion.check
+    assert check.status == FixStatus.VERIFIED, check
+    assert check.reason == "the break is gone, outputs equal (max abs diff 0)"
+    assert ns["ready"] is True and torch.equal(ns["z"], ns["x"] * 2)  # as the first call left them
+    # a module's attribute made on its first call: the model is copied as it was before that call
+    model = LazyScale()
+    ns = {"torch": torch, "x": torch.randn(2, 4), "model": model}
+    run = _run("y = model(x)\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+    assert ns["model"] is model and torch.equal(model.scale, torch.full((4,), 2.0))  # the user's model as it was left
+    assert torch.allclose(ns["y"], model.lin(ns["x"]) * 2)
+
+
+def test_a_fix_that_removes_a_recompile_but_adds_a_break_is_withdrawn_naming_the_new_break():
+    # dynamic=False: each size of `x` is compiled anew; mark_dynamic(x, 0) removes those recompiles, but
+    # math.factorial of a dynamic size cannot be traced: a break the unfixed cell never had
+    import math
+
+    ns = {"torch": torch, "math": math, "x": torch.randn(8)}
+    exec("def grow():\n    global x\n    x = torch.cat([x, x[:1]])\n", ns)
+    run = run_cell("grow()\nz = x.sin() * math.factorial(x.shape[0] % 5)\n", ns, backend="eager", runs=1, warmup=1,
+                   record=False, verify_fixes=True, dynamic=False)
+    assert not run.report.graph_breaks and run.report.recompiles
+    marks = [rc.suggestion.check for rc in run.report.recompiles
+             if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
+    assert marks
+    for check in marks:
+        assert check.status == FixStatus.FAILED, check
+        assert "the recompile is gone, but a new break: " in check.reason and "at cell line 2" in check.reason
+        # torch's words are those of the new break, not of what the unfixed cell had too (its recompile limit)
+        assert check.torch_says and "recompile limit" not in check.torch_says
+        assert check.torch_says.split(" (")[0] in check.reason or "non-Tensor" in check.torch_says
+
+
+def test_a_fix_that_drops_an_in_place_change_of_a_tensor_is_withdrawn():
+    # the print shows a module (torch cannot move it after the graph): the doctor comments the line out, and with it
+    # the change the line makes; the changed tensor is in no state_dict (a plain attribute, a non-persistent
+    # buffer) or an attribute of a plain object
+    for target, expr in (("m.calls", "m.calls"), ("m.seen", "m.seen"), ("st.y", "st.y")):
+        ns = {"torch": torch, "x": torch.randn(2, 3), "m": Counted(), "st": types.SimpleNamespace(y=torch.zeros(3))}
+        run = _run(f"z = m(x)\nprint('calls', {expr}.add_(1), m)\nw = z + 1\n", ns)
+        (b,) = run.report.graph_breaks
+        assert b.suggestion.kind == "remove_print" and b.suggestion.code.startswith("# print(")
+        check = b.suggestion.check
+        assert check.status == FixStatus.FAILED, (target, check)
+        assert f"it drops the in-place change of `{target}` that the cell makes uncompiled" in check.reason, check
+    # torch printing after the graph keeps the change: verified
+    ns = {"torch": torch, "x": torch.randn(5), "st": types.SimpleNamespace(y=torch.zeros(3))}
+    run = _run("z = x * 2\nprint(st.y.add_(1))\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.kind == "reorderable_logging_functions"
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+
+
 # -- run_cell, and the magic in a real IPython shell -------------------------------------------------------------
 def test_run_cell_verify_fixes_and_bad_options():
     ns = {"torch": torch, "x": torch.randn(5)}
