@@ -590,3 +590,53 @@ def test_the_magic_verifies_fixes_in_a_real_shell(request):
         assert "--verify-budget: 0.0 is not allowed" in str(res.error_in_exec)
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")
+
+
+def test_the_magic_verifies_from_the_first_calls_state_and_withdraws_fixes_that_add_breaks_or_drop_changes(request):
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    start_ipython()
+    request.getfixturevalue("shows_html")
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "ipycompile")
+    try:
+        # a module of the notebook that makes an attribute (and prints) on its first call only
+        ip.run_cell("import torch, math, types\n"
+                    "class Lazy(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__(); self.lin = torch.nn.Linear(4, 4); self.scale = None\n"
+                    "    def forward(self, x):\n"
+                    "        if self.scale is None:\n"
+                    "            print('first forward')\n"
+                    "            self.scale = x.new_full((4,), 2.0)  # no global: the test shell's __main__ is not its namespace\n"
+                    "        return self.lin(x) * self.scale\n"
+                    "model = Lazy()\nx = torch.randn(2, 4)\n")
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\ny = model(x)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        (b,) = ip.user_ns["rep"].graph_breaks
+        assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+        assert torch.equal(ip.user_ns["model"].scale, torch.full((4,), 2.0))
+        # a fix that removes the recompiles of each size but adds a break
+        ip.run_cell("v = torch.randn(8)\ndef grow():\n    global v\n    v = torch.cat([v, v[:1]])\n")
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 1 --warmup 1 --no-dynamic --verify-fixes -o rep2\n"
+                              "grow()\nw = v.sin() * math.factorial(v.shape[0] % 5)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        checks = [rc.suggestion.check for rc in ip.user_ns["rep2"].recompiles
+                  if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
+        assert checks and all(c.status == FixStatus.FAILED and "a new break: " in c.reason for c in checks), checks
+        # a fix that drops the in-place change a print made
+        ip.run_cell("st = types.SimpleNamespace(count=torch.zeros(1))\n")
+        with capture_output() as out:
+            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep3\n"
+                              "y = model(x)\nprint('call', st.count.add_(1), model)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        (b,) = ip.user_ns["rep3"].graph_breaks
+        assert b.suggestion.kind == "remove_print" and b.suggestion.check.status == FixStatus.FAILED
+        assert "it drops the in-place change of `st.count`" in b.suggestion.check.reason
+        assert "drops the in-place change of" in out.outputs[0].data["text/html"]
+    finally:
+        ip.run_line_magic("unload_ext", "ipycompile")
