@@ -430,6 +430,102 @@ def test_frames_of_their_own_on_a_torch_that_cannot_isolate(monkeypatch):
     assert report.fix_verification.compiles == 0
 
 
+# -- the verifier's blind spots (issue #40): a break of the first call only, a fix that adds a break, a fix that ---
+# -- drops an in-place change ------------------------------------------------------------------------------------
+class LazyScale(torch.nn.Module):
+    """A module that makes an attribute on its first call, and says so (a print: a break) that once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = None
+
+    def forward(self, x):
+        if self.scale is None:
+            print("first forward: scale made")
+            self.scale = torch.full((4,), 2.0)
+        return self.lin(x) * self.scale
+
+
+class Counted(torch.nn.Module):
+    """A module that counts its calls in a tensor held as a plain attribute and in a buffer left out of its
+    state_dict: neither is in ``state_dict()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = torch.zeros(1)
+        self.register_buffer("seen", torch.zeros(1), persistent=False)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def _run(body, ns, **kwargs):
+    return run_cell(body, ns, backend="eager", runs=1, warmup=0, record=False, verify_fixes=True, **kwargs)
+
+
+def test_a_break_of_the_first_call_only_is_verified_from_the_state_the_first_call_started_from():
+    # the cell's own flag: only the first call prints; the calls after it (warm-up, timing, eager) do not break
+    ns = {"torch": torch, "x": torch.randn(5), "ready": False}
+    run = _run("if not ready:\n    print('warming up')\n    ready = True\nz = x * 2\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.code == "torch._dynamo.config.reorderable_logging_functions.add(print)"
+    check = b.suggestion.check
+    assert check.status == FixStatus.VERIFIED, check
+    assert check.reason == "the break is gone, outputs equal (max abs diff 0)"
+    assert ns["ready"] is True and torch.equal(ns["z"], ns["x"] * 2)  # as the first call left them
+    # a module's attribute made on its first call: the model is copied as it was before that call
+    model = LazyScale()
+    ns = {"torch": torch, "x": torch.randn(2, 4), "model": model}
+    run = _run("y = model(x)\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+    assert ns["model"] is model and torch.equal(model.scale, torch.full((4,), 2.0))  # the user's model as it was left
+    assert torch.allclose(ns["y"], model.lin(ns["x"]) * 2)
+
+
+def test_a_fix_that_removes_a_recompile_but_adds_a_break_is_withdrawn_naming_the_new_break():
+    # dynamic=False: each size of `x` is compiled anew; mark_dynamic(x, 0) removes those recompiles, but
+    # math.factorial of a dynamic size cannot be traced: a break the unfixed cell never had
+    import math
+
+    ns = {"torch": torch, "math": math, "x": torch.randn(8)}
+    exec("def grow():\n    global x\n    x = torch.cat([x, x[:1]])\n", ns)
+    run = run_cell("grow()\nz = x.sin() * math.factorial(x.shape[0] % 5)\n", ns, backend="eager", runs=1, warmup=1,
+                   record=False, verify_fixes=True, dynamic=False)
+    assert not run.report.graph_breaks and run.report.recompiles
+    marks = [rc.suggestion.check for rc in run.report.recompiles
+             if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
+    assert marks
+    for check in marks:
+        assert check.status == FixStatus.FAILED, check
+        assert "the recompile is gone, but a new break: " in check.reason and "at cell line 2" in check.reason
+        # torch's words are those of the new break, not of what the unfixed cell had too (its recompile limit)
+        assert check.torch_says and "recompile limit" not in check.torch_says
+        assert check.torch_says.split(" (")[0] in check.reason or "non-Tensor" in check.torch_says
+
+
+def test_a_fix_that_drops_an_in_place_change_of_a_tensor_is_withdrawn():
+    # the print shows a module (torch cannot move it after the graph): the doctor comments the line out, and with it
+    # the change the line makes; the changed tensor is in no state_dict (a plain attribute, a non-persistent
+    # buffer) or an attribute of a plain object
+    for target, expr in (("m.calls", "m.calls"), ("m.seen", "m.seen"), ("st.y", "st.y")):
+        ns = {"torch": torch, "x": torch.randn(2, 3), "m": Counted(), "st": types.SimpleNamespace(y=torch.zeros(3))}
+        run = _run(f"z = m(x)\nprint('calls', {expr}.add_(1), m)\nw = z + 1\n", ns)
+        (b,) = run.report.graph_breaks
+        assert b.suggestion.kind == "remove_print" and b.suggestion.code.startswith("# print(")
+        check = b.suggestion.check
+        assert check.status == FixStatus.FAILED, (target, check)
+        assert f"it drops the in-place change of `{target}` that the cell makes uncompiled" in check.reason, check
+    # torch printing after the graph keeps the change: verified
+    ns = {"torch": torch, "x": torch.randn(5), "st": types.SimpleNamespace(y=torch.zeros(3))}
+    run = _run("z = x * 2\nprint(st.y.add_(1))\n", ns)
+    (b,) = run.report.graph_breaks
+    assert b.suggestion.kind == "reorderable_logging_functions"
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+
+
 # -- run_cell, and the magic in a real IPython shell -------------------------------------------------------------
 def test_run_cell_verify_fixes_and_bad_options():
     ns = {"torch": torch, "x": torch.randn(5)}
@@ -492,5 +588,55 @@ def test_the_magic_verifies_fixes_in_a_real_shell(request):
             {k: v for k, v in before.items() if k not in ("y", "w", "rep2")}
         res = ip.run_cell("%%compile --backend eager --verify-fixes --verify-budget 0\nz = x + 1")
         assert "--verify-budget: 0.0 is not allowed" in str(res.error_in_exec)
+    finally:
+        ip.run_line_magic("unload_ext", "ipycompile")
+
+
+def test_the_magic_verifies_from_the_first_calls_state_and_withdraws_fixes_that_add_breaks_or_drop_changes(request):
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    start_ipython()
+    request.getfixturevalue("shows_html")
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "ipycompile")
+    try:
+        # a module of the notebook that makes an attribute (and prints) on its first call only
+        ip.run_cell("import torch, math, types\n"
+                    "class Lazy(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__(); self.lin = torch.nn.Linear(4, 4); self.scale = None\n"
+                    "    def forward(self, x):\n"
+                    "        if self.scale is None:\n"
+                    "            print('first forward')\n"
+                    "            self.scale = x.new_full((4,), 2.0)  # no global: the test shell's __main__ is not its namespace\n"
+                    "        return self.lin(x) * self.scale\n"
+                    "model = Lazy()\nx = torch.randn(2, 4)\n")
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\ny = model(x)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        (b,) = ip.user_ns["rep"].graph_breaks
+        assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+        assert torch.equal(ip.user_ns["model"].scale, torch.full((4,), 2.0))
+        # a fix that removes the recompiles of each size but adds a break
+        ip.run_cell("v = torch.randn(8)\ndef grow():\n    global v\n    v = torch.cat([v, v[:1]])\n")
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 1 --warmup 1 --no-dynamic --verify-fixes -o rep2\n"
+                              "grow()\nw = v.sin() * math.factorial(v.shape[0] % 5)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        checks = [rc.suggestion.check for rc in ip.user_ns["rep2"].recompiles
+                  if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
+        assert checks and all(c.status == FixStatus.FAILED and "a new break: " in c.reason for c in checks), checks
+        # a fix that drops the in-place change a print made
+        ip.run_cell("st = types.SimpleNamespace(count=torch.zeros(1))\n")
+        with capture_output() as out:
+            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep3\n"
+                              "y = model(x)\nprint('call', st.count.add_(1), model)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        (b,) = ip.user_ns["rep3"].graph_breaks
+        assert b.suggestion.kind == "remove_print" and b.suggestion.check.status == FixStatus.FAILED
+        assert "it drops the in-place change of `st.count`" in b.suggestion.check.reason
+        assert "drops the in-place change of" in out.outputs[0].data["text/html"]
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")

@@ -318,6 +318,7 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
         profile.notes.append(f"the cell reads {_names(cf.read_first)} before assigning them: each call after the "
                              "first (warm-up, timing, eager) starts from the namespace as it was before the cell")
     watch = Watch(cf.fn.__code__, namespace, source)  # what the first call changes in place (a training step)
+    first = _first_state(cf, source, namespace) if opts.verify_fixes else None  # the fixes are tried from it
 
     def state() -> Callable[[], None]:  # after the first call: what puts the namespace and its objects back
         names, kept = namespace_state(cf, copy), watch.keep()
@@ -351,7 +352,7 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
         if report is not unverified:
             def pending() -> CompileReport:
                 try:
-                    verified = _verify_fixes(unverified, run.error, cf, source, header, namespace, opts)
+                    verified = _verify_fixes(unverified, run.error, cf, source, header, namespace, opts, first)
                 except KeyboardInterrupt:  # the cell's own run is done: its report stays, the fixes untried
                     verified = dataclasses.replace(unverified, fix_verification=FixVerification(
                         budget_s=report.fix_verification.budget_s,
@@ -361,7 +362,7 @@ def _execute(source: str, namespace: dict, opts: RunOptions, filename: Optional[
                 return verified
     elif opts.verify_fixes:  # each suggested fix tried on the cell, in a scratch compile (run.verify)
         (progress or NO_PROGRESS).phase(VERIFY)
-        report = _verify_fixes(report, run.error, cf, source, header, namespace, opts)
+        report = _verify_fixes(report, run.error, cf, source, header, namespace, opts, first)
     row = _history.record(report, execution_count=execution_count) if opts.record else None
     where = f"run {row['run']}" + (f", In [{execution_count}]" if execution_count else "") if row else "an earlier run"
     _reuse.remember(cf_key, diagnosed, where)
@@ -380,8 +381,14 @@ def _pending_verification(report: CompileReport, error: Optional[BaseException],
     return dataclasses.replace(report, fix_verification=FixVerification(budget_s=budget, pending=True))
 
 
+def _first_state(cf: CellFunction, source: str, namespace: dict) -> Any:
+    from .verify import before_first_call
+
+    return before_first_call(cf, source, namespace)
+
+
 def _verify_fixes(report: CompileReport, error: Optional[BaseException], cf: CellFunction, source: str,
-                  header: Optional[str], namespace: dict, opts: RunOptions) -> CompileReport:
+                  header: Optional[str], namespace: dict, opts: RunOptions, first: Any = None) -> CompileReport:
     from ..report import FixVerification
     from .verify import DEFAULT_BUDGET_S, verify_fixes
 
@@ -389,7 +396,7 @@ def _verify_fixes(report: CompileReport, error: Optional[BaseException], cf: Cel
     if error is not None:
         return dataclasses.replace(report, fix_verification=FixVerification(
             budget_s=budget, not_verified=f"the cell raised {type(error).__name__}: verify its fixes once it runs"))
-    report = verify_fixes(report, cf, source, header, namespace, opts.settings, budget_s=budget)
+    report = verify_fixes(report, cf, source, header, namespace, opts.settings, budget_s=budget, first=first)
     if report.profile is not None and report.fix_verification is not None:  # the diagnosed report's profile is kept
         profile = copy.copy(report.profile)
         profile.notes = [*profile.notes, report.fix_verification.text]

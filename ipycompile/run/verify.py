@@ -34,12 +34,21 @@ harness applies the same reading to its cases).
 A rewrite of a file other than the cell, or of library code the user does not own, is
 never "verified" (only settings are, there); code of any other form is "not verified".
 
+Every scratch run starts from the names the cell reads **as the user's first call found them**
+(:func:`before_first_call`, taken by the run layer before that call: a deep copy whose tensors are
+held, not copied), so that a break of the first call only (a flag the cell sets, a module's attribute
+made on its first call, an optimizer's state made by its first step) is there again; without it, from
+the namespace as it is now.
+
 Each trial is judged against two runs of the unfixed cell on their own copies of the
 inputs: compiled (the problem must be there, else the trial proves nothing) and eager (the
 fixed cell's outputs must equal it: its value, the names it assigns, and the state of every
-module, optimizer, scheduler and tensor it reads, compared with the dtype's tolerances and
-the largest absolute difference recorded). A fix is verified when its break, recompile or
-failure is gone, nothing new breaks or fails, and the outputs equal eager's.
+module (its buffers outside the ``state_dict`` and tensors held as plain attributes too), optimizer,
+scheduler, tensor and other object it reads, compared with the dtype's tolerances and
+the largest absolute difference recorded; a tensor the unfixed cell changes in place and the fixed
+one leaves is named: "it drops the in-place change of `m.count`"). A fix is verified when its break,
+recompile or failure is gone, nothing new breaks or fails (a new break is named in torch's words),
+and the outputs equal eager's.
 
 What stays as it was, afterwards (tests prove each):
 
@@ -89,7 +98,7 @@ import re
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..analysis.eager_run import DDP_FIX, compiled_compile_ids
 from ..analysis.source import apply_suggestion
@@ -101,7 +110,8 @@ from .observe import capture
 from .session import SESSION
 from .settings import CompileSettings
 
-__all__ = ["DEFAULT_BUDGET_S", "NOTEBOOK_BUDGET_S", "verify_fixes", "plan_fixes", "has_fix_to_try", "PlannedFix", "read_fix_code", "FixCode"]
+__all__ = ["DEFAULT_BUDGET_S", "NOTEBOOK_BUDGET_S", "verify_fixes", "plan_fixes", "has_fix_to_try", "PlannedFix",
+           "read_fix_code", "FixCode", "FirstState", "before_first_call"]
 
 #: seconds of scratch compiles and calls, over all fixes of one cell (asked for: ``--verify-fixes``)
 DEFAULT_BUDGET_S = 20.0
@@ -423,6 +433,61 @@ def _copy_inputs(namespace: dict, names: set[str]) -> dict:
         raise NotCopyable(f"the cell's inputs cannot be copied together ({type(exc).__name__}: {exc})"[:200]) from None
 
 
+@dataclass
+class FirstState:
+    """The names the cell reads, as its first call found them (:func:`before_first_call`): the scratch
+    runs start from these, so that a break of the first call only (a flag the cell sets, a module's
+    attribute made on its first call, an optimizer's state made by its first step) is there again.
+    ``absent``: the names the cell assigns that did not exist yet; ``why_not``: why no copy could be made."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    absent: tuple[str, ...] = ()
+    why_not: str = ""
+
+
+def before_first_call(cell: CellFunction, body: str, namespace: dict) -> FirstState:
+    """The cell's inputs before its first call, for :func:`verify_fixes`: the values of the names it reads,
+    deep-copied together (one memo), except their tensors, which are held, not copied (the values the first
+    call leaves in them are those the scratch runs copy: a second copy of every weight is not kept while
+    the cell runs); the Python state around them (flags, attributes, dicts, an optimizer's state entries)
+    is as it was."""
+    names = _read_names(cell, namespace) - _written_first(body)
+    absent = tuple(n for n in cell.assigned if n not in namespace)
+    values = {n: namespace[n] for n in sorted(names)}
+    memo: dict[int, Any] = {id(v): v for v in _tensors_in(list(values.values()))}
+    try:
+        return FirstState(copy.deepcopy(values, memo), absent)
+    except Exception as exc:  # noqa: BLE001 - the runs then start from the state the first call left
+        return FirstState({}, absent, f"{type(exc).__name__}: {exc}"[:200])
+
+
+def _tensors_in(values: list, depth: int = 64) -> list[Any]:
+    """The tensors inside ``values`` (containers, objects' attributes, modules' parameters and buffers, an
+    optimizer's state), and the notebook's modules and classes they hold (never copied): what a first-state
+    copy holds rather than copies."""
+    import torch
+
+    out: list[Any] = []
+    seen: set[int] = set()
+    todo = [(v, depth) for v in values]
+    while todo:
+        v, d = todo.pop()
+        if id(v) in seen or d < 0 or v is None or isinstance(v, (str, bytes, int, float, complex, bool)):
+            continue
+        seen.add(id(v))
+        if isinstance(v, (torch.Tensor, types.ModuleType, type)):
+            out.append(v)
+        elif isinstance(v, dict):
+            todo += [(x, d - 1) for kv in list(v.items()) for x in kv]
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            todo += [(x, d - 1) for x in list(v)]
+        elif not callable(v) or isinstance(v, torch.nn.Module):
+            attrs = getattr(v, "__dict__", None)
+            if isinstance(attrs, dict):
+                todo.append((attrs, d - 1))
+    return out
+
+
 def _scratch_namespace(namespace: dict, copies: dict) -> dict:
     ns = dict(namespace)
     ns.update(copies)
@@ -454,8 +519,11 @@ def _closure_state(namespace: dict, names: set[str]) -> list[str]:
 
 
 def _state(value: Any, depth: int = 0) -> Any:
-    """What to compare of a value the cell made or changed: tensors, modules' parameters, buffers
-    and gradients, optimizers' and schedulers' state, containers of them, plain values."""
+    """What to compare of a value the cell made or changed: tensors, modules' parameters, buffers (those
+    left out of the ``state_dict`` too) and gradients, and the tensors a module holds as plain attributes,
+    optimizers' and schedulers' state, containers of them, plain values, and the attributes of other
+    objects (a config, a ``SimpleNamespace``): every tensor a cell can change in place through what it
+    reads is compared, so a fix that drops a change (``print(y.add_(1))`` taken out) is seen."""
     import torch
 
     if depth > 6:
@@ -466,6 +534,11 @@ def _state(value: Any, depth: int = 0) -> Any:
         return {"value": t, "grad": grad.detach()} if grad is not None else t
     if isinstance(value, torch.nn.Module):
         out = {f"state[{k}]": v.detach() for k, v in value.state_dict(keep_vars=True).items()}
+        out.update({f"buffer[{k}]": b.detach() for k, b in value.named_buffers() if f"state[{k}]" not in out})
+        for prefix, sub in value.named_modules():  # tensors held as plain attributes (`self.count = torch.zeros(1)`)
+            for k, v in vars(sub).items():
+                if isinstance(v, torch.Tensor) and not k.startswith("__"):
+                    out[f"attr[{prefix + '.' if prefix else ''}{k}]"] = v.detach()
         out.update({f"grad[{k}]": p.grad.detach() for k, p in value.named_parameters() if p.grad is not None})
         return out
     if isinstance(value, torch.optim.Optimizer) or isinstance(value, getattr(torch.optim.lr_scheduler, "LRScheduler", ())):
@@ -476,7 +549,10 @@ def _state(value: Any, depth: int = 0) -> Any:
         return [_state(v, depth + 1) for v in value]
     if value is None or isinstance(value, (bool, int, float, str, complex)):
         return value
-    return None  # other objects: not compared
+    attrs = getattr(value, "__dict__", None)  # another object: its attributes (a class, a function: not compared)
+    if isinstance(attrs, dict) and not callable(value) and not isinstance(value, (type, types.ModuleType)):
+        return {f"attr[{k}]": _state(v, depth + 1) for k, v in attrs.items() if not k.startswith("__")}
+    return None
 
 
 def _snapshot(cf: CellFunction, value: Any, copies: dict, assigned: tuple[str, ...]) -> dict:
@@ -494,6 +570,23 @@ def _snapshot(cf: CellFunction, value: Any, copies: dict, assigned: tuple[str, .
         if name not in assigned:
             _flatten(_state(ns.get(name)), f"input {name}", out)
     return out
+
+
+def _expression(path: str) -> str:
+    """A snapshot path as the user's expression: ``input m[attr[k]]`` -> ``m.k``, ``input m[state[0.weight]]``
+    -> ``m.0.weight`` (the state_dict's name)."""
+    return re.sub(r"\[(?:attr|buffer|state)\[([^\]]+)\]\]", r".\1", path.split(" ", 1)[-1])
+
+
+def _versions(copies: dict) -> dict[str, int]:
+    """The version counter of each tensor of the cell's inputs, by snapshot path: a tensor changed in
+    place counts up."""
+    import torch
+
+    flat: dict[str, Any] = {}
+    for name, value in copies.items():
+        _flatten(_state(value), f"input {name}", flat)
+    return {p: t._version for p, t in flat.items() if isinstance(t, torch.Tensor)}
 
 
 def _flatten(tree: Any, path: str, out: dict) -> None:
@@ -580,15 +673,20 @@ class _Run:
     seconds: float
     calls: int
     unstable: set = field(default_factory=set)  # eager's: what differs between two runs of it
+    changed: set = field(default_factory=set)  # the inputs' tensors the calls changed in place (snapshot paths)
 
 
 class _Scratch:
     """Scratch runs of one cell: each a new cell function on fresh copies of the inputs."""
 
     def __init__(self, cell: CellFunction, body: str, header: Optional[str], namespace: dict, names: set[str],
-                 settings: CompileSettings, calls: int, rng: _RandomState) -> None:
+                 settings: CompileSettings, calls: int, rng: _RandomState, first: Optional[FirstState] = None) -> None:
         self.cell, self.body, self.header, self.namespace, self.names = cell, body, header, namespace, names
         self.settings, self.calls, self.rng = settings, calls, rng
+        # where each run's copies come from: the names as the first call found them, where they were kept
+        self.first = first if first is not None and not first.why_not else None
+        self.source = {**{n: namespace[n] for n in names}, **(self.first.values if self.first else {})}
+        self.names = names | (set(self.first.values) if self.first else set())
         self.compiles = 0
         self.filenames: list[str] = []  # the scratch cells' sources in linecache, let go at the end
         self.made: list[tuple[types.CodeType, dict]] = []  # each scratch cell's code and namespace
@@ -622,8 +720,10 @@ class _Scratch:
 
         t0 = time.perf_counter()
         body = fix.rewrite if fix is not None and fix.rewrite is not None else self.body
-        copies = _copy_inputs(self.namespace, self.names)
+        copies = _copy_inputs(self.source, self.names)
         ns = _scratch_namespace(self.namespace, copies)
+        for name in self.first.absent if self.first else ():  # not there yet when the first call started
+            ns.pop(name, None)
         cf = make_cell_function(body, ns, filename=f"<ipycompile-verify-{next(SESSION.counter)}>",
                                 header=self.header, name=self.cell.name)
         self.filenames.append(cf.filename)
@@ -653,6 +753,7 @@ class _Scratch:
         before = fix.before_call if fix is not None else ""
         settings = settings if settings is not None else (fix.settings if fix is not None else {})
         value, error, report = None, "", None
+        versions = _versions(copies)  # what the calls then change in place
         self.rng.restore()
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch._dynamo.config.patch(**settings.get("dynamo", {})))
@@ -677,7 +778,8 @@ class _Scratch:
             ddp._modules["module"] = getattr(ddp.module, "_orig_mod", ddp.module)
             ns[name] = copies[name]
         snap = _snapshot(cf, value, copies, self.cell.assigned)
-        return _Run(report, snap, error, cf, time.perf_counter() - t0, self.calls)
+        changed = {p for p, v in _versions(copies).items() if versions.get(p, v) != v}
+        return _Run(report, snap, error, cf, time.perf_counter() - t0, self.calls, changed=changed)
 
 
 # -- judging a trial -----------------------------------------------------------------------------
@@ -702,14 +804,18 @@ def _line_map(fix: Optional[PlannedFix]) -> Callable[[int], int]:
     return back
 
 
+def _site(run: _Run, fix: Optional[PlannedFix], b: Any) -> tuple:
+    """A break of a scratch run, keyed as the user's cell and files number it."""
+    in_cell = b.frame.filename == run.cell.filename
+    return (_break_key(b), "cell" if in_cell else b.frame.filename, _line_map(fix)(b.frame.lineno or 0) if in_cell
+            else b.frame.lineno)
+
+
 def _sites(run: _Run, fix: Optional[PlannedFix]) -> dict[tuple, int]:
-    """Break sites of a scratch run, keyed as the user's cell and files number them: hits."""
-    back = _line_map(fix)
+    """Break sites of a scratch run (:func:`_site`): hits."""
     out: dict[tuple, int] = {}
     for b in run.report.graph_breaks:
-        in_cell = b.frame.filename == run.cell.filename
-        key = (_break_key(b), "cell" if in_cell else b.frame.filename, back(b.frame.lineno or 0) if in_cell
-               else b.frame.lineno)
+        key = _site(run, fix, b)
         out[key] = out.get(key, 0) + b.count
     return out
 
@@ -723,13 +829,22 @@ def _recompiled(run: _Run, function: str) -> int:
     return sum(1 for rc in run.report.recompiles if rc.function == function)
 
 
-def _torch_words(run: _Run) -> str:
-    parts = []
-    for b in run.report.graph_breaks[:2]:
-        parts.append(f"{b.reason}" + (f" ({b.gb_code})" if b.gb_code else "") + (f": {b.explanation}" if b.explanation else ""))
-    for f in run.report.failures[:1]:
-        first = (f.message or "").strip().splitlines()
-        parts.append(f"{f.type}: {first[0] if first else ''}")
+def _torch_words(run: _Run, fix: Optional[PlannedFix] = None, named: Sequence[tuple] = (), failures: int = 0) -> str:
+    """What torch said of the trial's breaks and failures: those at the sites ``named`` (the breaks the fix
+    added, then those it left), in that order, and the failures after the first ``failures`` (those the
+    unfixed cell had too); with nothing named, the first breaks and failure the trial had."""
+    def said(breaks: Sequence[Any], fails: Sequence[Any]) -> list[str]:
+        parts = [f"{b.reason}" + (f" ({b.gb_code})" if b.gb_code else "") + (f": {b.explanation}" if b.explanation else "")
+                 for b in list(breaks)[:2]]
+        for f in list(fails)[:1]:
+            first = (f.message or "").strip().splitlines()
+            parts.append(f"{f.type}: {first[0] if first else ''}")
+        return parts
+
+    order = {k: i for i, k in enumerate(dict.fromkeys(named))}
+    chosen = sorted((b for b in run.report.graph_breaks if _site(run, fix, b) in order),
+                    key=lambda b: order[_site(run, fix, b)])
+    parts = said(chosen, run.report.failures[failures:]) or said(run.report.graph_breaks, run.report.failures)
     return "; ".join(parts)[:600]
 
 
@@ -739,6 +854,7 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
     problems: list[str] = []
     gone: list[str] = []
     stayed: list[str] = []  # the problems that are still there
+    still: list[tuple] = []  # the sites of the breaks that are still there
     base_sites, tried_sites = _sites(base, None), _sites(tried, fix)
     if fix is not None and fix.wrapped:  # judged on the graphs: DDP's own wrapper breaks stay, by design
         targets = [t for t in targets if t[0] == "eager_run"] or [("eager_run", 0)]
@@ -766,6 +882,7 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
                 return FixStatus.NOT_VERIFIED, ("the unfixed cell, compiled again on the same inputs, did not break "
                                                 "there: nothing to compare"), None, ""
             left = sum(n for k, n in tried_sites.items() if inside(k))
+            still += [k for k in tried_sites if inside(k)]
             if left:
                 stayed.append(f"the break at {report.where(item.frame.filename, item.frame.lineno)} is still there "
                               f"({left}x)")
@@ -806,9 +923,9 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
     if new:
         problems.append("a new break: " + ", ".join(f"{k[0]} at {'cell line' if k[1] == 'cell' else k[1]} {k[2]}"
                                                     for k in new[:3]))
-    if not any(kind == "recompiles" for kind, _ in targets) and len(tried.report.recompiles) > len(base.report.recompiles):
-        problems.append(f"it recompiles ({len(tried.report.recompiles)}x) where the unfixed cell recompiled "
-                        f"{len(base.report.recompiles)}x")
+    unfixed = max(len(base.report.recompiles), len(report.recompiles))  # compiled again, or in your own run
+    if not any(kind == "recompiles" for kind, _ in targets) and len(tried.report.recompiles) > unfixed:
+        problems.append(f"it recompiles ({len(tried.report.recompiles)}x) where the unfixed cell recompiled {unfixed}x")
     if len(tried.report.failures) > len(base.report.failures):
         problems.append(f"a new failure: {tried.report.failures[-1].type}")
     if len(tried.report.ran_without_compiling) > len(base.report.ran_without_compiling):
@@ -823,6 +940,10 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
         check = check_outputs(mine, theirs)
         diff = check.max_abs_diff if check.max_abs_diff is not None else 0.0
         if not check.match:
+            dropped = sorted(p for p in eager.changed - tried.changed if p in theirs and p in mine)
+            if dropped:  # the effect a fix took away, named first: `print(y.add_(1))` commented out
+                shown = ", ".join(f"`{_expression(p)}`" for p in dropped[:3])
+                problems.append(f"it drops the in-place change of {shown} that the cell makes uncompiled")
             problems.append(f"the outputs differ from the unfixed cell's run eagerly ({check.message})")
         elif unstable:
             varies = sorted({p.split("[")[0].split(" ", 1)[-1] for p in unstable})
@@ -835,7 +956,7 @@ def _judge(targets: list[tuple[str, int]], report: CompileReport, cell: CellFunc
         others = [p for p in problems if p not in stayed]
         reason = (f"did not remove it: {'; '.join(remaining + others)}" if remaining
                   else f"{', '.join(dict.fromkeys(gone)) or 'the problem is gone'}, but {'; '.join(others)}")
-        return FixStatus.FAILED, reason, diff, _torch_words(tried)
+        return FixStatus.FAILED, reason, diff, _torch_words(tried, fix, [*new, *still], len(base.report.failures))
     what = ", ".join(dict.fromkeys(gone)) or "the problem is gone"
     outputs = f"outputs equal (max abs diff {diff:.3g})" if diff is not None else \
         "the cell raises as it does uncompiled"
@@ -877,11 +998,14 @@ def _with_checks(report: CompileReport, checks: dict[tuple[str, int], FixCheck],
 
 
 def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: Optional[str], namespace: dict,
-                 settings: CompileSettings, *, budget_s: float = DEFAULT_BUDGET_S) -> CompileReport:
+                 settings: CompileSettings, *, budget_s: float = DEFAULT_BUDGET_S,
+                 first: Optional[FirstState] = None) -> CompileReport:
     """``report`` with each suggested fix tried on the cell (see the module's documentation): a new
     report whose suggestions carry their :class:`FixCheck` and whose ``fix_verification`` says what
     was covered. ``cell`` is the user's cell function (its ``body`` as the user wrote it, under
-    ``header``), ``namespace`` its notebook namespace; nothing of theirs is changed."""
+    ``header``), ``namespace`` its notebook namespace; nothing of theirs is changed. ``first``: the
+    names the cell reads as its first call found them (:func:`before_first_call`, taken before that
+    call); the scratch runs start from them, else from the namespace as it is now."""
     t0 = time.perf_counter()
     verification = FixVerification(budget_s=float(budget_s))
     try:
@@ -914,7 +1038,7 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
     names = _read_names(cell, namespace) - _written_first(body)
     rng = _RandomState.save()
     census = _census()
-    scratch = _Scratch(cell, body, header, namespace, names, settings, _calls_needed(report), rng)
+    scratch = _Scratch(cell, body, header, namespace, names, settings, _calls_needed(report), rng, first)
     verification.calls = scratch.calls
     verification.isolation = ("each scratch compile is a new cell function (its own code object)"
                               + ("; frames torch compiles beside it keep the scratch versions in their own bucket "
@@ -953,6 +1077,8 @@ def verify_fixes(report: CompileReport, cell: CellFunction, body: str, header: O
                                    list(p.applied), seconds=time.perf_counter() - t1))
                 continue
             status, reason, diff, words = _judge(p.targets, report, cell, base, eager, tried, p)
+            if status == FixStatus.NOT_VERIFIED and first is not None and first.why_not:
+                reason += f"; the state before the cell's first call could not be kept ({first.why_not})"
             record(p, FixCheck(status, reason, list(p.applied), diff, words, time.perf_counter() - t1))
             verification.tried += 1
             if status == FixStatus.VERIFIED and p.is_setting:
