@@ -55,7 +55,34 @@ def imported_layers(path: Path, root: Path = PKG) -> set[tuple[str, int]]:
             for a in node.names:
                 if a.name.startswith("ipycompile."):
                     out.add((a.name.split(".")[1], node.lineno))
+                elif a.name == "ipycompile":  # the package root: every layer, whatever it is used for
+                    out.add(("ipycompile", node.lineno))
     return out
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The ipycompile modules ``path`` imports (lazy ones too), by their dotted names."""
+    names = {module_name(p) for p in modules()}
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                target = ".".join(parts[: len(parts) - node.level + 1]) + (f".{node.module}" if node.module else "")
+            else:
+                target = node.module or ""
+            for a in node.names:
+                out.add(f"{target}.{a.name}" if f"{target}.{a.name}" in names else target)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return {m for m in out if m in names and m != module_name(path)}
 
 
 def test_the_folders_are_the_layers():
@@ -88,3 +115,13 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     fake.parent.mkdir(parents=True)
     fake.write_text("def f():\n    from ..widgets.html import save_html\n    import ipycompile.run.cell\n")
     assert imported_layers(fake, root) == {("widgets", 2), ("run", 3)}
+
+
+def test_no_two_modules_import_each_other():
+    """A module that needs part of another that needs it back shares a third module (``capture/logfile.py``
+    for the reader and the read-ahead process, ``analysis/errors.py`` for the doctor and its passes); a
+    package's ``__init__`` composing its modules is not a circle."""
+    graph = {module_name(p): imported_modules(p) for p in modules() if p.name != "__init__.py"}
+    circles = sorted({tuple(sorted((a, b))) for a, targets in graph.items() for b in targets
+                      if a in graph.get(b, ())})
+    assert not circles, circles

@@ -1444,7 +1444,7 @@ def explain_recompiles(report: "CompileReport", *, earlier: Sequence[GuardSet] =
     not hold (made by earlier runs), for the failed guards of its recompiles."""
     if not report.recompiles:
         return report
-    from .doctor import noted
+    from .errors import noted
 
     _ERRORS.clear()
     out = []

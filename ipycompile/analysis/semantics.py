@@ -84,7 +84,7 @@ def find_eager_differences(report: "CompileReport") -> "CompileReport":
     try:
         return _recompiles_of_caches(report, caches)
     except Exception as exc:  # noqa: BLE001 - the differences stand without the recompiles' note; counted
-        from .doctor import noted
+        from .errors import noted
 
         return noted(report, "find_eager_differences", [exc])
 

@@ -48,10 +48,12 @@ def _inductor_cache_dir() -> str:
         return ""
 
 
+#: ipycompile's own folder (this file is ``ipycompile/capture/layout.py``)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 @functools.lru_cache(maxsize=1)
 def _layout() -> CodeLayout:
-    import ipycompile
-
     paths = sysconfig.get_paths()
     try:
         site_dirs = list(site.getsitepackages())
@@ -62,7 +64,7 @@ def _layout() -> CodeLayout:
     except AttributeError:
         user_site = ""
     return CodeLayout(
-        package_dir=_dirs(os.path.dirname(ipycompile.__file__)),
+        package_dir=_dirs(_PACKAGE_DIR),
         torch_dir=_dirs(torch_package_dir()),
         prefixes=_dirs(sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", "")),
         library_dirs=_dirs(*(paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")), *site_dirs, user_site),

@@ -37,7 +37,7 @@ _BATCH = 256
 
 def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None) -> bool:
     """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
-    from .tracefile import is_gzip
+    from .logfile import is_gzip
 
     if summary or not lazy:
         return False
@@ -73,7 +73,7 @@ def records_read_ahead(
     :class:`~ipycompile.capture.tracefile.TraceFileError` in the reader is raised here, with
     its message."""
     from .forked import Forked, ForkedError
-    from .tracefile import TraceFileError
+    from .logfile import TraceFileError
 
     with Forked(lambda send: _read(path, iter_records, strict, prepare, send)) as child:
         while True:
@@ -106,7 +106,7 @@ def records_read_ahead(
 
 def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], None]) -> None:
     """The child's work: the log's records, prepared and packed, a batch a message."""
-    from .tracefile import TraceFileError
+    from .logfile import TraceFileError
 
     holder: list = []
     layout = CodeLayout()

@@ -67,10 +67,6 @@ class TraceRecord:
     #: process prepared it (``capture.readahead``); None: the builder prepares it itself
     prepared: Any = field(default=None, compare=False, repr=False)
 
-    def payload_or_ref(self) -> "Optional[str | LazyText]":
-        """What a report field keeps of the payload: its place in the log where known, else its text."""
-        return self.payload_ref if self.payload_ref is not None else self.payload
-
     @property
     def key(self) -> str:
         return f"artifact:{self.name}" if self.kind == "artifact" else self.kind

@@ -42,6 +42,7 @@ from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import build_report, prepare_record
+from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
 
@@ -116,11 +117,6 @@ _READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}"
                         f"artifact:{LAYOUT_ARTIFACT}", f"artifact:{LIMITS_ARTIFACT}"})
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
-
-
-class TraceFileError(ValueError):
-    """An input that cannot be read as a TORCH_TRACE log (the message says why),
-    or, with ``strict=True``, a line that cannot be read."""
 
 
 def os_reason(exc: OSError) -> str:
@@ -228,13 +224,6 @@ def summary_records(records: Iterable[tuple[dict[str, Any], Optional[str]]]) -> 
             yield meta, payload
 
 
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-def is_gzip(path: str) -> bool:
-    """Whether the file at ``path`` is gzip (by its magic bytes, as the reader tells it)."""
-    with open(path, "rb") as f:
-        return f.read(2) == _GZIP_MAGIC
 
 
 def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:

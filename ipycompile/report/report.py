@@ -60,11 +60,6 @@ def register_renderer(render) -> None:
         _renderers.append(render)
 
 
-def unregister_renderer(render) -> None:
-    while render in _renderers:
-        _renderers.remove(render)
-
-
 def register_html_writer(write) -> None:
     """Register ``write(report, path) -> path``, what :meth:`CompileReport.to_html` calls."""
     if write not in _html_writers:
@@ -207,11 +202,6 @@ class CompileReport:
             return []
         frames = [c for c in b.callers if c.filename and self.owner(c.filename) is Owner.USER]
         return frames if len(frames) >= 2 else []
-
-    def first_line_of(self, compile_id: "Optional[CompileId]") -> Optional[int]:
-        """The first line of the function compile ``compile_id`` compiled (None when unknown)."""
-        c = self.compile(compile_id) if compile_id is not None else None
-        return c.first_line if c is not None else None
 
     def compile(self, compile_id: "CompileId | str") -> Optional[Compile]:
         cid = CompileId.parse(compile_id) if isinstance(compile_id, str) else compile_id

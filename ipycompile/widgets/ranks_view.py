@@ -141,14 +141,6 @@ def ranks_page(reports, d: "RankDivergence") -> str:
     return "\n".join(parts)
 
 
-def save_ranks_html(reports, d: "RankDivergence", path: str) -> str:
-    """Write :func:`ranks_page` to ``path`` (atomically: a failed write leaves an earlier file as it was)."""
-    from ..report.files import write_atomic
-
-    write_atomic(path, ranks_page(reports, d))
-    return path
-
-
 class RanksView:
     """What ``%compile_trace DIR`` displays: the divergence's text and its HTML."""
 

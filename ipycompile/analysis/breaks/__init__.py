@@ -42,7 +42,7 @@ KINDS: dict[str, str] = {
 def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
     """The doctor pass: ``report`` with a :class:`Suggestion` on every graph break and
     failure (a new report; ``report`` is unchanged)."""
-    from ..doctor import noted
+    from ..errors import noted
 
     _ERRORS.clear()
     ctx = Context(report, Sources(report))
