@@ -82,3 +82,30 @@ def test_an_inference_cell_copies_nothing():
     run = ipycompile.run_cell("with torch.no_grad():\n    out = model(x)\n", ns, backend="eager", runs=3, record=False)
     assert run.report.profile.kept is None
     assert not [p for p in problems(run.report) if p.kind == "state"]
+
+
+class _Counting(torch.nn.Module):
+    """Counts its calls in a tensor it holds as a plain attribute (neither parameter nor buffer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.calls = torch.zeros((), dtype=torch.long)
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return self.lin(x)
+
+
+def test_a_tensor_a_module_holds_as_a_plain_attribute_counts_one_call():
+    m = _Counting()
+    with doors.ipython_shell() as ip:
+        ip.user_ns.update(torch=torch, m=m, x=torch.randn(2, 4))
+        with capture_output():
+            res = ip.run_cell("%%compile --backend eager --runs 4 -o _count_report\nout = m(x)\n")
+        assert res.error_in_exec is None, res.error_in_exec
+        report = ip.user_ns.pop("_count_report")
+        for k in ("torch", "m", "x", "out"):
+            ip.user_ns.pop(k, None)
+    assert report.profile.steady.runs >= 4
+    assert int(m.calls) == 1 and report.profile.kept.restored == ["m"]

@@ -8,8 +8,8 @@ gradients and optimizer state a plain run of the cell never gives. After the fir
 :func:`keep` copies what the cell can reach and change in place, and the function it returns
 puts it back once the measuring is done:
 
-* modules: parameters and buffers (values copied back in place, so compiled code that guards on
-  them stays valid) and gradients;
+* modules: parameters, buffers and tensors held as plain attributes (values copied back in place, so
+  compiled code that guards on them stays valid) and gradients;
 * optimizers: each parameter's state (tensors copied back in place, other values set back) and
   the parameter groups' settings (``lr``, ``betas``, ...);
 * learning-rate schedulers: their ``state_dict``;
@@ -198,8 +198,17 @@ def _tensor(t: Any) -> Callable[[], None]:
     return restore
 
 
+def _attribute_tensors(m: Any) -> list:
+    """Tensors ``m`` and its submodules hold as plain attributes (``self.calls = torch.zeros(())``:
+    neither parameter nor buffer), which a forward may change in place as well."""
+    import torch
+
+    return [v for x in m.modules() for v in vars(x).values() if isinstance(v, torch.Tensor)]
+
+
 def _module(m: Any) -> Callable[[], None]:
     parts = [_tensor(p) for p in m.parameters()] + [_tensor(b) for b in m.buffers()]
+    parts += [_tensor(t) for t in _attribute_tensors(m)]
     training = [(x, x.training) for x in m.modules()]
 
     def restore() -> None:
@@ -278,7 +287,7 @@ def _mark(value: Any) -> Any:
         return _tensor_mark(value)
     if isinstance(value, torch.nn.Module):
         return (tuple(_tensor_mark(t) for t in value.parameters()), tuple(_tensor_mark(t) for t in value.buffers()),
-                tuple(x.training for x in value.modules()))
+                tuple(_tensor_mark(t) for t in _attribute_tensors(value)), tuple(x.training for x in value.modules()))
     if isinstance(value, torch.optim.Optimizer):
         state = tuple((id(p), tuple((k, _tensor_mark(v) if isinstance(v, torch.Tensor) else repr(v))
                                     for k, v in sorted(s.items()))) for p, s in value.state.items())
