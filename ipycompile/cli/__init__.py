@@ -57,7 +57,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .torchrun import main as torchrun_main
 
         return torchrun_main(argv[1:])
-    args = build_parser().parse_args(argv)  # a usage error exits 2 here (SystemExit, as argparse does)
+    args, extra = build_parser().parse_known_args(argv)  # a usage error exits 2 here (SystemExit, as argparse does)
+    if extra:  # named by the command's own parser: its name and usage
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         status = args.run(args)
         sys.stdout.flush()  # a pipe closed early shows here, not at exit
