@@ -104,3 +104,41 @@ def shows_html():
         yield
     finally:
         shell.display_formatter.active_types = types
+
+
+# -- every page and report the suite writes: links with their targets, reports that load back the same ----------
+_WRITTEN: dict[str, list[str]] = {}  # path -> its problems, for the writes of the running test
+
+
+def _check_written(path: str) -> None:
+    import written_checks
+
+    try:
+        _WRITTEN[path] = written_checks.problems(path)
+    except Exception as exc:  # noqa: BLE001 - a check that fails is a problem of the write, reported with the test
+        _WRITTEN[path] = [f"{path}: the check failed: {type(exc).__name__}: {exc}"]
+
+
+@pytest.fixture(autouse=True)
+def every_page_and_report_written_is_whole(request):
+    """Each page or report the test writes (through ``report.files.atomic_writer``, in this process,
+    or a page of ours under its ``tmp_path``, from a command line) is checked when it is written or
+    when the test ends (``tests/written_checks.py``): a problem fails the test at its teardown."""
+    import written_checks
+
+    from ipycompile.report import files
+
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    _WRITTEN.clear()
+    files.WRITTEN_HOOKS.append(_check_written)
+    try:
+        yield
+    finally:
+        files.WRITTEN_HOOKS.remove(_check_written)
+    if tmp is not None:
+        for path in written_checks.unchecked_pages(tmp, set(_WRITTEN)):
+            _check_written(path)
+    found = [p for problems in _WRITTEN.values() for p in problems]
+    _WRITTEN.clear()
+    if found:
+        pytest.fail("pages or reports written with problems:\n" + "\n".join(found[:20]), pytrace=False)

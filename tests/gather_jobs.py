@@ -9,6 +9,8 @@
 * ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test);
 * ``skip``: rank 1 skips a gathered block under ``if rank == 0:``, then both open more (see :func:`skip_a_block`);
 * ``sleep``: every rank compiles, writes its pid to ``OUT.<rank>`` and sleeps (the launcher's signal test);
+* ``stubborn``: as ``sleep``, but each rank ignores SIGINT and SIGTERM (a job that saves its work on a signal,
+  slowly): only a kill stops it;
 * ``run_cell``: every rank runs ``ipycompile.run_cell`` on a cell with a functional all-reduce
   (aot_eager), once plainly and once asking for ``compare_eager`` (refused); each rank writes
   ``OUT.<rank>`` (its report's graphs, notes and the refusal).
@@ -72,7 +74,12 @@ def run_cell_in_a_rank(out: str) -> int:
 
 def sleep_after_compiling(out: str) -> int:
     """Compile, write ``OUT.<rank>`` (this process's pid), then sleep: the job a signal stops."""
+    import signal
+
     dist.init_process_group("gloo")  # before the compile: the logs are named by rank
+    if MODE == "stubborn":
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     torch.compile(lambda x: x.sin().cos(), backend="eager")(torch.randn(4))
     rank = int(os.environ["RANK"])
     with open(f"{out}.{rank}.tmp", "w") as f:
@@ -131,7 +138,7 @@ def main(out: str) -> int:
         return skip_a_block(out)
     if MODE == "run_cell":
         return run_cell_in_a_rank(out)
-    if MODE == "sleep":
+    if MODE in ("sleep", "stubborn"):
         return sleep_after_compiling(out)
     dist.init_process_group("gloo")
     rank = dist.get_rank()

@@ -249,7 +249,7 @@ def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(
         p = _launch(*args, cwd=tmp_path)
         assert p.returncode == 2 and not p.stdout, (args, p.stderr)
         assert p.stderr.startswith(f"ipycompile torchrun: error: {words}"), (args, p.stderr)
-        assert len(p.stderr.splitlines()) == 2 and p.stderr.splitlines()[1].startswith("usage: ")  # the reason, then usage
+        assert len(p.stderr.splitlines()) == 1 and p.stderr.rstrip().endswith("(usage: python -m ipycompile torchrun --help)")
     p = _launch("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path)
     assert p.returncode == 1 and p.stderr == (f"ipycompile torchrun: error: cannot write missing/r.html: "
                                               f"no folder {tmp_path / 'missing'}\n"), p.stderr
@@ -278,35 +278,116 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_sigterm_to_the_launcher_stops_every_rank_and_reports_what_was_logged(tmp_path):
+class _Launched:
+    """``python -m ipycompile torchrun`` running ``gather_jobs.py MODE`` (two ranks that compile, then sleep),
+    its stdout and stderr read as they come (:meth:`wait_for` a line), its ranks' pids known once both compiled."""
+
+    def __init__(self, tmp_path: Path, mode: str) -> None:
+        import threading
+        import time
+
+        self.out, self.trace, self.page = tmp_path / "sleep.out", tmp_path / "trace", tmp_path / "job.html"
+        self.proc = subprocess.Popen([sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(self.trace),
+                                      "-o", str(self.page), "--standalone", "--nproc-per-node", "2", str(JOB), mode,
+                                      str(self.out)],
+                                     env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._readers = [threading.Thread(target=lambda f=f, into=into: into.extend(iter(f.readline, "")), daemon=True)
+                         for f, into in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr))]
+        for t in self._readers:
+            t.start()
+        self.pids: list[int] = []
+        deadline = time.monotonic() + 240
+        while len(self.pids) < 2:
+            assert time.monotonic() < deadline and self.proc.poll() is None, "the ranks never compiled: " + "".join(self.stderr)[-3000:]
+            self.pids = [int(Path(f"{self.out}.{r}").read_text()) for r in (0, 1) if Path(f"{self.out}.{r}").exists()]
+            time.sleep(0.2)
+        time.sleep(1)  # the ranks' logs flushed
+
+    def wait_for(self, text: str, timeout: float = 60) -> bool:
+        """Whether ``text`` appeared on stderr before the launcher ended (or ``timeout`` passed)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in list(self.stderr)):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.01)
+        return False
+
+    def end(self, timeout: float = 120) -> tuple[str, str]:
+        self.proc.wait(timeout=timeout)
+        for t in self._readers:
+            t.join(timeout=10)
+        return "".join(self.stdout), "".join(self.stderr)
+
+    def cleanup(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.kill()
+        for pid in self.pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _launchers_tracebacks(stderr: str) -> list[str]:
+    """The tracebacks on the launcher's stderr that are not a rank's own (``[rankN]:`` lines: the job's
+    script reacting to the signal torchrun passed it, as it would under plain torchrun)."""
+    return [line for line in stderr.splitlines() if "Traceback" in line and not line.startswith("[rank")]
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_launcher_stops_every_rank_and_reports_what_was_logged(tmp_path, sig):
     import signal
     import time
 
-    out, trace, page = tmp_path / "sleep.out", tmp_path / "trace", tmp_path / "job.html"
-    launcher = subprocess.Popen([sys.executable, "-m", "ipycompile", "torchrun", "--trace-dir", str(trace), "-o", str(page),
-                                 "--standalone", "--nproc-per-node", "2", str(JOB), "sleep", str(out)],
-                                env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    pids: list[int] = []
+    job = _Launched(tmp_path, "sleep")
     try:
-        deadline = time.monotonic() + 240
-        while len(pids) < 2:
-            assert time.monotonic() < deadline and launcher.poll() is None, "the ranks never compiled"
-            pids = [int(Path(f"{out}.{r}").read_text()) for r in (0, 1) if Path(f"{out}.{r}").exists()]
-            time.sleep(0.2)
-        time.sleep(1)  # the ranks' logs flushed
-        launcher.send_signal(signal.SIGTERM)
+        job.proc.send_signal(getattr(signal, sig))
         t0 = time.monotonic()
-        stdout, stderr = launcher.communicate(timeout=120)
+        stdout, stderr = job.end()
         gone_s = time.monotonic() - t0
-        assert not [p for p in pids if _alive(p)], f"ranks still running after the launcher ended: {stderr[-3000:]}"
-        assert launcher.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+        assert not [p for p in job.pids if _alive(p)], f"ranks still running after the launcher ended: {stderr[-3000:]}"
+        assert job.proc.returncode == 128 + getattr(signal, sig), stderr[-3000:]
         assert gone_s < 30, gone_s
-        assert "ipycompile torchrun: the job was stopped by SIGTERM" in stderr
+        assert f"ipycompile torchrun: the job was stopped by {sig}" in stderr
+        assert not _launchers_tracebacks(stderr), stderr[-3000:]
         assert "2 rank logs in" in stdout  # the report of what the ranks logged
-        assert '<meta name="generator" content="ipycompile">' in page.read_text()
+        assert '<meta name="generator" content="ipycompile">' in job.page.read_text()
     finally:
-        if launcher.poll() is None:
-            launcher.kill()
-        for pid in pids:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        job.cleanup()
+
+
+def test_ctrl_c_pressed_again_and_again_kills_the_job_and_stops_the_report_quietly(tmp_path):
+    """An impatient user: Ctrl-C three times while ranks that ignore SIGINT and SIGTERM run (the third
+    kills the job: torchrun alone would wait 30 s for them), then once more while the report is read."""
+    import signal
+    import time
+
+    job = _Launched(tmp_path, "stubborn")
+    try:
+        t0 = time.monotonic()
+        for _ in range(3):
+            job.proc.send_signal(signal.SIGINT)
+            time.sleep(0.3)
+        assert job.wait_for("ipycompile torchrun: the job was stopped by SIGINT"), "".join(job.stderr)[-3000:]
+        job.proc.send_signal(signal.SIGINT)  # while the report is read (or written)
+        stdout, stderr = job.end()
+        gone_s = time.monotonic() - t0
+        assert not [p for p in job.pids if _alive(p)], f"ranks still running after the launcher ended: {stderr[-3000:]}"
+        assert job.proc.returncode == 130, stderr[-3000:]
+        assert gone_s < 20, gone_s
+        assert not _launchers_tracebacks(stderr), stderr[-3000:]
+        last = stderr.splitlines()[-1]
+        if "wrote " in stdout:  # the report was done before the last Ctrl-C
+            assert "2 rank logs in" in stdout and job.page.read_text().rstrip().endswith("</html>")
+        else:
+            assert last == (f"ipycompile torchrun: stopped by SIGINT while reading the job's logs; they are in "
+                            f"{job.trace} (python -m ipycompile report {job.trace})"), stderr[-3000:]
+            assert not job.page.exists() and not [n for n in os.listdir(tmp_path) if n.startswith("job.html")]
+    finally:
+        job.cleanup()

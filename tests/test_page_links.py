@@ -3,13 +3,14 @@
 Varied reports (graph breaks whose source is not on this machine, recompiles, kernels, CUDA graphs,
 autotuning, from the recorded logs in tests/data; an unrolled loop and breaks captured here, one
 in a file deleted before the report is shown) are rendered as the static page (``to_html``) and as
-the notebook's HTML output; each ``href="#X"`` must have an ``id="X"`` in the same HTML.
+the notebook's HTML output; each ``href="#X"`` (and each tab's and label's id reference) must have
+an ``id="X"`` in the same HTML. Every page and report any test writes is checked the same way by
+``tests/conftest.py`` (``tests/written_checks.py``); the last tests here check that check.
 """
 
 from __future__ import annotations
 
-import html
-import re
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 import ipycompile
 from ipycompile import load_trace
+from written_checks import dangling, links, problems
 
 DATA = Path(__file__).parent / "data"
 LOGS = ["gpu-h100/quickstart.log.gz", "gpu-h100/max_autotune.log.gz", "gpu-h100/reduce_overhead.log.gz",
@@ -33,14 +35,6 @@ def notebook_shows_html(monkeypatch):
     monkeypatch.setattr(ipycompile.widgets, "_shell_shows_html", lambda: True)
 
 
-_HREF = re.compile(r'href="#([^"]+)"')
-_ID = re.compile(r'\bid="([^"]+)"')
-
-
-def dangling(page: str) -> list[str]:
-    ids = {html.unescape(i) for i in _ID.findall(page)}
-    return sorted({html.unescape(h) for h in _HREF.findall(page)} - ids)
-
 
 def pages(report, tmp_path: Path) -> dict[str, str]:
     with warnings.catch_warnings():
@@ -55,7 +49,7 @@ def check(report, tmp_path: Path) -> int:
     n = 0
     for where, page in pages(report, tmp_path).items():
         assert dangling(page) == [], f"{where}: links without a target"
-        n += len(_HREF.findall(page))
+        n += links(page)
     return n
 
 
@@ -118,3 +112,23 @@ def test_every_link_of_an_unrolled_loops_report_has_its_target(tmp_path):
         torch.compile(fn, backend="eager")(*make_args(4))
     assert cap.report.unrolled_loops
     assert check(cap.report, tmp_path) > 0
+
+
+def test_the_check_of_every_write_finds_a_dangling_reference_and_a_report_that_saves_differently(tmp_path):
+    """The checks ``tests/conftest.py`` runs on every page and report a test writes can fail."""
+    from ipycompile import CompileReport
+    from ipycompile.report.files import write_atomic
+
+    assert dangling('<a href="#x">x</a><button aria-controls="p q"></button><label for="c"></label><p id="q">') == ["c", "p", "x"]
+    page = tmp_path / "p.html"
+    write_atomic(page, '<a href="#here">ok</a><h2 id="here"></h2>')
+    assert problems(str(page)) == []
+    page.write_text('<a href="#gone">a link without its target</a>')
+    assert "links to ids it does not have: ['gone']" in problems(str(page))[0]
+    saved = tmp_path / "r.json"
+    CompileReport().save(saved)
+    assert problems(str(saved)) == []
+    data = json.loads(saved.read_text())
+    data = {k: v for k, v in data.items() if k != "compiles"} | {"compiles": []}  # a field out of its order
+    saved.write_text(json.dumps(data))
+    assert "the report loaded back saves differently" in problems(str(saved))[0]

@@ -12,6 +12,11 @@ import sys
 
 
 def main(argv: list[str]) -> int:
+    import signal
+
+    # Ctrl-C at a terminal reaches the whole foreground group, this worker too: the process that
+    # started it decides (it stops and reaps its workers), so the worker prints no traceback of its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .tracedir import _read_one
     from .tracefile import TraceFileError
 

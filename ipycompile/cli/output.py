@@ -12,7 +12,7 @@ from typing import IO, Iterable, Iterator, Optional
 from ..report.files import OutputIsInputError, atomic_writer, refuse_input
 from ..report.text import one_line, printable
 
-__all__ = ["say", "fail", "STDOUT", "check_outputs", "unwritable", "open_output", "output_name"]
+__all__ = ["say", "fail", "usage_error", "OneLineParser", "STDOUT", "check_outputs", "unwritable", "open_output", "output_name"]
 
 #: The output path that means stdout (as ``--json -``).
 STDOUT = "-"
@@ -27,6 +27,20 @@ def fail(prog: str, message: str) -> int:
     """``PROG: error: MESSAGE`` on stderr, on one line (a file name cannot start another); returns 1."""
     print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
     return 1
+
+
+def usage_error(prog: str, message: str) -> int:
+    """``PROG: error: MESSAGE (usage: python -m PROG --help)`` on stderr, on one line; returns 2."""
+    print(f"{prog}: error: {one_line(message)} (usage: python -m {prog} --help)", file=sys.stderr)
+    return 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line (:func:`usage_error`, the command's name without
+    ``python -m``) and exit 2, in place of argparse's usage line followed by the message."""
+
+    def error(self, message: str):  # type: ignore[override]
+        sys.exit(usage_error(self.prog.removeprefix("python -m "), message))
 
 
 def output_name(path: str) -> str:

@@ -16,10 +16,14 @@ folder (an empty value is refused).
 
 SIGTERM or SIGINT (Ctrl-C) to the launcher goes to the whole job: torchrun runs in a
 process group of its own, gets the signal, and stops its ranks as it does on a signal of
-its own (a third signal kills torchrun and every process under it). The report of what
-the ranks had logged is still printed (and written with ``-o``), after a line saying the
-job was stopped by the signal, and the exit status is 128 + the signal's number (143 for
-SIGTERM, 130 for SIGINT), as a shell reports a command a signal ended.
+its own (a third signal kills torchrun and every process under it; a rank torchrun left
+running, killed during its own shutdown by a second signal, is killed when torchrun ends).
+The report of what the ranks had logged is still printed (and written with ``-o``), after a
+line saying the job was stopped by the signal, and the exit status is 128 + the signal's
+number (143 for SIGTERM, 130 for SIGINT), as a shell reports a command a signal ended. A
+signal while the report is read stops it with one line naming the logs' folder (an output
+is written whole or not at all), the same status; torchrun's own traceback for the signal
+is not printed.
 
 Multi-node (``--nnodes N``): run this on every node, as torchrun itself; each node's
 ranks write their logs (named by global rank) into that node's folder, and the summary a
@@ -36,6 +40,7 @@ import sys
 import tempfile
 from typing import Optional, Sequence
 
+PROG = "ipycompile torchrun"
 USAGE = ("usage: python -m ipycompile torchrun [--trace-dir DIR] [-o REPORT.html] "
          "[torchrun's arguments] SCRIPT [script arguments]")
 
@@ -82,6 +87,37 @@ def _torchrun_options() -> dict[str, bool]:
         return {opt: action.nargs != 0 for action in get_args_parser()._actions for opt in action.option_strings}
     except Exception:  # a torch without it: every option taken as a flag
         return {}
+
+
+def check_torchrun_arguments(rest: Sequence[str]) -> None:
+    """``ValueError`` (a usage error: nothing is run) for arguments torchrun refuses (an unknown
+    option, a bad value, ``--nnodes`` or ``--nproc-per-node`` it cannot read), with torchrun's
+    message on one line, where torchrun would print its usage or a traceback after the launcher
+    had set up the job. ``-h`` before the script prints torchrun's help and exits 0."""
+    try:
+        import torch.distributed.run as torchrun
+    except ImportError:  # a torch without it: torchrun says it, when it runs
+        return
+    parser = torchrun.get_args_parser()
+    parser.prog = "python -m ipycompile torchrun [--trace-dir DIR] [-o REPORT.html]"
+
+    def refuse(message: str):
+        raise ValueError(f"torchrun: {message}")
+
+    parser.error = refuse  # type: ignore[method-assign]
+    args = parser.parse_args(list(rest))
+    checks = [(getattr(torchrun, "parse_min_max_nnodes", None), getattr(args, "nnodes", None))]
+    if getattr(args, "nproc_per_node", None) not in ("auto", "cpu", "gpu", "xpu"):  # a number: read without a device
+        checks.append((getattr(torchrun, "determine_local_world_size", None), getattr(args, "nproc_per_node", None)))
+    for check, value in checks:
+        if check is None or value is None:
+            continue
+        try:
+            got = check(value)
+        except ValueError as exc:
+            raise ValueError(f"torchrun: {exc}") from None
+        if isinstance(got, int) and got < 1:  # torchrun itself fails an assertion, with a traceback
+            raise ValueError(f"torchrun: --nproc-per-node {value}: give 1 or more processes")
 
 
 def job_files(rest: Sequence[str]) -> list[str]:
@@ -150,11 +186,39 @@ def _trace_dir(given: Optional[str]) -> str:
 #: The signals the launcher passes on to the job (torchrun's process group; torchrun stops its ranks).
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 
+#: torchrun's own ``main`` (as ``python -m torch.distributed.run``), ended quietly by the signal it was
+#: sent: torchrun stops its ranks on it and then raises ``SignalException``, whose traceback (two,
+#: chained, for a second signal during its shutdown) tells the user nothing the launcher does not say.
+TORCHRUN = """
+import sys
+sys.argv[0] = "torchrun"
+from torch.distributed.run import main
+try:
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+except ImportError:
+    SignalException = ()
+try:
+    main()
+except SignalException as exc:
+    sys.exit(128 + int(exc.sigval))
+"""
 
-def _descendants(pid: int) -> list[int]:
-    """The processes under ``pid`` (from /proc; empty where there is none): torchrun starts each
-    rank in a session of its own, out of reach of a signal to torchrun's process group."""
-    children: dict[int, list[int]] = {}
+
+def _started_at(pid: int) -> Optional[int]:
+    """When process ``pid`` started (clock ticks since boot, /proc's field 22): with its pid, names one
+    process, never a later one given the same pid. None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[tuple[int, int]]:
+    """The processes under ``pid``, each as ``(pid, start time)`` (from /proc; empty where there is
+    none): torchrun starts each rank in a session of its own, out of reach of a signal to
+    torchrun's process group."""
+    children: dict[int, list[tuple[int, int]]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -164,31 +228,43 @@ def _descendants(pid: int) -> list[int]:
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
+                fields = f.read().rpartition(")")[2].split()
+            children.setdefault(int(fields[1]), []).append((int(entry), int(fields[19])))
+        except (OSError, ValueError, IndexError):
             continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
             out.append(child)
-            todo.append(child)
+            todo.append(child[0])
     return out
 
 
-class _Forwarder:
-    """SIGTERM and SIGINT to the launcher go to the whole job: torchrun's process group (torchrun
-    then stops its ranks, as it does on a signal of its own). A third signal kills the job outright
-    (torchrun and every process it started)."""
+class _Interrupted(BaseException):
+    """A signal to the launcher after the job ended (while its report is read or written)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """SIGTERM and SIGINT to the launcher, from start to end. While the job runs they go to the whole
+    job: torchrun's process group (torchrun then stops its ranks, as it does on a signal of its own);
+    a third signal kills the job outright (torchrun and every process it started), and a rank left
+    running when torchrun ended (torchrun killed by a signal during its own shutdown) is killed then.
+    Once the job has ended, the first signal stops the report (:class:`_Interrupted`, raised once:
+    later signals are only counted, so the launcher's last words are never cut by a traceback)."""
 
     def __init__(self) -> None:
         self.proc: Optional[subprocess.Popen] = None
         self.got: list[int] = []
-        self.ranks: list[int] = []
+        self.ranks: dict[int, int] = {}  # pid -> start time, of every process seen under torchrun
+        self.job_ended = False
+        self._raised = False
         self._old: dict[int, object] = {}
 
-    def __enter__(self) -> "_Forwarder":
+    def __enter__(self) -> "_Signals":
         self._old = {s: signal.signal(s, self._on_signal) for s in FORWARDED}
         return self
 
@@ -201,31 +277,46 @@ class _Forwarder:
         for signum in list(self.got):  # a signal before torchrun started
             self._send(signum)
 
+    def ended(self) -> None:
+        """torchrun has ended: a rank it left running after a signal is killed (nothing else would stop it)."""
+        self.job_ended = True
+        if self.got:
+            self._kill_ranks(signal.SIGKILL)
+
     def _on_signal(self, signum: int, frame: object) -> None:
         self.got.append(signum)
-        if self.proc is not None:
+        if self.job_ended:
+            if not self._raised:
+                self._raised = True
+                raise _Interrupted(signum)
+        elif self.proc is not None:
             self._send(signum)
 
     def _send(self, signum: int) -> None:
         assert self.proc is not None
         if self.proc.poll() is not None:
             return
-        self.ranks = sorted(set(self.ranks) | set(_descendants(self.proc.pid)))
+        self.ranks.update(_descendants(self.proc.pid))
         kill = len(self.got) >= 3
         try:
             os.killpg(self.proc.pid, signal.SIGKILL if kill else signum)
         except (ProcessLookupError, PermissionError):
             pass
         if kill:
-            for pid in self.ranks:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            self._kill_ranks(signal.SIGKILL)
+
+    def _kill_ranks(self, signum: int) -> None:
+        for pid, started in self.ranks.items():
+            if _started_at(pid) != started:  # gone (its pid perhaps another process's now)
+                continue
+            try:
+                os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def main(argv: Sequence[str]) -> int:
-    from .output import fail, say as _say, unwritable
+    from .output import fail, say as _say, unwritable, usage_error
 
     try:
         own, rest = split_arguments(argv)
@@ -234,32 +325,44 @@ def main(argv: Sequence[str]) -> int:
                 print(__doc__.strip().splitlines()[0].strip("`. ") + "\n\n" + USAGE)
                 return 0
             raise ValueError("no script to run")
+        check_torchrun_arguments(rest)
         if "trace_dir" in own and not own["trace_dir"].strip():
             raise ValueError("--trace-dir: give a folder name (an empty one would put the logs in the working directory)")
         if "output" in own:
             check_output(own["output"], own.get("trace_dir"), rest)
     except (ValueError, OSError) as exc:
-        _say(f"ipycompile torchrun: error: {exc}\n{USAGE}", sys.stderr)
-        return 2
+        return usage_error(PROG, str(exc))
     why = unwritable(own["output"]) if "output" in own else None
     if why:
-        return fail("ipycompile torchrun", why)
+        return fail(PROG, why)
     try:
         trace_dir = _trace_dir(own.get("trace_dir"))
     except (ValueError, OSError) as exc:
-        _say(f"ipycompile torchrun: error: {exc}\n{USAGE}", sys.stderr)
-        return 2
+        return usage_error(PROG, str(exc))
     env = dict(os.environ)
     if env.get("TORCH_TRACE") and env["TORCH_TRACE"] != trace_dir:
         _say(f"ipycompile torchrun: TORCH_TRACE={env['TORCH_TRACE']} replaced by {trace_dir} for this job", sys.stderr)
     env["TORCH_TRACE"] = trace_dir
     _say(f"ipycompile torchrun: the ranks' TORCH_TRACE logs go to {trace_dir}", sys.stderr)
-    with _Forwarder() as forward:
-        # its own process group: a signal to the launcher (or Ctrl-C at the terminal) reaches the job once, through it
-        proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *rest], env=env, process_group=0)
-        forward.started(proc)
-        status = proc.wait()
-    stopped = forward.got[0] if forward.got else None
+    with _Signals() as signals:
+        try:
+            return _run_and_report(rest, env, trace_dir, own, signals)
+        except _Interrupted as stop:
+            _say(f"ipycompile torchrun: stopped by {signal.Signals(stop.signum).name} while reading the job's logs; "
+                 f"they are in {trace_dir} (python -m ipycompile report {trace_dir})", sys.stderr)
+            return 128 + (signals.got[0] if signals.got else stop.signum)
+
+
+def _run_and_report(rest: list[str], env: dict, trace_dir: str, own: dict[str, str], signals: _Signals) -> int:
+    """Run torchrun, then print (and write, with ``-o``) the report of what its ranks logged."""
+    from .output import say as _say
+
+    # its own process group: a signal to the launcher (or Ctrl-C at the terminal) reaches the job once, through it
+    proc = subprocess.Popen([sys.executable, "-c", TORCHRUN, *rest], env=env, process_group=0)
+    signals.started(proc)
+    status = proc.wait()
+    signals.ended()
+    stopped = signals.got[0] if signals.got else None
     if stopped is not None:
         name = signal.Signals(stopped).name
         _say(f"ipycompile torchrun: the job was stopped by {name} (passed on to torchrun and its ranks); "

@@ -20,9 +20,9 @@ import errno
 import io
 import os
 import stat
-from typing import IO, Iterable, Iterator, Optional
+from typing import IO, Callable, Iterable, Iterator, Optional
 
-__all__ = ["atomic_writer", "write_atomic", "refuse_input", "OutputIsInputError", "REPORT_MARKER",
+__all__ = ["atomic_writer", "write_atomic", "WRITTEN_HOOKS", "refuse_input", "OutputIsInputError", "REPORT_MARKER",
            "is_ipycompile_report"]
 
 #: In the ``<head>`` of every HTML page ipycompile writes: how a page of ours is told from any other file.
@@ -53,6 +53,12 @@ def _renamed(exc: OSError, path: str) -> OSError:
     """``exc`` naming ``path`` (what the caller gave), never the temporary file."""
     out = type(exc)(exc.errno, exc.strerror or str(exc), path) if exc.errno is not None else OSError(str(exc))
     return out
+
+
+#: Functions called with the path of each file :func:`atomic_writer` has written (every output of
+#: ipycompile: a saved report, a page, a log, the command line's outputs), once it is in place: the
+#: test suite checks each page and report it writes there (tests/written_checks.py).
+WRITTEN_HOOKS: list[Callable[[str], None]] = []
 
 
 @contextlib.contextmanager
@@ -100,6 +106,8 @@ def atomic_writer(path: "str | os.PathLike[str]", mode: str = "w", *, encoding: 
         if isinstance(exc, OSError) and exc.filename in (None, tmp):  # the write failed: name the user's path
             raise _renamed(exc, given) from None
         raise
+    for hook in list(WRITTEN_HOOKS):
+        hook(target)
 
 
 def write_atomic(path: "str | os.PathLike[str]", data: "str | bytes", *, encoding: str = "utf-8") -> None:
