@@ -286,3 +286,113 @@ def test_a_break_rule_that_raises_is_counted_and_the_other_breaks_keep_their_ans
     r, _ = captured(run)
     assert [b.suggestion.title for b in r.graph_breaks] == want
     assert len(doctor_errors(r)) == 2 and all("break rule" in e for e in doctor_errors(r))
+
+
+# -- 1. code that fits the user's objects: a register_fake written from the op's schema ---------------------
+_OPS = {
+    # one argument, one tensor; its fake raises NotImplementedError (GB0087, a break)
+    "gain": ("""
+        @torch.library.custom_op("{ns}::gain", mutates_args=())
+        def gain(x: torch.Tensor) -> torch.Tensor:
+            return x * 3
+
+        @gain.register_fake
+        def _(x):
+            raise NotImplementedError
+
+        def f(x, y):
+            return gain(x).relu() + y
+    """, 1),
+    # three arguments, a list of three tensors the caller unpacks; fake raises
+    "bands": ("""
+        from typing import List
+
+        @torch.library.custom_op("{ns}::bands", mutates_args=())
+        def bands(x: torch.Tensor, shift: int, alpha: float) -> List[torch.Tensor]:
+            return [x * alpha, x + shift, x.flip(0)]
+
+        @bands.register_fake
+        def _(x, shift, alpha):
+            raise NotImplementedError
+
+        def f(x, y):
+            lo, mid, hi = bands(x, 2, 0.5)
+            return lo + mid * hi - y
+    """, 1),
+    # a list read by index, never unpacked
+    "spread": ("""
+        from typing import List
+
+        @torch.library.custom_op("{ns}::spread", mutates_args=())
+        def spread(x: torch.Tensor, y: torch.Tensor) -> List[torch.Tensor]:
+            return [x + y, x - y, x * y, x / (y.abs() + 1)]
+
+        @spread.register_fake
+        def _(x, y):
+            raise NotImplementedError
+
+        def f(x, y):
+            parts = spread(x, y)
+            return parts[0].sum() + parts[3].mean()
+    """, 1),
+    # a torch.library op with a CPU kernel only (GB0090), a tuple of two, a keyword-only default
+    "moments": ("""
+        lib = torch.library.Library("{ns}", "FRAGMENT")
+        lib.define("moments(Tensor a, Tensor b, *, float eps=1e-05) -> (Tensor, Tensor)")
+
+        def _moments(a, b, *, eps=1e-05):
+            return (a * b + eps, (a - b) ** 2)
+
+        lib.impl("moments", _moments, "CPU")
+
+        def f(x, y):
+            m, v = torch.ops.{ns}.moments(x, y, eps=0.1)
+            return (m + v).tanh()
+    """, 1),
+    # no fake at all: the compile fails (GB4315), a tuple of a tensor and a size
+    "top": ("""
+        from typing import Tuple
+
+        @torch.library.custom_op("{ns}::top", mutates_args=())
+        def top(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+            return x.clamp(min=k), x.abs()
+
+        def f(x, y):
+            a, b = top(x, 1)
+            return a * b + y
+    """, 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OPS))
+def test_a_register_fake_is_written_from_the_ops_schema_and_removes_the_break(notebook, case):
+    """Custom ops of 1 to 3 arguments returning a tensor, a list of tensors, a tuple, without a working fake:
+    the doctor's ``register_fake``, run as given, leaves a compile with no break and no failure, and the
+    compiled outputs equal eager ones."""
+    src, breaks = _OPS[case]
+    namespace = f"cls40_{case}"
+    ns = notebook("import torch\n" + textwrap.dedent(src).replace("{ns}", namespace), name=f"ops_{case}.py")
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    expected = ns["f"](x, y)
+
+    def run():
+        try:
+            return torch.compile(ns["f"], backend="eager")(x, y)
+        except Exception as exc:  # noqa: BLE001 - the op with no fake fails the compile: the report has it
+            return exc
+
+    r, (out,) = captured(run)
+    items = [*r.graph_breaks, *r.failures]
+    assert len(r.graph_breaks) == breaks, [b.reason for b in r.graph_breaks]
+    fixes = [i.suggestion for i in items if i.suggestion is not None and i.suggestion.kind == "register_fake"]
+    assert len(fixes) == 1, [(i.reason if hasattr(i, "reason") else i.type, i.suggestion) for i in items]
+    assert r.op_schemas and r.op_schemas[0].name == f"{namespace}::{case}"
+    code = fixes[0].code
+    exec(code, ns)  # noqa: S102 - the fix as a user runs it, in the notebook
+    r2, (out2,) = captured(run)
+    assert not r2.graph_breaks and not r2.failures, (code, [b.reason for b in r2.graph_breaks])
+    assert not isinstance(out2, Exception), (code, out2)
+    torch.testing.assert_close(out2, expected)
+    # the schema travels with the report
+    back = ipycompile.CompileReport.from_json(r.to_json())
+    assert back.op_schemas == r.op_schemas
