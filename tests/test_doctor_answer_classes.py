@@ -396,3 +396,83 @@ def test_a_register_fake_is_written_from_the_ops_schema_and_removes_the_break(no
     # the schema travels with the report
     back = ipycompile.CompileReport.from_json(r.to_json())
     assert back.op_schemas == r.op_schemas
+
+
+# -- 2. a setting advised with what follows it ---------------------------------------------------------------
+_AFTER_DYNAMIC_OP = """
+    import torch
+
+    def counts(x):  # torch.unique, then a Python loop over its integer values
+        u = torch.unique(x.long())
+        total = x.new_zeros(())
+        for v in u.tolist():
+            total = total + (x.long() == v).sum() * v
+        return total
+
+    def positives(x):  # masked_select, then a Python loop over the elements
+        sel = torch.masked_select(x, x > 0)
+        out = x.sum()
+        for v in sel:
+            out = out + v
+        return out
+
+    def above(x):  # boolean-mask indexing, then a loop over range of its size
+        big = x[x > 0.5]
+        n = big.numel()
+        acc = x.new_zeros(())
+        for i in range(n):
+            acc = acc + big[i] * i
+        return acc
+
+    def first_hit(x):  # nonzero, then its first index read as a Python number
+        where = torch.nonzero(x > 1)
+        k = where[0, 0].item()
+        return x[k:].sum()
+
+    def weighted(x):  # masked_select used in tensor arithmetic only: the setting keeps it in the graph
+        sel = torch.masked_select(x, x > 0)
+        return sel.sum() * 2 + x.mean()
+"""
+
+
+@pytest.mark.parametrize("name,moves", [("counts", True), ("positives", True), ("above", True), ("first_hit", True),
+                                        ("weighted", False)])
+def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the_op_lets_it_hold(notebook, name, moves):
+    """``capture_dynamic_output_shape_ops`` for an op whose result the code then loops over in Python or reads as
+    numbers only moves the break (or makes the call raise): the doctor says so and gives no setting as the fix;
+    where the code after the op needs no Python value of it, the setting is the fix. Both checked by applying
+    the setting."""
+    ns = notebook(_AFTER_DYNAMIC_OP, name="after_dynamic_op.py")
+    fn = ns[name]
+    x = torch.tensor([0.3, -1.0, 2.0, 0.7, 2.0, 3.0, 0.0])
+    expected = fn(x)
+    r, _ = captured(lambda: torch.compile(fn, backend="eager")(x))
+    first = [b for b in r.graph_breaks if b.gb_code == "GB0036"]
+    assert len(first) == 1, [(b.gb_code, b.reason) for b in r.graph_breaks]
+    s = first[0].suggestion
+    assert s is not None and s.kind == "capture_dynamic_output_shape_ops", s
+    setting = "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    # what applying the setting does, on the user's function
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        def run():
+            try:
+                return torch.compile(fn, backend="eager")(x)
+            except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
+                return exc
+
+        r2, (out,) = captured(run)
+    stays = isinstance(out, Exception) or bool(r2.graph_breaks) or bool(r2.failures)
+    assert stays == moves, (name, out, [(b.gb_code, b.frame.lineno) for b in r2.graph_breaks])
+    if moves:
+        assert setting not in s.code and not s.code, s.code
+        assert "not the fix" in s.explanation and re.search(r"line \d+", s.title), s
+    else:
+        assert s.code == setting, s
+        torch.testing.assert_close(out, expected)
+    # no other break of the function is given a setting that leaves its break either
+    for b in r.graph_breaks:
+        if b.suggestion is not None and b.suggestion.code.startswith("torch._dynamo.config."):
+            key = b.suggestion.code.split(".")[-1].split(" =")[0]
+            with torch._dynamo.config.patch(**{key: True}):
+                r3, _ = captured(run)
+            assert not any((c.gb_code, c.frame.lineno) == (b.gb_code, b.frame.lineno) for c in r3.graph_breaks), b
