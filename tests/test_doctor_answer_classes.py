@@ -476,3 +476,79 @@ def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the
             with torch._dynamo.config.patch(**{key: True}):
                 r3, _ = captured(run)
             assert not any((c.gb_code, c.frame.lineno) == (b.gb_code, b.frame.lineno) for c in r3.graph_breaks), b
+
+
+# -- 3. code the user does not own: the library's own switch, one answer per problem -------------------------
+def _tiny_model(family: str, layers: int):
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from doctor_corpus import _tiny
+
+    torch.manual_seed(0)
+    if family == "llama":
+        return _tiny.llama(layers=layers)
+    from transformers import BertConfig, BertForSequenceClassification
+
+    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, num_labels=2)
+    return BertForSequenceClassification(cfg).eval()
+
+
+def _cell_breaks(source: str, ns: dict):
+    torch._dynamo.reset()
+    run = ipycompile.run_cell(source, ns, backend="eager", runs=1, record=False)
+    return run.report
+
+
+@pytest.mark.parametrize("family,call,switch", [
+    ("llama", "out = model(ids, use_cache=False, output_hidden_states=True)", "output_hidden_states"),
+    ("bert", "out = model(ids, return_dict=True, output_attentions=True)", "output_attentions"),
+])
+def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_the_lever(family, call, switch):
+    """A transformers model, a notebook global, called with a switch (``output_hidden_states=True``) whose code
+    breaks in the library: the answer names that switch (not the other keywords of the call), written against
+    the user's own line; applied, the library's breaks under it are gone and the outputs equal eager."""
+    ids = torch.randint(3, 96, (1, 8))
+    ns = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
+    r = _cell_breaks(f"with torch.no_grad():\n    {call}\n", ns)
+    levers = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "library_switch"]
+    assert levers, [(b.gb_code, b.suggestion and b.suggestion.title) for b in r.graph_breaks]
+    for b in levers:
+        s = b.suggestion
+        assert f"`{switch}=False`" in s.title and s.title.startswith("To try"), s.title
+        assert s.code == call.replace(f"{switch}=True", f"{switch}=False"), s.code
+    # applied, on a fresh model of the same weights (the library's one-time set-up has not run on it)
+    ns2 = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
+    r2 = _cell_breaks(f"with torch.no_grad():\n    {levers[0].suggestion.code}\n", ns2)
+    sites = {(b.stop.filename, b.stop.lineno) for b in levers}
+    assert not sites & {(b.stop.filename, b.stop.lineno) for b in r2.graph_breaks}, [b.reason for b in r2.graph_breaks]
+    with torch.no_grad():
+        eager = ns2["model"](ids)
+    torch.testing.assert_close(ns2["out"].logits, eager.logits)
+    assert getattr(ns2["out"], switch.replace("output_", "")) is None  # what the switch added is gone, as said
+
+
+def test_a_library_call_without_a_switch_gets_no_switch_lever():
+    """The same model called without a switch that guards its breaks gets no switch named (``use_cache=False``
+    guards none of them)."""
+    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, use_cache=False)\n", ns)
+    assert not any(b.suggestion is not None and "use_cache" in b.suggestion.title for b in r.graph_breaks)
+
+
+def test_a_break_repeated_in_every_layer_of_a_library_model_is_one_problem_with_one_answer():
+    """A break in a library line that every layer of a model reaches is one item (grouped by the library line and
+    the reason), with one answer, whatever the number of layers: the first screen and the breaks tab count the
+    problems of a 1-layer and a 4-layer model alike."""
+    ids = torch.randint(3, 96, (1, 8))
+    answers, shown = {}, {}
+    for layers in (1, 4):
+        ns = {"torch": torch, "model": _tiny_model("llama", layers), "ids": ids}
+        r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+        assert r.graph_breaks
+        answers[layers] = sorted((b.gb_code, b.stop.lineno, b.suggestion.title) for b in r.graph_breaks)
+        assert layers == 1 or any(b.count >= layers for b in r.graph_breaks)  # a break hit once per layer ...
+        text = str(r)  # the first screen, then every tab
+        shown[layers] = {r.where(b.stop.filename, b.stop.lineno): text.count(r.where(b.stop.filename, b.stop.lineno))
+                         for b in r.graph_breaks}
+    assert answers[1] == answers[4], answers
+    assert shown[1] == shown[4], shown  # ... is shown as often with 4 layers as with 1

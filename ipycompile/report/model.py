@@ -364,6 +364,7 @@ class Kind(StrEnum):
     COMPILED_OPTIMIZER = "compiled_optimizer"
     TORCH_HINT = "torch_hint"
     LIBRARY_CODE = "library_code"
+    LIBRARY_SWITCH = "library_switch"  # a switch of the user's call under which the library code that breaks runs
     # breaks no code change of ours removes: what to do, in words
     INTERNAL_ERROR = "internal_error"
     COMPILER_DISABLE = "compiler_disable"
