@@ -9,7 +9,13 @@ the example it was seen on (CPU, backend "eager"):
    "became 0 or 1";
 3. a silent change of results said first: a recompile on a global that an ignored ``functools`` cache's
    body changes;
-4. crashes: every exception inside the doctor is counted (``doctor_errors``) and the other answers stay.
+4. crashes: every exception inside the doctor is counted (``doctor_errors``) and the other answers stay;
+5. code that fits the user's objects: a ``register_fake`` written from the op's schema (its parameters, one
+   result per result), run as given, removes the break;
+6. a setting advised with what follows it: ``capture_dynamic_output_shape_ops`` not given where the code then
+   loops over the result in Python or reads its values as numbers (checked by applying it);
+7. code the user does not own: the library's own switch of the user's call as the lever (transformers models
+   through ``run_cell``), and a break repeated in every layer one problem with one answer.
 """
 
 from __future__ import annotations
@@ -396,6 +402,24 @@ def test_a_register_fake_is_written_from_the_ops_schema_and_removes_the_break(no
     # the schema travels with the report
     back = ipycompile.CompileReport.from_json(r.to_json())
     assert back.op_schemas == r.op_schemas
+
+
+def test_the_ops_schema_travels_in_the_capture_log(tmp_path):
+    """A log read elsewhere (where the op is not registered) keeps the schema capture read: the log carries it."""
+    @torch.library.custom_op("cls40_log::gain", mutates_args=())
+    def gain(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x * k
+
+    @gain.register_fake
+    def _(x, k):
+        raise NotImplementedError
+
+    torch._dynamo.reset()
+    with ipycompile.capture(tmp_path) as cap:
+        torch.compile(lambda x: gain(x, 2) + 1, backend="eager")(torch.ones(3))
+    back = ipycompile.load_trace(cap.trace_path)
+    assert back.op_schemas == cap.report.op_schemas and back.op_schemas[0].arguments[1].name == "k"
+    assert "def _(x, k):" in back.graph_breaks[0].suggestion.code
 
 
 # -- 2. a setting advised with what follows it ---------------------------------------------------------------
