@@ -540,6 +540,7 @@ def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_th
         s = b.suggestion
         assert f"`{switch}=False`" in s.title and s.title.startswith("To try"), s.title
         assert s.code == call.replace(f"{switch}=True", f"{switch}=False"), s.code
+        assert s.first_line == s.last_line == 2  # it rewrites the user's own line of the cell
     # applied, on a fresh model of the same weights (the library's one-time set-up has not run on it)
     ns2 = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
     r2 = _cell_breaks(f"with torch.no_grad():\n    {levers[0].suggestion.code}\n", ns2)

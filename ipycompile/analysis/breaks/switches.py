@@ -127,13 +127,13 @@ def library_switch(b: GraphBreak, ctx: Context) -> Optional[Switch]:
 
 def _lever(b: GraphBreak, ctx: Context, sw: Switch) -> Suggestion:
     p, stmt = statement_at(b.frame, ctx)
-    code = ""
+    code, lines = "", (None, None)
     if p is not None and stmt is not None:
         text = p.segment(stmt)
         old = p.segment(sw.call)
         new = f"{sw.name}={not sw.value}"
         if text.count(old) == 1:
-            code = text.replace(old, new)
+            code, lines = text.replace(old, new), (stmt.lineno, stmt.end_lineno or stmt.lineno)
     user = f"`{b.frame.source_line.strip()}` at {ctx.where(b.frame)}" if b.frame.source_line else ctx.where(b.frame)
     return Suggestion(
         f"To try: `{sw.name}={not sw.value}` in your call: the library code that breaks runs only for "
@@ -144,7 +144,7 @@ def _lever(b: GraphBreak, ctx: Context, sw: Switch) -> Suggestion:
         f"with `{sw.name}={not sw.value}` in the compiled code (the outputs then lack what `{sw.name}` adds), and "
         "make the calls that need it without compiling (`with torch.compiler.set_stance(\"force_eager\"):` around "
         "them). Unverified on your cell: to try; compare the breaks and the outputs.",
-        code, Confidence.LOW, Kind.LIBRARY_SWITCH)
+        code, Confidence.LOW, Kind.LIBRARY_SWITCH, b.frame.filename if code else "", *lines)
 
 
 def with_switches(report: "CompileReport", ctx: Context) -> "CompileReport":
