@@ -9,7 +9,13 @@ the example it was seen on (CPU, backend "eager"):
    "became 0 or 1";
 3. a silent change of results said first: a recompile on a global that an ignored ``functools`` cache's
    body changes;
-4. crashes: every exception inside the doctor is counted (``doctor_errors``) and the other answers stay.
+4. crashes: every exception inside the doctor is counted (``doctor_errors``) and the other answers stay;
+5. code that fits the user's objects: a ``register_fake`` written from the op's schema (its parameters, one
+   result per result), run as given, removes the break;
+6. a setting advised with what follows it: ``capture_dynamic_output_shape_ops`` not given where the code then
+   loops over the result in Python or reads its values as numbers (checked by applying it);
+7. code the user does not own: the library's own switch of the user's call as the lever (transformers models
+   through ``run_cell``), and a break repeated in every layer one problem with one answer.
 """
 
 from __future__ import annotations
@@ -286,3 +292,288 @@ def test_a_break_rule_that_raises_is_counted_and_the_other_breaks_keep_their_ans
     r, _ = captured(run)
     assert [b.suggestion.title for b in r.graph_breaks] == want
     assert len(doctor_errors(r)) == 2 and all("break rule" in e for e in doctor_errors(r))
+
+
+# -- 1. code that fits the user's objects: a register_fake written from the op's schema ---------------------
+_OPS = {
+    # one argument, one tensor; its fake raises NotImplementedError (GB0087, a break)
+    "gain": ("""
+        @torch.library.custom_op("{ns}::gain", mutates_args=())
+        def gain(x: torch.Tensor) -> torch.Tensor:
+            return x * 3
+
+        @gain.register_fake
+        def _(x):
+            raise NotImplementedError
+
+        def f(x, y):
+            return gain(x).relu() + y
+    """, 1),
+    # three arguments, a list of three tensors the caller unpacks; fake raises
+    "bands": ("""
+        from typing import List
+
+        @torch.library.custom_op("{ns}::bands", mutates_args=())
+        def bands(x: torch.Tensor, shift: int, alpha: float) -> List[torch.Tensor]:
+            return [x * alpha, x + shift, x.flip(0)]
+
+        @bands.register_fake
+        def _(x, shift, alpha):
+            raise NotImplementedError
+
+        def f(x, y):
+            lo, mid, hi = bands(x, 2, 0.5)
+            return lo + mid * hi - y
+    """, 1),
+    # a list read by index, never unpacked
+    "spread": ("""
+        from typing import List
+
+        @torch.library.custom_op("{ns}::spread", mutates_args=())
+        def spread(x: torch.Tensor, y: torch.Tensor) -> List[torch.Tensor]:
+            return [x + y, x - y, x * y, x / (y.abs() + 1)]
+
+        @spread.register_fake
+        def _(x, y):
+            raise NotImplementedError
+
+        def f(x, y):
+            parts = spread(x, y)
+            return parts[0].sum() + parts[3].mean()
+    """, 1),
+    # a torch.library op with a CPU kernel only (GB0090), a tuple of two, a keyword-only default
+    "moments": ("""
+        lib = torch.library.Library("{ns}", "FRAGMENT")
+        lib.define("moments(Tensor a, Tensor b, *, float eps=1e-05) -> (Tensor, Tensor)")
+
+        def _moments(a, b, *, eps=1e-05):
+            return (a * b + eps, (a - b) ** 2)
+
+        lib.impl("moments", _moments, "CPU")
+
+        def f(x, y):
+            m, v = torch.ops.{ns}.moments(x, y, eps=0.1)
+            return (m + v).tanh()
+    """, 1),
+    # no fake at all: the compile fails (GB4315), a tuple of a tensor and a size
+    "top": ("""
+        from typing import Tuple
+
+        @torch.library.custom_op("{ns}::top", mutates_args=())
+        def top(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+            return x.clamp(min=k), x.abs()
+
+        def f(x, y):
+            a, b = top(x, 1)
+            return a * b + y
+    """, 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OPS))
+def test_a_register_fake_is_written_from_the_ops_schema_and_removes_the_break(notebook, case):
+    """Custom ops of 1 to 3 arguments returning a tensor, a list of tensors, a tuple, without a working fake:
+    the doctor's ``register_fake``, run as given, leaves a compile with no break and no failure, and the
+    compiled outputs equal eager ones."""
+    src, breaks = _OPS[case]
+    namespace = f"cls40_{case}"
+    ns = notebook("import torch\n" + textwrap.dedent(src).replace("{ns}", namespace), name=f"ops_{case}.py")
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    expected = ns["f"](x, y)
+
+    def run():
+        try:
+            return torch.compile(ns["f"], backend="eager")(x, y)
+        except Exception as exc:  # noqa: BLE001 - the op with no fake fails the compile: the report has it
+            return exc
+
+    r, (out,) = captured(run)
+    items = [*r.graph_breaks, *r.failures]
+    assert len(r.graph_breaks) == breaks, [b.reason for b in r.graph_breaks]
+    fixes = [i.suggestion for i in items if i.suggestion is not None and i.suggestion.kind == "register_fake"]
+    assert len(fixes) == 1, [(i.reason if hasattr(i, "reason") else i.type, i.suggestion) for i in items]
+    assert r.op_schemas and r.op_schemas[0].name == f"{namespace}::{case}"
+    code = fixes[0].code
+    exec(code, ns)  # noqa: S102 - the fix as a user runs it, in the notebook
+    r2, (out2,) = captured(run)
+    assert not r2.graph_breaks and not r2.failures, (code, [b.reason for b in r2.graph_breaks])
+    assert not isinstance(out2, Exception), (code, out2)
+    torch.testing.assert_close(out2, expected)
+    # the schema travels with the report
+    back = ipycompile.CompileReport.from_json(r.to_json())
+    assert back.op_schemas == r.op_schemas
+
+
+def test_the_ops_schema_travels_in_the_capture_log(tmp_path):
+    """A log read elsewhere (where the op is not registered) keeps the schema capture read: the log carries it."""
+    @torch.library.custom_op("cls40_log::gain", mutates_args=())
+    def gain(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x * k
+
+    @gain.register_fake
+    def _(x, k):
+        raise NotImplementedError
+
+    torch._dynamo.reset()
+    with ipycompile.capture(tmp_path) as cap:
+        torch.compile(lambda x: gain(x, 2) + 1, backend="eager")(torch.ones(3))
+    back = ipycompile.load_trace(cap.trace_path)
+    assert back.op_schemas == cap.report.op_schemas and back.op_schemas[0].arguments[1].name == "k"
+    assert "def _(x, k):" in back.graph_breaks[0].suggestion.code
+
+
+# -- 2. a setting advised with what follows it ---------------------------------------------------------------
+_AFTER_DYNAMIC_OP = """
+    import torch
+
+    def counts(x):  # torch.unique, then a Python loop over its integer values
+        u = torch.unique(x.long())
+        total = x.new_zeros(())
+        for v in u.tolist():
+            total = total + (x.long() == v).sum() * v
+        return total
+
+    def positives(x):  # masked_select, then a Python loop over the elements
+        sel = torch.masked_select(x, x > 0)
+        out = x.sum()
+        for v in sel:
+            out = out + v
+        return out
+
+    def above(x):  # boolean-mask indexing, then a loop over range of its size
+        big = x[x > 0.5]
+        n = big.numel()
+        acc = x.new_zeros(())
+        for i in range(n):
+            acc = acc + big[i] * i
+        return acc
+
+    def first_hit(x):  # nonzero, then its first index read as a Python number
+        where = torch.nonzero(x > 1)
+        k = where[0, 0].item()
+        return x[k:].sum()
+
+    def weighted(x):  # masked_select used in tensor arithmetic only: the setting keeps it in the graph
+        sel = torch.masked_select(x, x > 0)
+        return sel.sum() * 2 + x.mean()
+"""
+
+
+@pytest.mark.parametrize("name,moves", [("counts", True), ("positives", True), ("above", True), ("first_hit", True),
+                                        ("weighted", False)])
+def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the_op_lets_it_hold(notebook, name, moves):
+    """``capture_dynamic_output_shape_ops`` for an op whose result the code then loops over in Python or reads as
+    numbers only moves the break (or makes the call raise): the doctor says so and gives no setting as the fix;
+    where the code after the op needs no Python value of it, the setting is the fix. Both checked by applying
+    the setting."""
+    ns = notebook(_AFTER_DYNAMIC_OP, name="after_dynamic_op.py")
+    fn = ns[name]
+    x = torch.tensor([0.3, -1.0, 2.0, 0.7, 2.0, 3.0, 0.0])
+    expected = fn(x)
+    r, _ = captured(lambda: torch.compile(fn, backend="eager")(x))
+    first = [b for b in r.graph_breaks if b.gb_code == "GB0036"]
+    assert len(first) == 1, [(b.gb_code, b.reason) for b in r.graph_breaks]
+    s = first[0].suggestion
+    assert s is not None and s.kind == "capture_dynamic_output_shape_ops", s
+    setting = "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    # what applying the setting does, on the user's function
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        def run():
+            try:
+                return torch.compile(fn, backend="eager")(x)
+            except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
+                return exc
+
+        r2, (out,) = captured(run)
+    stays = isinstance(out, Exception) or bool(r2.graph_breaks) or bool(r2.failures)
+    assert stays == moves, (name, out, [(b.gb_code, b.frame.lineno) for b in r2.graph_breaks])
+    if moves:
+        assert setting not in s.code and not s.code, s.code
+        assert "not the fix" in s.explanation and re.search(r"line \d+", s.title), s
+    else:
+        assert s.code == setting, s
+        torch.testing.assert_close(out, expected)
+    # no other break of the function is given a setting that leaves its break either
+    for b in r.graph_breaks:
+        if b.suggestion is not None and b.suggestion.code.startswith("torch._dynamo.config."):
+            key = b.suggestion.code.split(".")[-1].split(" =")[0]
+            with torch._dynamo.config.patch(**{key: True}):
+                r3, _ = captured(run)
+            assert not any((c.gb_code, c.frame.lineno) == (b.gb_code, b.frame.lineno) for c in r3.graph_breaks), b
+
+
+# -- 3. code the user does not own: the library's own switch, one answer per problem -------------------------
+def _tiny_model(family: str, layers: int):
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from doctor_corpus import _tiny
+
+    torch.manual_seed(0)
+    if family == "llama":
+        return _tiny.llama(layers=layers)
+    from transformers import BertConfig, BertForSequenceClassification
+
+    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, num_labels=2)
+    return BertForSequenceClassification(cfg).eval()
+
+
+def _cell_breaks(source: str, ns: dict):
+    torch._dynamo.reset()
+    run = ipycompile.run_cell(source, ns, backend="eager", runs=1, record=False)
+    return run.report
+
+
+@pytest.mark.parametrize("family,call,switch", [
+    ("llama", "out = model(ids, use_cache=False, output_hidden_states=True)", "output_hidden_states"),
+    ("bert", "out = model(ids, return_dict=True, output_attentions=True)", "output_attentions"),
+])
+def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_the_lever(family, call, switch):
+    """A transformers model, a notebook global, called with a switch (``output_hidden_states=True``) whose code
+    breaks in the library: the answer names that switch (not the other keywords of the call), written against
+    the user's own line; applied, the library's breaks under it are gone and the outputs equal eager."""
+    ids = torch.randint(3, 96, (1, 8))
+    ns = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
+    r = _cell_breaks(f"with torch.no_grad():\n    {call}\n", ns)
+    levers = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "library_switch"]
+    assert levers, [(b.gb_code, b.suggestion and b.suggestion.title) for b in r.graph_breaks]
+    for b in levers:
+        s = b.suggestion
+        assert f"`{switch}=False`" in s.title and s.title.startswith("To try"), s.title
+        assert s.code == call.replace(f"{switch}=True", f"{switch}=False"), s.code
+        assert s.first_line == s.last_line == 2  # it rewrites the user's own line of the cell
+    # applied, on a fresh model of the same weights (the library's one-time set-up has not run on it)
+    ns2 = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
+    r2 = _cell_breaks(f"with torch.no_grad():\n    {levers[0].suggestion.code}\n", ns2)
+    sites = {(b.stop.filename, b.stop.lineno) for b in levers}
+    assert not sites & {(b.stop.filename, b.stop.lineno) for b in r2.graph_breaks}, [b.reason for b in r2.graph_breaks]
+    with torch.no_grad():
+        eager = ns2["model"](ids)
+    torch.testing.assert_close(ns2["out"].logits, eager.logits)
+    assert getattr(ns2["out"], switch.replace("output_", "")) is None  # what the switch added is gone, as said
+
+
+def test_a_library_call_without_a_switch_gets_no_switch_lever():
+    """The same model called without a switch that guards its breaks gets no switch named (``use_cache=False``
+    guards none of them)."""
+    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, use_cache=False)\n", ns)
+    assert not any(b.suggestion is not None and "use_cache" in b.suggestion.title for b in r.graph_breaks)
+
+
+def test_a_break_repeated_in_every_layer_of_a_library_model_is_one_problem_with_one_answer():
+    """A break in a library line that every layer of a model reaches is one item (grouped by the library line and
+    the reason), with one answer, whatever the number of layers: the first screen and the breaks tab count the
+    problems of a 1-layer and a 4-layer model alike."""
+    ids = torch.randint(3, 96, (1, 8))
+    answers, shown = {}, {}
+    for layers in (1, 4):
+        ns = {"torch": torch, "model": _tiny_model("llama", layers), "ids": ids}
+        r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+        assert r.graph_breaks
+        answers[layers] = sorted((b.gb_code, b.stop.lineno, b.suggestion.title) for b in r.graph_breaks)
+        assert layers == 1 or any(b.count >= layers for b in r.graph_breaks)  # a break hit once per layer ...
+        text = str(r)  # the first screen, then every tab
+        shown[layers] = {r.where(b.stop.filename, b.stop.lineno): text.count(r.where(b.stop.filename, b.stop.lineno))
+                         for b in r.graph_breaks}
+    assert answers[1] == answers[4], answers
+    assert shown[1] == shown[4], shown  # ... is shown as often with 4 layers as with 1

@@ -766,10 +766,10 @@ def test_an_unknown_kind_gets_torchs_words_and_no_invented_fix():
 
 
 def test_every_kind_is_proven_here():
-    """Here, with the classes of wrong answer it rules out (tests/test_doctor_wrong_answers.py), or with the
-    kinds real users' code needed (tests/test_doctor_real_kinds.py)."""
+    """Here, with the classes of wrong answer it rules out (tests/test_doctor_wrong_answers.py,
+    tests/test_doctor_answer_classes.py), or with the kinds real users' code needed (tests/test_doctor_real_kinds.py)."""
     here = open(__file__, encoding="utf-8").read()
-    for other in ("test_doctor_wrong_answers.py", "test_doctor_real_kinds.py"):  # and the kinds real code needed
+    for other in ("test_doctor_wrong_answers.py", "test_doctor_real_kinds.py", "test_doctor_answer_classes.py"):
         here += open(os.path.join(os.path.dirname(__file__), other), encoding="utf-8").read()
     untested = [k for k in KINDS if k != "unknown" and f'"{k}"' not in here]
     assert not untested, untested

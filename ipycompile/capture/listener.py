@@ -25,8 +25,9 @@ from .builder import build_report
 from .hooks import CACHE_HIT_EVENT, CAPTURE_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
+from .schemas import op_schemas
 from .sources import notebook_sources, source_context
-from .tracefile import CONTEXT_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
+from .tracefile import CONTEXT_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SCHEMAS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 
 class Capture:
@@ -136,6 +137,9 @@ class Capture:
         if self._raw is not None and self._raw.source_context:  # the source kept around breaks and failures
             spans = [dataclasses.asdict(sp) for sp in self._raw.source_context]
             head.append(({"artifact": {"name": CONTEXT_ARTIFACT, "encoding": "json"}}, json.dumps(spans, indent=0), opened))
+        if self._raw is not None and self._raw.op_schemas:  # the custom ops' schemas, read while they were registered
+            schemas = json.dumps([dataclasses.asdict(x) for x in self._raw.op_schemas], indent=0)
+            head.append(({"artifact": {"name": SCHEMAS_ARTIFACT, "encoding": "json"}}, schemas, opened))
         if self._raw is not None and self._raw.recompile_limits:  # the global limits, to tell a function's own
             head.append(({"artifact": {"name": LIMITS_ARTIFACT, "encoding": "json"}}, json.dumps(self._raw.recompile_limits), opened))
         head += [(meta, payload, opened) for meta, payload in self._earlier_strings or []]
@@ -160,6 +164,7 @@ class Capture:
         report.torch_version = _torch_version()
         report.sources.update(self._sources if self._sources is not None else notebook_sources())
         report.source_context = source_context(report)
+        report.op_schemas = op_schemas(report)
         closed = self._limits_closed if self._limits_closed is not None else _recompile_limits()
         report.recompile_limits = {k: v for k, v in self._limits_open.items() if closed.get(k) == v}
         return report

@@ -36,6 +36,8 @@ def notebook_sources() -> dict[str, str]:
 WHOLE_FILE_LINES = 400
 #: Lines kept around a line in library code (shown, never rewritten).
 LIBRARY_CONTEXT = 3
+#: A library function a call passes through on its way to a break is kept whole up to this many lines.
+LIBRARY_FUNCTION_LINES = 120
 
 
 
@@ -63,9 +65,13 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             if line.strip():
                 recorded.setdefault(filename, {})[int(lineno)] = line
 
+    through: dict[str, set[int]] = {}  # a library's lines the user's call passes through to a break
     for b in report.graph_breaks:
         for f in [b.frame, b.break_frame, *b.user_stack, *b.callers]:
             want(f.filename, f.lineno, f.source_line)
+        for f in b.user_stack[:-1]:
+            if f.filename and f.lineno is not None and report.owner(f.filename) is Owner.LIBRARY:
+                through.setdefault(f.filename, set()).add(int(f.lineno))
     for w in getattr(report, "torch_warnings", None) or []:  # the user's line a warning of torch's names
         want(w.frame.filename, w.frame.lineno, w.frame.source_line)
     for c in report.compiles:  # the user's compiled functions (what they return: analysis/semantics.py)
@@ -95,6 +101,10 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
                 ranges = []
             elif report.owner(filename) is not Owner.USER:
                 ranges = [(max(1, n - LIBRARY_CONTEXT), min(len(lines), n + LIBRARY_CONTEXT)) for n in _valid_lines(linenos, lines)]
+                # a library function the call passes through on its way to a break: whole (when short), so
+                # that the conditions it runs the next call under can be read (`if output_attentions:`)
+                ranges += _function_ranges(lines, through.get(filename, set()) & linenos, cap=LIBRARY_FUNCTION_LINES,
+                                           named=False, whole_only=True)
             elif len(lines) <= WHOLE_FILE_LINES:
                 ranges = [(1, len(lines))]
             else:
@@ -185,15 +195,19 @@ def parseable(lines: list[str]) -> str:
     return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
 
 
-def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_LINES) -> list[tuple[int, int]]:
+def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_LINES, named: bool = True,
+                     whole_only: bool = False) -> list[tuple[int, int]]:
     """For a long file: the innermost function around each line (capped), and every
-    top-level function that such a function's body names (a ``scan`` body, a ``cond`` branch)."""
+    top-level function that such a function's body names (a ``scan`` body, a ``cond`` branch).
+    ``named=False``: not the functions it names; ``whole_only``: only functions of at most ``cap`` lines."""
     import ast
 
+    if not linenos:
+        return []
     try:
         tree = ast.parse(parseable(lines))
     except SyntaxError:
-        return [(max(1, n - 20), min(len(lines), n + 20)) for n in _valid_lines(linenos, lines)]
+        return [] if whole_only else [(max(1, n - 20), min(len(lines), n + 20)) for n in _valid_lines(linenos, lines)]
     defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name: dict[str, list] = {}
     for d in defs:
@@ -202,11 +216,16 @@ def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_
     for n in _valid_lines(linenos, lines):
         around = [d for d in defs if _first(d) <= n <= (d.end_lineno or d.lineno)]
         if not around:
-            out.append((max(1, n - 20), min(len(lines), n + 20)))
+            if not whole_only:
+                out.append((max(1, n - 20), min(len(lines), n + 20)))
             continue
         inner = max(around, key=lambda d: d.lineno)
         lo, hi = _first(inner), inner.end_lineno or inner.lineno
+        if whole_only and hi - lo + 1 > cap:
+            continue
         out.append((lo, min(hi, lo + cap - 1)))
+        if not named:
+            continue
         names = {x.id for x in ast.walk(inner) if isinstance(x, ast.Name)}
         for name in names:
             for d in by_name.get(name, []):

@@ -90,6 +90,7 @@ SUMMARY_PAYLOADS = frozenset(
         "artifact:ipycompile_sources",
         "artifact:ipycompile_code_layout",
         "artifact:ipycompile_recompile_limits",
+        "artifact:ipycompile_op_schemas",
     }
 )
 #: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
@@ -107,6 +108,9 @@ LAYOUT_ARTIFACT = "ipycompile_code_layout"
 #: was open (``CompileReport.recompile_limits``): whether a limit hit was the global one or one given
 #: to torch.compile for the function, read anywhere as live.
 LIMITS_ARTIFACT = "ipycompile_recompile_limits"
+#: The artifact a capture's log carries for the schemas of the custom ops its breaks name
+#: (``CompileReport.op_schemas``), read from torch's registry while the ops were registered.
+SCHEMAS_ARTIFACT = "ipycompile_op_schemas"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
@@ -114,7 +118,8 @@ _SUMMARY_WITHOUT_PAYLOAD = frozenset(
 
 #: Artifacts the reader itself reads (properties of the file), not passed on as events.
 _READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}",
-                        f"artifact:{LAYOUT_ARTIFACT}", f"artifact:{LIMITS_ARTIFACT}"})
+                        f"artifact:{LAYOUT_ARTIFACT}", f"artifact:{LIMITS_ARTIFACT}",
+                        f"artifact:{SCHEMAS_ARTIFACT}"})
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 
@@ -185,6 +190,7 @@ class _Reader:
         self.sources: dict[str, str] = {}
         self.source_context: list[dict] = []
         self.recompile_limits: dict[str, int] = {}
+        self.op_schemas: list[dict] = []
         self.layout = CodeLayout()  # filled in place from LAYOUT_ARTIFACT (the builder holds the same object)
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
@@ -461,6 +467,9 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             elif cur_key == "artifact:" + LIMITS_ARTIFACT:  # written by ipycompile.capture: the global limits
                 if isinstance(data, dict):
                     rd.recompile_limits.update({str(k): v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)})
+            elif cur_key == "artifact:" + SCHEMAS_ARTIFACT:  # written by ipycompile.capture: custom ops' schemas
+                if isinstance(data, list):
+                    rd.op_schemas.extend(d for d in data if isinstance(d, dict))
             elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
@@ -651,7 +660,21 @@ def read_trace(
 
         report.source_context = source_context(report)
     report.recompile_limits = dict(reader.recompile_limits)
+    report.op_schemas = _schemas(reader.op_schemas)
     return report
+
+
+def _schemas(items: list[dict]) -> list:
+    from ..report.model import OpSchema
+    from ..report.serialize import from_jsonable
+
+    out = []
+    for d in items:
+        try:
+            out.append(from_jsonable(OpSchema, d))
+        except Exception:  # noqa: BLE001 - a schema this reader cannot use: the doctor writes less for that op
+            continue
+    return out
 
 
 def _spans(items: list[dict]) -> list:

@@ -40,6 +40,8 @@ __all__ = [
     "Kind",
     "Confidence",
     "SourceSpan",
+    "OpArgument",
+    "OpSchema",
     "GraphBreak",
     "TorchDetail",
     "UnrolledLoop",
@@ -362,6 +364,7 @@ class Kind(StrEnum):
     COMPILED_OPTIMIZER = "compiled_optimizer"
     TORCH_HINT = "torch_hint"
     LIBRARY_CODE = "library_code"
+    LIBRARY_SWITCH = "library_switch"  # a switch of the user's call under which the library code that breaks runs
     # breaks no code change of ours removes: what to do, in words
     INTERNAL_ERROR = "internal_error"
     COMPILER_DISABLE = "compiler_disable"
@@ -543,6 +546,30 @@ class SourceSpan:
 
 
 @dataclass
+class OpArgument:
+    """One argument of an operator's schema, as the schema writes it."""
+
+    name: str  # "x", "alpha"
+    type: str  # "Tensor", "Tensor?", "Tensor[]", "int", "SymInt[]", "float", "bool", "str", "Scalar"
+    default: Optional[str] = None  # its default as the schema writes it ("1.0", "None"); None: it has none
+    kwarg_only: bool = False  # after ``*`` in the schema
+    mutated: bool = False  # written by the op (``Tensor(a!)``)
+
+
+@dataclass
+class OpSchema:
+    """A custom operator's signature, read by capture from torch's operator registry while the op
+    was known (``torch.ops.ns.op.overload._schema``): what the doctor writes a ``register_fake``
+    from, argument by argument and result by result. Plain data: the doctor never imports torch."""
+
+    name: str  # "mylib::op"
+    overload: str = ""  # "" for the default overload
+    arguments: list[OpArgument] = field(default_factory=list)
+    returns: list[str] = field(default_factory=list)  # the results' types: ["Tensor"], ["Tensor[]"], ["Tensor", "int"]
+    text: str = ""  # the schema as torch writes it: "mylib::op(Tensor x, int k) -> Tensor[]"
+
+
+@dataclass
 class TorchDetail:
     """What torch's words about a break or failure name, read by capture
     (``capture/parse/context.py``) from its developer debug context, explanation and text:
@@ -574,6 +601,7 @@ class TorchDetail:
     fake_args: list[str] = field(default_factory=list)  # its arguments as torch printed them
     fake_kwargs: str = ""
     fake_missing: bool = False  # no fake at all (else: a fake that raises)
+    fake_overload: str = ""  # the op's overload torch named ("default"), where it did
     iterator_type: str = ""  # a builtin iterator torch cannot step through: "list_iterator"
     #: a special method implemented in C that torch has no model of (torch 2.14's GB9493): the method
     #: ("__iter__") and the type it belongs to ("dict_items")

@@ -30,6 +30,7 @@ from .model import (
     RawArtifact,
     Recompile,
     ShapeGuard,
+    OpSchema,
     SourceSpan,
     Stats,
     TorchWarning,
@@ -145,6 +146,8 @@ class CompileReport:
     # compiles, graphs, breaks, recompiles, kernels, ... are then that run's, diagnosed, with this run's profile
     reused_from: str = ""
     source_context: list[SourceSpan] = field(default_factory=list)  # code around breaks and failures, at capture
+    #: the schemas of the custom operators the breaks and failures name, read from torch's registry at capture
+    op_schemas: list[OpSchema] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
     origin: Optional[TraceOrigin] = None  # set when read from a TORCH_TRACE log (ipycompile.load_trace); None: captured here
     # where code lived where this was captured (whose code a file is: report.owners); None: judged by path shape
@@ -276,6 +279,13 @@ class CompileReport:
             return cls.from_json(text)
         except ValueError as exc:
             raise ReportFormatError(f"{name}: {exc}") from None
+
+    def op_schema(self, name: str, overload: str = "") -> Optional[OpSchema]:
+        """The schema capture kept for the custom operator ``name`` ("mylib::op"), of ``overload``
+        where one was named (else the default overload's); None where none was kept."""
+        found = [s for s in self.op_schemas if s.name == name]
+        want = "" if overload in ("", "default") else overload
+        return next((s for s in found if s.overload == want), found[0] if found and not want else None)
 
     def where(self, filename: str, lineno: Optional[int] = None) -> str:
         """A place as the user knows it: ``In [7], line 3`` for notebook cells,

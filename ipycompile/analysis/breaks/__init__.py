@@ -24,6 +24,7 @@ from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion
 from ..source import Sources
 from .base import Context, Facts, Rule, in_library, unknown
 from .rules import RULES
+from .switches import with_switches
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...report import CompileReport
@@ -35,6 +36,8 @@ KINDS: dict[str, str] = {
     **{str(r.kind): r.doc for r in RULES},
     str(Kind.LIBRARY_CODE): "a break whose fix would be a change to code the user does not own (a library's, torch's): "
                             "where it is, torch's words, and what the user can do instead",
+    str(Kind.LIBRARY_SWITCH): "a break in library code that runs only under a switch the user's call passes "
+                              "(`output_attentions=True`): that switch, as the lever to try",
     str(Kind.UNKNOWN): "a kind the doctor does not know: torch's own explanation and hints, no specific fix",
 }
 
@@ -55,8 +58,13 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
             continue
         failures.append(dataclasses.replace(f, suggestion=_guarded(lambda f=f: suggest_for_failure(f, ctx),
                                                                    Facts.of_failure(f, ctx))))
+    fixed = dataclasses.replace(report, graph_breaks=breaks, failures=failures)
+    try:
+        fixed = with_switches(fixed, ctx)
+    except Exception as exc:  # noqa: BLE001 - the levers are extra: the rules' answers stay, and it is counted
+        _ERRORS.append(("library switches", exc))
     errors, _ERRORS[:] = list(_ERRORS), []
-    return noted(_settings_together(dataclasses.replace(report, graph_breaks=breaks, failures=failures)),
+    return noted(_settings_together(fixed),
                  "suggest_break_fixes", errors)
 
 

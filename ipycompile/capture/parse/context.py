@@ -53,8 +53,12 @@ _FUNCTION = re.compile(r"<function (?P<name>[\w.<>]+) at 0x")
 _ALIAS = re.compile(r"(?P<how>Output-to-output|Input-to-output) aliasing detected at nodes (?P<a>\w+) and (?P<b>\w+)")
 _MARKED = re.compile(r"You marked (?P<src>\S+?)\.size\(\)\[(?P<dim>\d+)\] as dynamic but your code specialized it "
                      r"to be a constant \((?P<value>[^)]*)\)")
-_FAKE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\(\*\((?P<args>.*?)\),? \*\*\{(?P<kw>.*?)\}\): got "
+_FAKE = re.compile(r"call_function (?P<ns>\w+)\.(?P<op>\w+)(?:\.(?P<overload>\w+))?\(\*\((?P<args>.*?)\),? \*\*\{(?P<kw>.*?)\}\): got "
                    r"(?P<error>NotImplementedError|RuntimeError\('There was no fake impl registered)", re.S)
+#: an operator torch has no fake kernel for at all (GB0090: a ``torch.library`` op with only a device kernel)
+_UNSUPPORTED_OP = re.compile(r"unsupported operator: (?P<ns>\w+)\.(?P<op>\w+)(?:\.(?P<overload>\w+))?")
+#: torch's own namespaces: an operator of these is not the user's to give a fake
+_TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_c10d_functional", "c10d", "inductor"})
 _FAKE_ARG = re.compile(r"FakeTensor\(\.\.\., size=\([^)]*\)\)|[^,]+")
 _ITERATOR = re.compile(r"not implemented for (?P<type>\w+)|next\((?P<it>\w+)\)")
 #: torch 2.14's "C-implemented special method without VariableTracker model" (GB9493): the method and its type
@@ -132,6 +136,10 @@ def _read(d: TorchDetail, context: str, explanation: str, text: str) -> None:
         d.fake_args = [a.strip() for a in _FAKE_ARG.findall(m.group("args")) if a.strip()]
         d.fake_kwargs = m.group("kw").strip()
         d.fake_missing = "no fake impl" in m.group("error")
+        d.fake_overload = m.group("overload") or ""
+    m = _UNSUPPORTED_OP.search(context)
+    if m and not d.fake_op and m.group("ns") not in _TORCH_NAMESPACES:
+        d.fake_op, d.fake_overload, d.fake_missing = f"{m.group('ns')}::{m.group('op')}", m.group("overload") or "", True
     m = _ITERATOR.search(context)
     if m:
         d.iterator_type = m.group("type") or m.group("it")

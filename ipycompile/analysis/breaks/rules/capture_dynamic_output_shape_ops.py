@@ -48,22 +48,36 @@ def _into_unchecked_call(f: Facts, ctx: Context) -> bool:
 _SIZE_METHODS = {"size", "numel", "nelement", "dim", "item", "any", "all", "tolist"}
 
 
-def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str]:
-    """``(line, code)`` of a condition, after the break's line in its function, on the size of what the
-    line makes (``x = x[mask]`` then ``if not x.shape[0]:``; ``idx = torch.nonzero(m)`` then
-    ``if idx.numel() == 0:``); ``(0, "")`` where there is none. With the setting, that size is an unbacked
-    symbol (``u0``), and a branch on it breaks there (``if keep.numel() == 0``) or raises
-    ``GuardOnDataDependentSymNode`` (``if not x.shape[0]``): the break moves, or becomes a failure. ``(-1, "")`` where the function's code after the line is not at hand."""
+def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str, str]:
+    """``(line, code, how)`` of the first use, after the break's line in its function, that needs a Python
+    value of what the line makes, ``how`` saying which:
+
+    * ``"branch"``: a condition on its size (``x = x[mask]`` then ``if not x.shape[0]:``; ``idx =
+      torch.nonzero(m)`` then ``if idx.numel() == 0:``);
+    * ``"loop"``: a Python loop over its elements or its size (``for v in sel:``, ``for v in u.tolist():``,
+      ``for i in range(n)`` with ``n = pos.numel()``);
+    * ``"number"``: its values as Python numbers (``u.tolist()``, ``idx[0].item()``).
+
+    ``(0, "", "")`` where there is none. With the setting that size is an unbacked symbol (``u0``) with no value
+    while tracing: each such use breaks there or raises ``GuardOnDataDependentSymNode``: the break moves, or
+    becomes a failure. ``(-1, "", "")`` where the function's code after the line is not at hand."""
     p, stmt = statement_at(f.stop, ctx)
     if p is None or stmt is None:
-        return -1, ""
+        return -1, "", ""
     made = {t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
     if not made:
-        return 0, ""  # an expression whose result is used at once (returned, passed on): nothing branches on it later
+        return 0, "", ""  # an expression whose result is used at once (returned, passed on): nothing branches on it later
     fn = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     scope = fn if fn is not None else p.tree  # code at the top level (a notebook cell): the kept span is all of it
+    after = stmt.end_lineno or stmt.lineno
+    loop = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.For, ast.While))), None)
 
-    def on_size(node: ast.AST) -> bool:
+    def later(n: ast.AST) -> bool:
+        line = getattr(n, "lineno", 0)
+        return line > after or (loop is not None and loop.lineno <= line <= (loop.end_lineno or loop.lineno))
+
+    def size_of(node: ast.AST) -> bool:
+        """Whether ``node`` reads the size of what the line made (``x.shape[0]``, ``len(x)``, ``x.numel()``)."""
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in made:
                 parent = p.parents.get(n)
@@ -75,16 +89,22 @@ def _branch_on_size(f: Facts, ctx: Context) -> tuple[int, str]:
                     return True
         return False
 
-    after = stmt.end_lineno or stmt.lineno
-    loop = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.For, ast.While))), None)
+    # names given the made value's size, one step on (``n = pos.numel()``): a loop over range(n) needs it too
+    sizes = {t.id for n in ast.walk(scope) if isinstance(n, ast.Assign) and later(n) and size_of(n.value)
+             for t in n.targets if isinstance(t, ast.Name)}
+    found: list[tuple[int, str, str]] = []
     for n in ast.walk(scope):
         test = n.test if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else None
-        if test is None:
-            continue
-        later = n.lineno > after or (loop is not None and loop.lineno <= n.lineno <= (loop.end_lineno or loop.lineno))
-        if later and on_size(test):
-            return n.lineno, p.segment(test)
-    return 0, ""
+        if test is not None and later(n) and size_of(test):
+            found.append((n.lineno, p.segment(test), "branch"))
+        if isinstance(n, (ast.For, ast.comprehension)) and later(n.iter if isinstance(n, ast.comprehension) else n):
+            used = {m.id for m in ast.walk(n.iter) if isinstance(m, ast.Name)}
+            if used & (made | sizes):
+                found.append((getattr(n.iter, "lineno", 0), p.segment(n.iter), "loop"))
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("tolist", "item")
+                and later(n) and any(isinstance(m, ast.Name) and m.id in made for m in ast.walk(n.func.value))):
+            found.append((n.lineno, p.segment(n), "number"))
+    return min(found) if found else (0, "", "")
 
 
 #: Builtins that take a tensor and need nothing of its size beyond what torch traces.
@@ -107,30 +127,45 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if not f.in_library and _into_unchecked_call(f, ctx):
         return None  # torch's hint stays torch's words (torch_hint): unverified here
     if not f.in_library:
-        line, cond = _branch_on_size(f, ctx)
+        line, cond, how = _branch_on_size(f, ctx)
         if line < 0:
             return None  # the code after the line is not at hand: torch's words (torch_hint)
         if cond:
+            use = {"branch": f"branches on that size (`{cond}`, line {line})",
+                   "loop": f"loops over it in Python (`{cond}`, line {line}): the loop needs the number of elements",
+                   "number": f"reads its values as Python numbers (`{cond}`, line {line})"}[how]
+            title = {"branch": "a branch on it", "loop": "a Python loop over it", "number": "its values as Python numbers"}[how]
             return explained(
                 Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS,
-                f"`{op}`'s data-dependent size, then a branch on it at line {line}: torch's hint would only move the "
-                "break",
+                f"`{op}`'s data-dependent size, then {title} at line {line}: torch's hint would only move the break",
                 f"`{op}` at {path(ctx, f)} returns a tensor whose size depends on the values of its input, so torch "
                 f"stops the graph there. Its hint, `capture_dynamic_output_shape_ops`, would keep it in the graph "
-                f"with a symbolic size that has no value while tracing; but the code then branches on that size "
-                f"(`{cond}`, line {line}), and torch cannot branch on a size it does not know: with the setting the "
-                "break moves to that branch (a data-dependent branch), or the compile raises there "
-                "(GuardOnDataDependentSymNode), depending on the test. Nothing to fix if the break is "
-                "affordable (the code after it is compiled on its own). To keep it in the graph, the code must not "
-                "branch on that size: code that works for every size, 0 included, without the test, then the "
-                "setting. Check that the break is gone and the outputs unchanged.", f)
-    name = op
-    where = "library code you cannot edit" if f.in_library else "your code"
+                f"with a symbolic size that has no value while tracing; but the code then {use}, and torch cannot "
+                "know a size it has not computed: with the setting the break moves to that "
+                + {"branch": "branch", "loop": "loop", "number": "conversion"}[how] + ", or the compiled call "
+                "raises (GuardOnDataDependentSymNode) instead of breaking. So the setting is not the fix here. "
+                "Nothing to fix if the break is affordable (the code after it is compiled on its own). To keep the "
+                "op in the graph, the code after it must not need that number in Python: tensor operations over "
+                "the whole result (a sum, a comparison against all of it at once) instead of the "
+                + {"branch": "test", "loop": "loop", "number": "Python values"}[how]
+                + ", then the setting; check that the break is gone and the outputs unchanged.", f)
+    if f.in_library:  # the library's code after the op is not read here: the setting is to try, said so
+        return Suggestion(
+            "To try: capture_dynamic_output_shape_ops (unverified: the library's code after the op is not read)",
+            f"`{op}` at {path(ctx, f)} (in library code you cannot edit) returns a tensor whose size depends on the "
+            "values of its input, so torch stops the graph there. With this setting torch keeps it in the graph with "
+            "a symbolic size; whether that removes the break depends on what the library does next, which ipycompile "
+            "did not read: if it branches on that size, loops over the result in Python or reads its values as "
+            "numbers, the break moves there, or the compiled call raises (GuardOnDataDependentSymNode) instead of "
+            "breaking. Try it, and compare the breaks and the outputs. " + reset_note(),
+            "torch._dynamo.config.capture_dynamic_output_shape_ops = True", Confidence.LOW,
+            Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS)
     return Suggestion(
         "Let torch trace data-dependent output shapes: capture_dynamic_output_shape_ops",
-        f"`{name}` at {path(ctx, f)} (in {where}) returns a tensor whose size depends on the values of its input, "
-        "so torch stops the graph there. With this setting torch keeps it in the graph with a symbolic size. Code "
-        "that then branches on that size, or loops over its elements, still breaks. " + reset_note(),
+        f"`{op}` at {path(ctx, f)} (in your code) returns a tensor whose size depends on the values of its input, "
+        "so torch stops the graph there. With this setting torch keeps it in the graph with a symbolic size; the "
+        "code after it in the function neither branches on that size nor loops over the result in Python nor reads "
+        "its values as numbers, which would move the break (or make the compiled call raise). " + reset_note(),
         "torch._dynamo.config.capture_dynamic_output_shape_ops = True", Confidence.MEDIUM,
         Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS)
 

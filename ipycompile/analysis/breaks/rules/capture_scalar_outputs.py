@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ..base import Context, Facts, Rule, path, reset_note, statement_at
+from ..base import Context, Facts, Rule, explained, path, reset_note, statement_at
 from ._scalar import converted, is_item, is_tolist, one_element, scalar_calls, tolist_calls
 
 CONFIG = "torch._dynamo.config.capture_scalar_outputs = True"
@@ -35,6 +35,14 @@ def _holds(f: Facts, ctx: Context) -> bool:
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
+    if f.code == "GB0109":  # torch traces `.tolist()` of integer tensors only: no setting changes that
+        return explained(
+            Kind.CAPTURE_SCALAR_OUTPUTS, "`.tolist()` of a floating-point tensor: no setting keeps it in the graph",
+            f"{path(ctx, f)} calls `.tolist()` on a tensor that is not of an integer dtype; torch traces `.tolist()` "
+            "of integer tensors only (as symbolic integers, with `capture_scalar_outputs`), so this one breaks the "
+            "graph with that setting or without it. Nothing to fix if the break is affordable; otherwise work on the "
+            "tensor itself (tensor operations instead of a Python loop over its values), or convert it outside the "
+            "compiled function.", f)
     if not _holds(f, ctx):
         return None
     if f.in_library:
