@@ -538,7 +538,7 @@ def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_th
     assert levers, [(b.gb_code, b.suggestion and b.suggestion.title) for b in r.graph_breaks]
     for b in levers:
         s = b.suggestion
-        assert f"`{switch}=False`" in s.title and s.title.startswith("To try"), s.title
+        assert f"`{switch}=False`" in s.title and s.standing == "to try", (s.title, s.standing)
         assert s.code == call.replace(f"{switch}=True", f"{switch}=False"), s.code
         assert s.first_line == s.last_line == 2  # it rewrites the user's own line of the cell
     # applied, on a fresh model of the same weights (the library's one-time set-up has not run on it)

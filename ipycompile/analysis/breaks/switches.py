@@ -136,7 +136,7 @@ def _lever(b: GraphBreak, ctx: Context, sw: Switch) -> Suggestion:
             code, lines = text.replace(old, new), (stmt.lineno, stmt.end_lineno or stmt.lineno)
     user = f"`{b.frame.source_line.strip()}` at {ctx.where(b.frame)}" if b.frame.source_line else ctx.where(b.frame)
     return Suggestion(
-        f"To try: `{sw.name}={not sw.value}` in your call: the library code that breaks runs only for "
+        f"`{sw.name}={not sw.value}` in your call: the library code that breaks runs only for "
         f"`{sw.name}={sw.value}`",
         f"{user} passes `{sw.name}={sw.value}`. On the way to this break the library tests it: `{sw.test}` at "
         f"{ctx.where(sw.where)}{' in ' + sw.where.function if sw.where.function else ''}, and the code that breaks "
@@ -165,6 +165,6 @@ def with_switches(report: "CompileReport", ctx: Context) -> "CompileReport":
             out.append(dataclasses.replace(b, suggestion=lever))
         else:
             out.append(dataclasses.replace(b, suggestion=dataclasses.replace(
-                s, explanation=s.explanation + "\n\nAnother lever: " + lever.title[len("To try: "):] + ". "
+                s, explanation=s.explanation + "\n\nAnother lever: " + lever.title + ". "
                 + lever.explanation)))
     return dataclasses.replace(report, graph_breaks=out)

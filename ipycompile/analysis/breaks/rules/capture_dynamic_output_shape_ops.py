@@ -151,7 +151,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
                 + ", then the setting; check that the break is gone and the outputs unchanged.", f)
     if f.in_library:  # the library's code after the op is not read here: the setting is to try, said so
         return Suggestion(
-            "To try: capture_dynamic_output_shape_ops (unverified: the library's code after the op is not read)",
+            "capture_dynamic_output_shape_ops (unverified: the library's code after the op is not read)",
             f"`{op}` at {path(ctx, f)} (in library code you cannot edit) returns a tensor whose size depends on the "
             "values of its input, so torch stops the graph there. With this setting torch keeps it in the graph with "
             "a symbolic size; whether that removes the break depends on what the library does next, which ipycompile "
