@@ -1072,6 +1072,24 @@ def test_an_iterator_passed_in_is_passed_as_a_list():
     assert_close(got, expected)
 
 
+def test_a_generator_made_outside_is_passed_as_a_list():
+    def halves(t):
+        yield t / 2
+        yield t / 4
+
+    cell = "out = x + next(gen)\nout"
+    expected, report = run(cell, ns_with(POS, gen=halves(POS)))
+    # torch 2.13: "next() on generator" (GB4347); torch 2.14 steps into the generator and cannot wrap the
+    # tensor it was called with (GB0116, "Unexpected type in sourceless builder"), with no word of the generator
+    codes = {b.gb_code for b in report.graph_breaks}
+    assert codes & {"GB4347", "GB0116"}, codes
+    s = only_suggestion(report)
+    assert s.kind == "iterator_input" and "list(" in s.explanation, (s.kind, s.explanation)
+    got, after = run("out = x + values[0]\nout", ns_with(POS, values=list(halves(POS))))
+    assert_clean(after)
+    assert_close(got, expected)
+
+
 def test_a_generator_method_is_seeded_outside():
     gen = torch.Generator()
     cell = "gen.manual_seed(1)\nout = x + torch.randn(4, 4, generator=gen)\nout"

@@ -154,6 +154,21 @@ def test_the_same_iterator_passed_in_by_the_user_gets_the_list_advice_and_it_wor
     assert_close(ns["y"], X * 2.0)
 
 
+def test_a_value_torch_cannot_wrap_inside_a_library_is_not_called_an_iterator():
+    """A model copied inside compiled code (MAML's `deepcopy(self.net)`): torch stops in `copy.py` (2.14: a value
+    it cannot wrap, GB0116, as on a generator made outside; 2.13: GB4198). Nothing of the user's is iterated:
+    neither "pass a list" nor a library answer quoting it."""
+    import copy
+
+    ns = {"torch": torch, "copy": copy, "x": torch.ones(2, 4), "lin": torch.nn.Sequential(torch.nn.Linear(4, 4))}
+    _, report = run("net = copy.deepcopy(lin)\nout = net(x)", ns)
+    inside = [b for b in report.graph_breaks if b.stop.filename.endswith("copy.py")]
+    assert inside, [(b.gb_code, b.stop.filename) for b in report.graph_breaks]
+    for b in inside:
+        assert b.suggestion.kind != "iterator_input" and "list(" not in b.suggestion.explanation, (
+            b.gb_code, b.suggestion.kind, b.suggestion.explanation)
+
+
 def test_a_loop_unrolled_in_library_code_gets_no_rewrite(wronglib):
     _, report = run("y = smooth(x, 6)", {"torch": torch, "x": X, "smooth": wronglib.smooth})
     loops = report.unrolled_loops
