@@ -363,28 +363,6 @@ def kornia_ssim_loss_training():
     return step, [(torch.rand(2, 3, 16, 16),), (torch.rand(3, 3, 24, 24),)]
 
 
-@case(KORNIA + "enhance.html (adjust_gamma with a gamma per image)", requires=KO_REQ)
-def kornia_adjust_gamma():
-    import kornia
-
-    def gamma(img, g):
-        return kornia.enhance.adjust_gamma(img, g)
-
-    return gamma, [(torch.rand(2, 3, 8, 8), torch.tensor([0.8, 1.2]))]
-
-
-@case(KORNIA + "contrib.html (distance_transform of a mask)", requires=KO_REQ)
-def kornia_distance_transform():
-    import kornia
-
-    def dist(mask):
-        return kornia.contrib.distance_transform(mask)
-
-    m = torch.zeros(1, 1, 16, 16)
-    m[..., 4:8, 4:8] = 1
-    return dist, [(m,)]
-
-
 @case(KORNIA + "augmentation.module.html (RandomResizedCrop to a fixed size, batches of several sizes)", requires=KO_REQ)
 def kornia_random_resized_crop():
     import kornia.augmentation as K
@@ -526,12 +504,12 @@ def torchmetrics_confusion_matrix():
     return epoch, [(torch.randint(0, 3, (10,)), torch.randint(0, 3, (10,)))]
 
 
-@case(TM + "image/peak_signal_noise_ratio.html (PSNR of reconstructions)", requires=TM_REQ)
+@case(TM + "image/peak_signal_noise_ratio.html (PSNR of reconstructions, batches of several sizes)", requires=TM_REQ)
 def torchmetrics_psnr():
     from torchmetrics.image import PeakSignalNoiseRatio
 
-    psnr = PeakSignalNoiseRatio()
-    return psnr, [(torch.rand(2, 3, 8, 8), torch.rand(2, 3, 8, 8))]
+    psnr = PeakSignalNoiseRatio(data_range=1.0)
+    return psnr, [(torch.rand(b, 3, 8, 8), torch.rand(b, 3, 8, 8)) for b in (2, 3, 5)]
 
 
 @case(TM + "aggregation.html (MeanMetric of a running loss)", requires=TM_REQ)
@@ -555,18 +533,6 @@ def torchmetrics_pairwise_cosine():
         return pairwise_cosine_similarity(a, b)
 
     return sim, [(torch.randn(4, 8), torch.randn(5, 8)), (torch.randn(6, 8), torch.randn(3, 8))]
-
-
-@case(TM + "pages/overview.html (a MetricCollection of accuracy, precision and recall per batch)", requires=TM_REQ)
-def torchmetrics_metric_collection():
-    import torchmetrics
-
-    metrics = torchmetrics.MetricCollection([
-        torchmetrics.Accuracy(task="multiclass", num_classes=3),
-        torchmetrics.Precision(task="multiclass", num_classes=3),
-        torchmetrics.Recall(task="multiclass", num_classes=3),
-    ])
-    return metrics, [(torch.randn(8, 3), torch.randint(0, 3, (8,)))]
 
 
 # -- einops ---------------------------------------------------------------------------------------
@@ -1335,14 +1301,6 @@ def kornia_focal_loss_segmentation():
         return kornia.losses.focal_loss(head(img), target, alpha=0.5, gamma=2.0, reduction='mean')
 
     return loss_of, [(torch.rand(b, 3, 8, 8), torch.randint(0, 4, (b, 8, 8))) for b in (2, 3, 5)]
-
-
-@case(KORNIA + "augmentation.module.html (RandomErasing on a training batch)", requires=("kornia",))
-def kornia_random_erasing():
-    import kornia.augmentation as K
-
-    aug = K.RandomErasing(p=1.0)
-    return aug, [(torch.rand(2, 3, 16, 16),)]
 
 
 @case(KORNIA + "geometry.transform.html (crop_and_resize of detected boxes)", requires=("kornia",))
