@@ -375,7 +375,7 @@ def main(argv=None) -> int:
     print_cases(results)
     parts = {name: [r for r in results if r.module in mods] for name, mods in doctor_corpus.PARTS.items()}
     summaries = {name: summarize(rs, TARGET_SPECIFIC_BY_PART.get(name, TARGET_SPECIFIC)) for name, rs in parts.items() if rs}
-    s = summarize(results)
+    s = summarize(results, TARGET_SPECIFIC_BY_PART.get(args.part, TARGET_SPECIFIC))
     for name, ps in summaries.items():
         print(f"\n===== part {name} =====")
         print_summary(ps)
