@@ -55,6 +55,35 @@ def test_the_corpus_has_two_parts_and_the_real_part_is_big_enough():
         doctor_corpus.load_part("nope")
 
 
+def test_the_held_out_part_loads_is_well_formed_and_is_not_run_by_the_suite():
+    """The held-out part (issue 40) is a measurement: its cases load and are well-formed, each names the
+    page its code comes from and the libraries it needs; no other part holds them, so the suite's corpus
+    tests (which run ``pytorch-tests`` and ``real-code`` cases only) never run them; a case whose library is
+    missing is skipped with the reason, not failed."""
+    import inspect
+
+    held = doctor_corpus.load_part("held_out")
+    assert len(held) >= 80 and {c.part for c in held} == {"held_out"}
+    assert len({c.name for c in held}) == len(held)
+    assert all(c.source.startswith("https://") for c in held), [c.id for c in held if not c.source.startswith("https://")]
+    libraries = {"torch_geometric", "kornia", "torchmetrics", "einops", "torchdiffeq", "gpytorch", "e3nn"}
+    assert all(set(c.requires) <= libraries for c in held), [c.requires for c in held if not set(c.requires) <= libraries]
+    assert all(not inspect.signature(c.make).parameters for c in held)
+    others = {c.id for part in ("pytorch-tests", "real-code") for c in doctor_corpus.load_part(part)}
+    assert not others & {c.id for c in held}
+    assert doctor_corpus.HELD_OUT_MODULES and not set(doctor_corpus.HELD_OUT_MODULES) & set(
+        doctor_corpus.MODULES + doctor_corpus.REAL_MODULES)
+    # the cases that need no library are built: a function (or module) and a list of calls
+    for c in [c for c in held if not c.requires]:
+        fn, calls = c.make()
+        assert callable(fn) and isinstance(calls, list) and calls, c.id
+    # a case whose library is not installed is skipped, with why, and not counted as a case that ran
+    absent = doctor_corpus.Case("needs_absent", "https://example.org", held[0].make, module="held_out",
+                                requires=("no_such_library_for_ipycompile",))
+    r = harness.run_case(absent, fixes=False)
+    assert r.skipped.startswith("needs no_such_library_for_ipycompile") and not r.error and not r.breaks_or_recompiles
+
+
 # -- each class of wrong answer ------------------------------------------------------------------
 def test_guard_sources_and_wrapper_names_are_wrong():
     user = "def step(batch):\n    return model(batch)\n"

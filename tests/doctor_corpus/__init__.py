@@ -5,7 +5,14 @@
   not come from PyTorch's test suite: minimal repros users posted in GitHub issues of
   pytorch/pytorch and of the libraries they compile (each case names the issue), and
   library model code (transformers models from tiny configs, random weights, nothing
-  downloaded) called the way people call it. :attr:`Case.part` tells them apart.
+  downloaded) called the way people call it;
+* ``held_out`` (:data:`HELD_OUT_MODULES`): families the doctor was not tuned on (forum and
+  blog questions, and libraries called as their users call them: torch_geometric, kornia,
+  torchmetrics, einops, torchdiffeq, gpytorch, e3nn). A measurement, not a tuning set: the
+  suite does not run its cases (``benchmarks/doctor_coverage.py --part held_out`` does), and
+  a case whose library is not installed (``pip install -e .[corpus]``) is skipped with the reason.
+
+:attr:`Case.part` tells them apart.
 
 Each module holds the cases of one PyTorch test file (``misc.py`` for
 ``test/dynamo/test_misc.py``, ...). A case is a function decorated with
@@ -41,6 +48,7 @@ NOTICE files); these excerpts are used here, as test inputs, under that licence.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -71,8 +79,11 @@ REAL_MODULES = (
     "real_heldout",
 )
 
+#: The held-out part: families the doctor is measured on, never tuned on (issue 40, part 3).
+HELD_OUT_MODULES = ("held_out",)
+
 #: The parts of the corpus, by name.
-PARTS = {"pytorch-tests": MODULES, "real-code": REAL_MODULES}
+PARTS = {"pytorch-tests": MODULES, "real-code": REAL_MODULES, "held_out": HELD_OUT_MODULES}
 
 
 @dataclass
@@ -87,6 +98,7 @@ class Case:
     note: str = ""  # what differs from the test, or what torch 2.13 does with it
     module: str = ""  # the corpus module ("misc")
     config: dict = field(default_factory=dict)  # torch._dynamo.config settings the test patches
+    requires: tuple = ()  # the importable modules the case's code needs (a library it calls)
 
     @property
     def id(self) -> str:
@@ -94,18 +106,26 @@ class Case:
 
     @property
     def part(self) -> str:
-        """``"real-code"`` for a case of :data:`REAL_MODULES`, else ``"pytorch-tests"``."""
-        return "real-code" if self.module in REAL_MODULES else "pytorch-tests"
+        """The part of :data:`PARTS` the case's module is in (``"pytorch-tests"`` by default)."""
+        return next((p for p, mods in PARTS.items() if self.module in mods), "pytorch-tests")
+
+    @property
+    def missing(self) -> list[str]:
+        """The modules of :attr:`requires` that cannot be imported here (the case is skipped for them)."""
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
 
-def case(source: str, *, backend: str = "eager", note: str = "", config: "dict | None" = None, **compile_kwargs: Any):
+def case(source: str, *, backend: str = "eager", note: str = "", config: "dict | None" = None,
+         requires: "tuple[str, ...]" = (), **compile_kwargs: Any):
     """Register the decorated function as a :class:`Case` (it returns ``(fn, calls)``).
-    ``config``: the ``torch._dynamo.config`` settings the test patches; ``compile_kwargs``
+    ``config``: the ``torch._dynamo.config`` settings the test patches; ``requires``: the
+    libraries its code imports (the case is skipped where one is missing); ``compile_kwargs``
     go to ``torch.compile``."""
 
     def register(make: Callable[[], tuple[Callable, list]]) -> Case:
         mod = make.__module__.rsplit(".", 1)[-1]
-        return Case(make.__name__, source, make, backend, dict(compile_kwargs), note, mod, dict(config or {}))
+        return Case(make.__name__, source, make, backend, dict(compile_kwargs), note, mod, dict(config or {}),
+                    tuple(requires))
 
     return register
 
@@ -134,7 +154,7 @@ def load(modules: "tuple[str, ...] | list[str]" = MODULES) -> list[Case]:
 
 
 def load_part(part: str) -> list[Case]:
-    """Every case of one part (``"pytorch-tests"`` or ``"real-code"``)."""
+    """Every case of one part (``"pytorch-tests"``, ``"real-code"`` or ``"held_out"``)."""
     if part not in PARTS:
         raise ValueError(f"no corpus part {part!r}; there are {', '.join(PARTS)}")
     return load(PARTS[part])

@@ -56,6 +56,7 @@ from typing import Any, Callable, Optional
 import torch
 
 import ipycompile
+from ipycompile.analysis.doctor import doctor_errors
 from ipycompile.analysis.source import apply_suggestion, indent_of
 from ipycompile.report.model import Failure, Suggestion
 from ipycompile.run.verify import read_fix_code
@@ -196,6 +197,8 @@ class Result:
     expected_lines: list[int] = field(default_factory=list)
     items: list[Item] = field(default_factory=list)
     error: str = ""  # the case could not run at all
+    skipped: str = ""  # the case was not run: why (a library it needs is not installed)
+    doctor_errors: list[str] = field(default_factory=list)  # exceptions raised inside the doctor (each a missing answer)
     user_error: str = ""  # the case's calls raised (compiled)
     same_as_eager: Optional[bool] = None
     seconds: float = 0.0
@@ -204,7 +207,7 @@ class Result:
     def breaks_or_recompiles(self) -> bool:
         """Whether the case has something to answer: a break, a recompile, a compile error, or compiled
         outputs that differ from eager's (a silent change, answered or not)."""
-        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors or self.silent_change)
+        return bool(self.torch_breaks or self.torch_recompiles or self.torch_errors or self.silent_change) and not self.skipped
 
     @property
     def silent_change(self) -> bool:
@@ -689,6 +692,9 @@ def run_case(c: Case, fixes: bool = True) -> Result:
 
     t0 = time.perf_counter()
     res = Result(c.id, c.source, c.module)
+    if c.missing:
+        res.skipped = f"needs {', '.join(c.missing)}, not installed (pip install -e .[corpus])"
+        return res
     try:
         eager_outs, eager_err = _eager(c)
         run = _compiled_run(c)
@@ -706,6 +712,7 @@ def run_case(c: Case, fixes: bool = True) -> Result:
     # its body in eager), or another torch error (a violated constraint) that eager did not raise
     res.torch_errors = int(run.error.startswith("torch: ") or (run.error.startswith("torch-other: ") and not eager_err))
     res.report_breaks = report.graph_break_count
+    res.doctor_errors = doctor_errors(report)
     res.report_recompiles = len(report.recompiles)
     failures = [f for f in _answered(report) if isinstance(f, Failure)]
     res.report_failures = len(failures)
