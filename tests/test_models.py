@@ -44,7 +44,6 @@ from tlparse_truth import tlparse_counts, torch_trace
 pytestmark = pytest.mark.slow
 
 VOCAB, SEQ, BATCH = 256, 16, 2
-BUILD_BOUND_S = 5.0  # generous: a report of these runs builds in well under a second on a quiet machine
 
 
 # -- the comparison ------------------------------------------------------------
@@ -107,12 +106,11 @@ def traced(tmp_path, run: Callable[[], Any]) -> Traced:
 
 
 def check(t: Traced, report: ipycompile.CompileReport, what: str) -> None:
-    """The whole run and the run's own report both agree with tlparse; both build quickly."""
+    """The whole run and the run's own report both agree with tlparse. (How long the report takes to build is
+    a benchmark's figure, benchmarks/cell_latency.py, never a timed assert: these machines are shared.)"""
     assert t.whole.compiles, f"{what}: torch compiled nothing"
     assert_agrees(t.whole, t.tl, f"{what} (every record of the run)")
     assert_agrees(report, t.tl, f"{what} (the run's report)")
-    assert t.build_s < BUILD_BOUND_S, f"{what}: build_report took {t.build_s:.2f} s for {len(t.whole.compiles)} compiles"
-    assert report.profile.report_build_s < BUILD_BOUND_S, report.profile.report_build_s
 
 
 def outputs_match(report: ipycompile.CompileReport) -> None:

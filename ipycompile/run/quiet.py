@@ -55,11 +55,16 @@ def prints_to_output(handler: logging.Handler) -> bool:
     """Whether ``handler`` prints into the cell's output: torch's own stream handler (the one its
     logging settings install, on stderr as it was when torch made it), or any stream handler (not a
     file's) on ``sys.stderr`` or ``sys.stdout`` (as they are now, or the process's own)."""
-    if not isinstance(handler, logging.StreamHandler) or isinstance(handler, logging.FileHandler):
+    if isinstance(handler, logging.FileHandler):
         return False
     internal = sys.modules.get("torch._logging._internal")
-    if type(handler) is logging.StreamHandler and internal is not None and handler in getattr(internal, "handlers", ()):
+    # torch's own console handler: a StreamHandler up to torch 2.13, a Handler that follows sys.stderr
+    # (``_StderrHandler``) from 2.14
+    if internal is not None and handler in getattr(internal, "handlers", ()) and (
+            type(handler) is logging.StreamHandler or type(handler).__name__ == "_StderrHandler"):
         return True
+    if not isinstance(handler, logging.StreamHandler) and type(handler).__name__ != "_StderrHandler":
+        return False
     stream = getattr(handler, "stream", None)
     return stream is not None and any(stream is s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__))
 
