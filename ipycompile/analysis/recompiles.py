@@ -1131,7 +1131,8 @@ def _size_condition(report: "CompileReport", rc: Recompile, r: _Reason, dynamic:
     # every size that changed became a symbol in the new version (dynamic, or dynamic then specialised): the first
     # call differs from this one only in sizes a mark makes dynamic (not in a module's parameter, kept static)
     before, after = _tensor_sizes(failed), _tensor_sizes(new)
-    changed = {(p, d) for p, sizes in before.items() if len(sizes) == len(after.get(p, ()))
+    # (a tensor the new version does not guard, or a 0-dim one, changed no size)
+    changed = {(p, d) for p, sizes in before.items() if p in after and len(sizes) == len(after[p])
                for d, (a, b) in enumerate(zip(sizes, after[p])) if a != b}
     symbolic = (r.src, ch.dim) in symbols and bool(changed) and changed <= symbols
     if ch.kind == "size" and symbolic:  # the new version, at the first call's sizes

@@ -588,7 +588,7 @@ def _finish(st: _State) -> CompileReport:
     for rc in r.recompiles:
         c = st.compiles.get(rc.compile_id)
         if c is not None:
-            rc.function, rc.filename = c.function, c.filename
+            rc.function, rc.filename, rc.resumes = c.function, c.filename, c.resumes
     for rc in r.recompiles:  # the value a guarded input had when the new compile made it a symbol
         c = st.compiles.get(rc.compile_id)
         paths = {guard_path(k): v for k, v in (c.symbols if c is not None else {}).items()}

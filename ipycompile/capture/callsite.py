@@ -238,6 +238,13 @@ def _render(base: str, steps: list) -> str:
 class _Frame:
     """What the compiled frame's names mean at the user's call."""
 
+    def _frame_place(self) -> str:
+        """Where the compiled frame is, in words: its first line, or, for the code after a graph break
+        that torch compiled as a frame of its own, the line of that break."""
+        if self.resumed:
+            return f"the code after its graph break at {_place(UserFrame(self.c.filename, self.resumed[1]))}"
+        return _place(UserFrame(self.c.filename, self.c.first_line))
+
     def __init__(self, report: "CompileReport", c: Compile) -> None:
         self.report, self.c = report, c
         self.site, self.caller = user_call(report, c)
@@ -448,14 +455,14 @@ class _Frame:
             # the object whose method torch compiled as a frame of its own (an optimizer's `step` after a graph
             # break), with no call of the user's seen: its own code reads the value from `self`, no name of the user's
             whose = "torch's" if self.wrapper else "the library's" if self.library_frame else "the"
-            fn = self.where_function or self.c.function
-            place = _place(UserFrame(self.c.filename, self.c.first_line))
+            fn = _named(self.where_function or self.c.function)
+            place = self._frame_place()
             return f"a value that {whose} method `{fn}` ({place}) reads from the object it is called on"
         if g.origin == "library" and not self.caller.filename:  # no call seen: the library's function compiled on its own
-            place = _place(UserFrame(self.c.filename, self.c.first_line))
+            place = self._frame_place()
             if self.vararg and self.kwarg:  # `def wrapped(*args, **kwargs)`: a decorator's, its name means nothing
                 return f"a value library code passes on through one of its decorators ({place}), which torch compiled on its own"
-            fn = f"`{self.c.function}` ({place})"
+            fn = f"`{_named(self.c.function)}` ({place})"
             if self.library_words and path_root(self.library_words) not in ("args", "kwargs"):
                 return f"`{self.library_words}`, an argument of the library's function {fn}, which torch compiled on its own"
             return f"an argument of the library's function {fn}, which torch compiled on its own"
@@ -476,6 +483,13 @@ class _Frame:
         if g.origin == "argument" and root in self.params:
             return f"the argument passed as `{root}` to {call}{at}"
         return ""
+
+
+def _named(function: str) -> str:
+    """A frame's function as the source names it: ``scatter`` for torch's resume function
+    ``torch_dynamo_resume_in_scatter_at_48`` (the code after a graph break in ``scatter``)."""
+    origin = resume_origin(function)
+    return origin[0] if origin else function
 
 
 def _place(f: UserFrame) -> str:

@@ -717,11 +717,15 @@ class Recompile:
     #: the compiled code as the user's call names it where torch's frame is its own wrapper (``model``
     #: for ``cm = torch.compile(model)``, whose frame torch calls ``inner``); "" where ``function`` is it
     target: str = ""
+    #: where ``function`` is torch's resume function (the code after a graph break, compiled as a frame of its
+    #: own): the function it continues, as the source names it (``scatter`` for ``torch_dynamo_resume_in_scatter_at_48``)
+    resumes: str = ""
 
     @property
     def shown_function(self) -> str:
-        """The function to name to the user: ``target``, else torch's frame name."""
-        return self.target or self.function
+        """The function to name to the user: ``target``, else the function the frame continues, else torch's
+        frame name."""
+        return self.target or self.resumes or self.function
 
 
 @dataclass

@@ -186,7 +186,7 @@ def problems(r: "CompileReport") -> list[Problem]:
         what = next((rc.explanation for rc in rcs if rc.explanation), "")
         if not what and rcs[0].reasons:
             what = " ".join(r.readable(rcs[0].reasons[0]).splitlines()[0].split())
-        name = function or "?"
+        name = rcs[0].shown_function or function or "?"  # the user's name for it, not torch's resume function
         title = f"{name} recompiled {plural(len(rcs), 'time')}" + (f": {what}" if what else "")
         cost = f"{fmt_seconds(seconds)} of compiling" if seconds else ""
         if limit is not None:
