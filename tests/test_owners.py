@@ -120,7 +120,7 @@ def test_a_saved_report_answers_the_same_after_load_on_a_machine_laid_out_differ
 
     # this "machine": ipycompile, torch and the interpreter live elsewhere now
     other = tmp_path / "elsewhere"
-    monkeypatch.setattr(ipycompile, "__file__", str(other / "ipycompile" / "__init__.py"))
+    monkeypatch.setattr(layout_module, "_PACKAGE_DIR", str(other / "ipycompile"))
     monkeypatch.setattr(sys, "prefix", str(other / "venv"))
     monkeypatch.setattr(sys, "base_prefix", str(other / "python"))
     monkeypatch.setattr(sys, "exec_prefix", str(other / "venv"))
