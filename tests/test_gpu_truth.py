@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile import build_report
+from ipycompile import CompileReport, build_report
 from ipycompile.capture.parse.cudagraphs import cudagraphs_from_events, parse_skip
 from ipycompile.report import CompileReport, UserFrame
 from ipycompile.run.accuracy import NotUpcastable, check_outputs, upcast_namespace
@@ -362,6 +362,30 @@ def test_cpu_kernels_name_user_lines_through_their_graphs(cpu_cell):
     table = next(b for b in kernels_tab(r) if isinstance(b, Table))
     col = table.columns.index("user line")
     assert any(str(row[col]).startswith("line 3: out = y @ w") or "out = y @ w" in str(row[col]) for row in table.rows)
+
+
+def test_a_report_saved_before_capture_kept_its_readings_loads_with_the_same_answers(cpu_cell):
+    """What capture reads of torch's text into records when it builds a report (each kernel's source:
+    ``Kernel.code``; each graph node's user line: ``node_lines``; what a break names: ``names_collective``)
+    is read again by capture's readers when a report saved before they were kept is loaded (the fields
+    left out of its JSON): the same records, and the doctor's costs the same."""
+    from ipycompile.analysis.roofline import roofline
+
+    r = cpu_cell.report
+    fused = next(k for k in r.kernels if k.backend == "cpp")
+    assert fused.code is not None and fused.code.loops is not None and fused.code.loops.elements
+    assert {f.lineno for f in r.node_lines.values()} >= {1, 3}
+    data = r.to_dict()
+    del data["node_lines"]
+    for k in data["kernels"]:
+        del k["code"]
+    old = CompileReport.from_dict(data)
+    assert old.node_lines == r.node_lines and [k.code for k in old.kernels] == [k.code for k in r.kernels]
+
+    def costs(report):
+        return [(x.time.name, x.bytes_per_launch, x.flops_per_launch, x.how) for x in roofline(report).rows]
+
+    assert costs(old) == costs(r) and any(b for _, b, _, _ in costs(r))
 
 
 # -- 8. --profile-kernels adds the C++ option only where C++ kernels can come ------------------

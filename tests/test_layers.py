@@ -125,3 +125,58 @@ def test_no_two_modules_import_each_other():
     circles = sorted({tuple(sorted((a, b))) for a, targets in graph.items() for b in targets
                       if a in graph.get(b, ())})
     assert not circles, circles
+
+
+#: The layers above capture that may use regular expressions, each over text that is not torch's (issue 39
+#: section 3: torch's text is read in ``capture/``, once, into records; the doctor, the run layer and the views
+#: read records). Keep this list short: a new entry names the text its patterns read and why it is not torch's.
+REGEX_ALLOWED = {
+    # an input's expression in the user's names (``self.scale``, ``holder['k']``), and whether a guarded value
+    # capture recorded is an int literal
+    "analysis/recompiles.py",
+    # the name of the user's function, made an identifier for the custom op the fix defines
+    "analysis/breaks/rules/custom_op.py",
+    # a ``logging.info(`` call in the user's source line
+    "analysis/breaks/rules/reorderable_logging_functions.py",
+    # the user's ``if`` line
+    "analysis/breaks/rules/torch_cond.py",
+    # the user's argument naming a run (``%compile_history 3``)
+    "run/history_log.py",
+    # the operating system's ``/proc/self/status``
+    "run/memory.py",
+    # our own saved tags of a sweep's devices and dtypes (``torch.device('cuda')``)
+    "run/sweeps.py",
+    # our own text: a Suggestion's code (until it is a typed record, issue 39 section 2) and snapshot paths
+    "run/verify.py",
+    # syntax highlighting and excerpts of code the page shows (a lexer: no meaning read)
+    "widgets/html.py",
+}
+#: the layers over capture whose modules are checked
+REGEX_CHECKED = ("analysis", "run", "widgets")
+
+
+def regex_uses(path: Path) -> list[int]:
+    """The lines of ``path`` that import the ``re`` module (``import re``, ``import re as x``,
+    ``from re import ...``), lazy imports too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import) and any(a.name == "re" for a in n.names)]
+    lines += [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "re" and not n.level]
+    return sorted(lines)
+
+
+def test_torchs_text_is_read_in_capture_only():
+    """No module of the doctor, the run layer or the views uses a regular expression (the tool every reader
+    of torch's text here was written with), but those of :data:`REGEX_ALLOWED`; and each of those still does
+    (an entry no longer needed is removed)."""
+    found = {str(p.relative_to(PKG)): regex_uses(p) for p in modules() if layer_of(p) in REGEX_CHECKED}
+    users = {m for m, lines in found.items() if lines}
+    unexpected = {m: found[m] for m in sorted(users - REGEX_ALLOWED)}
+    assert not unexpected, (f"regular expressions outside capture/ (lines {unexpected}): read torch's text in "
+                            "capture/parse/ into a record, or add the module to REGEX_ALLOWED with why its text is not torch's")
+    assert not REGEX_ALLOWED - users, f"allowed but no longer used: {sorted(REGEX_ALLOWED - users)}"
+
+
+def test_the_regex_checker_sees_every_form(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import re\nimport os, re as rx\ndef f():\n    from re import compile\n    import ree\n")
+    assert regex_uses(probe) == [1, 2, 4]

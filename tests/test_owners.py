@@ -220,3 +220,30 @@ def test_location_tests_pass_from_a_clone_named_ipycompile_under_a_path_with_a_s
                          cwd=clone, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"copied by {how}\n{run.stdout[-6000:]}\n{run.stderr[-3000:]}"
     assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+@pytest.mark.parametrize("filename, package, expected", [
+    ("/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", "distributed", True),
+    ("C:\\venv\\Lib\\site-packages\\torch\\optim\\adam.py", "optim", True),
+    ("/src/pytorch/torch/optim/sgd.py", "optim", True),
+    ("/job/torch/distributedish/x.py", "distributed", False),
+    ("/job/train.py", "optim", False),
+    ("", "optim", False),
+])
+def test_in_torch_package_by_the_shape_of_the_path(filename, package, expected):
+    from ipycompile.report.owners import in_torch_package
+
+    assert in_torch_package(filename, package) is expected
+
+
+@pytest.mark.parametrize("filename, expected", [
+    ("/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", "transformers"),
+    ("/usr/lib/python3/dist-packages/numpy/core/x.py", "numpy"),
+    ("C:\\venv\\Lib\\site-packages\\timm\\layers\\x.py", "timm"),
+    ("/job/train.py", ""),
+    ("", ""),
+])
+def test_installed_package_is_the_folder_under_site_packages(filename, expected):
+    from ipycompile.report.owners import installed_package
+
+    assert installed_package(filename) == expected

@@ -14,6 +14,7 @@ import torch
 import ipycompile
 from ipycompile.analysis.device_peaks import device_peak
 from ipycompile.analysis.kernel_costs import launch_cost, meta_cost
+from ipycompile.capture.parse.kernel_code import with_code
 from ipycompile.analysis.roofline import roofline
 from ipycompile.report import CompileReport, Kernel, KernelLaunch, KernelTime, KernelTimes, Profile, RunSettings
 
@@ -50,16 +51,16 @@ def test_triton_kernels_bytes_are_their_buffers_and_templates_count_their_produc
     pointwise = launch_cost(KernelLaunch("triton_poi_fused_add_0", shapes, dtypes, [], 1), Kernel("triton_poi_fused_add_0", "triton", "pointwise"))
     assert pointwise.bytes == (2 * 8192 * 1024 + 1024) * 2 and pointwise.flops == 0
     assert "no FLOPs counted" in pointwise.how
-    inplace = Kernel("triton_poi_fused_gelu_0", "triton", "pointwise",
-                     source="@triton.jit\ndef triton_poi_fused_gelu_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr):\n")
+    inplace = with_code(Kernel("triton_poi_fused_gelu_0", "triton", "pointwise",
+                               source="@triton.jit\ndef triton_poi_fused_gelu_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr):\n"))
     c = launch_cost(KernelLaunch(inplace.name, [[8192, 4096], [4096], []], ["c10::Half", "c10::Half", "Scalar"], [], 1), inplace)
     assert c.bytes == (2 * 8192 * 4096 + 4096) * 2  # read and written in place
     tem = Kernel("triton_tem_fused_mm_0", "triton", "template")
     c = launch_cost(KernelLaunch(tem.name, [[8192, 1024], [1024, 4096], [8192, 4096]], ["c10::Half"] * 3, [], 1), tem)
     assert c.flops == 2 * 8192 * 1024 * 4096
-    meta = Kernel("k", "triton", "pointwise", source="inductor_meta={'kernel_name': 'k', 'kernel_num_gb': 0.0125, 'kernel_flop': 0},")
+    meta = with_code(Kernel("k", "triton", "pointwise", source="inductor_meta={'kernel_name': 'k', 'kernel_num_gb': 0.0125, 'kernel_flop': 0},"))
     assert meta_cost(meta).bytes == pytest.approx(0.0125e9) and "torch's estimate" in meta_cost(meta).how
-    assert meta_cost(Kernel("k", "triton", "pointwise", source="inductor_meta={}")) is None
+    assert meta_cost(with_code(Kernel("k", "triton", "pointwise", source="inductor_meta={}"))) is None
 
 
 def test_peaks_agree_with_torchs_own_table():
@@ -96,10 +97,10 @@ def test_cpp_kernel_bytes_from_its_loops():
         tmp3.store(out_ptr0 + static_cast<int64_t>(x0));
     }
 }"""
-    c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=src))
+    c = cpp_source_cost(with_code(Kernel("cpp_fused_0", "cpp", "reduction", source=src)))
     assert c.bytes == (512 * 256 + 256 + 512) * 4 and c.dtype == "float32"
     dynamic = src.replace("x0<static_cast<int64_t>(512L)", "x0<static_cast<int64_t>(ks0)")
-    c = cpp_source_cost(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic))
+    c = cpp_source_cost(with_code(Kernel("cpp_fused_0", "cpp", "reduction", source=dynamic)))
     assert c.bytes is None and c.how == "not estimated: dynamic shapes (loop bounds are symbols)"
 
 
@@ -274,8 +275,8 @@ def test_cpp_gemm_template_costs_2mnk_and_its_matrices_from_its_sizes(cpp_bmm):
     assert "C++ GEMM template's sizes (B=4 M=64 N=256 K=128)" in row.how and "one batch's GEMM" in row.how
     assert row.bytes_s > 0 and row.verdict == ""  # a CPU: no peak, no verdict
     # the same source without the per-batch record-function: one launch is the whole batch
-    whole = cpp_template_cost(Kernel(tem.name, "cpp", "template", source=tem.source.replace(
-        "RAIIAtenRecordFunctionHandle", "NoRecordFunction")))
+    whole = cpp_template_cost(with_code(Kernel(tem.name, "cpp", "template", source=tem.source.replace(
+        "RAIIAtenRecordFunctionHandle", "NoRecordFunction"))))
     assert whole.flops == 4 * 2 * 64 * 256 * 128 and whole.bytes == 4 * (64 * 128 + 128 * 256 + 64 * 256) * 4
 
 

@@ -155,6 +155,9 @@ def test_collective_breaks_are_found_by_their_stack_or_their_line():
     reps = {r: report(["0/0"], breaks=[("Attempted to call function marked as skipped", 1, in_dist)]) for r in range(2)}
     reps[1].graph_breaks.append(GraphBreak("Unsupported call", frame=UserFrame("/job/train.py", 20, "step", "dist.broadcast_object_list(objs)")))
     reps[1].graph_breaks.append(GraphBreak("Data-dependent branching", frame=UserFrame("/job/train.py", 30, "step", "if x.sum() > 0:")))
+    # saved and loaded, as a report saved before capture read what a break names: read at load
+    reps = {r: CompileReport.from_dict(rep.to_dict()) for r, rep in reps.items()}
+    assert [b.names_collective for b in reps[1].graph_breaks[-2:]] == [True, False]
     d = rank_divergence(reps)
     assert [c.counts for c in d.collective_breaks] == [{0: 1, 1: 1}, {0: 0, 1: 1}]
     assert len(d.graph_breaks) == 2  # the broadcast and the branch, both on rank 1 only

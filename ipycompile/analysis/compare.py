@@ -20,7 +20,6 @@ text once ``import ipycompile`` has registered the views).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
@@ -205,7 +204,8 @@ def _break_key(report: "CompileReport", b) -> tuple:
 
 
 def _kernel_key(name: str) -> str:
-    return re.sub(r"_\d+$", "", name)
+    head, sep, tail = name.rpartition("_")  # a kernel's number: triton_poi_fused_add_3 -> triton_poi_fused_add
+    return head if sep and tail.isdecimal() else name
 
 
 def _loop_key(report: "CompileReport", u) -> tuple:

@@ -5,7 +5,7 @@ Pure functions; no torch. Sources, best first, each named in :attr:`Cost.how`:
 - **torch's own estimate**: a Triton kernel compiled with Inductor's
   ``benchmark_kernel`` option carries ``kernel_num_gb`` (its inputs and outputs,
   each once: Inductor's ``estimate_kernel_num_bytes``) and ``kernel_flop`` (the
-  FLOP counter over its nodes) in its ``inductor_meta``; read from the kernel's source.
+  FLOP counter over its nodes) in its ``inductor_meta``.
 - **a C++ kernel's source** (its record-function has no inputs): each pointer
   argument's elements are the product of the ranges of the loop variables its
   accesses use (``in_ptr0 + static_cast<int64_t>(x0 + 512L*x1)``: x0 and x1),
@@ -27,6 +27,10 @@ Pure functions; no torch. Sources, best first, each named in :attr:`Cost.how`:
   gradient asked for); a Triton matmul template's from its operands' shapes.
   Elementwise and reduction kernels count no FLOPs (as torch's counter).
 
+Everything of a kernel's source is read by capture into :attr:`Kernel.code
+<ipycompile.report.Kernel.code>` (``capture/parse/kernel_code.py``); this module reads those
+records and the launches' shapes, never the text.
+
 What these cannot see: re-reads served by the L2 cache (bytes counted once may
 cost nothing, or a buffer read twice from DRAM is counted once), in-place
 buffers read and written (counted once), and broadcast inputs (counted at
@@ -36,11 +40,10 @@ their own size).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..report.model import Kernel, KernelLaunch
+from ..report.model import Kernel, KernelCode, KernelLaunch
 
 __all__ = ["COSTED_OPS", "Cost", "itemsize", "launch_cost", "meta_cost", "matmul_dtype", "cpp_source_cost",
            "cpp_template_cost", "template_mnk", "written_bytes", "DYNAMIC"]
@@ -115,8 +118,12 @@ def _concrete_ints(value: Any) -> Optional[list[int]]:
     """A recorded int list ("[2, 2]" or [2, 2]) as ints; None when not one."""
     if isinstance(value, list) and all(isinstance(v, int) for v in value):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*\[[\d,\s]*\]\s*", value):
-        return [int(v) for v in re.findall(r"\d+", value)]
+    if isinstance(value, str):  # the profiler's concrete input, as it writes it
+        inner = value.strip()
+        if inner.startswith("[") and inner.endswith("]"):
+            parts = [p.strip() for p in inner[1:-1].split(",")]
+            if all(c in "0123456789, \t\n\r\f\v" for c in inner[1:-1]):
+                return [int(p) for p in parts if p]
     if isinstance(value, int):
         return [value]
     return None
@@ -190,19 +197,18 @@ def _op_cost(launch: KernelLaunch) -> Optional[Cost]:
     return None
 
 
-_TEMPLATE_SIZE = r"^[ \t]*{}[ \t]*=[ \t]*(\d+)[ \t]*$"
+def _code(kernel: Optional[Kernel]) -> KernelCode:
+    """What capture read of the kernel's source (an empty record where it read none)."""
+    return (kernel.code if kernel is not None else None) or KernelCode()
 
 
 def template_mnk(kernel: Optional[Kernel]) -> Optional[tuple[int, int, int]]:
     """A Triton matmul template's ``M``, ``N``, ``K`` as its source declares them (``M = 8192``), or
     None (not a template, or sizes that are symbols: dynamic shapes)."""
-    if kernel is None or kernel.kind != "template" or not kernel.source:
+    if kernel is None or kernel.kind != "template":
         return None
-    sizes = [re.search(_TEMPLATE_SIZE.format(name), kernel.source, re.M) for name in "MNK"]
-    if not all(sizes):
-        return None
-    m, n, k = (int(x.group(1)) for x in sizes)
-    return m, n, k
+    mnk = _code(kernel).template_mnk
+    return (mnk[0], mnk[1], mnk[2]) if len(mnk) == 3 else None
 
 
 def _template_flops(shapes: list[list[int]], kernel: Optional[Kernel] = None) -> Optional[float]:
@@ -226,10 +232,7 @@ def _template_flops(shapes: list[list[int]], kernel: Optional[Kernel] = None) ->
 
 def _arg_names(kernel: Optional[Kernel]) -> list[str]:
     """A Triton kernel's argument names (``in_ptr0``, ``out_ptr0``, ``in_out_ptr0``, ``xnumel``), from its ``def``."""
-    if kernel is None or not kernel.source:
-        return []
-    m = re.search(rf"def {re.escape(kernel.name)}\(([^)]*)\)", kernel.source)
-    return [a.split(":")[0].strip() for a in m.group(1).split(",")] if m else []
+    return _code(kernel).args
 
 
 def _in_out(kernel: Optional[Kernel]) -> list[bool]:
@@ -275,61 +278,33 @@ def launch_cost(launch: KernelLaunch, kernel: Optional[Kernel] = None) -> Cost:
     return Cost(moved, 0.0, "its buffers' shapes, each read or written once; no matmul: no FLOPs counted", dtype)
 
 
-_META_GB = re.compile(r"""['"]kernel_num_gb['"]\s*:\s*([0-9.eE+-]+)""")
-_META_FLOP = re.compile(r"""['"]kernel_flop['"]\s*:\s*([0-9.eE+-]+)""")
-
-
 def meta_cost(kernel: Kernel) -> Optional[Cost]:
     """torch's own estimate in a Triton kernel's ``inductor_meta`` (``benchmark_kernel``): None when absent."""
-    gb = _META_GB.search(kernel.source or "")
-    if not gb:
+    code = _code(kernel)
+    if code.meta_bytes is None:
         return None
-    flop = _META_FLOP.search(kernel.source or "")
-    try:
-        return Cost(float(gb.group(1)) * 1e9, float(flop.group(1)) if flop else 0.0,
-                    "torch's estimate in the kernel's inductor_meta (kernel_num_gb, kernel_flop)")
-    except ValueError:
-        return None
+    return Cost(code.meta_bytes, code.meta_flops or 0.0,
+                "torch's estimate in the kernel's inductor_meta (kernel_num_gb, kernel_flop)")
 
 
 _C_TYPES = {"float": 4, "double": 8, "at::BFloat16": 2, "at::Half": 2, "c10::BFloat16": 2, "c10::Half": 2,
             "bfloat16": 2, "half": 2, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1, "bool": 1}
 _C_DTYPES = {"float": "float32", "double": "float64", "at::BFloat16": "bfloat16", "c10::BFloat16": "bfloat16",
              "at::Half": "float16", "c10::Half": "float16"}
-_C_PARAM = re.compile(r"^\s*(?:const\s+)?(?P<type>[\w:]+)\s*\*\s*(?:__restrict__\s+)?(?P<name>\w+)\s*$")
-_C_LOOP = re.compile(r"for\s*\(\s*int64_t\s+(?P<var>\w+)\s*=\s*(?:static_cast<int64_t>\()?(?P<lo>-?\d+)L?\)?\s*;"
-                     r"\s*(?P=var)\s*<\s*(?:static_cast<int64_t>\()?(?P<hi>-?\d+)L?\)?\s*;")
-
-
-_C_CONST = r"(?:constexpr|const)\s+int64_t\s+{}\s*=\s*(?:static_cast<int64_t>\()?\s*(?P<v>[^;]+?)\)?\s*;"
-
-
 def cpp_template_cost(kernel: Kernel) -> Optional[Cost]:
     """A C++ GEMM template's bytes and FLOPs from its declared sizes (see the module's doc); a
     :data:`DYNAMIC` cost when one of them is a symbol (``const int64_t M = ks0;``); None when
     its source is not one (no ``M``, ``N``, ``K``)."""
-    src = kernel.source or ""
-    sig = re.search(r'extern\s+"C"[^{]*?\bkernel\s*\(([^)]*)\)', src)
-    sizes: dict[str, Optional[int]] = {}
-    for name in ("M", "N", "K", "B"):
-        m = re.search(_C_CONST.format(name), src)
-        if m is None:
-            continue
-        v = m.group("v").strip().rstrip("L")
-        sizes[name] = int(v) if re.fullmatch(r"\d+", v) else None
-    if sig is None or not {"M", "N", "K"} <= set(sizes):
+    gemm = _code(kernel).gemm
+    if gemm is None:
         return None
+    sizes = gemm.sizes
     if any(v is None for v in sizes.values()):
         return Cost(how=DYNAMIC)
-    types = {}
-    for param in sig.group(1).split(","):
-        m = _C_PARAM.match(param)
-        if m and m.group("type") in _C_TYPES:
-            types[m.group("name")] = m.group("type")
+    types = {name: t for name, t in gemm.params.items() if t in _C_TYPES}
     b, m_, n, k = sizes.get("B") or 1, sizes["M"], sizes["N"], sizes["K"]
     # a launch is one call of its record-function: in a batched template that is each batch's GEMM
-    record = src.find("RAIIAtenRecordFunctionHandle")
-    per_gemm = "B" in sizes and 0 <= record < sig.start()
+    per_gemm = "B" in sizes and gemm.per_batch_record
     if per_gemm:
         b = 1
     size = lambda name: _C_TYPES.get(types.get(name, ""), 4)  # noqa: E731
@@ -346,43 +321,17 @@ def cpp_source_cost(kernel: Kernel) -> Optional[Cost]:
     """A C++ kernel's bytes from its source (see the module's doc); a :data:`DYNAMIC` cost (no
     bytes) when a loop bound is not a number (a size symbol: dynamic shapes); None when the
     source has no ``kernel(...)`` signature with pointers."""
-    src = kernel.source or ""
-    sig = re.search(r'extern\s+"C"[^(]*\bkernel\s*\(([^)]*)\)', src)
-    if not sig:
+    loops = _code(kernel).loops
+    if loops is None:
         return None
-    pointers = {}
-    for param in sig.group(1).split(","):
-        m = _C_PARAM.match(param)
-        if m and m.group("type") in _C_TYPES:
-            pointers[m.group("name")] = m.group("type")
+    pointers = {name: t for name, t in loops.params.items() if t in _C_TYPES}
     if not pointers:
         return None
-    body = src[sig.end():]
-    if re.search(r"for\s*\(\s*int64_t\s+\w+\s*=[^;]*;\s*\w+\s*<\s*(?!static_cast<int64_t>\(-?\d)(?!-?\d)", body):
+    if loops.dynamic:
         return Cost(how=DYNAMIC)  # a bound that is no number: a size symbol (ks0), dynamic shapes
-    match, stack = {}, []  # each brace's partner, to find each loop's body
-    for i, ch in enumerate(body):
-        if ch == "{":
-            stack.append(i)
-        elif ch == "}" and stack:
-            match[stack.pop()] = i
-    loops = []  # (var, span, body start, body end)
-    for m in _C_LOOP.finditer(body):
-        open_ = body.find("{", m.end())
-        if open_ >= 0 and open_ in match:
-            loops.append((m.group("var"), int(m.group("hi")) - int(m.group("lo")), open_, match[open_]))
     total = 0.0
     for name, ctype in pointers.items():
-        elements = 0
-        for m in re.finditer(rf"\b{name}\s*(?:\+|\[)", body):
-            expr = body[m.end(): m.end() + 200].split(";")[0]
-            around = [(v, n) for v, n, a, b in loops if a < m.start() < b]
-            inner: dict[str, int] = {}
-            for v, n in around:  # the innermost loop of a name wins (tail loops are separate nests)
-                inner[v] = n
-            used = [n for v, n in inner.items() if re.search(rf"\b{v}\b", expr)]
-            elements = max(elements, math.prod(used) if used else 1)
-        total += elements * _C_TYPES[ctype] * (2 if name.startswith("in_out_ptr") else 1)
+        total += loops.elements.get(name, 0) * _C_TYPES[ctype] * (2 if name.startswith("in_out_ptr") else 1)
     dtype = next((_C_DTYPES[t] for t in pointers.values() if t in _C_DTYPES), "")
     return Cost(total, 0.0, "its C++ source: each pointer's elements from the loops its accesses use "
                 "(read and written in place: twice); no matmul: no FLOPs counted", dtype)

@@ -16,34 +16,26 @@ of ranks, the failures, the slowest rank's compile time against the median
 from __future__ import annotations
 
 import os
-import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..report import CompileReport, GraphBreak
+from ..report.owners import in_torch_package
+from ..report.report import text_view
 from ..report.text import fmt_ranks, plural
-from ..report.text import printable
 
-__all__ = ["rank_divergence", "RankDivergence", "Presence", "CountDifference", "RankGroup", "CompileTimes", "is_collective_break"]
-
-#: How many entries each list of the text shows (all are in the values).
-SHOWN = 8
-
-_COLLECTIVE_WORDS = re.compile(
-    r"torch\.distributed|\bdist\.\w+\(|\bc10d\b|_c10d_functional|functional_collectives|ProcessGroup|"
-    r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast_object_list|barrier|"
-    r"isend|irecv|batch_isend_irecv|monitored_barrier)\b"
-)
-_DIST_FILE = re.compile(r"[/\\]torch[/\\]distributed[/\\]")
+__all__ = ["rank_divergence", "RankDivergence", "Presence", "CountDifference", "RankGroup", "CompileTimes", "is_collective_break",
+           "short_ranks", "ranks_word", "cid_key"]
 
 
 def is_collective_break(b: GraphBreak) -> bool:
     """Whether a graph break happened at a ``torch.distributed`` call: its user stack
-    reaches into ``torch/distributed/``, or its line or reason names a collective."""
-    if any(_DIST_FILE.search(f.filename or "") for f in b.user_stack):
+    reaches into ``torch/distributed/``, or its line or reason names a collective (read by capture:
+    ``GraphBreak.names_collective``)."""
+    if any(in_torch_package(f.filename or "", "distributed") for f in b.user_stack):
         return True
-    return bool(_COLLECTIVE_WORDS.search(" ".join((b.frame.source_line, b.reason, b.gb_type))))
+    return bool(b.names_collective)
 
 
 @dataclass
@@ -72,7 +64,7 @@ class CountDifference:
         if len(by_count) == 1:
             (n,) = by_count
             return f"{self.what}: {n}x on every rank"
-        parts = [f"{_times(n)} on {_ranks_word(rs)}" for n, rs in sorted(by_count.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+        parts = [f"{_times(n)} on {ranks_word(rs)}" for n, rs in sorted(by_count.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
         return f"{self.what}: " + "; ".join(parts)
 
 
@@ -122,7 +114,8 @@ class CompileTimes:
 
 @dataclass
 class RankDivergence:
-    """How the ranks' compiles differ; ``str()`` reads as a short text (one screen)."""
+    """How the ranks' compiles differ; ``str()`` reads as a short text (one screen: the view's,
+    ``widgets/ranks_view.py``)."""
 
     ranks: list[int]
     behaviours: list[RankGroup] = field(default_factory=list)  # ranks that compiled alike, largest group first
@@ -145,42 +138,8 @@ class RankDivergence:
         return len(self.behaviours) > 1
 
     def __str__(self) -> str:
-        all_ranks = self.ranks
-        lines = []
-        head = f"{len(all_ranks)} ranks ({_short_ranks(all_ranks)})"
-        if not self.diverged:
-            lines.append(f"{head} compiled alike: the same compile ids, graph breaks, recompiles, caches and failures")
-        else:
-            lines.append(f"{head} diverge: {len(self.behaviours)} behaviours")
-            lines += _listing(self.behaviours, lambda g: f"{_ranks_word(g.ranks)} ({len(g.ranks)}): {g.text}")
-        if self.compiles:
-            lines.append("Compiles on some ranks only (matched by function and line; ids are numbered per process):")
-            lines += _listing(self.compiles, lambda p: p.describe(all_ranks))
-        if self.compile_ids:
-            ids = sorted({cid for p in self.compile_ids for cid in p.compile_ids}, key=_cid_key)
-            shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
-            lines.append(f"Compile ids not on every rank (tlparse's check): {shown}")
-        if self.graph_breaks:
-            lines.append("Graph breaks that differ:")
-            lines += _listing(self.graph_breaks, CountDifference.describe)
-        if self.ddp_alike:
-            lines.append(f"DDP graph splits (not graph breaks), alike on every rank: {self.ddp_alike}")
-        for title, groups in (("Recompiles", self.recompiles), ("Failures", self.failures), ("Caches", self.cache),
-                              ("DDP graph splits", self.ddp_splits)):
-            if groups:
-                lines.append(f"{title} differ:")
-                lines += _listing(groups, lambda g: f"{_ranks_word(g.ranks)}: {g.text}")
-        if self.compile_time is not None:
-            lines.append("Compile time: " + self.compile_time.describe())
-        if self.collective_breaks:
-            lines.append("Graph breaks at collectives (every rank waits for the slowest one):")
-            lines += _listing(self.collective_breaks, CountDifference.describe)
-        if self.missing:
-            lines.append("Ranks not compared, or compared as far as they got:")
-            lines += _listing(sorted(self.missing.items()), lambda kv: f"rank {kv[0]}: {kv[1]}")
-        if self.unreadable:
-            lines.append("Unreadable events skipped: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(self.unreadable.items())))
-        return printable("\n".join(lines))  # reasons and names come from traces: escaped
+        render = text_view("rank_divergence")  # widgets/ranks_view.py's, registered by `import ipycompile`
+        return render(self) if render is not None else repr(self)
 
     def __repr__(self) -> str:
         state = f"{len(self.behaviours)} behaviours" if self.diverged else "alike"
@@ -190,19 +149,11 @@ class RankDivergence:
         p.text(repr(self) if cycle else str(self))
 
 
-def _listing(items: list, fmt) -> list[str]:
-    """The first SHOWN items, formatted and indented, then how many were left out."""
-    out = [f"  {fmt(x)}" for x in items[:SHOWN]]
-    if len(items) > SHOWN:
-        out.append(f"  ... and {len(items) - SHOWN} more")
-    return out
-
-
 #: Rank ranges written out in one place before the rest are counted (a line stays a line at 4,096 ranks).
 RANGES_SHOWN = 8
 
 
-def _short_ranks(ranks: list[int]) -> str:
+def short_ranks(ranks: list[int]) -> str:
     """:func:`fmt_ranks`, the first :data:`RANGES_SHOWN` ranges and a count of the others."""
     ranges = fmt_ranks(ranks).split(", ")
     if len(ranges) <= RANGES_SHOWN:
@@ -210,16 +161,16 @@ def _short_ranks(ranks: list[int]) -> str:
     return f"{', '.join(ranges[:RANGES_SHOWN])}, ... ({len(ranks)} ranks in {len(ranges)} ranges)"
 
 
-def _ranks_word(ranks: list[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_short_ranks(ranks)}"
+def ranks_word(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {short_ranks(ranks)}"
 
 
 def _where(have: list[int], all_ranks: list[int]) -> str:
     held = set(have)
     missing = [r for r in all_ranks if r not in held]
     if len(have) <= len(missing):
-        return f"only on {_ranks_word(have)}"
-    return f"on every rank but {_short_ranks(missing)}"
+        return f"only on {ranks_word(have)}"
+    return f"on every rank but {short_ranks(missing)}"
 
 
 def _times(n: int) -> str:
@@ -347,7 +298,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
         if len(rs) < len(ranks):
             by_set.setdefault(frozenset(rs), []).append(cid)
     out.compile_ids = [
-        Presence(", ".join(sorted(cids, key=_cid_key)), sorted(rs), sorted(cids, key=_cid_key))
+        Presence(", ".join(sorted(cids, key=cid_key)), sorted(rs), sorted(cids, key=cid_key))
         for rs, cids in sorted(by_set.items(), key=lambda kv: sorted(kv[0]))
     ]
     # compiles on some ranks only, matched by what they compile: frame ids count the frames a process
@@ -358,7 +309,7 @@ def rank_divergence(reports: Mapping[int, CompileReport]) -> RankDivergence:
         for key, c in pairs:
             code.setdefault(key, {})[r] = str(c.compile_id)
     out.compiles = [
-        Presence(_code_text(key, ids), sorted(ids), sorted(set(ids.values()), key=_cid_key))
+        Presence(_code_text(key, ids), sorted(ids), sorted(set(ids.values()), key=cid_key))
         for key, ids in code.items()
         if len(ids) < len(ranks)
     ]
@@ -478,10 +429,10 @@ def _code_text(key: tuple, ids: dict[int, str]) -> str:
     function, filename, line, nth, _, occurrence = key
     where = f" ({os.path.basename(filename)}:{line})" if filename else ""
     again = (f", recompile {nth}" if nth else "") + (f", #{occurrence + 1} of its kind" if occurrence else "")
-    shown = sorted(set(ids.values()), key=_cid_key)
+    shown = sorted(set(ids.values()), key=cid_key)
     return f"{function or '?'}{where}{again} [{', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}]"
 
 
-def _cid_key(text: str) -> tuple:
-    nums = [int(x) for x in re.findall(r"\d+", text)]
+def cid_key(text: str) -> tuple:
+    nums = [int(x) for x in "".join(c if c.isdecimal() else " " for c in text).split()]
     return (text.startswith("!"), nums)

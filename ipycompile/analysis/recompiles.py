@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
                             Recompile, ShapeGuard, SizeSymbol, Suggestion)
+from ..report.owners import installed_package
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -600,8 +601,7 @@ def _unbacked_in_library(r: _Reason, rc: Recompile) -> Suggestion:
     here can see in a library's code (on transformers' Llama the mark made it compile again and again, past
     the recompile limit), so the answer is what torch does, in words."""
     ch, x = r.change, r.change.subject
-    path = rc.filename.replace("\\", "/")
-    package = re.split(r"/(?:site|dist)-packages/", path)[-1].split("/", 1)[0] if "-packages/" in path else ""
+    package = installed_package(rc.filename)
     where = f"`{package}`'s" if package and package.isidentifier() else "a library's"
     return Suggestion(
         f"mark_unbacked: dim {ch.dim} of `{x}` is 0 or 1 in one call: such a size has a version of its own, compiled once",

@@ -5,6 +5,7 @@ The names below are imported when first used (:pep:`562`): reading a log file
 """
 
 from ..report.lazy import lazy_names
+from ..report.report import register_load_fill
 
 __all__ = [
     "capture",
@@ -29,3 +30,14 @@ _LAZY = {
 }
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
+
+
+def _fill_loaded(report) -> None:
+    """What capture reads of torch's text for a report saved before the record was kept (its readers
+    loaded only then): run on each loaded report (``report.register_load_fill``)."""
+    from .parse.saved import fill
+
+    fill(report)
+
+
+register_load_fill(_fill_loaded)

@@ -36,9 +36,9 @@ from .parse.dumped import dumped_file_name
 from .parse.failures import parse_failure
 from .parse.fx import collective_calls, graph_nodes, layer_inputs
 from .parse.frames import parse_traceback, raising_frame, resume_origin, user_stack_text
-from .parse.graph_breaks import parse_graph_break
+from .parse.graph_breaks import names_collective, parse_graph_break
 from .parse.kernels import parse_output_code
-from .parse.provenance import attach_user_lines, kernel_stack_traces
+from .parse.provenance import attach_user_lines, graph_node_lines, kernel_stack_traces, user_lines_by_node
 from .callsite import name_guarded_values
 from .parse.guards import guard_path, parse_guard_failure, parse_guard_tree
 from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, symbols_of
@@ -613,8 +613,12 @@ def _finish(st: _State) -> CompileReport:
         if info:
             k.info = info
     r.graph_breaks = list(st.breaks.values())
+    for b in r.graph_breaks:
+        b.names_collective = names_collective(b)
     r.compile_time = compile_time(st.chromium, r.compiles)
-    attach_user_lines(r.kernels, r.graphs, st.provenance)
+    node_maps = graph_node_lines(r.graphs)
+    attach_user_lines(r.kernels, r.graphs, st.provenance, node_maps)
+    r.node_lines = user_lines_by_node(node_maps)
     r.autotuning = merge_feedback(autotune_from_events(st.chromium), st.autotune_feedback)
     link_kernels(r.autotuning, r.kernels)
     skip_reasons = {c.compile_id: str(c.metrics["cudagraph_skip_reason"]) for c in r.compiles

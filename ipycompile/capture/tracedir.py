@@ -136,7 +136,8 @@ def find_rank_logs(directory: str, *, strict: bool = False) -> tuple[dict[int, s
 
 def slim(report: CompileReport) -> CompileReport:
     """The report with what a comparison of ranks never reads dropped (graph code, guard trees,
-    kernel sources, the compile-time timeline, raw artifacts, every other metric): a few KB."""
+    kernel sources, each node's user line, the compile-time timeline, raw artifacts, every other
+    metric): a few KB."""
     for g in report.graphs:
         g.code = ""
     for gs in report.guards:
@@ -152,6 +153,7 @@ def slim(report: CompileReport) -> CompileReport:
     for c in report.compiles:
         c.metrics = {}
     report.artifacts = []
+    report.node_lines = {}
     report.compile_time = CompileTime(report.compile_time.total_s, report.compile_time.phases, report.compile_time.by_compile)
     return report
 

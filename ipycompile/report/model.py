@@ -25,6 +25,9 @@ except ImportError:  # Python 3.10
 __all__ = [
     "CompileId",
     "KeptState",
+    "KernelCode",
+    "CppGemm",
+    "CppLoops",
     "UserFrame",
     "CacheStatus",
     "Compile",
@@ -654,6 +657,9 @@ class GraphBreak:
     #: the settings torch's hints name, as code ("torch._dynamo.config.capture_scalar_outputs = True"), read by capture
     hinted_settings: list[str] = field(default_factory=list)
     said: TorchDetail = field(default_factory=TorchDetail)  # what torch's words name, read by capture
+    #: its line, torch's reason or break kind names a ``torch.distributed`` collective (``dist.all_reduce(``,
+    #: ``ProcessGroup``, ``barrier``), read by capture; None: a report saved before it was read
+    names_collective: Optional[bool] = None
 
     @property
     def stop(self) -> UserFrame:
@@ -1078,6 +1084,48 @@ def collective_kind(name: str) -> str:
 
 
 @dataclass
+class CppGemm:
+    """A C++ GEMM template (max-autotune's ``CppGemmTemplate`` / ``CppBmmTemplate``) as its source
+    declares it, read by capture (``capture/parse/kernel_code.py``): ``sizes`` ``M``, ``N``, ``K``
+    and a batched one's ``B`` (None for a symbol: dynamic shapes), the pointer parameters of its
+    ``kernel(...)`` with their C types (``{"X": "bfloat16"}``), and ``per_batch_record``: its
+    record-function opens in each batch's GEMM (a launch there is one GEMM)."""
+
+    sizes: dict[str, Optional[int]] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    per_batch_record: bool = False
+
+
+@dataclass
+class CppLoops:
+    """A C++ kernel's pointer parameters (name -> C type) and the elements each one's accesses touch
+    (the product of the loop ranges an access uses), read by capture; ``dynamic``: a loop bound is a
+    size symbol, no elements counted."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    elements: dict[str, int] = field(default_factory=dict)
+    dynamic: bool = False
+
+
+@dataclass
+class KernelCode:
+    """What capture read of a kernel's source for its costs (``capture/parse/kernel_code.py``; the
+    doctor's :mod:`ipycompile.analysis.kernel_costs` reads it): a Triton kernel's argument names
+    (``in_ptr0``, ``out_ptr0``, ``in_out_ptr0``, ``xnumel``), a Triton matmul template's ``M``,
+    ``N``, ``K`` ([] when not declared as numbers), torch's own estimate from its ``inductor_meta``
+    (bytes, FLOPs; None when absent), the record-functions a C++ kernel opens, and a C++ kernel's
+    GEMM template sizes or loops."""
+
+    args: list[str] = field(default_factory=list)
+    template_mnk: list[int] = field(default_factory=list)
+    meta_bytes: Optional[float] = None
+    meta_flops: Optional[float] = None
+    records: list[str] = field(default_factory=list)
+    gemm: Optional[CppGemm] = None
+    loops: Optional[CppLoops] = None
+
+
+@dataclass
 class Kernel:
     """One kernel Inductor generated (or an extern call it launches)."""
 
@@ -1097,6 +1145,9 @@ class Kernel:
     # each launch site's arguments read from the wrapper code (shapes, dtypes), as record_shapes gives
     # them: what costs a launch the profiler records no shapes for (CUDA-graph replays); capture/parse/launches.py
     static_launches: list["KernelLaunch"] = field(default_factory=list)
+    #: what its source says of its costs, read by capture (None: a report saved before it was read;
+    #: capture reads it when the report is loaded)
+    code: Optional[KernelCode] = None
 
     @property
     def collective(self) -> str:

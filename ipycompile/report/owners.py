@@ -44,7 +44,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["Owner", "CodeLayout", "owner", "is_user_code", "is_notebook_cell", "display_path"]
+__all__ = ["Owner", "CodeLayout", "owner", "is_user_code", "is_notebook_cell", "display_path", "in_torch_package",
+           "installed_package"]
 
 
 class Owner(str, enum.Enum):
@@ -144,6 +145,25 @@ def owner(filename: str, layout: Optional[CodeLayout] = None) -> Owner:
 def is_user_code(filename: str, layout: Optional[CodeLayout] = None) -> bool:
     """Whether ``filename`` is the user's own code (see :func:`owner`)."""
     return owner(filename, layout) is Owner.USER
+
+
+def in_torch_package(filename: str, package: str) -> bool:
+    """Whether ``filename`` is in torch's subpackage ``package`` (``"distributed"``: ``.../torch/distributed/...``,
+    ``"optim"``), by the shape of its path. Never raises."""
+    return isinstance(filename, str) and f"/torch/{package}/" in _norm(filename)
+
+
+_PACKAGES_DIR = re.compile(r"/(?:site|dist)-packages/")
+
+
+def installed_package(filename: str) -> str:
+    """The installed package a file is in, the first folder under ``site-packages`` /
+    ``dist-packages`` (``transformers`` for ``.../site-packages/transformers/models/x.py``); ""
+    for a file in no such folder. Never raises."""
+    path = _norm(filename) if isinstance(filename, str) else ""
+    if "-packages/" not in path:
+        return ""
+    return _PACKAGES_DIR.split(path)[-1].split("/", 1)[0]
 
 
 #: The files IPython compiles a cell under, named after a hash of the cell's content (ipykernel's

@@ -36,6 +36,7 @@ from .model import (
     TorchWarning,
     TraceOrigin,
     UnrolledLoop,
+    UserFrame,
 )
 from .model import unreadable_marked
 from .owners import CodeLayout, Owner, display_path, owner
@@ -52,6 +53,9 @@ SCHEMA_VERSION = 3
 _renderers: list = []  # render(report) -> {mimetype: data}, for notebook display
 _html_writers: list = []  # write(report, path) -> path, for CompileReport.to_html
 _text_renderers: list = []  # render(report, hints) -> str, for str(report) and report.summary(): the view as text
+#: Capture registers here what it reads from torch's text at load time, for a report saved before a record
+#: was kept (``ipycompile.capture`` registers it when imported): ``fill(report)``, run by :meth:`CompileReport.from_dict`
+_load_fills: list = []
 
 
 def register_renderer(render) -> None:
@@ -90,6 +94,28 @@ def _read_report_file(name: str) -> bytes:
         if start not in _JSON_STARTS and (start or len(head) == 4096):  # refused before the rest is read
             raise ReportFormatError(f"{name}: not a report: the text is not JSON (it starts with {head[:16]!r})")
         return head + f.read()
+
+
+#: Text views of the doctor's other results, by name (``"rank_divergence"``: ``str(RankDivergence)``), filled by the
+#: views (``widgets.install``) so that the doctor formats no view and imports none
+_text_views: dict = {}
+
+
+def register_text_view(name: str, render) -> None:
+    """Register ``render(value) -> str`` as the text of the doctor's result ``name``."""
+    _text_views[name] = render
+
+
+def text_view(name: str):
+    """The text view registered for ``name``; None when none is."""
+    return _text_views.get(name)
+
+
+def register_load_fill(fill) -> None:
+    """Register ``fill(report)``, run on each report :meth:`CompileReport.from_dict` loads: capture's
+    readers fill the records a report saved by an older version lacks (read from the torch text it keeps)."""
+    if fill not in _load_fills:
+        _load_fills.append(fill)
 
 
 def register_text_renderer(render) -> None:
@@ -161,6 +187,10 @@ class CompileReport:
     # torch's own log lines about graph breaks and recompiles that %%compile kept out of the cell's output
     # (the report shows both; ipycompile.run.quiet), in order: the raw log, one click away in the views
     torch_log: list[str] = field(default_factory=list)
+    #: each FX node's user line, by node name, read by capture from the graphs' ``# File:`` comments when the
+    #: report was built (the first graph that names a node wins: Dynamo's, then post-grad, then AOT's); what
+    #: names the allocations of a memory timeline made in generated code. None: a report saved before it was kept
+    node_lines: Optional[dict[str, UserFrame]] = None
 
     # -- queries --------------------------------------------------------
     def owner(self, filename: str) -> Owner:
@@ -235,7 +265,10 @@ class CompileReport:
             if isinstance(profile.get("eager"), dict):
                 profile = {**profile, "eager": EagerComparison.from_v2(profile["eager"])}
             data = {**data, "profile": profile, "schema_version": SCHEMA_VERSION}
-        return report_from_dict(cls, data, SCHEMA_VERSION)
+        report = report_from_dict(cls, data, SCHEMA_VERSION)
+        for fill in _load_fills:
+            fill(report)
+        return report
 
     def to_json(self, **kwargs: Any) -> str:
         """The report as standard JSON (no ``Infinity``/``NaN`` tokens: non-finite floats are saved

@@ -38,12 +38,12 @@ allocation, eager code) is :data:`OTHER_CPU_TIME`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from ..analysis.kernel_costs import COSTED_OPS
 from ..capture.parse.launches import extern_op_name
+from ..capture.parse.profiler_names import GRAPH_CALL, cpp_kernel, is_copy, is_graph_launch, is_op, library_ops, region_id
 from ..report.model import (OTHER_CAUSES, OTHER_CPU_TIME, OTHER_DEVICE_TIME, CompileId, Kernel, KernelLaunch,
                             KernelTime, collective_kind)
 
@@ -117,26 +117,6 @@ def cell_devices(source: str, namespace: dict) -> set[str]:
         if name in namespace:
             visit(namespace[name])
     return out
-
-_REGION = re.compile(r"^Torch-Compiled Region: (?P<cid>\S+)$")  # Dynamo's record-function around a compiled frame
-_GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's record-function around one compiled graph
-_CPP_KERNEL = re.compile(r"^graph_\d+_(?P<name>\w+)$")  # cpp.enable_kernel_profile's record-function
-_OP = re.compile(r"^\w+::\w+$")  # a dispatcher op as the profiler names it: aten::mm
-#: a record-function a C++ kernel's source opens; a GEMM template names its own (``graph_1_gemm_m64n256k128_kernel``)
-_CPP_RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\(\s*"(graph_\d+_\w+)"')
-#: the runtime call that replays a CUDA graph: the CPU event its device kernels are linked to
-_GRAPH_LAUNCH = re.compile(r"^cu(?:da)?GraphLaunch")
-#: Library kernels a CUDA-graph replay runs, by family: (the kernel-name pattern, the ops of the extern
-#: kernels that launch them), tried in order (cuDNN's attention kernels have "gemm"-like parts in their names)
-_LIBRARY_FAMILIES = (
-    (re.compile(r"sdpa|fmha|flash|attention", re.I), ("aten::_scaled_dot_product_cudnn_attention",
-     "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention")),
-    (re.compile(r"conv|dgrad|wgrad", re.I), ("aten::convolution", "aten::convolution_backward")),
-    (re.compile(r"gemm|nvjet|cutlass|xmma|cublas|wgmma|s16816|s1688|h16816|h1688", re.I),
-     ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm", "aten::_scaled_mm")),
-)
-_COPY = re.compile(r"^(?:Memcpy|Memset)\b|copy", re.I)
-
 
 @dataclass(frozen=True)
 class ProfiledEvent:
@@ -275,10 +255,10 @@ def profiled_call_count(events: Iterable[ProfiledEvent]) -> int:
 def _region(ops: tuple[str, ...]) -> Optional[CompileId]:
     """The compile id of the innermost compiled frame around an event."""
     for op in ops:
-        m = _REGION.match(op)
-        if m:
+        cid = region_id(op)
+        if cid is not None:
             try:
-                return CompileId.parse(m.group("cid"))
+                return CompileId.parse(cid)
             except ValueError:
                 return None
     return None
@@ -294,7 +274,7 @@ def _stage(ops: tuple[str, ...]) -> str:
 def _in_graph(ops: tuple[str, ...]) -> Optional[tuple[str, ...]]:
     """The events between an event and the innermost Inductor graph call around it (None: not in one)."""
     for i, op in enumerate(ops):
-        if op.startswith(_GRAPH_CALL):
+        if op.startswith(GRAPH_CALL):
             return ops[:i]
     return None
 
@@ -307,7 +287,7 @@ def extern_op(kernel: Kernel) -> str:
 
 def _outermost(graph: Optional[tuple[str, ...]]) -> bool:
     """In an Inductor graph call, and no op or kernel between it and the event."""
-    return graph is not None and not any(_OP.match(op) or _CPP_KERNEL.match(op) for op in graph)
+    return graph is not None and not any(is_op(op) or cpp_kernel(op) is not None for op in graph)
 
 
 class _Kernels:
@@ -323,7 +303,7 @@ class _Kernels:
             if op:
                 self.by_op.setdefault(op, []).append(k)
             if k.backend == "cpp":  # the record-functions its source opens (a GEMM template's: graph_1_gemm_m64n256k128_kernel)
-                for record in dict.fromkeys(_CPP_RECORD.findall(k.source or "")):
+                for record in k.code.records if k.code is not None else ():
                     self.by_record.setdefault(record, []).append(k)
 
     @staticmethod
@@ -348,7 +328,7 @@ class _Kernels:
         only when that compile holds exactly one such extern kernel (no op records which call a
         replayed kernel belongs to); None otherwise."""
         region, stage = where
-        ops = next((ops for pattern, ops in _LIBRARY_FAMILIES if pattern.search(name)), None)
+        ops = library_ops(name)
         if region is None or ops is None:
             return None
         found = [k for op in ops for k in self.by_op.get(op, ()) if k.compile_id == region]
@@ -411,13 +391,13 @@ def _replayed(e: ProfiledEvent) -> bool:
     """Whether a device event ran in a CUDA graph's replay: the profiler links a replayed kernel to the
     graph-launch runtime call, or (torch 2.11 on an H100, cudagraph trees) straight to the compiled
     region's record-function, with no op or kernel record-function of its own in between."""
-    return bool(e.ops) and (bool(_GRAPH_LAUNCH.match(e.ops[0])) or bool(_REGION.match(e.ops[0])))
+    return bool(e.ops) and (is_graph_launch(e.ops[0]) or region_id(e.ops[0]) is not None)
 
 
 def _other_cause(e: ProfiledEvent, replayed: bool, where: tuple[Optional[CompileId], str],
                  graph: Optional[tuple[str, ...]]) -> str:
     """Which of :data:`OTHER_CAUSES` a device event in no kernel of the report is."""
-    if _COPY.search(e.name):
+    if is_copy(e.name):
         return OTHER_CAUSES["copies"]
     if replayed:
         return OTHER_CAUSES["replay"]
@@ -475,12 +455,11 @@ def attribute(events: Iterable[ProfiledEvent], kernels: Iterable[Kernel], *, dev
                 continue
             inner = e.ops[: e.ops.index(CALL_MARKER)]  # what encloses it inside the call
             where = (_region(inner), _stage(inner))
-            cpp = _CPP_KERNEL.match(e.name)
-            if cpp and not any(_CPP_KERNEL.match(op) for op in inner):
-                name = cpp.group("name")
+            name = cpp_kernel(e.name)
+            if name is not None and not any(cpp_kernel(op) is not None for op in inner):
                 kernel = table.named(name, where) or table.recorded(e.name, where)
                 tally.add(kernel.name if kernel is not None else name, kernel, where, e.duration_us)
-            elif _OP.match(e.name) and _outermost(_in_graph(inner)):
+            elif is_op(e.name) and _outermost(_in_graph(inner)):
                 extern = table.extern([e.name], where)
                 if extern is not None:
                     tally.add(extern.name, extern, where, e.duration_us, inputs=e.inputs)

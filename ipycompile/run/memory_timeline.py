@@ -23,10 +23,10 @@ at the peak, each with the user's line that made it:
 from __future__ import annotations
 
 import linecache
-import re
 from typing import Any, Iterable, Optional
 
 from ..capture.layout import current_layout
+from ..capture.parse.kernels import allocation_nodes
 from ..report.model import MemoryAllocation, MemoryTimeline, UserFrame
 from ..report.owners import CodeLayout, Owner, owner
 
@@ -39,8 +39,6 @@ TOP_ALLOCATIONS = 10
 #: allocator events kept per recorded call
 MAX_ENTRIES = 500_000
 
-_ASSIGN = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?:empty_strided\w*|torch\.empty\w*|\w+\.new_empty\w*)\(")
-_NODES = re.compile(r"#\s*(?:Topologically Sorted\s+)?Source Nodes:\s*\[(?P<nodes>[^\]]*)\]")
 
 
 class MemoryRecorder:
@@ -105,23 +103,12 @@ def _frames(entry: dict) -> list[UserFrame]:
 
 
 def _generated_nodes(frame: UserFrame, lookahead: int = 60) -> list[str]:
-    """The FX nodes of the first launch that uses the buffer a generated-code line allocates."""
-    m = _ASSIGN.match(frame.source_line or "")
-    if not m or frame.lineno is None:
+    """The FX nodes of the first launch that uses the buffer a generated-code line allocates (read by
+    capture: :func:`~ipycompile.capture.parse.kernels.allocation_nodes`)."""
+    if frame.lineno is None:
         return []
-    buf = re.compile(rf"(?<![\w.]){re.escape(m.group('buf'))}(?!\w)")
-    nodes: list[str] = []
-    for ln in range(frame.lineno + 1, frame.lineno + 1 + lookahead):
-        text = linecache.getline(frame.filename, ln)
-        if not text:
-            break
-        c = _NODES.search(text)
-        if c:
-            nodes = [n.strip() for n in c.group("nodes").split(",") if n.strip()]
-            continue
-        if buf.search(text) and "(" in text and not _ASSIGN.match(text) and not text.strip().startswith(("del ", "#")):
-            return nodes
-    return []
+    following = (linecache.getline(frame.filename, ln) for ln in range(frame.lineno + 1, frame.lineno + 1 + lookahead))
+    return allocation_nodes(frame.source_line or "", following)
 
 
 def _allocation(size: int, entry: dict, layout: Optional[CodeLayout]) -> MemoryAllocation:

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
 from typing import Iterator
+
+from ..capture.parse.warnings import REPORTED_LOG
 
 __all__ = ["TorchLogFilter", "quiet_torch_log", "COVERED"]
 
 #: What the report shows, as torch words it in its warnings: graph breaks, recompiles and
-#: the recompile limit.
-COVERED = re.compile(r"graph break|recompil|cache_size_limit|recompile_limit", re.I)
+#: the recompile limit (capture's reader of torch's text).
+COVERED = REPORTED_LOG
 
 
 class TorchLogFilter(logging.Filter):

@@ -923,21 +923,15 @@ def _memory(host_method: str, recorders: list, report: CompileReport) -> Measure
     memory = Memory(host_method=host_method)
     if not recorders:
         return Measured(memory)
-    from ..capture.parse.provenance import graph_node_lines
     from .memory_timeline import resolve_user_lines
 
-    node_lines = {}
-    for maps in graph_node_lines(report.graphs).values():
-        for m in maps:
-            for node, (frame, _) in m.items():
-                node_lines.setdefault(node, frame)
     notes = []
     for rec in recorders:
         if rec.timeline is not None:
             memory.timelines.append(rec.timeline)
         elif rec.error:
             notes.append(f"--memory-timeline: the {rec.label} could not be recorded ({rec.error})")
-    resolve_user_lines(memory.timelines, node_lines)
+    resolve_user_lines(memory.timelines, report.node_lines or {})
     return Measured(memory, notes=notes)
 
 

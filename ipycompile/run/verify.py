@@ -654,11 +654,11 @@ def _grown(before: dict[int, tuple[Any, int]]) -> list[str]:
 
 def _own_frames(report: CompileReport, cell: CellFunction) -> list[str]:
     """Functions the report shows torch compiling beside the cell and its resume functions."""
-    mine = (cell.name, f"torch_dynamo_resume_in_{cell.name}_at_")
     out = []
     for c in report.compiles:
         fn = getattr(c, "function", "") or ""
-        if fn and fn != mine[0] and not fn.startswith(mine[1]) and fn not in out:
+        # the cell's own frames: the cell, and the code after its breaks (capture read Compile.resumes)
+        if fn and fn != cell.name and c.resumes != cell.name and fn not in out:
             out.append(fn)
     return out
 

@@ -47,7 +47,7 @@ def write_html(report, path: str) -> str:
 def install() -> None:
     """Make every report render as HTML in any notebook frontend, and ``report.to_html``
     work, with no ``%load_ext``. The report layer keeps the registry; views fill it."""
-    from ..report.report import register_html_writer, register_renderer, register_text_renderer
+    from ..report.report import register_html_writer, register_renderer, register_text_renderer, register_text_view
 
     register_renderer(notebook_bundle)
     register_html_writer(write_html)
@@ -55,6 +55,7 @@ def install() -> None:
     from ..analysis.compare import register_views
 
     register_views(comparison_text, comparison_bundle)
+    register_text_view("rank_divergence", ranks_text)
 
 
 def progress_view(kind: str):
@@ -71,6 +72,13 @@ def sweep_table_view(df, medium: str) -> str:
     from .sweep_table import sweep_table
 
     return sweep_table(df, medium)
+
+
+def ranks_text(divergence) -> str:
+    """``str(divergence)``: the ranks' divergence as text (:mod:`.ranks_view`)."""
+    from .ranks_view import ranks_text as render
+
+    return render(divergence)
 
 
 def comparison_text(comparison) -> str:

@@ -101,6 +101,61 @@ def _times(d: "RankDivergence") -> list[Block]:
     return out
 
 
+#: How many entries each list of the text shows (all are in the values).
+SHOWN = 8
+
+
+def _listing(items: list, fmt) -> list[str]:
+    """The first SHOWN items, formatted and indented, then how many were left out."""
+    out = [f"  {fmt(x)}" for x in items[:SHOWN]]
+    if len(items) > SHOWN:
+        out.append(f"  ... and {len(items) - SHOWN} more")
+    return out
+
+
+def ranks_text(d: "RankDivergence") -> str:
+    """The divergence as a short text (one screen): ``str(d)``, ``python -m ipycompile report DIR``."""
+    from ..analysis.ranks import CountDifference, cid_key, ranks_word, short_ranks
+    from ..report.text import printable
+
+    all_ranks = d.ranks
+    lines = []
+    head = f"{len(all_ranks)} ranks ({short_ranks(all_ranks)})"
+    if not d.diverged:
+        lines.append(f"{head} compiled alike: the same compile ids, graph breaks, recompiles, caches and failures")
+    else:
+        lines.append(f"{head} diverge: {len(d.behaviours)} behaviours")
+        lines += _listing(d.behaviours, lambda g: f"{ranks_word(g.ranks)} ({len(g.ranks)}): {g.text}")
+    if d.compiles:
+        lines.append("Compiles on some ranks only (matched by function and line; ids are numbered per process):")
+        lines += _listing(d.compiles, lambda p: p.describe(all_ranks))
+    if d.compile_ids:
+        ids = sorted({cid for p in d.compile_ids for cid in p.compile_ids}, key=cid_key)
+        shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+        lines.append(f"Compile ids not on every rank (tlparse's check): {shown}")
+    if d.graph_breaks:
+        lines.append("Graph breaks that differ:")
+        lines += _listing(d.graph_breaks, CountDifference.describe)
+    if d.ddp_alike:
+        lines.append(f"DDP graph splits (not graph breaks), alike on every rank: {d.ddp_alike}")
+    for title, groups in (("Recompiles", d.recompiles), ("Failures", d.failures), ("Caches", d.cache),
+                          ("DDP graph splits", d.ddp_splits)):
+        if groups:
+            lines.append(f"{title} differ:")
+            lines += _listing(groups, lambda g: f"{ranks_word(g.ranks)}: {g.text}")
+    if d.compile_time is not None:
+        lines.append("Compile time: " + d.compile_time.describe())
+    if d.collective_breaks:
+        lines.append("Graph breaks at collectives (every rank waits for the slowest one):")
+        lines += _listing(d.collective_breaks, CountDifference.describe)
+    if d.missing:
+        lines.append("Ranks not compared, or compared as far as they got:")
+        lines += _listing(sorted(d.missing.items()), lambda kv: f"rank {kv[0]}: {kv[1]}")
+    if d.unreadable:
+        lines.append("Unreadable events skipped: " + ", ".join(f"rank {r}: {n}" for r, n in sorted(d.unreadable.items())))
+    return printable("\n".join(lines))  # reasons and names come from traces: escaped
+
+
 def ranks_view_model(d: "RankDivergence") -> ViewModel:
     nb = len(d.graph_breaks) + len(d.collective_breaks)
     return ViewModel(header(d), [

@@ -64,6 +64,7 @@ from .frames import parse_traceback
 
 __all__ = [
     "parse_graph_break",
+    "names_collective",
     "hinted_settings",
     "debug_context",
     "parse_user_traceback",
@@ -422,6 +423,19 @@ def _fill_from_registry(gb: GraphBreak, had_type: bool) -> None:
     if not gb.hints and entry["Hints"]:
         gb.hints = list(entry["Hints"])
         gb.hints_from_registry = True
+
+
+_COLLECTIVE_WORDS = re.compile(
+    r"torch\.distributed|\bdist\.\w+\(|\bc10d\b|_c10d_functional|functional_collectives|ProcessGroup|"
+    r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast_object_list|barrier|"
+    r"isend|irecv|batch_isend_irecv|monitored_barrier)\b"
+)
+
+
+def names_collective(b: GraphBreak) -> bool:
+    """Whether a break's line, torch's reason or its break kind names a ``torch.distributed`` collective
+    (``GraphBreak.names_collective``)."""
+    return bool(_COLLECTIVE_WORDS.search(" ".join((b.frame.source_line, b.reason, b.gb_type))))
 
 
 def parse_graph_break(text: str, user_files: Optional[UserFileTest] = None) -> GraphBreak:

@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ...report.model import CompileId, Kernel, KernelLaunch
+from .kernel_code import read_kernel_code
 from .launches import TensorTable, launch_of, signature_dtypes
 
-__all__ = ["parse_output_code", "ops_from_kernel_name"]
+__all__ = ["parse_output_code", "ops_from_kernel_name", "allocation_nodes"]
 
 # ``name = async_compile.triton(`` / ``.cpp_pybinding(`` / ``.cpp(``.
 _DEFINITION = re.compile(r"^[ \t]*(?P<name>[A-Za-z_]\w*)[ \t]*=[ \t]*async_compile\.(?P<method>\w+)\(", re.M)
@@ -54,6 +55,9 @@ _ORIGIN = re.compile(
     r"(?:Source Nodes:\s*\[(?P<nodes>[^\]]*)\],\s*)?"
     r"Original ATen:\s*\[(?P<ops>[^\]]*)\]"
 )
+
+# A buffer the wrapper allocates (``buf3 = empty_strided_cuda(...)``, ``torch.empty(...)``, ``x.new_empty(...)``).
+_ALLOCATION = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?:empty_strided\w*|torch\.empty\w*|\w+\.new_empty\w*)\(")
 
 # Calls inside the wrapper's functions that launch something.
 _LAUNCH = re.compile(
@@ -257,7 +261,31 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
         if k.backend == "extern":
             own = _extern_op(k.name)
             k.aten_ops = [op for op in k.aten_ops if op == own or op not in generated]
+    for k in kernels:
+        k.code = read_kernel_code(k)
     return kernels
+
+
+def allocation_nodes(line: str, following: Iterable[str]) -> list[str]:
+    """The FX nodes of the first launch that uses the buffer ``line`` of Inductor's wrapper code
+    allocates (``buf3 = empty_strided_cuda(...)``): the ``Source Nodes`` of the provenance comment
+    above that launch, read from the ``following`` lines; [] when ``line`` allocates nothing or no
+    launch uses the buffer there."""
+    m = _ALLOCATION.match(line or "")
+    if not m:
+        return []
+    buf = re.compile(rf"(?<![\w.]){re.escape(m.group('buf'))}(?!\w)")
+    nodes: list[str] = []
+    for text in following:
+        if not text:
+            break
+        origin = _ORIGIN.search(text)
+        if origin and origin.group("nodes") is not None:
+            nodes = _split_list(origin.group("nodes"))
+            continue
+        if buf.search(text) and "(" in text and not _ALLOCATION.match(text) and not text.strip().startswith(("del ", "#")):
+            return nodes
+    return []
 
 
 def _mask_sources(code: str) -> tuple[str, dict[int, tuple[str, str, str]]]:

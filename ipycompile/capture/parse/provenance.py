@@ -33,7 +33,7 @@ from ..records import loads
 from .frames import parse_traceback
 from .fx import place
 
-__all__ = ["node_lines", "kernel_stack_traces", "attach_user_lines", "graph_node_lines"]
+__all__ = ["node_lines", "kernel_stack_traces", "attach_user_lines", "graph_node_lines", "user_lines_by_node"]
 
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\"|\s*:\s*[\w.\[\], ]+)?\s*=\s*(?P<rhs>.*)$")
 _TARGET = re.compile(r"torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)")
@@ -98,6 +98,17 @@ def graph_node_lines(graphs: Iterable[Graph]) -> dict[tuple[str, str], list[dict
     return {key: [m for _, m in sorted(maps, key=lambda x: x[0])] for key, maps in found.items()}
 
 
+def user_lines_by_node(maps: dict[tuple[str, str], list[dict[str, tuple[UserFrame, str]]]]) -> dict[str, UserFrame]:
+    """Each node's user frame, by node name, over every compile's graphs (:func:`graph_node_lines`'s
+    ``maps``; the first graph that names a node wins): ``CompileReport.node_lines``."""
+    out: dict[str, UserFrame] = {}
+    for found in maps.values():
+        for m in found:
+            for node, (frame, _) in m.items():
+                out.setdefault(node, frame)
+    return out
+
+
 def _distinct(frames: Iterable[UserFrame]) -> list[UserFrame]:
     out: list[UserFrame] = []
     for f in frames:
@@ -107,9 +118,11 @@ def _distinct(frames: Iterable[UserFrame]) -> list[UserFrame]:
 
 
 def attach_user_lines(kernels: Iterable[Kernel], graphs: list[Graph],
-                      provenance: dict[Optional[CompileId], dict[str, list[UserFrame]]]) -> None:
-    """Fill ``Kernel.user_lines`` / ``user_lines_from`` (see the module's doc)."""
-    maps = graph_node_lines(graphs)
+                      provenance: dict[Optional[CompileId], dict[str, list[UserFrame]]],
+                      maps: Optional[dict[tuple[str, str], list[dict[str, tuple[UserFrame, str]]]]] = None) -> None:
+    """Fill ``Kernel.user_lines`` / ``user_lines_from`` (see the module's doc); ``maps``: the graphs'
+    :func:`graph_node_lines`, when already read."""
+    maps = graph_node_lines(graphs) if maps is None else maps
     for k in kernels:
         traced = provenance.get(k.compile_id, {}).get(k.name)
         if traced:

@@ -23,10 +23,13 @@ from typing import Any, Optional
 from ...report.model import CompileId, TorchWarning, UserFrame
 from .frames import parse_traceback
 
-__all__ = ["parse_torch_warning"]
+__all__ = ["parse_torch_warning", "REPORTED_LOG"]
 
 _LRU_CACHE = re.compile(r"call to a `functools\.lru_cache`-wrapped function at '(?P<file>[^']*):(?P<line>\d+)'")
 _ORIGIN = "This call originates from:"
+#: torch's log messages about what a report shows, as torch words them: graph breaks, recompiles and
+#: the recompile limit (what ``%%compile`` keeps out of a cell's output: :mod:`ipycompile.run.quiet`)
+REPORTED_LOG = re.compile(r"graph break|recompil|cache_size_limit|recompile_limit", re.I)
 
 
 def parse_torch_warning(body: Any, compile_id: Optional[CompileId] = None) -> Optional[TorchWarning]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
+from ....report.owners import in_torch_package
 from ..base import Context, Facts, Rule, path
 from ._calls import callee, is_unsupported_call
 
 
 def _in_optim(filename: str) -> bool:
-    return "/torch/optim/" in filename.replace("\\", "/")
+    return in_torch_package(filename, "optim")
 
 
 def _skipped_step(f: Facts) -> bool:

@@ -3,7 +3,6 @@ exact bound method for `torch._dynamo.config.ignore_logging_functions`."""
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion

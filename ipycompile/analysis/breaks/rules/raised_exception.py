@@ -10,7 +10,6 @@ torch does not tell, and how to find out."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from ....report.model import Kind, Suggestion
