@@ -577,3 +577,45 @@ def test_a_break_repeated_in_every_layer_of_a_library_model_is_one_problem_with_
                          for b in r.graph_breaks}
     assert answers[1] == answers[4], answers
     assert shown[1] == shown[4], shown  # ... is shown as often with 4 layers as with 1
+
+
+def _evaluates(path: str, ns: dict) -> bool:
+    try:
+        eval(path.replace("[i]", "[0]"), {}, ns)  # noqa: S307 - the test's own namespace
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(family):
+    """A break in transformers' code that no rule answers and no switch of the user's call guards (``ContextVar.get``
+    in its output-capturing hook, GB0156): the answer says where the library breaks and that the user's code cannot
+    change it; every module it names evaluates on the user's model; it names no library version where the kept
+    source checks none; and its ``torch.compiler.disable`` around the user's call, applied, leaves no break in the
+    library (the one break left is the disabled call on the user's line) and the outputs equal eager."""
+    ids = torch.randint(3, 96, (1, 8))
+    ns = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    none = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "no_lever"]
+    assert none, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
+    assert not any(b.suggestion.kind in ("unknown", "library_code", "branch_in_library") for b in r.graph_breaks)
+    for b in none:
+        s = b.suggestion
+        text = s.title + "\n" + s.explanation
+        assert r.where(b.stop.filename, b.stop.lineno) in s.title and "Nothing in your code changes" in text, text
+        assert s.standing == "advice" and not s.code
+        paths = [m for m in re.findall(r"`([^`]+)`", text) if re.fullmatch(r"model(\.\w+|\[i\])*", m)]
+        assert paths and all(_evaluates(m, ns) for m in paths), paths
+        assert "version" not in text.split("What the break is")[0], text
+        assert "`torch.compiler.disable(model)(...)`" in text, text
+    # the disable lever applied on the user's line: the library runs uncompiled, nothing breaks, outputs equal
+    ns2 = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
+    r2 = _cell_breaks("with torch.no_grad():\n    out = torch.compiler.disable(model)(ids, output_attentions=True)\n",
+                      ns2)
+    # the one break left is the disabled call itself, on the user's line, by design
+    assert all(r2.owner(b.stop.filename).value == "user" and b.stop.lineno == 2 for b in r2.graph_breaks), \
+        [(b.gb_code, b.reason, b.stop) for b in r2.graph_breaks]
+    with torch.no_grad():
+        eager = ns2["model"](ids, output_attentions=True)
+    torch.testing.assert_close(ns2["out"].logits, eager.logits)
