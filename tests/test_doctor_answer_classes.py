@@ -619,3 +619,27 @@ def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(f
     with torch.no_grad():
         eager = ns2["model"](ids, output_attentions=True)
     torch.testing.assert_close(ns2["out"].logits, eager.logits)
+
+
+def test_breaks_one_library_switch_removes_are_one_first_screen_problem_and_each_stays_in_the_tab():
+    """transformers takes a lock (GB0142) and registers a hook (GB0467) under ``output_attentions=True``: two breaks,
+    one lever on one user line. The first screen shows them as one problem with one answer and their count in its
+    cost; the Graph breaks tab still lists each; a break with another answer stays a problem of its own."""
+    from ipycompile.widgets.first_screen import problems
+
+    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    switched = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "library_switch"]
+    codes = {b.gb_code for b in switched}
+    assert len(codes) >= 2, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
+    shown = [p for p in problems(r) if p.kind == "graph_break"]
+    lever = [p for p in shown if p.fix == switched[0].suggestion.title]
+    assert len(lever) == 1, [(p.title, p.fix) for p in shown]
+    p = lever[0]
+    assert p.fix_label == "To try" and p.fix_code == switched[0].suggestion.code
+    assert f"{len(switched)} breaks" in p.cost and all(c in p.cost for c in codes), p.cost
+    assert p.calls == sum(b.count for b in switched)
+    others = [b for b in r.graph_breaks if b not in switched]
+    assert len(shown) == 1 + len(others)  # the other breaks (another answer each) keep their own problem
+    tab = str(r).split("Graph breaks", 1)[-1]
+    assert all(b.reason in tab for b in r.graph_breaks)
