@@ -643,3 +643,55 @@ def test_breaks_one_library_switch_removes_are_one_first_screen_problem_and_each
     assert len(shown) == 1 + len(others)  # the other breaks (another answer each) keep their own problem
     tab = str(r).split("Graph breaks", 1)[-1]
     assert all(b.reason in tab for b in r.graph_breaks)
+
+
+# -- 2. mark_unbacked given as code only where the compiled code does not branch on the size -------------------
+_SIZE_USES = """
+    import torch
+
+    def squeeze_one(x):  # an `if` on the size
+        if x.shape[0] == 1:
+            return x.squeeze(0).sum()
+        return x.sum(0).sum()
+
+    def per_row(x):  # a Python loop over range of the size
+        total = x.new_zeros(())
+        for i in range(x.size(0)):
+            total = total + x[i].max()
+        return total
+
+    def scaled(x):  # no branch on the size: the mark holds
+        return (x * 2).sum(0)
+"""
+
+
+@pytest.mark.parametrize("name,branches", [("squeeze_one", True), ("per_row", True), ("scaled", False)])
+def test_mark_unbacked_is_code_only_where_the_compiled_code_does_not_branch_on_that_size(notebook, name, branches):
+    """A size that goes 3 → 1 → 4: where the compiled function branches on it, the doctor says so and gives no
+    ``mark_unbacked`` code (applied, the mark makes the call raise or break); where it does not, the mark is the
+    code, and applied it leaves no recompile and the outputs equal eager."""
+    ns = notebook(_SIZE_USES, name="size_uses.py")
+    fn = ns[name]
+    xs = [torch.randn(n, 4) for n in (3, 1, 4)]
+    r, _ = captured(lambda: [torch.compile(fn, backend="eager")(x) for x in xs])
+    marks = [rc.suggestion for rc in r.recompiles if rc.suggestion is not None and rc.suggestion.kind == "mark_unbacked"]
+    assert marks, [(rc.suggestion and rc.suggestion.title) for rc in r.recompiles]
+    s = marks[0]
+
+    def marked():
+        torch._dynamo.decorators.mark_unbacked(xs[0], 0)
+        try:
+            return [torch.compile(fn, backend="eager")(x) for x in xs]
+        except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
+            return exc
+
+    r2, (out,) = captured(marked)
+    if branches:
+        assert not s.code and "mark_unbacked` is not the fix here" in s.explanation, s
+        assert re.search(r"`(if x\.shape\[0\] == 1:|for i in range\(x\.size\(0\)\):)` at ", s.explanation), s.explanation
+        assert isinstance(out, Exception) or r2.graph_breaks or r2.recompiles, out  # the claim, checked
+    else:
+        assert s.code.startswith("torch._dynamo.decorators.mark_unbacked(x, 0)"), s
+        assert not isinstance(out, Exception) and not r2.recompiles and not r2.graph_breaks
+        for a, x in zip(out, xs):
+            torch.testing.assert_close(a, fn(x))
