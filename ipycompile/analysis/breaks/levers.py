@@ -1,6 +1,7 @@
 """A break in library code with no answer (torch's words, a change to code the user does not own, a branch
 inside a library): say so plainly, and give the levers the user always has, each only where the report
-shows it applies.
+shows it applies. A break with torch's words only becomes :data:`Kind.NO_LEVER`; a rule's own words
+(``library_code``, ``branch_in_library``) are kept, the levers added to them.
 
 1. A smaller region: the library's modules on the way to each break are read from the report's frames and
    the kept source of their calls (``self.model(...)`` then ``decoder_layer(...)`` looping over
@@ -157,6 +158,9 @@ def _answer(b: GraphBreak, ctx: Context, paths: list[list[str]]) -> Suggestion:
         words.append("- none that the report shows: keep the library call outside the compiled code, or report "
                      "the break to the library's maintainers.")
     words += [f"- {x}" for x in levers]
+    if s is not None and s.kind != Kind.UNKNOWN:  # a rule's own words (a branch in a library): kept, levers added
+        return dataclasses.replace(s, explanation=s.explanation + "\n\nThe levers you have:\n"
+                                   + "\n".join(words[1:]))
     if s is not None and s.explanation:
         said = [x for x in s.explanation.split("\n\n") if not x.startswith("ipycompile knows no")]
         words.append("What the break is: " + "\n\n".join(said))
