@@ -35,13 +35,19 @@ NO_ANSWER = (Kind.UNKNOWN, Kind.LIBRARY_CODE, Kind.BRANCH_IN_LIBRARY)
 
 #: a library's own check of a version in its source (transformers' ``is_torch_greater_or_equal("2.5")``,
 #: ``version.parse(torch.__version__)``, ``is_torch_flex_attn_available()``)
-_VERSION = re.compile(r"\b(is_\w*(?:version|greater_or_equal|less_than)\w*|version\.parse|__version__)\b")
+_VERSION = re.compile(r"(\w*is_\w*(?:version|greater_or_equal|less_than)\w*|\bversion\.parse\b|__version__)")
+
+
+#: the functions of decorators and torch's module call between a module's call and its ``forward``
+_WRAPPERS = ("wrapper", "wrapped_func", "forward_with_checkpointing", "inner", "_call_impl", "_wrapped_call_impl",
+             "decorate_context", "_fn")
 
 
 def _module_call(stack, i: int) -> bool:
-    """Frame ``i`` calls an ``nn.Module`` (the next frame is torch's ``Module._wrapped_call_impl``)."""
-    return i + 1 < len(stack) and stack[i + 1].function in ("_wrapped_call_impl", "_call_impl") \
-        and stack[i + 1].filename.replace("\\", "/").endswith("torch/nn/modules/module.py")
+    """Frame ``i`` calls an ``nn.Module``: the next frame past decorators and torch's ``Module.__call__`` is a
+    ``forward`` (torch does not always keep ``_wrapped_call_impl`` in the stack it reports)."""
+    nxt = next((f for f in stack[i + 1:] if f.function not in _WRAPPERS), None)
+    return nxt is not None and nxt.function == "forward"
 
 
 def _callee(call: ast.Call, scope: ast.AST, p) -> Optional[str]:
@@ -55,10 +61,14 @@ def _callee(call: ast.Call, scope: ast.AST, p) -> Optional[str]:
         return f".{f.value.attr}[i]"
     if isinstance(f, ast.Name):
         for n in ast.walk(scope):  # ``for layer in self.layers[: n]:`` then ``layer(...)``
-            if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == f.id:
-                it = n.iter.value if isinstance(n.iter, ast.Subscript) else n.iter
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
-                    return None
+            if not isinstance(n, ast.For):
+                continue
+            it, target = n.iter, n.target
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args \
+                    and isinstance(target, ast.Tuple) and len(target.elts) == 2:  # ``for i, layer in enumerate(...)``
+                it, target = it.args[0], target.elts[1]
+            if isinstance(target, ast.Name) and target.id == f.id:
+                it = it.value if isinstance(it, ast.Subscript) else it
                 if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self":
                     return f".{it.attr}[i]"
         return None
@@ -87,7 +97,7 @@ def module_path(b: GraphBreak, ctx: Context) -> list[str]:
     out = [root]
     for i in range(mine + 1, len(stack)):
         f = stack[i]
-        if ctx.report.owner(f.filename) is not Owner.LIBRARY or not _module_call(stack, i):
+        if ctx.report.owner(f.filename) is not Owner.LIBRARY or f.function in _WRAPPERS or not _module_call(stack, i):
             continue
         fp, at = statement_at(f, ctx)
         if fp is None or at is None:
