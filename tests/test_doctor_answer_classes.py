@@ -636,6 +636,7 @@ def test_breaks_one_library_switch_removes_are_one_first_screen_problem_and_each
     lever = [p for p in shown if p.fix == switched[0].suggestion.title]
     assert len(lever) == 1, [(p.title, p.fix) for p in shown]
     p = lever[0]
+    assert p.title.startswith("Graph break: ") and f"({len(switched)} breaks, one answer)" in p.title, p.title
     assert p.fix_label == "To try" and p.fix_code == switched[0].suggestion.code
     assert f"{len(switched)} breaks" in p.cost and all(c in p.cost for c in codes), p.cost
     assert p.calls == sum(b.count for b in switched)

@@ -187,7 +187,7 @@ def problems(r: "CompileReport") -> list[Problem]:
                 f"; torch stopped in {r.where(s.filename, s.lineno)}" if elsewhere else "")
         else:  # several breaks the same code removes: one problem, each break in the Graph breaks tab
             reasons = list(dict.fromkeys(g.reason for g in group))
-            title = f"{len(group)} graph breaks with one answer: " + "; ".join(reasons)
+            title = "Graph break: " + "; ".join(reasons) + f" ({len(group)} breaks, one answer)"
             codes = ", ".join(dict.fromkeys(g.gb_code for g in group if g.gb_code))
             cost = (f"{len(group)} breaks{f' ({codes})' if codes else ''}, hit {plural(count, 'time')} in all; torch "
                     "stopped in " + ", ".join(dict.fromkeys(r.where(stop(g).filename, stop(g).lineno) for g in group)))
