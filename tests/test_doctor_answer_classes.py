@@ -581,3 +581,122 @@ def test_a_break_repeated_in_every_layer_of_a_library_model_is_one_problem_with_
                          for b in r.graph_breaks}
     assert answers[1] == answers[4], answers
     assert shown[1] == shown[4], shown  # ... is shown as often with 4 layers as with 1
+
+
+def _evaluates(path: str, ns: dict) -> bool:
+    try:
+        eval(path.replace("[i]", "[0]"), {}, ns)  # noqa: S307 - the test's own namespace
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(family):
+    """A break in transformers' code that no rule answers and no switch of the user's call guards (``ContextVar.get``
+    in its output-capturing hook, GB0156): the answer says where the library breaks and that the user's code cannot
+    change it; every module it names evaluates on the user's model; it names no library version where the kept
+    source checks none; and its ``torch.compiler.disable`` around the user's call, applied, leaves no break in the
+    library (the one break left is the disabled call on the user's line) and the outputs equal eager."""
+    ids = torch.randint(3, 96, (1, 8))
+    ns = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    none = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "no_lever"]
+    assert none, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
+    assert not any(b.suggestion.kind == "unknown" for b in r.graph_breaks if r.owner(b.stop.filename).value == "library")
+    for b in none:
+        s = b.suggestion
+        text = s.title + "\n" + s.explanation
+        assert r.where(b.stop.filename, b.stop.lineno) in s.title and "Nothing in your code changes" in text, text
+        assert s.standing == "advice" and not s.code
+        paths = [m for m in re.findall(r"`([^`]+)`", text) if re.fullmatch(r"model(\.\w+|\[i\])*", m)]
+        assert paths and all(_evaluates(m, ns) for m in paths), paths
+        assert "version" not in text.split("What the break is")[0], text
+        assert "`torch.compiler.disable(model)(...)`" in text, text
+    # the disable lever applied on the user's line: the library runs uncompiled, nothing breaks, outputs equal
+    ns2 = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
+    r2 = _cell_breaks("with torch.no_grad():\n    out = torch.compiler.disable(model)(ids, output_attentions=True)\n",
+                      ns2)
+    # the one break left is the disabled call itself, on the user's line, by design
+    assert all(r2.owner(b.stop.filename).value == "user" and b.stop.lineno == 2 for b in r2.graph_breaks), \
+        [(b.gb_code, b.reason, b.stop) for b in r2.graph_breaks]
+    with torch.no_grad():
+        eager = ns2["model"](ids, output_attentions=True)
+    torch.testing.assert_close(ns2["out"].logits, eager.logits)
+
+
+def test_breaks_one_library_switch_removes_are_one_first_screen_problem_and_each_stays_in_the_tab():
+    """transformers takes a lock (GB0142) and registers a hook (GB0467) under ``output_attentions=True``: two breaks,
+    one lever on one user line. The first screen shows them as one problem with one answer and their count in its
+    cost; the Graph breaks tab still lists each; a break with another answer stays a problem of its own."""
+    from ipycompile.widgets.first_screen import problems
+
+    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
+    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    switched = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "library_switch"]
+    codes = {b.gb_code for b in switched}
+    assert len(codes) >= 2, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
+    shown = [p for p in problems(r) if p.kind == "graph_break"]
+    lever = [p for p in shown if p.fix == switched[0].suggestion.title]
+    assert len(lever) == 1, [(p.title, p.fix) for p in shown]
+    p = lever[0]
+    assert p.title.startswith("Graph break: ") and f"({len(switched)} breaks, one answer)" in p.title, p.title
+    assert p.fix_label == "To try" and p.fix_code == switched[0].suggestion.code
+    assert f"{len(switched)} breaks" in p.cost and all(c in p.cost for c in codes), p.cost
+    assert p.calls == sum(b.count for b in switched)
+    others = [b for b in r.graph_breaks if b not in switched]
+    assert len(shown) == 1 + len(others)  # the other breaks (another answer each) keep their own problem
+    tab = str(r).split("Graph breaks", 1)[-1]
+    assert all(b.reason in tab for b in r.graph_breaks)
+
+
+# -- 2. mark_unbacked given as code only where the compiled code does not branch on the size -------------------
+_SIZE_USES = """
+    import torch
+
+    def squeeze_one(x):  # an `if` on the size
+        if x.shape[0] == 1:
+            return x.squeeze(0).sum()
+        return x.sum(0).sum()
+
+    def per_row(x):  # a Python loop over range of the size
+        total = x.new_zeros(())
+        for i in range(x.size(0)):
+            total = total + x[i].max()
+        return total
+
+    def scaled(x):  # no branch on the size: the mark holds
+        return (x * 2).sum(0)
+"""
+
+
+@pytest.mark.parametrize("name,branches", [("squeeze_one", True), ("per_row", True), ("scaled", False)])
+def test_mark_unbacked_is_code_only_where_the_compiled_code_does_not_branch_on_that_size(notebook, name, branches):
+    """A size that goes 3 → 1 → 4: where the compiled function branches on it, the doctor says so and gives no
+    ``mark_unbacked`` code (applied, the mark makes the call raise or break); where it does not, the mark is the
+    code, and applied it leaves no recompile and the outputs equal eager."""
+    ns = notebook(_SIZE_USES, name="size_uses.py")
+    fn = ns[name]
+    xs = [torch.randn(n, 4) for n in (3, 1, 4)]
+    r, _ = captured(lambda: [torch.compile(fn, backend="eager")(x) for x in xs])
+    marks = [rc.suggestion for rc in r.recompiles if rc.suggestion is not None and rc.suggestion.kind == "mark_unbacked"]
+    assert marks, [(rc.suggestion and rc.suggestion.title) for rc in r.recompiles]
+    s = marks[0]
+
+    def marked():
+        torch._dynamo.decorators.mark_unbacked(xs[0], 0)
+        try:
+            return [torch.compile(fn, backend="eager")(x) for x in xs]
+        except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
+            return exc
+
+    r2, (out,) = captured(marked)
+    if branches:
+        assert not s.code and "mark_unbacked` is not the fix here" in s.explanation, s
+        assert re.search(r"`(if x\.shape\[0\] == 1:|for i in range\(x\.size\(0\)\):)` at ", s.explanation), s.explanation
+        assert isinstance(out, Exception) or r2.graph_breaks or r2.recompiles, out  # the claim, checked
+    else:
+        assert s.code.startswith("torch._dynamo.decorators.mark_unbacked(x, 0)"), s
+        assert not isinstance(out, Exception) and not r2.recompiles and not r2.graph_breaks
+        for a, x in zip(out, xs):
+            torch.testing.assert_close(a, fn(x))

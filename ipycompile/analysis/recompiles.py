@@ -616,6 +616,65 @@ def _unbacked_in_library(r: _Reason, rc: Recompile) -> Suggestion:
         "no new break.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
 
 
+def _reads_size(expr: ast.AST, name: str, dim: int) -> bool:
+    """``expr`` reads dim ``dim`` of ``name``'s size: ``name.shape[dim]``, ``name.size(dim)``,
+    ``name.size()[dim]``, ``len(name)`` for dim 0."""
+    def of(n: ast.AST, attr: str) -> bool:
+        return isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) and n.value.id == name
+
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == dim and (
+                of(n.value, "shape") or (isinstance(n.value, ast.Call) and of(n.value.func, "size") and not n.value.args)):
+            return True
+        if isinstance(n, ast.Call) and of(n.func, "size") and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
+                and n.args[0].value == dim:
+            return True
+        if dim == 0 and isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args \
+                and isinstance(n.args[0], ast.Name) and n.args[0].id == name:
+            return True
+    return False
+
+
+def _size_branch(report: "CompileReport", rc: Recompile, r: _Reason) -> str:
+    """Where the compiled function's kept source branches on the size ``r`` is about (an ``if``/``while``/``assert``
+    test, a conditional expression, a Python loop over ``range`` of it): ``"`line` at file:n"``; "" where it does not
+    or the source is not kept. The function's parameter is torch's name for the argument."""
+    from .source import Sources
+
+    name, dim = r.guard.path, r.change.dim
+    if r.guard.origin != "argument" or dim is None or not name.isidentifier():
+        return ""
+    found = Sources(report).find_def(rc.filename, rc.function)
+    if found is None:
+        return ""
+    parsed, fn = found
+    for n in ast.walk(fn):
+        tests = [n.test] if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else []
+        if isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.iter, ast.Call) \
+                and isinstance(n.iter.func, ast.Name) and n.iter.func.id == "range":
+            tests.append(n.iter)
+        if any(_reads_size(t, name, dim) for t in tests):
+            line = getattr(n, "lineno", None) or tests[0].lineno
+            return f"`{parsed.line(line).strip()}` at {report.where(rc.filename, line)}"
+    return ""
+
+
+def _unbacked_branches(r: _Reason, branch: str) -> Suggestion:
+    """``mark_unbacked`` where the compiled code branches on that size: the mark would turn the branch into a
+    data-dependent one (a graph break, or ``GuardOnDataDependentSymNode`` raised), so it is said, not given as code."""
+    ch, x = r.change, _shown(r)
+    return _fix(
+        Kind.MARK_UNBACKED, f"dim {ch.dim} of {x} is 0 or 1 in one call, and the code branches on it: such a size has "
+        "a version of its own, compiled once",
+        "Sizes 0 and 1 are always specialised (broadcasting differs for them): the calls where dim "
+        f"{ch.dim} of {x} is 1 share one version of their own (so do those where it is 0), compiled once and reused. "
+        f"`mark_unbacked` is not the fix here: the compiled code branches on that size ({branch}), and an unbacked "
+        "size has no value to branch on, so the branch becomes data-dependent: torch breaks the graph there or raises "
+        "(`GuardOnDataDependentSymNode`). `torch._dynamo.mark_dynamic` on the tensor keeps every size from 2 up in "
+        "one version (it specialises 0 and 1 too, as torch does by itself after one recompile). Nothing to fix for "
+        "the one version of size 1.", confidence=Confidence.MEDIUM)
+
+
 def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     if not (ch.kind == "stride" and r.nameable):
@@ -1405,6 +1464,10 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             root = _with_hidden(root, read[0][0], hidden, values)
     if root is not None and root.kind == Kind.MARK_UNBACKED and root.code and report.owner(rc.filename).value == "library":
         root = _unbacked_in_library(read[0][0], rc)
+    if root is not None and root.kind == Kind.MARK_UNBACKED and root.code:
+        branch = _size_branch(report, rc, read[0][0])
+        if branch:
+            root = _unbacked_branches(read[0][0], branch)
     # a condition on the size that no mark removes: said, instead of the mark (a value a library passes keeps
     # library_value's answer: no line of the user's could mark it anyway)
     condition = (_size_condition(report, rc, *read[0], entries(read[0][0].guard.failed_compile_id), new_entries)

@@ -368,6 +368,7 @@ class Kind(StrEnum):
     TORCH_HINT = "torch_hint"
     LIBRARY_CODE = "library_code"
     LIBRARY_SWITCH = "library_switch"  # a switch of the user's call under which the library code that breaks runs
+    NO_LEVER = "no_lever"  # a break in library code with no answer: where it is, and the levers that always exist
     # breaks no code change of ours removes: what to do, in words
     INTERNAL_ERROR = "internal_error"
     COMPILER_DISABLE = "compiler_disable"

@@ -9,7 +9,8 @@ same thing in the same order:
    compiles the model, such as ``DDP(torch.compile(model))``), then compiled code that computes something else than eager
    (the doctor's ``eager_differences``: a cache torch ignores, a generator it consumes), a
    failed compile or outputs that differ from eager (wrong results cost more than slow ones), then graph breaks and recompiles ranked
-   together by the calls they cost and the time (a break by the calls that hit it, a
+   together by the calls they cost and the time (a break by the calls that hit it, breaks that one
+   answer's code removes from one user line as one problem with their count, a
    function's recompiles by their number and their compile time), then unrolled loops,
    then a slowdown against eager, then a host-bound verdict. Each names the user's line
    (where the break happened, not the ``def`` line) and the doctor's fix.
@@ -114,6 +115,18 @@ def _compile_seconds(r: "CompileReport", cid) -> float:
     return (c.entire_frame_compile_s or 0.0) if c is not None else 0.0
 
 
+def _one_answer(r: "CompileReport") -> list[list]:
+    """The graph breaks, grouped where one answer's code, written against one user line, removes them all (a
+    library switch: the lock and the hook transformers takes under ``output_attentions=True``); in report order."""
+    groups: dict = {}
+    for i, b in enumerate(r.graph_breaks):
+        s, line = b.suggestion, user_line(r, b)
+        code = s.code.strip() if s is not None and s.standing in ("to try", "verified") else ""
+        key = (code, line.filename, line.lineno) if code else i
+        groups.setdefault(key, []).append(b)
+    return list(groups.values())
+
+
 def problems(r: "CompileReport") -> list[Problem]:
     """What is wrong, most costly first (see the module's docstring)."""
     first: list[Problem] = []
@@ -162,15 +175,25 @@ def problems(r: "CompileReport") -> list[Problem]:
         first.append(Problem("outputs", "Outputs differ from eager", e.check.message, tab="profile"))
 
     ranked: list[Problem] = []
-    for b in r.graph_breaks:
+    for group in _one_answer(r):
+        b = group[0]
         line = user_line(r, b)
         s = stop(b)
         elsewhere = (s.filename, s.lineno) != (line.filename, line.lineno) and s.filename
-        cost = f"hit {plural(b.count, 'time')}" + (
-            f"; torch stopped in {r.where(s.filename, s.lineno)}" if elsewhere else "")
-        p = Problem("graph_break", f"Graph break: {b.reason}", cost, r.where(line.filename, line.lineno),
+        count = sum(g.count for g in group)
+        if len(group) == 1:
+            title = f"Graph break: {b.reason}"
+            cost = f"hit {plural(b.count, 'time')}" + (
+                f"; torch stopped in {r.where(s.filename, s.lineno)}" if elsewhere else "")
+        else:  # several breaks the same code removes: one problem, each break in the Graph breaks tab
+            reasons = list(dict.fromkeys(g.reason for g in group))
+            title = "Graph break: " + "; ".join(reasons) + f" ({len(group)} breaks, one answer)"
+            codes = ", ".join(dict.fromkeys(g.gb_code for g in group if g.gb_code))
+            cost = (f"{len(group)} breaks{f' ({codes})' if codes else ''}, hit {plural(count, 'time')} in all; torch "
+                    "stopped in " + ", ".join(dict.fromkeys(r.where(stop(g).filename, stop(g).lineno) for g in group)))
+        p = Problem("graph_break", title, cost, r.where(line.filename, line.lineno),
                     line.source_line.strip(), tab="graph_breaks", filename=line.filename, lineno=line.lineno,
-                    calls=b.count, seconds=sum(_compile_seconds(r, c) for c in b.compile_ids))
+                    calls=count, seconds=sum(_compile_seconds(r, c) for g in group for c in g.compile_ids))
         _fix(p, b.suggestion, pending)
         if not p.fix and not p.note and b.hints:
             p.note = f"torch's hint: {b.hints[0]}"

@@ -24,6 +24,7 @@ from ...report.model import Confidence, Failure, GraphBreak, Kind, Suggestion
 from ..source import Sources
 from .base import Context, Facts, Rule, in_library, unknown
 from .rules import RULES
+from .levers import with_levers
 from .switches import with_switches
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +39,9 @@ KINDS: dict[str, str] = {
                             "where it is, torch's words, and what the user can do instead",
     str(Kind.LIBRARY_SWITCH): "a break in library code that runs only under a switch the user's call passes "
                               "(`output_attentions=True`): that switch, as the lever to try",
+    str(Kind.NO_LEVER): "a break in library code that no rule answers and no switch of the user's call guards: where "
+                        "it is, that the user's code cannot change it, and the levers that apply (a smaller region "
+                        "to compile, torch.compiler.disable around the user's call, the library's version)",
     str(Kind.UNKNOWN): "a kind the doctor does not know: torch's own explanation and hints, no specific fix",
 }
 
@@ -63,6 +67,10 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
         fixed = with_switches(fixed, ctx)
     except Exception as exc:  # noqa: BLE001 - the levers are extra: the rules' answers stay, and it is counted
         _ERRORS.append(("library switches", exc))
+    try:
+        fixed = with_levers(fixed, ctx)
+    except Exception as exc:  # noqa: BLE001 - as the switches: the rules' answers stay, and it is counted
+        _ERRORS.append(("library levers", exc))
     errors, _ERRORS[:] = list(_ERRORS), []
     return noted(_settings_together(fixed),
                  "suggest_break_fixes", errors)
