@@ -149,7 +149,8 @@ def _lever(b: GraphBreak, ctx: Context, sw: Switch) -> Suggestion:
 
 def with_switches(report: "CompileReport", ctx: Context) -> "CompileReport":
     """``report`` with the library switch's lever on each break in library code where one is seen: the answer
-    where the rules had no code for it, else added to their words."""
+    where the rules had none (or torch's words only), else added to their words (a rule's own answer, such as
+    a warm-up call before compiling, keeps the outputs; the switch drops what it adds)."""
     out = []
     for b in report.graph_breaks:
         s = b.suggestion
@@ -158,7 +159,7 @@ def with_switches(report: "CompileReport", ctx: Context) -> "CompileReport":
             out.append(b)
             continue
         lever = _lever(b, ctx, sw)
-        if s is None or not s.code:
+        if s is None or s.kind in ("unknown", "library_code"):
             if s is not None and s.explanation:
                 lever = dataclasses.replace(lever, explanation=lever.explanation + "\n\nWhat the break is: " + s.title
                                             + ". " + s.explanation)
