@@ -15,7 +15,7 @@ from ipycompile.report.model import Confidence, GraphBreak, Kind, Recompile, Sug
 
 
 def test_kinds_are_derived_from_the_one_list_of_rules():
-    assert list(KINDS) == [str(r.kind) for r in RULES] + ["library_code", "library_switch", "unknown"]
+    assert list(KINDS) == [str(r.kind) for r in RULES] + ["library_code", "library_switch", "no_lever", "unknown"]
     assert all(r.doc and callable(r.applies) and callable(r.fix) for r in RULES)
     assert len({r.kind for r in RULES}) == len(RULES)  # one rule per kind
 

@@ -19,4 +19,6 @@ def fill(report) -> None:
         if b.names_collective is None:
             b.names_collective = names_collective(b)
     if report.node_lines is None:  # the graphs' node -> user line map, read from their code
-        report.node_lines = user_lines_by_node(graph_node_lines(report.graphs))
+        lines = user_lines_by_node(graph_node_lines(report.graphs))
+        if lines:  # (none to read: left as saved, so that a report saves and reloads the same)
+            report.node_lines = lines
