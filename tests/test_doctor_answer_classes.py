@@ -607,8 +607,11 @@ def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(f
     ns = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
     r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
     none = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "no_lever"]
-    assert none, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
     assert not any(b.suggestion.kind == "unknown" for b in r.graph_breaks if r.owner(b.stop.filename).value == "library")
+    if not any(b.gb_code == "GB0156" for b in r.graph_breaks):  # torch's own break list is the evidence
+        pytest.skip(f"torch {torch.__version__} traces ContextVar.get here (no GB0156): every library break has a "
+                    "rule's answer, none is left without a lever")
+    assert none, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
     for b in none:
         s = b.suggestion
         text = s.title + "\n" + s.explanation

@@ -162,7 +162,9 @@ def test_the_capture_inside_each_rank_holds_what_its_trace_log_holds(jobs, job):
 #: the recompile limits), and where each was read from
 # (and the schema: the live captures were saved as JSON at schema 2; a log read today is schema 3)
 LIVE_ONLY = {"origin", "code_layout", "source_context", "recompile_limits", "sources", "torch_version", "schema_version",
-             "shape_guards"}  # the size guards torch added: the recorded logs predate their reading
+             "shape_guards",  # the size guards torch added: the recorded logs predate their reading
+             "node_lines"}  # kept since the graphs' node-to-line map is a record: a summary saved before is filled at
+# load from its graphs, where a rank summary read now leaves it empty
 
 
 @pytest.mark.parametrize("job", ["ddp", "diverge"])
