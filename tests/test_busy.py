@@ -33,7 +33,7 @@ def test_busy_share_is_judged_against_the_run_time_timed_beside_it():
     busy = busy_beside_run(lambda: _timed_block(call, n) / n,
                            lambda: BusyBlock(0.9 * _timed_block(call, n) / n, 12, {"aten::mm": 1e-5}),
                            calls=n, cudagraphs=False, suggest=True)
-    assert len(busy.run_times_s) == 3 and busy.run_s == statistics.median(busy.run_times_s) < 1e-3
+    assert len(busy.run_times_s) == 3 and 0 < busy.run_s == statistics.median(busy.run_times_s)
     assert len(busy.busy_times_s) == 2 and busy.busy_s == statistics.median(busy.busy_times_s)
     assert busy.share > 0.5 and busy.verdict != "host-bound", busy.text
     assert judge(busy.busy_s, 5e-3, kernels=12, calls=n, cudagraphs=False, suggest=True).verdict == "host-bound"

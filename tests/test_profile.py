@@ -65,7 +65,7 @@ def test_synchronize_and_device_name_on_cpu():
 def test_auto_range_picks_runs_from_target():
     fn = Sleeper(0.005)
     timing = time_calls(fn, target_s=0.05)
-    assert 4.5e-3 <= timing.median_s <= 30e-3
+    assert 4.5e-3 <= timing.median_s  # a sleep lasts at least its time; a busy machine may make it longer
     assert timing.auto and timing.warmup == 2
     # round(0.05 / ~5 ms) = 10; a slow sleep on a busy machine gives fewer, never below min_runs.
     assert 3 <= timing.runs <= 10

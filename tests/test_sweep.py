@@ -395,7 +395,10 @@ def test_sweep_result_shows_a_formatted_table_and_keeps_the_dataframe_in_df(rnn_
     assert re.search(r"\d (B|KiB|MiB|GiB)\b", text) and re.search(r"\d (us|ms|s)\b", text), text
     assert "None" not in text and "device peak" not in text  # nothing ran on a device: no column of Nones
     assert "the same at every point: " in text and "status ok" in text
-    assert "is .df" in text and "<table" in page and "<th>host added</th>" in page
+    assert "is .df" in text and "<table" in page
+    # host memory: a column, or said once below where every point added the same (the allocator's
+    # rounding can give each point the same figure)
+    assert "<th>host added</th>" in page or re.search(r"the same at every point: .*host added \d", page), page
     # a point the run layer judged noisy is marked, and the IQR shows as a share of the median
     df = copy.copy(result.df)
     df["noisy"] = ["", "run time", "", "", "", ""]
