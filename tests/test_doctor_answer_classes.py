@@ -706,3 +706,96 @@ def test_mark_unbacked_is_code_only_where_the_compiled_code_does_not_branch_on_t
         assert not isinstance(out, Exception) and not r2.recompiles and not r2.graph_breaks
         for a, x in zip(out, xs):
             torch.testing.assert_close(a, fn(x))
+
+
+# -- a function the user's call only leads to: its parameters are not the call's arguments --------------------
+_LED_TO = """
+    import torch
+    from torch import nn
+
+    def drop_loops(ei):  # torch compiles it as a frame of its own: the break inside it
+        keep = ei[0] != ei[1]
+        torch._dynamo.graph_break()
+        return ei[:, keep]
+
+    class Net(nn.Module):
+        def forward(self, x, edge_index):
+            h = x * 2
+            ei = drop_loops(edge_index)
+            return h.sum() + ei.sum()
+
+    net = torch.compile(Net(), backend="eager")
+"""
+
+
+def test_a_function_a_modules_call_leads_to_is_not_given_the_calls_arguments(notebook):
+    """``net(x, edge_index)`` enters ``forward``; ``drop_loops(ei)``, which torch compiles as a frame of its own
+    after the break inside it, recompiles on ``ei``'s dim 1. Its first parameter is not the call's first
+    argument: no answer names dim 1 of ``x`` (whose dim 1 never changed) or writes a mark on it."""
+    ns = notebook(_LED_TO, name="led_to.py")
+    graphs = [(torch.randn(5, 4), torch.randint(0, 5, (2, n))) for n in (9, 13, 17)]
+    r, _ = captured(*[lambda g=g: ns["net"](*g) for g in graphs])
+    led = [rc for rc in r.recompiles if rc.function == "drop_loops"]
+    assert led, [(rc.function, rc.reasons) for rc in r.recompiles]
+    for rc in led:
+        text = said(rc)
+        assert not any(g.name == "x" for g in rc.guards), [(g.name, g.origin) for g in rc.guards]
+        assert "`x`" not in text and "mark_dynamic(x" not in text, text
+        # the value in the words of the function's own source, with where it comes from
+        assert "passes to `drop_loops`" in text, text
+
+
+# -- a silent change of results: the whole training step traced, with zero_grad before backward ---------------
+_STEP = """
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        loss = model(x).pow(2).mean()
+        {zero}
+        loss.backward()
+        opt.step()
+        return loss.detach()
+"""
+
+
+@pytest.mark.parametrize("zero", [True, False])
+def test_trace_autograd_ops_is_not_code_where_the_step_it_compiles_would_not_train(notebook, zero):
+    """``trace_autograd_ops = True`` for the break at ``loss.backward()`` of a training step: with
+    ``opt.zero_grad()`` before it in the same compiled code, the step compiled so leaves the weights as they were
+    (applied here: eager's step moves them, the traced one does not), and the doctor gives it in words with why,
+    never as code; without the zero_grad the setting trains as eager does, and it stays the code."""
+    src = _STEP.replace("{zero}", "opt.zero_grad()" if zero else "pass")
+    xs = [torch.randn(3, 4) for _ in range(3)]
+
+    def weights_after(setting: bool, compiled: bool):
+        ns = notebook(src, name="train_step.py")
+        w0 = ns["model"].weight.detach().clone()
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(trace_autograd_ops=setting):
+            fn = torch.compile(ns["step"], backend="eager") if compiled else ns["step"]
+            for x in xs:
+                fn(x)
+        return w0, ns["model"].weight.detach().clone()
+
+    w0, eager = weights_after(False, False)
+    _, traced = weights_after(True, True)
+    assert not torch.equal(w0, eager)
+    trains = not torch.equal(w0, traced)
+    assert trains is (not zero), (w0, traced)
+    if trains:
+        torch.testing.assert_close(traced, eager)
+    ns = notebook(src, name="train_step.py")
+    r, _ = captured(lambda: torch.compile(ns["step"], backend="eager")(xs[0]))
+    bw = [b for b in r.graph_breaks if b.gb_code == "GB0123"]
+    assert bw and bw[0].suggestion is not None, [(b.gb_code, b.reason) for b in r.graph_breaks]
+    s = bw[0].suggestion
+    if zero:
+        assert not s.code and s.standing == "advice", s
+        assert "`opt.zero_grad()` before it" in s.explanation and "`opt.step()` after it" in s.explanation, s
+    else:
+        assert s.code == "torch._dynamo.config.trace_autograd_ops = True", s

@@ -252,6 +252,7 @@ class _Frame:
             report.owner(self.caller.filename) is not Owner.USER)
         self.call: Optional[ast.Call] = None
         self.calls: list[ast.Call] = []
+        self.led_from = ""  # the call on the user's line that led to this frame without calling it (`m` of `m(x)`)
         self.compiled: dict[str, str] = {}
         # the compiled function's parameters, and whether it is a method (its first one the module)
         self.params: list[str] = []
@@ -292,12 +293,19 @@ class _Frame:
                 self.compiled = _compiled_names(tree, line)
                 self.calls = _the_calls(tree, line, calling.function, self.compiled, self._fits)
                 self.call = self.calls[0] if self.calls else None
+                if not self.calls and not self.library_call:
+                    # the line calls something else (a module, `m(x, edge_index)`) that led to this function: its
+                    # arguments are what that code passes on, never the user's call's by position
+                    other = _the_calls(tree, line, calling.function, self.compiled, lambda call: True)
+                    self.led_from = ast.unparse(other[0].func) if len(other) == 1 else ""
         self.library_words = ""  # a library's call: what its line passes, for describe()
         self.where_function = ""  # the function torch's guard names as where it read the value (`step`), for _module()
         # no call of the user's seen: the function torch compiled before this one whose own code calls it (torch
         # compiled it as a frame of its own because that code ran outside the graph, after a break): its
         # arguments are made inside the compiled function, where no line before the user's call can mark them
         self.called_by = "" if self.calls or self.site.filename or self.wrapper or self.resumed else self._compiled_caller()
+        if not self.called_by and self.led_from and not self.wrapper and not self.resumed:
+            self.called_by = self.led_from
 
     def _compiled_caller(self) -> str:
         """The name of a function of the same file that torch compiled earlier in this report (a lower frame
@@ -323,11 +331,33 @@ class _Frame:
         function takes (any number to torch's ``inner(*args, **kwargs)``, or where unknown)."""
         if self.wrapper or not self.params or self.resumed:
             return True
+        if not self._calls_this(call):
+            return False
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return True
         skip = 1 if self.method else 0
         given = len(call.args) + len(call.keywords)
         return given >= self.required - skip and (self.varargs or len(call.args) <= len(self.params) - skip)
+
+    def _calls_this(self, call: ast.Call) -> bool:
+        """``call`` can call the compiled function itself, not a function it leads to: a module's call
+        (``m(x, edge_index)``) enters its ``forward``, never the library's ``remove_self_loops(edge_index)``
+        that torch compiled as a frame of its own once ``forward`` broke; a call by another name calls it
+        only where the name is a compile of something (``cf = torch.compile(f)``) or a parameter or other
+        variable (unknown: accepted)."""
+        name = self.c.function
+        if not name.isidentifier():  # `<lambda>` and the like: called by whatever name holds it
+            return True
+        func = call.func
+        text = ast.unparse(func)
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if last == name or text in self.compiled:
+            return True
+        if name in ("forward", "__call__"):
+            return True  # a module's call, `model(x)`, enters its forward
+        # another function of the compiled frame's own file or a library's, by a name that is not its own: a call
+        # of a module (through nn.Module.__call__) or of a function that only leads to this frame
+        return not (id(self.c) in _MODULE_CALLS or self.library_frame)
 
     # -- the pieces of the user's call (one answer where the line holds several candidate calls that agree)
     def _agreed(self, part) -> Optional[str]:

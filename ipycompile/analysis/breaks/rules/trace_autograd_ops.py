@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
-from ...rewrite import call_name, uses_after
+from ...rewrite import call_name, scope_body, uses_after, walk_scope
 from ..base import Context, Facts, Rule, path, reset_note, statement_at
 
 
@@ -52,6 +52,28 @@ def _grad_fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS)
 
 
+def _cleared_and_read(p, stmt: ast.stmt) -> tuple[str, str]:
+    """``(clear, read)``: code before ``stmt`` in its scope that clears the gradients (``opt.zero_grad()``,
+    ``p.grad = None``) and code after it that reads them (an optimizer's ``step()``, ``clip_grad_norm_``, a
+    ``.grad``), as their source; ``("", "")`` unless both are there."""
+    _, body = scope_body(p, stmt)
+    first, end = stmt.lineno, stmt.end_lineno or stmt.lineno
+    clear = read = ""
+    for n in walk_scope(body):
+        line = getattr(n, "lineno", 0)
+        if line < first and not clear:
+            if isinstance(n, ast.Call) and call_name(n) == "zero_grad":
+                clear = ast.unparse(n)
+            elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets):
+                clear = ast.unparse(n)
+        elif line > end and not read:
+            if isinstance(n, ast.Call) and (call_name(n) == "step" or "clip_grad" in call_name(n)):
+                read = ast.unparse(n)
+            elif isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.ctx, ast.Load):
+                read = ast.unparse(n)
+    return (clear, read) if clear and read else ("", "")
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if is_grad(f):
         return _grad_fix(f, ctx)
@@ -65,7 +87,14 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         kept = isinstance(scope, ast.Module) or any(
             isinstance(p.parents.get(u), ast.Return) or isinstance(p.parents.get(u), ast.Tuple)
             for u in uses_after(p, stmt, loss))
-        if kept:  # a cell's names live on in the notebook: a loss whose graph backward consumed cannot
+        clear, read = _cleared_and_read(p, stmt)
+        if clear:  # a silent change: traced, backward's gradients are not seen after a zero_grad() in the same code
+            keep = (f" Not here: with the setting, `{clear}` before it and `{read}` after it in the same compiled "
+                    "code, the gradients backward() computes are not the ones that line reads: the optimizer "
+                    "step leaves the weights as they were, silently (tried on torch 2.13 and 2.14: a step compiled "
+                    "so does not train). Keep this break: it is the normal boundary of a training step")
+            code = ""
+        elif kept:  # a cell's names live on in the notebook: a loss whose graph backward consumed cannot
             # outlive the compiled code (torch breaks the graph there instead, GB4927), so the setting alone is
             # no fix, and the setting with a line of the user's rewritten is not one fix that applies as one:
             # the way is in words, at the user's line
