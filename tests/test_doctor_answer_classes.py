@@ -799,3 +799,94 @@ def test_trace_autograd_ops_is_not_code_where_the_step_it_compiles_would_not_tra
         assert "`opt.zero_grad()` before it" in s.explanation and "`opt.step()` after it" in s.explanation, s
     else:
         assert s.code == "torch._dynamo.config.trace_autograd_ops = True", s
+
+
+# -- a setting advised without what follows: Python numbers whose values the code then needs -------------------
+_NUMBERS_USED = """
+import torch
+
+scales = (torch.tensor(1.0), torch.tensor(2.0), torch.tensor(3.0))
+
+
+def by_rank(x):  # the ranks as Python numbers, then each an index into a tuple
+    ranks = (x > 0).long().tolist()
+    out = x.sum()
+    for r in ranks:
+        out = out * scales[r]
+    return out
+
+
+def first_positive(x):  # the signs as Python numbers, then a test on one
+    signs = (x > 0).long().tolist()
+    if signs[0]:
+        return x * 2
+    return x
+"""
+
+
+@pytest.mark.parametrize("name", ["by_rank", "first_positive"])
+def test_capture_scalar_outputs_is_not_code_where_the_numbers_values_are_needed_after(tmp_path, monkeypatch, name):
+    """A library's ``.tolist()`` (an installed package: its code is not the user's to rewrite) whose numbers its
+    code then indexes with or tests: with ``capture_scalar_outputs`` they are symbolic with no value while
+    tracing, so the compiled call raises (or breaks again) there: applied here, on the user's call. The doctor
+    reads the library's code after the line, names that use and gives no code."""
+    lib = tmp_path / "site-packages"
+    lib.mkdir()
+    (lib / "rankslib.py").write_text(_NUMBERS_USED)
+    monkeypatch.syspath_prepend(str(lib))
+    sys.modules.pop("rankslib", None)
+    import rankslib
+
+    fn = getattr(rankslib, name)
+    x = torch.tensor([0.5, -1.0, 2.0, 3.0])
+    r, _ = captured(lambda: torch.compile(fn, backend="eager")(x))
+    answered = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "capture_scalar_outputs"]
+    assert answered, [(b.gb_code, b.reason, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]
+    for b in answered:
+        s = b.suggestion
+        assert not s.code and "capture_scalar_outputs is not the fix" in s.title, s
+        assert ("scales[r]" if name == "by_rank" else "signs[0]") in s.title, s.title
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        def run():
+            try:
+                return torch.compile(fn, backend="eager")(x)
+            except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
+                return exc
+
+        r2, (out,) = captured(run)
+    assert isinstance(out, Exception) or r2.graph_breaks or r2.failures, out
+    sys.modules.pop("rankslib", None)
+
+
+# -- the recompile limit: the cause's fix given only where it alone keeps the function compiled ----------------
+def test_the_recompile_limits_answer_gives_the_causes_fix_as_code_only_where_it_alone_is_enough(notebook):
+    """A function hits the limit on a size of `x`, after versions made for the sizes of `y`: `x`'s mark alone
+    leaves those, and the limit is hit again (applied here). The limit's answer says so, with no code of the
+    mark; the recompiles of `y` keep their own answer."""
+    ns = notebook("""
+        import torch
+
+        def total(x, y):
+            return x.sum() + y.sum()
+    """, name="limit_cell.py")
+    sizes = [(4, 2), (4, 3), (4, 4), (4, 5), (6, 6)]
+
+    def run(mark_x: bool):
+        torch._dynamo.reset()
+        cf = torch.compile(ns["total"], backend="eager")
+        for n, m in sizes:
+            x, y = torch.ones(n), torch.ones(m)
+            if mark_x:
+                torch._dynamo.mark_dynamic(x, 0)
+            cf(x, y)
+
+    with torch._dynamo.config.patch(recompile_limit=4, automatic_dynamic_shapes=False):
+        r, _ = captured(lambda: run(False))
+        fixed, _ = captured(lambda: run(True))
+    hit = [rc for rc in r.recompiles if rc.limit_hit]
+    assert len(hit) == 1, [(rc.limit_hit, rc.reasons) for rc in r.recompiles]
+    s = hit[0].suggestion
+    assert s is not None and s.kind == "recompile_limit" and "mark_dynamic(x" not in s.code, s
+    assert "size of `y`" in s.explanation and "hit again" in s.explanation, s.explanation
+    assert any(rc.limit_hit for rc in fixed.recompiles)  # x's mark alone: the limit is still hit
+    assert all("mark_dynamic(y, 0)" in rc.suggestion.code for rc in r.recompiles if not rc.limit_hit)

@@ -461,8 +461,10 @@ def _maybe_mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]
     logits a transformers model hands to its loss, compiled as a frame of its own). In that frame the marked
     size meets a tensor whose size is static on its first compile, and torch specialises it: a strict
     ``mark_dynamic`` raises ConstraintViolationError there (transformers' GPT-2 trained on batches of varying
-    length: ``Eq(16, 2*s38)`` in ``ForCausalLMLoss``). ``maybe_mark_dynamic`` never raises: where torch
-    specialises it, the size is static, as without the mark."""
+    length: ``Eq(16, 2*s38)`` in ``ForCausalLMLoss``). ``maybe_mark_dynamic`` asks without that promise; it is
+    still "to try": where the size travels across a graph break into code that needs it as a number, torch 2.13
+    can refuse it there too (torch_geometric's ``scatter`` after its ``.item()`` break), and the doctor cannot
+    tell that from the record."""
     ch, x = r.change, r.change.subject
     if not (r.tied and ch.kind == "size" and ch.dim is not None and r.nameable) or r.retyped:
         return None
@@ -478,7 +480,9 @@ def _maybe_mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]
         "raises ConstraintViolationError. `torch._dynamo.maybe_mark_dynamic` asks for a dynamic size without that "
         "promise: the frames that take it compile one version for all sizes (>= 2), and a frame where torch "
         "specialises it compiles once more, after which torch makes its sizes dynamic by itself (automatic "
-        "dynamic shapes).",
+        "dynamic shapes). Where the size travels across a graph break into code that needs it as a number, "
+        "torch can still refuse it there (ConstraintViolationError: seen with torch_geometric's scatter): try it "
+        "on your loop.",
         "\n".join(f"torch._dynamo.maybe_mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
         Confidence.HIGH, Kind.MARK_DYNAMIC)
 
@@ -1021,15 +1025,20 @@ def _suggest(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
 
 
 def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, setting: Optional[int],
-                      subject: str, carried: str = "") -> Suggestion:
+                      subject: str, carried: str = "", others: Sequence[str] = ()) -> Suggestion:
     """The recompile limit's answer: the cause's fix first; a higher limit as code only where it
     is known to be the global setting that is in effect (``setting``: the global value while
     the capture was open; a ``torch.compile(recompile_limit=...)`` overrides it for the
     function, and then the global line changes nothing) and the change is in an input of the
     user's code (``subject``; a value torch carries across a graph break, ``___stack0``, is not:
     what its next version compiles to is unknown). Otherwise both ways, in words."""
-    has_fix = root is not None and bool(root.code)
+    has_fix = root is not None and bool(root.code) and not others
     fix = (f"First fix what changes: {root.title}.\n" if has_fix else f"What changes: {root.title}.\n" if root else "")
+    if others and root is not None and root.code:
+        # the cause's own fix, alone, is no fix of the limit: the frame's other versions came from other changes
+        fix += (f"Its fix alone leaves the versions of `{rc.shown_function or 'the function'}` made for other changes "
+                f"({', '.join(others)}): with them the limit ({rc.limit}) is hit again by a new value of those. Each needs "
+                "its own answer (see the other recompiles of this function).\n")
     name = rc.limit_type or "recompile_limit"
     raise_to = max(2 * versions, versions + 4) if versions else 16
     words = ("Torch keeps a bounded number of compiled versions per function; past it the function runs "
@@ -1495,9 +1504,21 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
         first = read[0][0] if read else None
         subject = first.change.subject if first is not None and first.nameable else ""
         carried = _shown(first) if first is not None and first.guard.origin == "carried" else ""
+        # what else made versions of this frame: where a fix of this change alone leaves as many as the limit, it
+        # is hit anyway
+        # the versions the earlier recompiles of this frame made, each for what its newest failed guard names:
+        # those made for something the root's fix leaves stay after it; with the first compile's and this call's,
+        # as many as the limit hit it again (torchdiffeq's step: seven versions for an index, one for a stride)
+        answered = (first.change.kind, first.guard.path) if first is not None else None
+        earlier = [x for x in report.recompiles if x is not rc and x.guards and not x.limit_hit
+                   and (x.compile_id.frame_id, x.compile_id.compiled_autograd_id)
+                   == (rc.compile_id.frame_id, rc.compile_id.compiled_autograd_id)]
+        left = [x.guards[0] for x in earlier if (x.guards[0].kind, x.guards[0].path) != answered]
+        others = (sorted({f"{g.kind} of `{g.name or g.path}`" if (g.name or g.path) else g.kind for g in left})
+                  if answered and rc.limit is not None and len(left) + 2 > rc.limit else [])
         if not (root is not None and root.kind == Kind.PER_LAYER):  # per_layer's answer is the limit's
             suggestion = _limit_suggestion(rc, root, versions, report.recompile_limits.get(rc.limit_type or "recompile_limit"),
-                                           subject, carried)
+                                           subject, carried, others)
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
     return dataclasses.replace(rc, changes=changes, explanation=explanation, suggestion=suggestion)
 

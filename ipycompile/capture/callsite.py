@@ -353,8 +353,10 @@ class _Frame:
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if last == name or text in self.compiled:
             return True
-        if name in ("forward", "__call__"):
-            return True  # a module's call, `model(x)`, enters its forward
+        if name in ("forward", "__call__") or self.varargs:
+            # a module's call, `model(x)`, enters its forward, or the decorator around it that passes its
+            # arguments on (transformers' `def wrapper(self, *args, **kwargs)`)
+            return True
         # another function of the compiled frame's own file or a library's, by a name that is not its own: a call
         # of a module (through nn.Module.__call__) or of a function that only leads to this frame
         return not (id(self.c) in _MODULE_CALLS or self.library_frame)

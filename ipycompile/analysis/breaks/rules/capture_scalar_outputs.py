@@ -9,6 +9,7 @@ no fix is offered (torch's own words are shown)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 from ....report.model import Confidence, Kind, Suggestion
@@ -34,6 +35,44 @@ def _holds(f: Facts, ctx: Context) -> bool:
     return bool(calls) and all(one_element(p, converted(c)) for c in calls)
 
 
+def _value_needed(f: Facts, ctx: Context) -> tuple[int, str]:
+    """``(line, code)`` of the first use, after the break's line in its function, that needs the Python value
+    of the numbers the line makes: a test on them (``if n > 0:``), ``range(n)``, or an index of one
+    (``factors[idx]`` for ``idx`` in ``order = t.tolist()``). With the setting they are symbolic numbers with no
+    value while tracing, so such a use raises ``GuardOnDataDependentSymNode`` instead of breaking (kornia's
+    ``ColorJitter``: ``for idx in order: factors[idx]``). ``(0, "")`` where there is none."""
+    p, stmt = statement_at(f.stop, ctx)
+    if p is None or stmt is None:
+        return 0, ""
+    made = {t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    if not made:
+        return 0, ""
+    fn = next((a for a in p.ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    scope = fn if fn is not None else p.tree
+    after = stmt.end_lineno or stmt.lineno
+    # the elements of a converted list, one step on: `for idx in order:`
+    names = set(made) | {t.id for n in ast.walk(scope) if isinstance(n, ast.For) and n.lineno > after
+                         and isinstance(n.iter, ast.Name) and n.iter.id in made
+                         for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+
+    def reads(node: ast.AST) -> bool:
+        return any(isinstance(m, ast.Name) and m.id in names and isinstance(m.ctx, ast.Load) for m in ast.walk(node))
+
+    found: list[tuple[int, str]] = []
+    for n in ast.walk(scope):
+        if getattr(n, "lineno", 0) <= after:
+            continue
+        test = n.test if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else None
+        if test is not None and reads(test):
+            found.append((n.lineno, p.segment(test)))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range" and any(map(reads, n.args)):
+            found.append((n.lineno, p.segment(n)))
+        elif isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Slice) and isinstance(n.slice, ast.Name) \
+                and n.slice.id in names:
+            found.append((n.lineno, p.segment(n)))
+    return min(found) if found else (0, "")
+
+
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if f.code == "GB0109":  # torch traces `.tolist()` of integer tensors only: no setting changes that
         return explained(
@@ -45,6 +84,18 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             "compiled function.", f)
     if not _holds(f, ctx):
         return None
+    line, use = _value_needed(f, ctx)
+    if use:
+        where = "in code you cannot edit" if f.in_library else "in your code"
+        return explained(
+            Kind.CAPTURE_SCALAR_OUTPUTS,
+            f"A tensor turned into Python numbers, then `{use}` at line {line} needs their values: "
+            "capture_scalar_outputs is not the fix",
+            f"{path(ctx, f)} ({where}) turns a tensor into Python numbers (`{f.stop.source_line.strip()}`). torch's "
+            "hint, `capture_scalar_outputs`, would trace them as symbolic numbers with no value while tracing; but "
+            f"the code then needs a value (`{use}`, line {line}: a test, a range or an index), so with the setting "
+            "the compiled call raises (GuardOnDataDependentSymNode) instead of breaking. Nothing to fix if the break "
+            "is affordable (the code after it is compiled on its own).", f)
     if f.in_library:
         return Suggestion(
             "Let torch keep the library's .item() in the graph: capture_scalar_outputs",
