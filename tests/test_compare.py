@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import linecache
-import os
 from pathlib import Path
 
 import pytest
@@ -293,31 +292,19 @@ def test_compile_diff_in_an_ipython_shell(ip, shows_html):
 # -- a real Jupyter kernel -------------------------------------------------------------------
 @pytest.mark.notebook
 def test_compile_diff_in_a_kernel(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    from test_kernel import KERNEL, _runner
+    pytest.importorskip("nbclient")
+    from test_kernel import run_in_kernel
 
-    runner = _runner()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
-        runner._prefer_this_prefix()
-        runner.check_kernel(KERNEL)
-        v4 = nbformat.v4
-        cells = [
-            v4.new_code_cell("%load_ext ipycompile\nimport torch, ipycompile\nprint(ipycompile.__file__)"),
-            v4.new_code_cell("x = torch.arange(8.0)"),
-            v4.new_code_cell("%%compile --backend eager --runs 2 --label before --quiet\n"
-                             "y = x * 2\nif y.sum() > 0:\n    y = y + 1\ny.sum()"),
-            v4.new_code_cell("%%compile --backend eager --runs 2 --label after --quiet\n"
-                             "y = x * 2\ny = torch.where(y.sum() > 0, y + 1, y)\ny.sum()"),
-            v4.new_code_cell("%compile_diff before after"),
-        ]
-        nb = v4.new_notebook(cells=cells)
-        nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=600, allow_errors=False,
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
-    where = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    cells, _ = run_in_kernel([
+        "%load_ext ipycompile\nimport torch, ipycompile\nprint(ipycompile.__file__)",
+        "x = torch.arange(8.0)",
+        "%%compile --backend eager --runs 2 --label before --quiet\ny = x * 2\nif y.sum() > 0:\n    y = y + 1\ny.sum()",
+        "%%compile --backend eager --runs 2 --label after --quiet\ny = x * 2\ny = torch.where(y.sum() > 0, y + 1, y)\ny.sum()",
+        "%compile_diff before after",
+    ], tmp_path)
+    where = "".join(o.get("text", "") for o in cells[0].outputs)
     assert where.strip().startswith(str(ROOT / "ipycompile")), where  # this checkout's ipycompile
-    (shown,) = [o for o in nb.cells[-1].outputs if o.output_type == "display_data"]
+    (shown,) = [o for o in cells[-1].outputs if o.output_type == "display_data"]
     assert "graph break sites: 1 fixed, 0 introduced, 0 unchanged" in shown.data["text/plain"]
     page = shown.data["text/html"]
     assert "break sites: 1 fixed, 0 introduced" in page and "if y.sum() &gt; 0:" in page

@@ -58,6 +58,36 @@ def _runner():
     return module
 
 
+def run_in_kernel(sources: list[str], path, env: dict | None = None, record: bool = False):
+    """``sources`` as the code cells of a notebook, executed by nbclient in one real kernel of this venv
+    (``KERNEL``, checked to run this python), in the folder ``path``, with ``env`` set for the kernel.
+    Returns ``(cells, messages)``: the executed cells, and where ``record``, every iopub message by cell
+    index as it arrived (a live status line, a display updated in place)."""
+    received: dict[int, list[dict]] = {}
+
+    class Recording(nbclient.NotebookClient):
+        def process_message(self, msg, cell, cell_index):
+            received.setdefault(cell_index, []).append(msg)
+            return super().process_message(msg, cell, cell_index)
+
+    runner = _runner()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
+        runner._prefer_this_prefix()
+        try:
+            runner.check_kernel(KERNEL)  # refuses a kernel that would run another python
+        except SystemExit as exc:
+            pytest.fail(str(exc), pytrace=False)
+        cells = [nbformat.v4.new_code_cell(src) for src in sources]
+        nb = nbformat.v4.new_notebook(cells=cells)
+        client = (Recording if record else nbclient.NotebookClient)(
+            nb, kernel_name=KERNEL, timeout=600, allow_errors=False, resources={"metadata": {"path": str(path)}})
+        client.execute()
+    return cells, received
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook below, executed in one real kernel; yields (notebook, code cells by name)."""

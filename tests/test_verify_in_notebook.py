@@ -13,7 +13,6 @@ tests/test_terminal.py.)
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -70,25 +69,10 @@ print(json.dumps({"same": same, "momentum": momentum, "pending": v.pending, "tri
 @pytest.fixture(scope="module")
 def kernel_run(tmp_path_factory):
     """The cells above in one real kernel; every iopub message recorded as it arrives."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    from test_kernel import KERNEL, _runner
+    pytest.importorskip("nbclient")
+    from test_kernel import run_in_kernel
 
-    received: dict[int, list[dict]] = {}
-
-    class Recording(nbclient.NotebookClient):
-        def process_message(self, msg, cell, cell_index):
-            received.setdefault(cell_index, []).append(msg)
-            return super().process_message(msg, cell, cell_index)
-
-    runner = _runner()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
-        runner._prefer_this_prefix()
-        cells = [nbformat.v4.new_code_cell(src) for src in CELLS.values()]
-        nb = nbformat.v4.new_notebook(cells=cells)
-        Recording(nb, kernel_name=KERNEL, timeout=600, allow_errors=False,
-                  resources={"metadata": {"path": str(tmp_path_factory.mktemp("verify"))}}).execute()
+    cells, received = run_in_kernel(list(CELLS.values()), tmp_path_factory.mktemp("verify"), record=True)
     names = list(CELLS)
     return {names[i]: (cells[i], received.get(i, [])) for i in range(len(names))}
 
