@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.report import CompileReport, FixStatus, Suggestion
+from ipycompile.report import CompileReport, Fix, FixStatus, Suggestion
+from ipycompile.report.fix import rewrite
 from ipycompile.run import verify
 from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.runner import run_cell
@@ -253,9 +254,11 @@ def test_a_compile_option_a_fix_passes_is_applied_to_the_scratch_compile():
     body = "x = torch.cat([x, x[:1]])\nz = x.sin().sum()\n"
     user = UserCell(body, ns, calls=3)
     (rc,) = user.report.recompiles
-    read = verify.read_fix_code("torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    record = Fix(compile_options={"dynamic": "True"})
+    assert record.code == "torch.compile(..., dynamic=True)  # %%compile --dynamic"
+    read = verify.read_fix_code(record)
     assert read.compile_kwargs == {"dynamic": True} and not read.why_not and not read.settings
-    option = dataclasses.replace(rc.suggestion, code="torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    option = dataclasses.replace(rc.suggestion, code=record.code, fix=record)
     user.report = dataclasses.replace(user.report, recompiles=[dataclasses.replace(rc, suggestion=option)])
     state = UserState(ns, [user.cf.fn.__code__])
     report = user.verify()
@@ -263,7 +266,7 @@ def test_a_compile_option_a_fix_passes_is_applied_to_the_scratch_compile():
     (check,) = _checks(report)
     assert check.status == FixStatus.VERIFIED, check
     assert check.reason.startswith("the recompile is gone") and check.applied == ["torch.compile(..., dynamic=True)"]
-    assert "not applied" in verify.read_fix_code("y = f(x)").why_not
+    assert "not applied" in verify.read_fix_code(None).why_not  # code with no record (words, a template)
 
 
 def test_settings_are_verified_one_by_one_and_together():
@@ -406,8 +409,7 @@ def test_a_rewrite_of_library_code_is_never_verified():
     user = UserCell("idx = torch.nonzero(x)\n", ns)
     b = user.report.graph_breaks[0]
     library = torch.nn.functional.__file__
-    fake = Suggestion("rewrite a library line", code="y = x", filename=library, first_line=10, last_line=10,
-                      kind="keep_tensor")
+    fake = Suggestion.of("rewrite a library line", "", rewrite(library, 10, 10, "y = x"), kind="keep_tensor")
     import dataclasses
 
     report = dataclasses.replace(user.report, graph_breaks=[dataclasses.replace(b, suggestion=fake)])
