@@ -93,10 +93,10 @@ def _judge(case_id: str, suggestion) -> harness.Item:
 
 
 def test_the_harness_proves_a_fix_that_removes_the_break_with_the_same_outputs():
-    from ipycompile.report.model import Suggestion
+    from ipycompile.report.model import Fix, Setting, Suggestion
 
-    s = Suggestion("reorder print", code="torch._dynamo.config.reorderable_logging_functions.add(print)",
-                   kind="reorderable_logging_functions")
+    s = Suggestion.of("reorder print", "", Fix(settings=[Setting("dynamo", "reorderable_logging_functions", "print", "add")]),
+                      kind="reorderable_logging_functions")
     item = _judge("reorder_logs::dont_reorder_print", s)
     assert item.fix == "proven", item.fix_detail
 
@@ -105,18 +105,20 @@ def test_the_harness_calls_a_fix_wrong_when_the_fixed_code_raises():
     """``x.shape[torch.tensor([1, 1])]`` (two elements): capture_scalar_outputs makes the compile raise
     (torch 2.13), or moves the break (torch 2.14 traces the fake call's error as the user's exception
     and breaks there, GB0088 "Observed exception"): wrong either way."""
-    from ipycompile.report.model import Suggestion
+    from ipycompile.report.model import Fix, Setting, Suggestion
 
-    s = Suggestion("capture", code="torch._dynamo.config.capture_scalar_outputs = True", kind="capture_scalar_outputs")
+    s = Suggestion.of("capture", "", Fix(settings=[Setting("dynamo", "capture_scalar_outputs", "True")]),
+                      kind="capture_scalar_outputs")
     item = _judge("misc::torch_size_tensor_index_non_scalar", s)
     why = "the break moved, not removed (GB0088)" if TorchVersion(torch.__version__) >= (2, 14) else "raises"
     assert item.fix == "wrong" and why in item.fix_detail, item.fix_detail
 
 
 def test_the_harness_calls_a_fix_wrong_when_it_names_what_the_users_code_lacks():
-    from ipycompile.report.model import Suggestion
+    from ipycompile.report.model import Fix, Mark, Suggestion
 
-    s = Suggestion("mark", code="torch._dynamo.mark_dynamic(___stack0, 0)  # before the first call", kind="mark_dynamic")
+    s = Suggestion.of("mark", "", Fix(marks=[Mark("mark_dynamic", "___stack0", 0, "before the first call")]),
+                      kind="mark_dynamic")
     item = _judge("error_messages::data_dependent_branching_gb", s)
     assert item.fix == "wrong" and "___stack0" in item.fix_detail, item.fix_detail
 

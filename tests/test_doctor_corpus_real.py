@@ -19,7 +19,7 @@ from torch.torch_version import TorchVersion
 
 import doctor_corpus
 from doctor_corpus import checks, harness
-from ipycompile.report.model import GraphBreak, Recompile, Suggestion, UserFrame
+from ipycompile.report.model import Fix, GraphBreak, Mark, Recompile, Suggestion, UserFrame
 
 
 def _case(case_id: str):
@@ -198,8 +198,8 @@ def test_a_mark_on_the_users_own_variable_is_written_before_their_call_and_prove
     assert item.fix == "proven", item.fix_detail
     # a name the user's code does not have at that line is a wrong fix, not an inapplicable one
     bad = harness.Item("recompile", "size", "mark_dynamic", True)
-    harness._try_fix(c, bad, Suggestion("mark", code="torch._dynamo.mark_dynamic(batch_data, 0)"), run, eager_outs,
-                     eager_err, True, rc)
+    harness._try_fix(c, bad, Suggestion.of("mark", "", Fix(marks=[Mark("mark_dynamic", "batch_data", 0)])), run,
+                     eager_outs, eager_err, True, rc)
     assert bad.fix == "wrong", bad.fix_detail
 
 

@@ -98,7 +98,7 @@ def test_a_mark_whose_size_meets_a_tensor_made_before_a_break_is_maybe_mark_dyna
     with pytest.raises(Exception, match="Constraints violated"):
         compiled_train(base, mark=lambda b: torch._dynamo.mark_dynamic(b, 1))
     # the doctor's line, read as --verify-fixes and the corpus's harness read it, run before each call
-    read = read_fix_code(s.code)
+    read = read_fix_code(s.fix)
     assert not read.why_not and [(fn, name, dim) for fn, name, dim in read.marks] == [("maybe_mark_dynamic", "batch", 1)]
 
     def mark(batch):

@@ -149,7 +149,8 @@ REGEX_ALLOWED = {
     "run/memory.py",
     # our own saved tags of a sweep's devices and dtypes (``torch.device('cuda')``)
     "run/sweeps.py",
-    # our own text: a Suggestion's code (until it is a typed record, issue 39 section 2) and snapshot paths
+    # our own text: the paths of a state snapshot (``m[attr[w]]``), shown as an expression; a fix is read from
+    # its record (``Suggestion.fix``), never from its code
     "run/verify.py",
     # syntax highlighting and excerpts of code the page shows (a lexer: no meaning read)
     "widgets/html.py",

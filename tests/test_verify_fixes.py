@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import ipycompile
-from ipycompile.report import CompileReport, FixStatus, Suggestion
+from ipycompile.report import CompileReport, Fix, FixStatus, Suggestion
+from ipycompile.report.fix import rewrite
 from ipycompile.run import verify
 from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.runner import run_cell
@@ -253,9 +254,11 @@ def test_a_compile_option_a_fix_passes_is_applied_to_the_scratch_compile():
     body = "x = torch.cat([x, x[:1]])\nz = x.sin().sum()\n"
     user = UserCell(body, ns, calls=3)
     (rc,) = user.report.recompiles
-    read = verify.read_fix_code("torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    record = Fix(compile_options={"dynamic": "True"})
+    assert record.code == "torch.compile(..., dynamic=True)  # %%compile --dynamic"
+    read = verify.read_fix_code(record)
     assert read.compile_kwargs == {"dynamic": True} and not read.why_not and not read.settings
-    option = dataclasses.replace(rc.suggestion, code="torch.compile(..., dynamic=True)  # %%compile --dynamic")
+    option = dataclasses.replace(rc.suggestion, code=record.code, fix=record)
     user.report = dataclasses.replace(user.report, recompiles=[dataclasses.replace(rc, suggestion=option)])
     state = UserState(ns, [user.cf.fn.__code__])
     report = user.verify()
@@ -263,7 +266,7 @@ def test_a_compile_option_a_fix_passes_is_applied_to_the_scratch_compile():
     (check,) = _checks(report)
     assert check.status == FixStatus.VERIFIED, check
     assert check.reason.startswith("the recompile is gone") and check.applied == ["torch.compile(..., dynamic=True)"]
-    assert "not applied" in verify.read_fix_code("y = f(x)").why_not
+    assert "not applied" in verify.read_fix_code(None).why_not  # code with no record (words, a template)
 
 
 def test_settings_are_verified_one_by_one_and_together():
@@ -406,8 +409,7 @@ def test_a_rewrite_of_library_code_is_never_verified():
     user = UserCell("idx = torch.nonzero(x)\n", ns)
     b = user.report.graph_breaks[0]
     library = torch.nn.functional.__file__
-    fake = Suggestion("rewrite a library line", code="y = x", filename=library, first_line=10, last_line=10,
-                      kind="keep_tensor")
+    fake = Suggestion.of("rewrite a library line", "", rewrite(library, 10, 10, "y = x"), kind="keep_tensor")
     import dataclasses
 
     report = dataclasses.replace(user.report, graph_breaks=[dataclasses.replace(b, suggestion=fake)])
@@ -640,3 +642,133 @@ def test_the_magic_verifies_from_the_first_calls_state_and_withdraws_fixes_that_
         assert "drops the in-place change of" in out.outputs[0].data["text/html"]
     finally:
         ip.run_line_magic("unload_ext", "ipycompile")
+
+
+# -- a fix is a record (Suggestion.fix): what the rule filled is what its code says, and what verify applies ------
+def _answer(report: CompileReport) -> Suggestion:
+    (s,) = [x.suggestion for x in [*report.graph_breaks, *report.recompiles] if x.suggestion is not None]
+    return s
+
+
+def test_every_kind_of_fix_record_round_trips_and_a_report_saved_before_them_loads():
+    from ipycompile.report import GraphBreak, Mark, Rebind, Rewrite, Setting
+
+    fixes = [
+        Fix(settings=[Setting("dynamo", "capture_scalar_outputs", "True", comment="before the first call")]),
+        Fix(imports=["import logging", "import torch"],
+            settings=[Setting("dynamo", "ignore_logging_functions", 'logging.getLogger("a").info', "add")]),
+        Fix(settings=[Setting("inductor", "fallback_random", "True")]),
+        Fix(marks=[Mark("mark_dynamic", "x", 0, "before the first call"), Mark("maybe_mark_dynamic", 'b["ids"]', 1),
+                   Mark("mark_unbacked", "box_lists[0].tensor", 0)]),
+        Fix(rebinds=[Rebind("x", "contiguous", "before the call")]),
+        Fix(rebinds=[Rebind("i", "tensor", "once")], notes=["or compile dynamic from the first call"]),
+        Fix(compile_options={"dynamic": "True"}),
+        rewrite("<cell>", 2, 3, "pass  # t0 = time.time()  (moved: call it outside the compiled code)",
+                moved="t0 = time.time()"),
+        Fix(marks=[Mark("mark_dynamic", "x", 0)],
+            then=Fix(lead="only if needed:", settings=[Setting("dynamo", "recompile_limit", "16")])),
+    ]
+    report = CompileReport(graph_breaks=[GraphBreak(f"break {i}", suggestion=Suggestion.of(f"fix {i}", "", fx))
+                                         for i, fx in enumerate(fixes)])
+    again = CompileReport.from_json(report.to_json())
+    assert [b.suggestion for b in again.graph_breaks] == [b.suggestion for b in report.graph_breaks]
+    assert [b.suggestion.fix for b in again.graph_breaks] == fixes
+    assert [b.suggestion.code for b in again.graph_breaks] == [fx.code for fx in fixes]
+    assert again.graph_breaks[7].suggestion.first_line == 2 and again.graph_breaks[7].suggestion.fix.rewrite == \
+        Rewrite("<cell>", 2, 3, again.graph_breaks[7].suggestion.code)
+    assert fixes[3].code.splitlines() == ["torch._dynamo.mark_dynamic(x, 0)  # before the first call",
+                                          'torch._dynamo.maybe_mark_dynamic(b["ids"], 1)',
+                                          "torch._dynamo.decorators.mark_unbacked(box_lists[0].tensor, 0)"]
+    assert fixes[8].code == ("torch._dynamo.mark_dynamic(x, 0)\n\n# only if needed:\n"
+                             "torch._dynamo.config.recompile_limit = 16")
+    # a report saved before fixes were records (no "fix" key): loads, its fix is not tried, and says why
+    data = report.to_dict()
+    for b in data["graph_breaks"]:
+        del b["suggestion"]["fix"]
+    old = CompileReport.from_dict(data)
+    assert all(b.suggestion.fix is None and b.suggestion.code for b in old.graph_breaks)
+    assert "saved before fixes were records" in verify.read_fix_code(old.graph_breaks[0].suggestion.fix).why_not
+
+
+def test_a_settings_record_is_what_its_code_says_and_what_verify_applies():
+    ns = {"torch": torch, "x": torch.tensor([0.0, 1.5, 0.0, -2.0, 3.0])}
+    user = UserCell("idx = torch.nonzero(x)\nz = idx.float().sum()\n", ns)
+    s = _answer(user.report)
+    from ipycompile.report import Setting
+
+    assert s.fix == Fix(settings=[Setting("dynamo", "capture_dynamic_output_shape_ops", "True")])
+    assert s.code == s.fix.code == "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    (check,) = _checks(user.verify())
+    assert check.status == FixStatus.VERIFIED and check.applied == [s.fix.settings[0].statement]
+
+
+def test_a_setting_added_to_a_set_with_its_imports_is_applied_from_its_record():
+    ns = {"torch": torch, "x": torch.randn(4)}
+    user = UserCell("print(x.sum())\nz = x * 2\n", ns)
+    s = _answer(user.report)
+    from ipycompile.report import Setting
+
+    assert s.fix == Fix(settings=[Setting("dynamo", "reorderable_logging_functions", "print", "add")])
+    assert s.code == "torch._dynamo.config.reorderable_logging_functions.add(print)"
+    read = verify.read_fix_code(s.fix, ns)  # the set torch has, with print added
+    assert print in read.settings["dynamo"]["reorderable_logging_functions"]
+    (check,) = _checks(user.verify())
+    assert check.status == FixStatus.VERIFIED, check
+    assert check.applied == ["torch._dynamo.config.reorderable_logging_functions.add(print)"]
+
+
+def test_a_mark_record_is_what_its_code_says_and_what_verify_applies():
+    from ipycompile.report import Mark
+
+    ns = {"torch": torch, "x": torch.randn(8)}
+    user = UserCell("x = torch.cat([x, x[:1]])\nz = x.sin().sum()\n", ns, calls=3)
+    s = _answer(user.report)
+    assert s.fix == Fix(marks=[Mark("mark_dynamic", "x", 0, "before the first call")])
+    assert s.code == "torch._dynamo.mark_dynamic(x, 0)  # before the first call"
+    (check,) = _checks(user.verify())
+    assert check.status == FixStatus.VERIFIED and check.applied == [f"{s.fix.marks[0].statement} on a copy of `x`"]
+
+
+def test_a_rewrite_record_and_a_moved_statement_are_what_verify_applies():
+    import time
+
+    ns = {"torch": torch, "x": torch.randn(6)}
+    user = UserCell("y = x * 2\nif y.sum() > 0:\n    z = y + 1\nelse:\n    z = y - 1\nw = z.cos()\n", ns)
+    s = _answer(user.report)
+    assert s.fix.rewrite is not None and (s.fix.rewrite.filename, s.fix.rewrite.first_line, s.fix.rewrite.last_line) \
+        == (user.cf.filename, 2, 5) == (s.filename, s.first_line, s.last_line)
+    assert s.code == s.fix.rewrite.text and "torch.where" in s.code and not s.fix.moved
+    (check,) = _checks(user.verify())
+    assert check.status == FixStatus.VERIFIED and check.applied == ["lines 2-5 of the cell rewritten as suggested"]
+
+    ns = {"torch": torch, "x": torch.randn(5), "time": time}
+    user = UserCell("t0 = time.perf_counter()\ny = x * 2\n", ns)
+    s = _answer(user.report)
+    assert s.fix.moved == "t0 = time.perf_counter()" and s.fix.rewrite.first_line == 1
+    assert s.code == s.fix.rewrite.text == "# t0 = time.perf_counter()  (moved: call it outside the compiled code)"
+    (check,) = _checks(user.verify())
+    assert check.status == FixStatus.VERIFIED and "`t0 = time.perf_counter()` run before each call" in check.applied[0]
+
+
+def test_a_rebind_record_is_what_its_code_says():
+    # `x = x.contiguous()`: a statement of the user's before the call; verify does not run it on a copy (the
+    # corpus's harness writes it before the call): its record renders the statement, read as one to run first
+    from ipycompile.report import Rebind
+
+    base = torch.randn(4, 4)
+
+    def f(t):
+        return (t * 2).sum()
+
+    cf = torch.compile(f, backend="eager")
+    with ipycompile.capture() as cap:
+        cf(base)
+        cf(base.t())
+    s = _answer(cap.report)
+    assert s.kind == "contiguous", (s.kind, s.code)
+    (rebind,) = s.fix.rebinds
+    assert rebind == Rebind(rebind.target, "contiguous", "before the call") and rebind.target.isidentifier()
+    assert s.code == s.fix.code == f"{rebind.target} = {rebind.target}.contiguous()  # before the call"
+    read = verify.read_fix_code(s.fix)
+    assert not read.why_not and read.rebinds == [(rebind.target, "contiguous")]
+    assert read.before_call == [f"{rebind.target} = {rebind.target}.contiguous()"]

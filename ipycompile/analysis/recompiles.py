@@ -20,8 +20,8 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, GuardChange, GuardEntry, GuardSet, Kind,
-                            Recompile, ShapeGuard, SizeSymbol, Suggestion)
+from ..report.model import (GUARD_KINDS, CompileId, Confidence, FailedGuard, Fix, GuardChange, GuardEntry, GuardSet, Kind,
+                            Mark, Rebind, Recompile, Setting, ShapeGuard, SizeSymbol, Suggestion)
 from ..report.owners import installed_package
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -427,8 +427,21 @@ def _only_in_arithmetic(r: _Reason) -> bool:
     return True
 
 
-def _fix(kind: Kind, title: str, explanation: str, code: str = "", confidence: Confidence = Confidence.HIGH) -> Suggestion:
-    return Suggestion(f"{kind}: {title}", explanation, code, confidence, kind)
+def _fix(kind: Kind, title: str, explanation: str, fix: Optional[Fix] = None,
+         confidence: Confidence = Confidence.HIGH) -> Suggestion:
+    if fix is None:
+        return Suggestion(f"{kind}: {title}", explanation, "", confidence, kind)
+    return Suggestion.of(f"{kind}: {title}", explanation, fix, confidence, kind)
+
+
+#: the words beside a statement to run before the compiled code's first call
+BEFORE = "before the first call"
+#: ``torch.compile(..., dynamic=True)``: every size dynamic from the first call
+DYNAMIC = Fix(compile_options={"dynamic": "True"})
+
+
+def _dynamo_setting(name: str, value: str, comment: str = BEFORE) -> Fix:
+    return Fix(settings=[Setting("dynamo", name, value, comment=comment)])
 
 
 def _marks(r: _Reason) -> list[tuple[str, int]]:
@@ -442,9 +455,8 @@ def _force_parameter_static_shapes(r: _Reason, dynamic_after: bool) -> Optional[
     if not (ch.kind in ("size", "size_0_1") and r.parameter and ch.dim is not None):
         return None
     marks = [(x, d) for x, d in _marks(r) if _simple(x)]
-    code = "torch._dynamo.config.force_parameter_static_shapes = False  # before the first call"
-    if marks:
-        code += "\n" + "\n".join(f"torch._dynamo.mark_dynamic({x}, {d})  # and, for one version of all sizes" for x, d in marks)
+    code = Fix(settings=[Setting("dynamo", "force_parameter_static_shapes", "False", comment=BEFORE)],
+               marks=[Mark("mark_dynamic", x, d, "and, for one version of all sizes") for x, d in marks])
     return _fix(
         Kind.FORCE_PARAMETER_STATIC_SHAPES, f"{_shown(r)} is an nn.Parameter, whose sizes torch keeps static",
         f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and it is an nn.Parameter: "
@@ -471,7 +483,7 @@ def _maybe_mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]
     marks = [(m, d) for m, d in _marks(r) if _simple(m)]
     if not marks:
         return None
-    return Suggestion(
+    return Suggestion.of(
         f"mark_dynamic: say that dim {ch.dim} of `{x}` may vary (maybe_mark_dynamic), before the first call",
         f"The size of dim {ch.dim} of `{x}` changes between calls ({_arrow(ch.before, ch.after)}), and the same "
         f"size changes in another compiled frame, in {r.tied}: a value made inside compiled code (or passed by a "
@@ -483,7 +495,7 @@ def _maybe_mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]
         "dynamic shapes). Where the size travels across a graph break into code that needs it as a number, "
         "torch can still refuse it there (ConstraintViolationError: seen with torch_geometric's scatter): try it "
         "on your loop.",
-        "\n".join(f"torch._dynamo.maybe_mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
+        Fix(marks=[Mark("maybe_mark_dynamic", m, d, BEFORE) for m, d in marks]),
         Confidence.HIGH, Kind.MARK_DYNAMIC)
 
 
@@ -492,14 +504,13 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     marks = _marks(r)
     if (ch.kind == "size" and ch.dim is not None and not r.nameable and r.guard.origin == "argument"
             and not dynamic_after and not r.retyped and not r.sizes_0_1):  # an expression in the call (`f(torch.ones(n, 2))`): no name
-        return Suggestion(
+        return Suggestion.of(
             f"mark_dynamic: dim {ch.dim} of {_shown(r)} varies: mark it where it is made, or compile with dynamic=True",
             f"The size of dim {ch.dim} of {_shown(r)} changes between calls, and the new version is static too, so "
             "every new size is another compile. No name in your call holds the tensor: give it one and mark it "
             f"before the first call (`torch._dynamo.mark_dynamic(t, {ch.dim})`), or compile with `dynamic=True`, "
             "which makes every size dynamic from the first call.",
-            "torch.compile(..., dynamic=True)  # %%compile --dynamic",
-            Confidence.HIGH, Kind.MARK_DYNAMIC)
+            DYNAMIC, Confidence.HIGH, Kind.MARK_DYNAMIC)
     if not (ch.kind == "size" and ch.dim is not None and all(_simple(m) for m, _ in marks)) or r.retyped:
         return None
     when = ("torch made the size dynamic by itself after this change, at the cost of this recompile"
@@ -507,13 +518,13 @@ def _mark_dynamic(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     others = [f"dim {d} of `{m}`" for m, d in marks if (m, d) != (x, ch.dim)]
     also = (f" Its size changes together with {', '.join(others)}: mark them all, or torch finds the sizes equal "
             "and refuses the mark (ConstraintViolationError)." if others else "")
-    return Suggestion(
+    return Suggestion.of(
         f"mark_dynamic: say that dim {ch.dim} of `{x}` varies, before the first call",
         f"The size of dim {ch.dim} of `{x}` changes between calls; {when}. Marking the dimension dynamic "
         "before the first call compiles one version for all sizes (>= 2). `dynamic=True` does the same "
         "for every dimension of every input, where no size is ever 0 or 1 and no setting of torch's "
         "(`automatic_dynamic_shapes_mark_as`) changes how automatic dynamic sizes are marked." + also,
-        "\n".join(f"torch._dynamo.mark_dynamic({m}, {d})  # before the first call" for m, d in marks),
+        Fix(marks=[Mark("mark_dynamic", m, d, BEFORE) for m, d in marks]),
         Confidence.HIGH, Kind.MARK_DYNAMIC,
     )
 
@@ -587,14 +598,14 @@ def _mark_unbacked(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
             "serves every size.", "", Confidence.MEDIUM, Kind.MARK_UNBACKED)
     if not (ch.kind == "size_0_1" and ch.dim is not None and r.nameable):
         return None
-    return Suggestion(
+    return Suggestion.of(
         f"mark_unbacked: let dim {ch.dim} of `{x}` be 0 or 1 without a recompile",
         "Sizes 0 and 1 are always specialised (broadcasting differs for them), and `mark_dynamic` or "
         "`dynamic=True` specialise them too: a size that goes 1 → 2 (or 2 → 1) compiles again with either. If "
         "this dimension can be 0 or 1, mark it unbacked before the first call: torch then makes no assumption "
         "about its value, and one version serves every size (code that branches on the size raises instead of "
         "specialising).",
-        f"torch._dynamo.decorators.mark_unbacked({x}, {ch.dim})  # before the first call",
+        Fix(marks=[Mark("mark_unbacked", x, ch.dim, BEFORE)]),
         Confidence.HIGH, Kind.MARK_UNBACKED,
     )
 
@@ -683,11 +694,11 @@ def _contiguous(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     ch, x = r.change, r.change.subject
     if not (ch.kind == "stride" and r.nameable):
         return None
-    return Suggestion(
+    return Suggestion.of(
         f"contiguous: pass `{x}` in one memory layout",
         f"`{x}` arrived with another memory layout (a transposed or sliced view). Make it contiguous where "
         "it is made (or where it is passed), so every call sees the same strides.",
-        f"{x} = {x}.contiguous()  # before the call",
+        Fix(rebinds=[Rebind(x, "contiguous", "before the call")]),
         Confidence.HIGH, Kind.CONTIGUOUS,
     )
 
@@ -717,14 +728,16 @@ def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
     if not (_is_number(r) and r.nameable and _only_in_arithmetic(r)):
         return None
     where = "the global" if ch.kind == "global" else "the value"
-    alt = ("" if ch.kind == "global" or "." in x or r.closure_of else
-           "\n# or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)")
+    alt = ([] if ch.kind == "global" or "." in x or r.closure_of else
+           ["or compile dynamic from the first call: torch.compile(..., dynamic=True)  (%%compile --dynamic)"])
     # a variable a function closes over is set where that function is made, which the call does not show: no
     # line before the call can give it a tensor (the closure keeps its own cell), so the way is in words
     at = f" (read at {r.guard.where})" if r.guard.where else ""
     closure = (f" `{x}` is a variable `{r.closure_of}` closes over{at}: give it the tensor where it is set, before "
                f"`{r.closure_of}` is defined (`{x} = torch.tensor({x})`), and a new tensor for each new value."
                if r.closure_of else "")
+    fix = None if r.closure_of else Fix(
+        rebinds=[Rebind(x, "tensor", f"once; later: {x} = torch.tensor(new_value)")], notes=alt)
     return Suggestion(
         f"tensor_value: hold `{x}` in a tensor",
         f"torch guards on {where} `{x}` as a constant, so each value is a new compile"
@@ -732,8 +745,8 @@ def _tensor_value(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
         + f". `{r.code.strip()}` uses it only in arithmetic with tensors, where a 0-d tensor gives the same "
         "result; a 0-d tensor is guarded on its dtype and shape only: its value is data, and changing it "
         "compiles nothing. Reassign a new tensor (or `.fill_()` it) to change the value." + closure,
-        "" if r.closure_of else f"{x} = torch.tensor({x})  # once; later: {x} = torch.tensor(new_value)" + alt,
-        Confidence.MEDIUM if r.closure_of else Confidence.HIGH, Kind.TENSOR_VALUE,
+        fix.code if fix is not None else "",
+        Confidence.MEDIUM if r.closure_of else Confidence.HIGH, Kind.TENSOR_VALUE, fix=fix,
     )
 
 
@@ -810,14 +823,14 @@ def _carried(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
                     head + "Its size follows your inputs' sizes. Compiling with `dynamic=True` makes the sizes of "
                     "the code after the break dynamic too (marking an input does not reach it); removing the graph "
                     "break removes the carried value altogether.",
-                    "torch.compile(..., dynamic=True)  # %%compile --dynamic")
+                    DYNAMIC)
     if ch.kind in ("value", "global") and _value_kind(ch.before) in ("int", "float") and ".item()" in g.carried_from:
         return _fix(Kind.CARRIED_VALUE, "a number from `.item()` is carried across the graph break `.item()` makes",
                     head + "It is the Python number `.item()` returned: `.item()` breaks the graph, and the code "
                     "after the break is compiled for that number. With `capture_scalar_outputs`, `.item()` stays "
                     "in the graph (as torch's own hint for this break says): no break, nothing carried, and a new "
                     "number compiles nothing.",
-                    "torch._dynamo.config.capture_scalar_outputs = True  # before the first call")
+                    _dynamo_setting("capture_scalar_outputs", "True"))
     return _fix(Kind.CARRIED_VALUE, "a value carried across a graph break changes",
                 head + ("Torch made it dynamic in the new version, so this recompile happens once: nothing to fix. "
                         if dynamic_after else "") + "To avoid the recompile, remove the graph break (see the graph "
@@ -852,7 +865,7 @@ def _library(r: _Reason, dynamic_after: bool) -> Optional[Suggestion]:
                 + ("Compiling with `dynamic=True` makes its sizes dynamic from the first call. " if size else "")
                 + "Look for the library's own switch for this, or compile the library's outer module once, so "
                 "that its calls are traced instead of entered anew.",
-                "torch.compile(..., dynamic=True)  # %%compile --dynamic" if size else "")
+                DYNAMIC if size else None)
 
 
 def _needs_the_int(r: _Reason) -> tuple[str, str]:
@@ -912,7 +925,7 @@ def _module_int_attribute(r: _Reason, dynamic_after: bool) -> Optional[Suggestio
                 "`dynamic=` says. `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own hint) makes "
                 "them symbols like any other int: after the usual specialisation of 0 and 1, one version serves "
                 "every value.",
-                "torch._dynamo.config.allow_unspec_int_on_nn_module = True  # before the first call")
+                _dynamo_setting("allow_unspec_int_on_nn_module", "True"))
 
 
 #: The fixes for one change, tried in order: the first that applies wins. Where no code
@@ -1047,13 +1060,16 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
     global_line = f"torch._dynamo.config.{name} = {raise_to}"
     per_function = name == "recompile_limit"
     code = root.code if has_fix else ""
+    record = root.fix if has_fix else None  # the cause's fix as a record (None: words or a template)
     if rc.limit is not None and setting == rc.limit and _simple(subject):
         words += (f"The limit in effect ({rc.limit}) is the global `torch._dynamo.config.{name}`"
                   + (" (a `recompile_limit=` passed to torch.compile would override it: raise it there if one was "
                      "passed)." if per_function else "."))
-        code = (code + "\n\n" if code else "") + (
-            "# only if every version is really needed (a few dtypes, a few shapes):\n"
-            f"{global_line}  # before the calls; {versions} versions were compiled")
+        limit = Fix(lead="only if every version is really needed (a few dtypes, a few shapes):",
+                    settings=[Setting("dynamo", name, str(raise_to),
+                                      comment=f"before the calls; {versions} versions were compiled")])
+        record = limit if not code else dataclasses.replace(record, then=limit) if record is not None else None
+        code = record.code if record is not None else f"{code}\n\n{limit.code}"
     elif rc.limit is not None and setting is not None and setting != rc.limit and per_function:
         words += (f"The limit in effect here ({rc.limit}) is not the global `torch._dynamo.config.recompile_limit` "
                   f"({setting}): it was set for this function, by `torch.compile(..., recompile_limit={rc.limit})`, "
@@ -1074,7 +1090,7 @@ def _limit_suggestion(rc: Recompile, root: Optional[Suggestion], versions: int, 
         f"recompile_limit: `{rc.shown_function or 'the function'}` runs eagerly now; fix the cause, raise the limit only if justified",
         fix + words, code,
         Confidence.MEDIUM if root is None else root.confidence,
-        Kind.RECOMPILE_LIMIT,
+        Kind.RECOMPILE_LIMIT, fix=record,
     )
 
 
@@ -1130,7 +1146,7 @@ def _per_layer_suggestion(rc: Recompile, r: _Reason, versions: int, limit: int) 
         "the whole model once (one trace of its loop over the layers)." + (
             "" if hit else " Nothing to fix while the model has fewer layers than the limit."),
         # the setting only where the limit was hit: below it, a higher limit changes nothing
-        "torch._dynamo.config.recompile_limit = 64  # at least the number of layers; before the first call" if hit else "")
+        _dynamo_setting("recompile_limit", "64", "at least the number of layers; before the first call") if hit else None)
 
 
 # -- a condition on a dynamic size: the code branches on it, or needs it as a number ---------------------------
@@ -1352,28 +1368,35 @@ def _with_hidden(root: Optional[Suggestion], r: _Reason, hidden: list, values: S
     if values:  # a number or a flag changed too: no mark reaches it, and its use is not known here
         unmarked = [h for h in hidden if f"mark_dynamic({h[0]}, {h[1]})" not in root.code]
         return dataclasses.replace(
-            root, code="", confidence=Confidence.MEDIUM,
+            root, code="", fix=None, confidence=Confidence.MEDIUM,
             explanation=root.explanation + " The same call changed "
             + " and ".join(w for w in (_size_words(unmarked) if unmarked else "", _value_words(list(values))) if w)
             + " too (torch's reason names only the first guard that failed), which this fix does not reach: alone "
             "it would leave this recompile, so no code is given. Fix what changes in each input.")
     if root.kind == Kind.MARK_UNBACKED:
         return _unbacked_with_others(r, hidden)
-    marks = [f"torch._dynamo.mark_dynamic({m}, {d})" for m, d, *_ in hidden]
-    lines = root.code.split("\n")
-    fix_lines = [ln for ln in lines if not ln.lstrip().startswith("#")]
-    comments = [ln for ln in lines if ln.lstrip().startswith("#")]
-    if all(mk in root.code for mk in marks) or any("dynamic=True" in ln for ln in fix_lines):
-        return root
+    marks = [Mark("mark_dynamic", m, d, BEFORE) for m, d, *_ in hidden]
+    if root.fix is not None:
+        have = {(mk.function, mk.target, mk.dim) for mk in root.fix.marks}
+        if all(("mark_dynamic", mk.target, mk.dim) in have for mk in marks) or root.fix.compile_options.get("dynamic") == "True":
+            return root
+    else:  # code that is no record (a template): the marks written after its lines, as text
+        lines = root.code.split("\n")
+        fix_lines = [ln for ln in lines if not ln.lstrip().startswith("#")]
+        comments = [ln for ln in lines if ln.lstrip().startswith("#")]
+        if all(mk.statement in root.code for mk in marks) or any("dynamic=True" in ln for ln in fix_lines):
+            return root
     words = _size_words(hidden)
     if _markable(hidden, r.parameters):
+        fix = root.fix.marked(*marks) if root.fix is not None else None
         return dataclasses.replace(
-            root, code="\n".join([*fix_lines, *(f"{mk}  # before the first call" for mk in marks), *comments]),
+            root, code=fix.code if fix is not None else "\n".join(
+                [*fix_lines, *(f"{mk.statement}  # {mk.comment}" for mk in marks), *comments]), fix=fix,
             explanation=root.explanation + f" The same call changed {words} too (torch's reason names only the "
             "first guard that failed): the fix alone would leave this recompile, so the code marks "
             + ("that dimension" if len(hidden) == 1 else "those dimensions") + " dynamic as well.")
     return dataclasses.replace(
-        root, code="", confidence=Confidence.MEDIUM,
+        root, code="", fix=None, confidence=Confidence.MEDIUM,
         explanation=root.explanation + f" The same call changed {words} too (torch's reason names only the first "
         "guard that failed), which this fix does not reach: alone it would leave this recompile, so no code is "
         "given. Fix what changes in each input, or compile with `dynamic=True` where no size is 0 or 1.")

@@ -165,7 +165,7 @@ def _parse(span) -> Optional[Parsed]:
 
 def apply_suggestion(text: str, suggestion) -> str:
     """``text`` (the source of the suggestion's file: a cell, a script) with the lines the
-    suggestion rewrites replaced by its code, indented like the first line it replaces:
+    suggestion (or a fix's :class:`~ipycompile.report.Rewrite`) rewrites replaced by its code, indented like the first line it replaces:
     what a user does by hand. ``text`` unchanged when the suggestion rewrites no lines."""
     if not suggestion or suggestion.first_line is None or suggestion.last_line is None:
         return text

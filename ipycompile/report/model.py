@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .fix import Fix, Mark, Rebind, Rewrite, Setting
+
 try:
     from enum import StrEnum
 except ImportError:  # Python 3.10
@@ -23,6 +25,11 @@ except ImportError:  # Python 3.10
             return str(self.value)
 
 __all__ = [
+    "Fix",
+    "Setting",
+    "Mark",
+    "Rebind",
+    "Rewrite",
     "CompileId",
     "KeptState",
     "KernelCode",
@@ -516,6 +523,17 @@ class Suggestion:
     # another setting the report gives as code; ``--verify-fixes`` tries it, and gives it as ``code`` once the
     # settings are verified together on the user's cell
     unproven_code: str = ""
+    # what the code does, as data (:mod:`ipycompile.report.fix`): what ``--verify-fixes`` applies; None for code
+    # that is words or a template, and in reports saved before fixes were records
+    fix: Optional[Fix] = None
+
+    @classmethod
+    def of(cls, title: str, explanation: str, fix: Fix, confidence: Confidence = Confidence.MEDIUM,
+           kind: "Kind | str" = "") -> "Suggestion":
+        """A suggestion whose code is ``fix`` rendered (and, for a rewrite, whose lines are the rewrite's)."""
+        r = fix.rewrite
+        return cls(title, explanation, fix.code, confidence, kind, r.filename if r else "",
+                   r.first_line if r else None, r.last_line if r else None, fix=fix)
 
     @property
     def standing(self) -> str:

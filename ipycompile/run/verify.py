@@ -28,8 +28,11 @@ What is applied (:func:`plan_fixes`):
   made), and put back before the state is compared. Judged on the graphs: the fixed cell must
   compile a graph where the unfixed one compiled none (DDP's own wrapper breaks stay: by design).
 
-The fix's code is read by :func:`read_fix_code`, the one reading of it (the doctor corpus's
-harness applies the same reading to its cases).
+What a fix does is read from its record (``Suggestion.fix``, :class:`~ipycompile.report.Fix`, filled by
+the doctor's rule; its ``code`` is that record rendered), never from its text: :func:`read_fix_code` turns
+the record into what is applied, the one reading of it (the doctor corpus's harness applies the same
+reading to its cases). Code with no record (words, a template, code of another form, or a fix in a report
+saved before fixes were records) is not tried.
 
 A rewrite of a file other than the cell, or of library code the user does not own, is
 never "verified" (only settings are, there); code of any other form is "not verified".
@@ -93,6 +96,7 @@ import copy
 import dataclasses
 import io
 import inspect
+import ast
 import linecache
 import re
 import time
@@ -102,7 +106,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..analysis.eager_run import DDP_FIX, compiled_compile_ids
 from ..analysis.source import apply_suggestion
-from ..report import CompileReport, FixCheck, FixStatus, FixVerification, Suggestion
+from ..report import CompileReport, Fix, FixCheck, FixStatus, FixVerification, Suggestion
 from .accuracy import check_outputs, referenced_names
 from .state import RandomState as _RandomState
 from .cell import CellFunction, make_cell_function, placeholders
@@ -120,15 +124,9 @@ NOTEBOOK_BUDGET_S = 5.0
 #: the most calls of the cell per scratch run (a recompile needs the calls that changed its inputs)
 MAX_CALLS = 10
 
-_SETTING = re.compile(r"^torch\._(?P<mod>dynamo|inductor)\.config\.(?P<name>[\w.]+)\s*=\s*(?P<value>[^#]+?)\s*(#.*)?$")
-_SETTING_ADD = re.compile(r"^torch\._(?P<mod>dynamo|inductor)\.config\.(?P<name>\w+)\.add\((?P<value>[^#]+)\)\s*(#.*)?$")
-_MARK = re.compile(r"^torch\._dynamo\.(?:decorators\.)?(?P<fn>mark_dynamic|mark_unbacked|maybe_mark_dynamic)"
-                   r"\((?P<arg>[\w.\[\]'\"]+),\s*(?P<dim>-?\d+)\)\s*(#.*)?$")
-_CONTIGUOUS = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)\s*(#.*)?$")
-_AS_TENSOR = re.compile(r"^(?P<arg>\w+)\s*=\s*torch\.tensor\((?P=arg)\)\s*(#.*)?$")  # a number held in a 0-d tensor
-#: a compile option the fix passes (``torch.compile(..., dynamic=True)``): only the option is code, the rest the user's
-_COMPILE_OPTION = re.compile(r"^torch\.compile\(\.\.\.,\s*(?P<name>dynamic)=(?P<value>True|False|None)\)\s*(#.*)?$")
-_MOVED = re.compile(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$")
+#: why code with no record (:class:`~ipycompile.report.Fix`) is not tried
+NO_RECORD = ("not tried: the code is words, a template or code of a form that is not applied automatically "
+             "(or the report was saved before fixes were records)")
 
 
 # -- what each fix applies ------------------------------------------------------------------
@@ -155,10 +153,6 @@ class PlannedFix:
     def is_setting(self) -> bool:
         return (bool(self.settings) and self.rewrite is None and not self.marks and not self.compile_kwargs
                 and not self.why_not and not self.wrapped)
-
-
-def _code_lines(code: str) -> list[str]:
-    return [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
 def _answered(report: CompileReport) -> list[tuple[str, int, Any]]:
@@ -216,40 +210,39 @@ def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, n
         fix.applied += [f"`{n}`'s module replaced by `torch.compile` of it, on a copy of `{n}`: "
                         "DDP(torch.compile(model))" for n in fix.wrapped]
         return fix
-    if s.first_line is not None:
-        if s.filename != cell.filename:
-            who = report.owner(s.filename).value
-            where = report.where(s.filename, s.first_line)
+    if s.fix is None:
+        fix.why_not = NO_RECORD
+        return fix
+    rw = s.fix.rewrite
+    if rw is not None:
+        if rw.filename != cell.filename:
+            who = report.owner(rw.filename).value
+            where = report.where(rw.filename, rw.first_line)
             fix.why_not = (f"it rewrites {where}, library code you do not own: only settings are verified there"
                            if who not in ("user", "unknown") else
                            f"it rewrites {where}, outside this cell: only the cell's own code is rewritten in a "
                            "scratch compile")
             return fix
-        if "..." in code:
-            fix.why_not = "the code is a template (`...`), not code to apply"
-            return fix
         header_lines = cell.source.count("\n") - body.count("\n")  # editor lines above the body
         text = cell.source
-        new = apply_suggestion(text, s)
+        new = apply_suggestion(text, rw)
         if new == text:
             fix.why_not = "the rewrite changes nothing"
             return fix
         fix.rewrite = "\n".join(new.split("\n")[header_lines:])
-        moved = _MOVED.match(code)
-        if moved:
-            fix.before_call = moved.group("stmt")
-        span = f"line {s.first_line}" if s.first_line == s.last_line else f"lines {s.first_line}-{s.last_line}"
+        fix.before_call = s.fix.moved
+        span = f"line {rw.first_line}" if rw.first_line == rw.last_line else f"lines {rw.first_line}-{rw.last_line}"
         fix.applied.append(f"{span} of the cell rewritten as suggested"
                            + (f"; `{fix.before_call}` run before each call" if fix.before_call else ""))
         return fix
-    read = read_fix_code(code, namespace)
+    read = read_fix_code(s.fix, namespace)
     fix.settings, fix.applied = read.settings, list(read.applied)
-    others = [ln for ln in read.before_call if not _MARK.match(ln)]  # `x = x.contiguous()`: a statement of the user's
-    if read.why_not or others:
-        fix.why_not = read.why_not or f"code of a form that is not applied automatically (`{others[0][:80]}`)"
+    if read.why_not or read.rebinds:  # `x = x.contiguous()`: a statement of the user's, not applied to a copy here
+        fix.why_not = read.why_not or ("code of a form that is not applied automatically "
+                                       f"(`{read.before_call[0][:80]}`)")
         return fix
     fix.compile_kwargs = dict(read.compile_kwargs)
-    for (mark_fn, name, dim), ln in zip(read.marks, read.before_call):
+    for (mark_fn, name, dim), ln in zip(read.marks, read.before_call[len(read.rebinds):]):
         if not name.isidentifier() or not isinstance(namespace.get(name), torch.Tensor):
             fix.why_not = (f"`{name}` is not a tensor of the notebook's namespace (a local of the cell, or made "
                            "inside a library): it cannot be marked before the call")
@@ -261,73 +254,64 @@ def _plan(s: Suggestion, report: CompileReport, cell: CellFunction, body: str, n
 
 @dataclass
 class FixCode:
-    """A fix's code (one that writes no lines of the user's), read statement by statement by
+    """What a fix (one that writes no lines of the user's) applies, read from its record by
     :func:`read_fix_code`: the one reading of a fix's settings, marks and compile options, shared by
     ``--verify-fixes`` and the doctor corpus's harness, which apply them each to its own runs."""
 
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # "dynamo"/"inductor" -> {name: value}
     marks: list[tuple[str, str, int]] = field(default_factory=list)  # (mark_dynamic|mark_unbacked|..., expression, dim)
-    #: statements the user runs on an input before calling the compiled code: each mark as written, ``x = x.contiguous()``,
-    #: ``i = torch.tensor(i)``
+    rebinds: list[tuple[str, str]] = field(default_factory=list)  # (name, "contiguous"|"tensor")
+    #: statements the user runs on an input before calling the compiled code, as the fix's code writes them:
+    #: ``x = x.contiguous()``, ``i = torch.tensor(i)`` (the rebinds, first), then each mark
     before_call: list[str] = field(default_factory=list)
     compile_kwargs: dict[str, Any] = field(default_factory=dict)  # torch.compile(..., dynamic=True)
     applied: list[str] = field(default_factory=list)  # the settings, as written
-    why_not: str = ""  # code of another form: why it is not applied
+    why_not: str = ""  # no record, or one that cannot be applied here: why
 
 
-def read_fix_code(code: str, namespace: Optional[dict] = None) -> FixCode:
-    """``code`` (a suggestion's code that rewrites no lines), read: each ``torch._dynamo.config.NAME = VALUE``
-    / ``NAME.add(VALUE)`` (and ``torch._inductor.config``) evaluated in ``namespace`` with the fix's own
-    imports; each ``mark_dynamic`` / ``mark_unbacked`` / ``maybe_mark_dynamic`` (and ``x = x.contiguous()``,
-    ``i = torch.tensor(i)``) kept as a statement to run before the call; ``torch.compile(..., dynamic=True)``
-    as a compile option.
-    Comment lines (an alternative in words) are not code. Any other statement, or a template (``...``):
-    ``why_not`` says so."""
+def read_fix_code(fix: Optional[Fix], namespace: Optional[dict] = None) -> FixCode:
+    """``fix`` (a suggestion's record, :class:`~ipycompile.report.Fix`, that rewrites no lines), read: each setting's
+    value evaluated in ``namespace`` with the fix's own imports (``NAME.add(VALUE)``: the config's set with the value
+    added); each mark and rebind kept as a statement to run before the call; each compile option as a keyword of
+    ``torch.compile``. No record, a rewrite, or a rebind of something other than a name: ``why_not`` says so."""
     import torch
 
     out = FixCode()
-    lines = _code_lines(code)
-    imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
-    lines = [ln for ln in lines if ln not in imports]
-    if not lines:
-        out.why_not = "the code is a template or words, not code to apply"
+    if fix is None:
+        out.why_not = NO_RECORD
+        return out
+    if fix.rewrite is not None:
+        out.why_not = "it rewrites lines of code: applied as a rewrite, not before the call"
+        return out
+    rebinds, marks = fix.all_rebinds, fix.all_marks
+    odd = next((r for r in rebinds if not r.target.isidentifier()), None)
+    if odd is not None:
+        out.why_not = f"code of a form that is not applied automatically (`{odd.statement[:80]}`)"
         return out
     ns = {**(namespace or {}), "torch": torch}
-    for ln in lines:
-        m = _SETTING.match(ln) or _SETTING_ADD.match(ln)
-        mark = _MARK.match(ln)
-        option = _COMPILE_OPTION.match(ln)
-        if "..." in ln.split("#")[0] and option is None:
-            out.why_not = "the code is a template or words, not code to apply"
+    imports = fix.all_imports
+    for setting in fix.all_settings:
+        config = torch._dynamo.config if setting.module == "dynamo" else torch._inductor.config
+        try:
+            if imports:
+                exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
+            value = eval(setting.value, ns)  # noqa: S307 - the doctor's own code
+            if setting.op == "add":
+                current = out.settings.get(setting.module, {}).get(setting.name, _get(config, setting.name))
+                value = set(current) | {value}
+            else:
+                _get(config, setting.name)  # a name the config has
+        except Exception as exc:  # noqa: BLE001
+            out.why_not = f"`{setting.statement}` cannot be applied here ({type(exc).__name__}: {exc})"
             return out
-        if m:
-            config = torch._dynamo.config if m.group("mod") == "dynamo" else torch._inductor.config
-            name = m.group("name")
-            try:
-                if imports:
-                    exec("\n".join(imports), ns)  # noqa: S102 - the fix's own imports
-                value = eval(m.group("value"), ns)  # noqa: S307 - the doctor's own code
-                if _SETTING.match(ln) is None:  # NAME.add(VALUE)
-                    current = out.settings.get(m.group("mod"), {}).get(name, getattr(config, name))
-                    value = set(current) | {value}
-                else:
-                    _get(config, name)  # a name the config has
-            except Exception as exc:  # noqa: BLE001
-                out.why_not = f"`{ln}` cannot be applied here ({type(exc).__name__}: {exc})"
-                return out
-            out.settings.setdefault(m.group("mod"), {})[name] = value
-            out.applied.append(ln.split("#")[0].strip())
-        elif mark:
-            out.marks.append((mark.group("fn"), mark.group("arg"), int(mark.group("dim"))))
-            out.before_call.append(ln.split("#")[0].strip())
-        elif _CONTIGUOUS.match(ln) or _AS_TENSOR.match(ln):
-            out.before_call.append(ln.split("#")[0].strip())
-        elif option:
-            out.compile_kwargs[option.group("name")] = {"True": True, "False": False, "None": None}[option.group("value")]
-            out.applied.append(f"torch.compile(..., {option.group('name')}={option.group('value')})")
-        else:
-            out.why_not = f"code of a form that is not applied automatically (`{ln[:80]}`)"
-            return out
+        out.settings.setdefault(setting.module, {})[setting.name] = value
+        out.applied.append(setting.statement)
+    out.rebinds = [(r.target, r.how) for r in rebinds]
+    out.marks = [(m.function, m.target, m.dim) for m in marks]
+    out.before_call = [r.statement for r in rebinds] + [m.statement for m in marks]
+    for name, value in fix.all_compile_options.items():
+        out.compile_kwargs[name] = ast.literal_eval(value)
+        out.applied.append(f"torch.compile(..., {name}={value})")
     return out
 
 

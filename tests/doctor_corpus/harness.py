@@ -17,7 +17,7 @@ returns a :class:`Result`:
 * the answer's **kind** (``Suggestion.kind``; for a recompile whose suggestion has no
   kind, the word its title starts with; ``none`` without a suggestion); **specific**
   when it is not ``unknown`` / ``none``;
-* the **fix**: applied as the user would apply it, the fix's code read by
+* the **fix**: applied as the user would apply it, the fix's record (``Suggestion.fix``) read by
   ``ipycompile.run.verify.read_fix_code`` (the reading ``--verify-fixes`` uses): a rewrite
   of the case's lines with ``analysis.source.apply_suggestion``; ``torch._dynamo.config`` /
   ``torch._inductor.config`` settings patched around the compile and calls; a compile
@@ -58,7 +58,7 @@ import torch
 import ipycompile
 from ipycompile.analysis.doctor import doctor_errors
 from ipycompile.analysis.source import apply_suggestion, indent_of
-from ipycompile.report.model import Failure, Suggestion
+from ipycompile.report.model import Failure, Mark, Rebind, Suggestion
 from ipycompile.run.verify import read_fix_code
 
 from . import Case, cases_in, checks
@@ -306,7 +306,7 @@ def _compiled_run(c: Case, config: Optional[dict] = None, arg_fix: Optional[Call
             value = made.get(name)
             if not isinstance(value, torch.Tensor):
                 raise _Unchecked(f"`{name}` is not a tensor the case's code made")
-            eval(mark, {"torch": torch})(value, dim)  # noqa: S307 - a dotted name the regex matched
+            _mark_function(mark)(value, dim)
     else:
         fn, calls = _build(c)
     if arg_fix is not None:
@@ -392,9 +392,15 @@ def _items(report, filename: str) -> list[Item]:
 
 
 # -- applying a fix -------------------------------------------------------------------------------
-_MARK = re.compile(r"^(?P<fn>torch\._dynamo\.(?:decorators\.)?(?:mark_dynamic|mark_unbacked|maybe_mark_dynamic))\((?P<arg>[^,]+),\s*(?P<dim>-?\d+)\)")
-_CONTIG = re.compile(r"^(?P<arg>\w+)\s*=\s*(?P=arg)\.contiguous\(\)")
-_AS_TENSOR = re.compile(r"^(?P<arg>\w+)\s*=\s*torch\.tensor\((?P=arg)\)")
+def _before_call(fix: Any) -> list:
+    """The statements a fix runs before the call, as records: its rebinds (``x = x.contiguous()``), then its marks
+    (the order its code writes them in)."""
+    return [*fix.all_rebinds, *fix.all_marks]
+
+
+def _mark_function(mark: Mark) -> Callable:
+    """torch's function a mark calls: ``torch._dynamo.mark_dynamic``, ``torch._dynamo.decorators.mark_unbacked``."""
+    return getattr(torch._dynamo.decorators if mark.function == "mark_unbacked" else torch._dynamo, mark.function)
 
 
 def _statement_at(tree: ast.Module, lines: list[str], lineno: int) -> Optional[ast.stmt]:
@@ -433,17 +439,16 @@ def _on_arguments(c: Case, fn: Callable, statements: list[str], filename: str) -
     argument it names, by position, or on the case's own variable (``make``'s local) before the first call.
     ``(arg_fix, local_marks, None)``, or ``(None, [], (verdict, why))`` where a name is neither."""
     fixers, local_marks, made = [], [], None
-    for ln in statements:
-        fx = _arg_fixer(fn, ln)
+    for st in statements:
+        fx = _arg_fixer(fn, st)
         if fx is not None:
             fixers.append(fx)
             continue
-        m = _MARK.match(ln) or _CONTIG.match(ln) or _AS_TENSOR.match(ln)
-        name = m.group("arg").strip()
+        name, ln = st.target.strip(), st.statement
         if made is None:
             made = _build_with_locals(c)[2]
-        if "fn" in m.groupdict() and isinstance(made.get(name), torch.Tensor):
-            local_marks.append((name, m.group("fn"), int(m.group("dim"))))  # the case's own variable
+        if isinstance(st, Mark) and isinstance(made.get(name), torch.Tensor):
+            local_marks.append((name, st, st.dim))  # the case's own variable
             continue
         root = re.match(r"\w+", name)
         if not root or not re.search(rf"\b{re.escape(root.group())}\b", Path(filename).read_text()):
@@ -459,40 +464,37 @@ def _on_arguments(c: Case, fn: Callable, statements: list[str], filename: str) -
     return (arg_fix if fixers else None), local_marks, None
 
 
-def _arg_fixer(fn: Callable, line: str) -> Optional[Callable]:
+def _arg_fixer(fn: Callable, st: "Mark | Rebind") -> Optional[Callable]:
     """A function applying ``mark_dynamic(x, d)`` / ``x = x.contiguous()`` / ``x = torch.tensor(x)`` to the argument ``x``."""
-    m = _MARK.match(line) or _CONTIG.match(line) or _AS_TENSOR.match(line)
-    if not m:
-        return None
-    name = m.group("arg").strip()
+    name = st.target.strip()
     try:
         params = list(inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn).parameters)
     except (TypeError, ValueError):
         return None
     root = re.match(r"\w+", name).group()  # `box_lists[0].tensor`: a tensor reached from the argument `box_lists`
-    if root not in params or (root != name and "fn" not in m.groupdict()):
+    if root not in params or (root != name and not isinstance(st, Mark)):
         return None
     i = params.index(root)
 
     def fix(fn_: Callable, call: Any) -> Any:
-        as_tensor = _AS_TENSOR.match(line) is not None
+        as_tensor = isinstance(st, Rebind) and st.how == "tensor"
         if root != name:  # a mark on a tensor the argument holds
             if not isinstance(call, tuple) or i >= len(call):
                 raise _Unchecked(f"`{root}` is not passed by position")
             target = eval(name, {root: call[i]})  # noqa: S307 - the doctor's own expression, on the argument
             if not isinstance(target, torch.Tensor):
                 raise _Unchecked(f"`{name}` is not a tensor")
-            eval(m.group("fn"), {"torch": torch})(target, int(m.group("dim")))  # noqa: S307
+            _mark_function(st)(target, st.dim)
             return call
         if not isinstance(call, tuple) or i >= len(call) or isinstance(call[i], torch.Tensor) == as_tensor:
             raise _Unchecked(f"`{name}` is not a {'number' if as_tensor else 'tensor'} passed by position")
         args = list(call)
         if as_tensor:
             args[i] = torch.tensor(args[i])
-        elif "contiguous" in line:
+        elif isinstance(st, Rebind):
             args[i] = args[i].contiguous()
         else:
-            eval(m.group("fn"), {"torch": torch})(args[i], int(m.group("dim")))  # noqa: S307 - a dotted name the regex matched
+            _mark_function(st)(args[i], st.dim)
         return tuple(args)
 
     return fix
@@ -575,16 +577,15 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
                 item.fix, item.fix_detail, item.wrong_class = "wrong", gone, "removes_work"
                 return
             case2 = _rewritten_case(c, s)
-            moved = re.match(r"^(?:pass\s+)?#\s*(?P<stmt>.+?)\s+\(moved: call it outside the compiled code\)\s*$", code)
-            if moved:
-                before_call = moved.group("stmt")
+            before_call = s.fix.moved if s.fix is not None else ""
+            if before_call:
                 names = _names_of(_build(c)[0])
         else:
             built = runs.get(_BUILT) if runs is not None else None
             fn = built if built is not None else _build(c)[0]  # the case's function, built once per case
             if runs is not None:
                 runs[_BUILT] = fn
-            read = read_fix_code(code, _names_of(fn))  # the one reading of a fix's code (--verify-fixes reads it so)
+            read = read_fix_code(s.fix, _names_of(fn))  # the one reading of a fix's record (--verify-fixes reads it so)
             if read.why_not:
                 raise _Unchecked(read.why_not)
             config = dict(read.settings.get("dynamo", {})) or None
@@ -593,12 +594,12 @@ def _try_fix(c: Case, item: Item, s, before: _Run, eager_outs: list, eager_err: 
             if read.before_call:
                 # statements the user runs before calling the compiled code (a mark, `x = x.contiguous()`):
                 # written into the case's own source before the line that made the call, as the user would
-                placed = _placed_before_call(c, x, read.before_call)
+                placed = _placed_before_call(c, x, read.before_call)  # the statements as the fix's code writes them
                 if placed is not None:
                     applied = placed
                     case2 = _rewritten_case(c, placed)
                 else:
-                    arg_fix, local_marks, why = _on_arguments(c, fn, read.before_call, filename)
+                    arg_fix, local_marks, why = _on_arguments(c, fn, _before_call(s.fix), filename)
                     if why:
                         item.fix, item.fix_detail = why
                         if item.fix == "wrong":

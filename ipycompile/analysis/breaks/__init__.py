@@ -78,13 +78,9 @@ def suggest_break_fixes(report: "CompileReport") -> "CompileReport":
 
 def settings_of(s: Optional[Suggestion]) -> list[str]:
     """The torch settings a suggestion's code sets (``torch._dynamo.config.capture_scalar_outputs``)."""
-    out = []
-    for line in (s.code if s else "").splitlines():
-        name = line.split("=", 1)[0].split(".add(", 1)[0].strip()
-        if name.startswith(("torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.")) \
-                and name.replace(".", "").replace("_", "").isalnum() and name not in out:
-            out.append(name)
-    return out
+    if s is None or s.fix is None or not s.code.strip():
+        return []
+    return list(dict.fromkeys(setting.key for setting in s.fix.all_settings))
 
 
 def _settings_together(report: "CompileReport") -> "CompileReport":

@@ -18,6 +18,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
+from ...report.fix import rewrite
 from ...report.model import Confidence, GraphBreak, Kind, Suggestion, UserFrame
 from ...report.owners import Owner
 from .base import Context, statement_at
@@ -144,7 +145,8 @@ def _lever(b: GraphBreak, ctx: Context, sw: Switch) -> Suggestion:
         f"with `{sw.name}={not sw.value}` in the compiled code (the outputs then lack what `{sw.name}` adds), and "
         "make the calls that need it without compiling (`with torch.compiler.set_stance(\"force_eager\"):` around "
         "them). Unverified on your cell: to try; compare the breaks and the outputs.",
-        code, Confidence.LOW, Kind.LIBRARY_SWITCH, b.frame.filename if code else "", *lines)
+        code, Confidence.LOW, Kind.LIBRARY_SWITCH, b.frame.filename if code else "", *lines,
+        fix=rewrite(b.frame.filename, *lines, code) if code else None)
 
 
 def with_switches(report: "CompileReport", ctx: Context) -> "CompileReport":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ....report.model import Confidence, Kind, Suggestion
+from ....report.model import Confidence, Fix, Kind, Setting, Suggestion
 from ..base import Context, Facts, Rule, explained, path, reset_note, statement_at
 
 
@@ -19,6 +19,8 @@ SUPPORTED = {"nonzero", "argwhere", "masked_select", "unique", "_unique", "_uniq
 #: Ops for which torch's hint (this setting) is known not to remove the break: it only moves it to
 #: the op's missing meta kernel (GB0037).
 MOVES_ONLY = {"linalg_lstsq"}
+#: the fix: torch's hint
+SETTING = Fix(settings=[Setting("dynamo", "capture_dynamic_output_shape_ops", "True")])
 
 
 def applies(f: Facts) -> bool:
@@ -149,7 +151,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
                 + {"branch": "test", "loop": "loop", "number": "Python values"}[how]
                 + ", then the setting; check that the break is gone and the outputs unchanged.", f)
     if f.in_library:  # the library's code after the op is not read here: the setting is to try, said so
-        return Suggestion(
+        return Suggestion.of(
             "capture_dynamic_output_shape_ops (unverified: the library's code after the op is not read)",
             f"`{op}` at {path(ctx, f)} (in library code you cannot edit) returns a tensor whose size depends on the "
             "values of its input, so torch stops the graph there. With this setting torch keeps it in the graph with "
@@ -157,15 +159,15 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             "did not read: if it branches on that size, loops over the result in Python or reads its values as "
             "numbers, the break moves there, or the compiled call raises (GuardOnDataDependentSymNode) instead of "
             "breaking. Try it, and compare the breaks and the outputs. " + reset_note(),
-            "torch._dynamo.config.capture_dynamic_output_shape_ops = True", Confidence.LOW,
+            SETTING, Confidence.LOW,
             Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS)
-    return Suggestion(
+    return Suggestion.of(
         "Let torch trace data-dependent output shapes: capture_dynamic_output_shape_ops",
         f"`{op}` at {path(ctx, f)} (in your code) returns a tensor whose size depends on the values of its input, "
         "so torch stops the graph there. With this setting torch keeps it in the graph with a symbolic size; the "
         "code after it in the function neither branches on that size nor loops over the result in Python nor reads "
         "its values as numbers, which would move the break (or make the compiled call raise). " + reset_note(),
-        "torch._dynamo.config.capture_dynamic_output_shape_ops = True", Confidence.MEDIUM,
+        SETTING, Confidence.MEDIUM,
         Kind.CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS)
 
 

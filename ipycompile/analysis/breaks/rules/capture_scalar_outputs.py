@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ....report.model import Confidence, Kind, Suggestion
+from ....report.model import Confidence, Fix, Kind, Setting, Suggestion
 from ..base import Context, Facts, Rule, explained, path, reset_note, statement_at
 from ._scalar import converted, is_item, is_tolist, one_element, scalar_calls, tolist_calls
 
-CONFIG = "torch._dynamo.config.capture_scalar_outputs = True"
+CONFIG = Fix(settings=[Setting("dynamo", "capture_scalar_outputs", "True")])
 
 
 def applies(f: Facts) -> bool:
@@ -97,12 +97,12 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
             "the compiled call raises (GuardOnDataDependentSymNode) instead of breaking. Nothing to fix if the break "
             "is affordable (the code after it is compiled on its own).", f)
     if f.in_library:
-        return Suggestion(
+        return Suggestion.of(
             "Let torch keep the library's .item() in the graph: capture_scalar_outputs",
             f"{path(ctx, f)} turns a tensor into a Python number (`{f.stop.source_line.strip()}`), in code you "
             "cannot edit. With this setting torch traces it as a symbolic number and the graph goes on. "
             + reset_note(), CONFIG, Confidence.MEDIUM, Kind.CAPTURE_SCALAR_OUTPUTS)
-    return Suggestion(
+    return Suggestion.of(
         "Let torch trace the Python number: capture_scalar_outputs",
         f"`{f.stop.source_line.strip()}` at {ctx.where(f.stop)} turns a tensor into a Python number, and the code uses it as one (a size, an "
         "argument), not only in tensor arithmetic. With this setting torch traces the number symbolically and the "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import params, returns, stmt_replacement, stores
 from ..base import Context, Facts, Rule
@@ -41,12 +42,12 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     op = defs[0][2]
     if len(changes) == 1:
         p, r, code, fn = changes[0]
-        return Suggestion(
+        return Suggestion.of(
             f"Return a copy: `{code}` in `{fn}`",
             f"torch found {how} in the body of `{op}`: `{p.segment(r)}` (in `{fn}`, {ctx.report.where(p.filename, r.lineno)}) "
             "returns an input, or one tensor twice. The outputs of a higher-order op must be new tensors: "
             "`.clone()` the repeated or passed-through one (a cheap copy torch can often remove).",
-            code, Confidence.HIGH, Kind.HOP_CLONE, p.filename, r.lineno, r.end_lineno or r.lineno)
+            rewrite(p.filename, r.lineno, r.end_lineno or r.lineno, code), Confidence.HIGH, Kind.HOP_CLONE)
     lines = [f"# in {fn}, {ctx.report.where(p.filename, r.lineno)}:\n{code}" for p, r, code, fn in changes]
     return Suggestion(
         f"Return copies in the bodies of `{op}`",

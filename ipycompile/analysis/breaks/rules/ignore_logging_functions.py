@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ....report.model import Confidence, Kind, Suggestion
+from ....report.model import Confidence, Fix, Kind, Setting, Suggestion
 from ..base import Context, Facts, Rule, path, reset_note
 
 
@@ -28,7 +28,8 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     name, method = d.logger_name, d.logger_method
     logger = "logging.getLogger()" if d.logger_class == "RootLogger" else f'logging.getLogger("{name}")'
     said = f" (“{d.logger_message}”)" if d.logger_message else ""
-    code = f"import logging\nimport torch\ntorch._dynamo.config.ignore_logging_functions.add({logger}.{method})"
+    code = Fix(imports=["import logging", "import torch"],
+               settings=[Setting("dynamo", "ignore_logging_functions", f"{logger}.{method}", "add")])
     if f.in_library:
         head = (f"{path(ctx, f)} calls `{method}` on the logger '{name}'{said}: library code you cannot edit. "
                 "torch cannot trace a logging call, so the graph breaks there.")
@@ -42,7 +43,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         old_torch = (" On torch 2.11 (seen on 2.11.0) torch then fails to log its compile metrics while the set "
                      "holds a callable (its config logging cannot serialize it): the code compiles without the break, "
                      "but a report of it lacks those compiles' times and statuses.")
-    return Suggestion(
+    return Suggestion.of(
         title,
         head + f" Adding `{logger}.{method}` (exactly this logger's method) to "
         "torch._dynamo.config.ignore_logging_functions makes the call a no-op in compiled code: the message is "

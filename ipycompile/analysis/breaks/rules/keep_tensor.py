@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, stmt_replacement, uses_after
 from ...source import Parsed
@@ -46,12 +47,12 @@ def _item(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if not keep:
         return None
     code = stmt_replacement(p, stmt, [(c, _tensor_form(p, c)) for c in calls], keep_comment=False)
-    return Suggestion(
+    return Suggestion.of(
         f"Keep the value at {ctx.where(f.stop)} a tensor",
         f"`{f.stop.source_line.strip()}` turns a tensor into a Python number, which torch cannot trace (the graph breaks and "
         f"the value goes to the CPU). {what[0].upper() + what[1:]}, where a 0-dim tensor gives the same "
         "result: drop the conversion and the graph goes on.",
-        code, Confidence.HIGH, Kind.KEEP_TENSOR, f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, code), Confidence.HIGH, Kind.KEEP_TENSOR)
 
 
 def _tolist(f: Facts, ctx: Context) -> Optional[Suggestion]:
@@ -74,12 +75,12 @@ def _tolist(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if not uses or not all(ok(u) for u in uses):
         return None
     code = stmt_replacement(p, stmt, [(stmt.value, p.segment(stmt.value.func.value))], keep_comment=False)
-    return Suggestion(
+    return Suggestion.of(
         f"Keep `{name}` a tensor at {ctx.where(f.stop)}",
         f"`{f.stop.source_line.strip()}` copies a tensor into a Python list, which torch cannot trace. `{name}` is only "
         "measured, indexed, iterated or used in arithmetic, and a tensor does all of that: keep the tensor (its "
         "items are 0-dim tensors instead of Python numbers).",
-        code, Confidence.HIGH, Kind.KEEP_TENSOR, f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, code), Confidence.HIGH, Kind.KEEP_TENSOR)
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:

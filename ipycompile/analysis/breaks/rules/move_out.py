@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, commented_out, scope_body, uses_after, walk_scope
 from ..base import Context, Facts, Rule
@@ -83,12 +84,13 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if where is None:
         return None
     text = p.segment(stmt).replace("\n", " ")
-    return Suggestion(
+    return Suggestion.of(
         f"Move `{p.segment(call)}` out of the compiled code",
         f"`{text}` at {ctx.where(f.stop)} calls `{full}`, which torch cannot trace, and it does not use your "
         f"tensors: call it {where}.",
-        commented_out(p, stmt, "moved: call it outside the compiled code"), Confidence.HIGH, Kind.MOVE_OUT,
-        f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno,
+                commented_out(p, stmt, "moved: call it outside the compiled code"), moved=text),
+        Confidence.HIGH, Kind.MOVE_OUT)
 
 
 RULE = Rule(Kind.MOVE_OUT, "a function call that does not use the tensors (a timer, a process id, a seed): move it "

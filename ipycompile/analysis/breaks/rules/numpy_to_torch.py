@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import dotted, stmt_replacement
 from ...source import Parsed
@@ -52,11 +53,11 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     target = outer if (isinstance(outer, ast.Call) and dotted(outer.func) in
                        ("torch.from_numpy", "torch.as_tensor", "torch.tensor") and len(outer.args) == 1) else call
     code = stmt_replacement(p, stmt, [(target, torch_call)])
-    return Suggestion(
+    return Suggestion.of(
         f"Use the torch equivalent of np.{fn} at {ctx.where(f.stop)}",
         f"torch traces most NumPy calls as torch code, but not `np.{fn}`, so the graph breaks there. "
         f"`{torch_call.split('(')[0]}` computes the same on tensors (same values and dtype) and stays in the graph.",
-        code, Confidence.HIGH, Kind.NUMPY_TO_TORCH, f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, code), Confidence.HIGH, Kind.NUMPY_TO_TORCH)
 
 
 RULE = Rule(Kind.NUMPY_TO_TORCH, "a NumPy function torch cannot trace that has a torch equivalent: the torch call",

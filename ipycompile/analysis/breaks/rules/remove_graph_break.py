@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, commented_out
 from ..base import Context, Facts, Rule, statement_at, user_lines
@@ -34,13 +35,13 @@ def _as_value(f: Facts, ctx: Context) -> Optional[Suggestion]:
     text, call = p.segment(stmt), p.segment(calls[0])
     if text.count(call) != 1:
         return None
-    return Suggestion(
+    return Suggestion.of(
         f"Remove the explicit graph break at {ctx.where(f.stop)}",
         f"`{call}` in `{text}` asks torch to end the graph there and returns `None`, the value this line passes on: "
         "torch compiles the code before and after it as separate graphs. Put `None` in its place and the graph goes "
         "on with the same values, unless the break is there on purpose (to keep something out of the graph, or to "
         "debug).",
-        text.replace(call, "None"), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK, f.stop.filename, stmt.lineno, stmt.end_lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno, text.replace(call, "None")), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK)
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
@@ -51,13 +52,12 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     reached = ""
     if len(lines) > 1 or (lines and lines[0] != ctx.where(f.stop)):
         reached = f" It is reached from {', '.join(lines)}: removing it removes the break at each of them."
-    return Suggestion(
+    return Suggestion.of(
         f"Remove the explicit graph break at {ctx.where(f.stop)}",
         f"`{p.segment(stmt)}` asks torch to end the graph there (it computes nothing): torch compiles the code "
         "before and after it as separate graphs." + reached + " Remove the call and the graph goes on, unless "
         "the break is there on purpose (to keep something out of the graph, or to debug).",
-        commented_out(p, stmt, f"removed: {_CALLS[call_name(stmt.value)]}"), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK,
-        f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, commented_out(p, stmt, f"removed: {_CALLS[call_name(stmt.value)]}")), Confidence.HIGH, Kind.REMOVE_GRAPH_BREAK)
 
 
 RULE = Rule(Kind.REMOVE_GRAPH_BREAK, "an explicit `torch._dynamo.graph_break()` in the user's code: remove the call "

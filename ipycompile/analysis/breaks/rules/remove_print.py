@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, commented_out
 from ..base import Context, Facts, Rule, statement_at
@@ -23,13 +24,13 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     text = p.segment(stmt).replace("\n", " ")
     code = commented_out(p, stmt, "print this after the compiled code returns")
     odd = [t for t in arg_types(f) if t not in REORDERABLE]
-    return Suggestion(
+    return Suggestion.of(
         f"Remove the print at {ctx.where(f.stop)} from the compiled code",
         f"`{text}` prints a value torch cannot hold back until after the graph"
         + (f" ({', '.join(odd)})" if odd else "") + ", so the graph breaks there. Print it outside the compiled "
         "code (after the call returns, from its result), or print only tensors and constants, which "
         "`torch._dynamo.config.reorderable_logging_functions.add(print)` lets torch move after the graph.",
-        code, Confidence.HIGH, Kind.REMOVE_PRINT, f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(f.stop.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, code), Confidence.HIGH, Kind.REMOVE_PRINT)
 
 
 RULE = Rule(Kind.REMOVE_PRINT, "`print` of values torch cannot reorder: remove it from the compiled code", applies, fix)

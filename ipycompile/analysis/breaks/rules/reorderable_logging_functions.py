@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ....report.model import Confidence, Kind, Suggestion, UserFrame
+from ....report.model import Confidence, Fix, Kind, Setting, Suggestion, UserFrame
 from ..base import Context, Facts, Rule, path, reset_note
 from ._print import is_print, reorderable
 
@@ -28,23 +28,24 @@ def applies(f: Facts) -> bool:
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if is_print(f) and reorderable(f):
-        return Suggestion(
+        return Suggestion.of(
             "Let torch print after the graph: reorderable_logging_functions",
             f"`{f.stop.source_line.strip()}` at {path(ctx, f)} prints tensors and constants only; torch can move the "
             "print to after the graph, with the values it had, instead of breaking the graph. The line prints after "
             "the compiled code's other effects. Or remove the print from the compiled code. " + reset_note(),
-            "torch._dynamo.config.reorderable_logging_functions.add(print)", Confidence.HIGH,
+            Fix(settings=[Setting("dynamo", "reorderable_logging_functions", "print", "add")]), Confidence.HIGH,
             Kind.REORDERABLE_LOGGING_FUNCTIONS)
     fr = _logging_call_frame(f)
     if fr is None:
         return None
     fn = _LOG_FN.search(fr.source_line).group("fn")
-    return Suggestion(
+    return Suggestion.of(
         f"Let torch log after the graph: reorderable_logging_functions.add(logging.{fn})",
         f"`{fr.source_line.strip()}` at {ctx.where(fr)} logs through the logging module, which torch cannot trace. "
         f"When its arguments are tensors and constants, torch can move the call to after the graph instead. Or "
         "remove it from the compiled code. " + reset_note(),
-        f"import logging\nimport torch\ntorch._dynamo.config.reorderable_logging_functions.add(logging.{fn})",
+        Fix(imports=["import logging", "import torch"],
+            settings=[Setting("dynamo", "reorderable_logging_functions", f"logging.{fn}", "add")]),
         Confidence.MEDIUM, Kind.REORDERABLE_LOGGING_FUNCTIONS)
 
 

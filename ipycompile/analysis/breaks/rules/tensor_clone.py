@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, stmt_replacement
 from ..base import Context, Facts, Rule, statement_at
@@ -33,12 +34,12 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if not isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
         src = f"({src})"
     code = stmt_replacement(p, stmt, [(calls[0], f"{src}.clone()")])
-    return Suggestion(
+    return Suggestion.of(
         f"Copy the tensor with `.clone()` at {ctx.where(at)}",
         f"`{p.segment(stmt)}` deep-copies a tensor, which torch does not trace. `.clone()` makes the "
         "same copy as one op of the graph. (It stays connected to autograd, where a deep copy is a new leaf: "
         "write `.detach().clone()` if gradients must not flow through the copy.)",
-        code, Confidence.HIGH, Kind.TENSOR_CLONE, at.filename, stmt.lineno, stmt.end_lineno or stmt.lineno)
+        rewrite(at.filename, stmt.lineno, stmt.end_lineno or stmt.lineno, code), Confidence.HIGH, Kind.TENSOR_CLONE)
 
 
 RULE = Rule(Kind.TENSOR_CLONE, "`copy.deepcopy` of a tensor in the user's code: the tensor's own `.clone()`", applies, fix)

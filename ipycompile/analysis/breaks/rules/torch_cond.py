@@ -9,6 +9,7 @@ import re
 import textwrap
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import defined_before, free_name, loads, ordered, stores, taken_names, uses_after, walk_scope
 from ...source import Parsed
@@ -101,8 +102,8 @@ def _rewrite(f: Facts, ctx: Context, p: Parsed, node: ast.If) -> Optional[Sugges
         confidence = Confidence.LOW
         explanation += (" A branch changes state outside itself (an attribute, an item, a call for its effect): "
                         "torch.cond does not allow that; return the value instead and apply it after the call.")
-    return Suggestion(f"Rewrite the branch at {ctx.where(f.stop)} with torch.cond", explanation, code, confidence,
-                      Kind.TORCH_COND, f.stop.filename, node.lineno, last)
+    return Suggestion.of(f"Rewrite the branch at {ctx.where(f.stop)} with torch.cond", explanation,
+                         rewrite(f.stop.filename, node.lineno, last, code), confidence, Kind.TORCH_COND)
 
 
 def from_line(f: Facts, ctx: Context, note: str = "") -> Optional[Suggestion]:

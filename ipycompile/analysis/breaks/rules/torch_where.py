@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ....report.fix import rewrite
 from ....report.model import Confidence, Kind, Suggestion
 from ...rewrite import call_name, defined_before, dotted
 from ...source import Parsed
@@ -144,7 +145,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
     if found_rewrite is None:
         return None
     code, last = found_rewrite
-    return Suggestion(
+    return Suggestion.of(
         f"Replace the branch at {ctx.where(f.stop)} with torch.where",
         f"`if {p.segment(node.test)}:` decides on a tensor's value, which torch cannot know while it traces, so the "
         "graph breaks there. Both branches compute elementwise expressions of the same tensors: compute both and "
@@ -153,7 +154,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "decides while it traces" if code.startswith("if ") else "") + "). Both sides are evaluated: an expression that is invalid for the "
         "values not picked (log of a negative number) gives inf/nan there, harmless in the output but not in "
         "gradients; torch.cond evaluates only one branch.",
-        code, Confidence.HIGH, Kind.TORCH_WHERE, f.stop.filename, node.lineno, last)
+        rewrite(f.stop.filename, node.lineno, last, code), Confidence.HIGH, Kind.TORCH_WHERE)
 
 
 RULE = Rule(Kind.TORCH_WHERE, "a data-dependent `if` whose branches are elementwise expressions: one `torch.where`",

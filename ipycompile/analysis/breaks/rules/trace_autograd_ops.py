@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ....report.model import Confidence, Kind, Suggestion
+from ....report.model import Confidence, Fix, Kind, Setting, Suggestion
 from ...rewrite import call_name, scope_body, uses_after, walk_scope
 from ..base import Context, Facts, Rule, path, reset_note, statement_at
 
@@ -17,6 +17,10 @@ def applies(f: Facts) -> bool:
 
 def is_backward(f: Facts) -> bool:
     return f.code == "GB0123" or f.kind.startswith("Unsupported Tensor.backward() call")
+
+
+#: the setting alone, as a record (code with more than it is not one to apply as it stands)
+SETTING = Fix(settings=[Setting("dynamo", "trace_autograd_ops", "True")])
 
 
 def is_grad(f: Facts) -> bool:
@@ -49,7 +53,7 @@ def _grad_fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         "2.13 traces into the graph when torch._dynamo.config.trace_autograd_ops is True (torch's own hint). A "
         "tensor that outlives the compiled code (a name a %%compile cell assigns is kept in the notebook; a "
         "returned one) must not hold the graph grad used: detach it after the call. " + reset_note(),
-        code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS)
+        code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS, fix=SETTING if code == SETTING.code else None)
 
 
 def _cleared_and_read(p, stmt: ast.stmt) -> tuple[str, str]:
@@ -112,7 +116,7 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         + ("." + keep if keep else "")
         + ". Compiled autograd (torch._dynamo.config.compiled_autograd = True) also compiles the backward pass "
         "with its hooks. " + reset_note(),
-        code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS)
+        code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS, fix=SETTING if code == SETTING.code else None)
 
 
 RULE = Rule(Kind.TRACE_AUTOGRAD_OPS, "`loss.backward()` in compiled code: the normal end of the forward graph; what "
