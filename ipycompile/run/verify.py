@@ -102,7 +102,7 @@ import re
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..analysis.eager_run import DDP_FIX, compiled_compile_ids
 from ..analysis.source import apply_suggestion
