@@ -614,7 +614,8 @@ def test_a_closed_over_int_is_named_as_in_the_users_code_not_by_torchs_guard_sou
 def test_suggested_code_names_only_what_the_users_code_has():
     """A guard source that is no name in the user's code (torch's ``__closure__``,
     ``__defaults__``) is never written into code."""
-    from ipycompile.analysis.recompiles import _read, _suggest
+    from ipycompile.analysis.recompiles import suggest
+    from ipycompile.analysis.recompiles.reading import reason_of
     from ipycompile.report.model import FailedGuard
 
     for subject in ("g.__closure__[0].cell_contents", "f.__defaults__[0]", "___odict_getitem(self, 'k')"):
@@ -622,7 +623,7 @@ def test_suggested_code_names_only_what_the_users_code_has():
             for name in (subject, ""):  # a name capture could not map, and none
                 g = FailedGuard(kind_, source=subject, path=subject, name=name, before="2", after="3",
                                 dim=0 if kind_ == "size" else None, code=f"return x * {subject}")
-                s = _suggest(_read(g), True)
+                s = suggest(reason_of(g), True)
                 assert s is None or (s.code == "" and subject not in s.code), (subject, s)
 
 

@@ -1,6 +1,6 @@
 """The doctor's own errors: every exception a pass or rule catches is counted in the report
 (``report.stats``, under ``doctor:<pass or rule>``), so that its details say an answer is missing.
-Its own module so that the passes (``recompiles.py``, ``semantics.py``, ``breaks``) count their
+Its own module so that the passes (``recompiles``, ``semantics.py``, ``breaks``) count their
 errors without importing the doctor that runs them."""
 
 from __future__ import annotations
