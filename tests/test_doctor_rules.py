@@ -30,6 +30,20 @@ def test_every_rule_module_is_registered_and_every_kind_has_a_rule():
     assert [r.kind for r in RECOMPILE_RULES] + list(FRAME_KINDS) == list(SUGGESTION_KINDS)
 
 
+def test_every_recompile_rule_module_is_registered_once():
+    """The recompile doctor has the same shape: one module per rule under ``recompiles/rules``, each
+    module's ``RULE`` in :data:`RECOMPILE_RULES` exactly once."""
+    import importlib
+
+    import ipycompile.analysis.recompiles.rules as recompile_rules_pkg
+
+    folder = Path(recompile_rules_pkg.__file__).parent
+    modules = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    rules = [importlib.import_module(f"{recompile_rules_pkg.__name__}.{m}").RULE for m in modules]
+    assert [sum(r is x for x in RECOMPILE_RULES) for r in rules] == [1] * len(modules), modules
+    assert len(RECOMPILE_RULES) == len(modules)
+
+
 def test_kind_and_confidence_save_as_strings_and_load_as_enums():
     s = Suggestion("t", "e", "c", Confidence.HIGH, Kind.TORCH_WHERE)
     r = CompileReport(graph_breaks=[GraphBreak("r", suggestion=s)])
