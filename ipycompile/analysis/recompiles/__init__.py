@@ -93,13 +93,13 @@ def _explain(report: "CompileReport", rc: Recompile, earlier: Sequence[GuardSet]
             parts.append(f"The guards of {len(other)} other older version(s) failed too: "
                          + "; ".join(f"{o.text} ({o.failed_compile_id})" for o in other))
     first, dynamic = read[0] if read else (None, False)
+    root = suggest(first, dynamic) if first is not None else None
     failed_entries = entries(rc.guards[0].failed_compile_id) if read else []
     hidden = hidden_sizes(first) if first is not None else []
     values = hidden_values(first, failed_entries, new_entries) if first is not None else []
     if hidden or values:
         said = " and ".join(w for w in (size_words(hidden) if hidden else "", value_words(values) if values else "") if w)
         parts.insert(1, f"The same call changed {said} too (torch's reason names only the first guard that failed)")
-    root = suggest(first, dynamic) if first is not None else None
     verdict = answer_for_frame(Call(report, rc, first, dynamic, failed_entries, new_entries, hidden, values), root)
     parts = [p for p in (verdict.lead, *parts, verdict.tail) if p]
     explanation = " ".join(p if p.endswith(".") else p + "." for p in parts)
