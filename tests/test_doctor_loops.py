@@ -253,7 +253,7 @@ def test_genuinely_different_layers_are_not_loops(model, x):
 
 # -- views, JSON, torch 2.11 ------------------------------------------------------------------
 def test_loops_show_in_summary_graphs_tab_and_header_and_survive_json():
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     r, _ = rnn("loop", 8)
     vm = view_model(r)
@@ -268,12 +268,12 @@ def test_loops_show_in_summary_graphs_tab_and_header_and_survive_json():
     assert back.unrolled_loops == r.unrolled_loops
     import html
 
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
     assert f"loop at scan_vs_loop.py:{line_of('for x in xs:')} unrolled 8 times" in page and "scan(body, init, xs)" in page
     W = pytest.importorskip("ipywidgets")
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     w = ReportWidget(r)  # the Summary tab is built with the widget
     chips = html.unescape(w.children[0].value if isinstance(w.children[0], W.HTML) else str(w.children[0]))

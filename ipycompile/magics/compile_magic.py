@@ -95,7 +95,7 @@ class CompileMagics(Magics):
             shell.user_ns[output] = result.report
         shown = None
         if not args["quiet"]:
-            from ..widgets.live import show
+            from ..views.live import show
 
             # the cell's id where the frontend sends one, else its text: its earlier output's widgets close
             info = getattr(running, "info", None)

@@ -10,7 +10,7 @@ their names), ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``
 time, measure, attach a profile), ``progress`` (the phase machine of a run while it runs),
 ``history_log`` (one row per run) and ``sweeps`` (a grid of fresh compiles). It draws
 nothing: plots and the live status line of runs and sweeps are views
-(:mod:`ipycompile.widgets.plots`, :mod:`ipycompile.widgets.progress`), handed over by
+(:mod:`ipycompile.views.plots`, :mod:`ipycompile.views.progress`), handed over by
 callback. It sits on capture, report and analysis; the magics sit on it.
 """
 

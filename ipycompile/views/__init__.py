@@ -59,7 +59,7 @@ def install() -> None:
 
 
 def progress_view(kind: str):
-    """The live status line of one run or sweep (:func:`ipycompile.widgets.progress.progress_view`),
+    """The live status line of one run or sweep (:func:`ipycompile.views.progress.progress_view`),
     its module loaded when a run first shows one."""
     from .progress import progress_view as view
 
@@ -67,7 +67,7 @@ def progress_view(kind: str):
 
 
 def sweep_table_view(df, medium: str) -> str:
-    """A sweep's table (:func:`ipycompile.widgets.sweep_table.sweep_table`), its module loaded
+    """A sweep's table (:func:`ipycompile.views.sweep_table.sweep_table`), its module loaded
     when a sweep's result is first shown."""
     from .sweep_table import sweep_table
 
@@ -103,7 +103,7 @@ def report_text(report, hints=None) -> str:
 
 
 def report_view(report):
-    """What ``%%compile`` displays: a :class:`~ipycompile.widgets.widget.ReportWidget`
+    """What ``%%compile`` displays: a :class:`~ipycompile.views.widget.ReportWidget`
     where the frontend can show widgets (its bundle also carries the static HTML and
     the text), else the report itself (text and HTML). The IPython terminal, a shell
     outside IPython, and a missing ipywidgets all get the plain report."""
