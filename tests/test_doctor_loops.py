@@ -203,7 +203,7 @@ def test_module_list_of_identical_layers_suggests_a_nested_compile_region_which_
 
 
 def test_the_source_of_a_loop_over_layers_is_parsed_only_when_the_graph_has_enough_layers_and_once_per_file():
-    from ipycompile.capture.sources import _layer_loops
+    from ipycompile.capture.kept_source import _layer_loops
 
     _layer_loops.cache_clear()
     x = torch.randn(2, 16)

@@ -193,7 +193,7 @@ def test_nbconvert_sanitised_shows_every_panel(browser, report, tmp_path):
     from nbconvert import HTMLExporter
 
     from ipycompile.views.html import fallback_bundle, notebook_bundle
-    from ipycompile.views.text import render_text
+    from ipycompile.views.plain_text import render_text
     from ipycompile.views.viewmodel import view_model
 
     vm = view_model(report)

@@ -212,7 +212,7 @@ def test_the_cli_page_is_written_in_pieces_with_the_bytes_of_the_whole_page(tmp_
     import re
 
     from ipycompile.cli import main
-    from ipycompile.cli import report as cli_report
+    from ipycompile.cli import report_command as cli_report
     from ipycompile.views.html import render_html
 
     monkeypatch.setattr(cli_report, "_PIECE", 1000)  # many slices, some cutting a multi-byte character

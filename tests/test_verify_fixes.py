@@ -24,7 +24,7 @@ from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.runner import run_cell
 from ipycompile.run.settings import make_settings
 from ipycompile.views.tabs import suggestion_blocks
-from ipycompile.views.text import render_blocks
+from ipycompile.views.plain_text import render_blocks
 from torch._dynamo import eval_frame
 
 

@@ -265,7 +265,7 @@ def test_the_report_keeps_source_only_from_a_file_that_matches_what_torch_record
     views read later, anywhere) follows the same rule as the views."""
     import linecache
 
-    from ipycompile.capture.sources import source_context
+    from ipycompile.capture.kept_source import source_context
 
     path = str(tmp_path / "gpu_traces.py")
     r = _gpu_report_at(path)
@@ -293,7 +293,7 @@ def test_a_missing_file_says_so_and_shows_the_recorded_line(tmp_path):
 
 
 def test_cell_files_are_content_addressed_so_their_source_is_shown_without_a_recorded_line(tmp_path):
-    from ipycompile.views.source import is_cell_file, source_excerpt
+    from ipycompile.views.excerpts import is_cell_file, source_excerpt
     import linecache
 
     cell = "/tmp/ipykernel_4242/1234567.py"

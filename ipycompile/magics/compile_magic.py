@@ -15,7 +15,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..run.cell import CellError
 from ..run.quiet import quiet_torch_log
 from ..run.request import run_request, split_options
-from ..run.runner import CellRun, NestedRunError
+from ..run.pipeline import CellRun
+from ..run.runner import NestedRunError
 from ..run.settings import MODES
 from .arguments import output_name, parse_line
 

@@ -389,8 +389,8 @@ class CompileReport:
     def summary(self, hints: Any = None) -> str:
         """The whole report as plain text (control characters escaped): the first screen (what
         to fix, ranked, then the headline numbers), then every tab of the report's view as
-        text. The registered text view renders it (:mod:`ipycompile.views.text`); ``hints``
-        words where the rest is for where it is shown (``ipycompile.views.text.CLI_HINTS``)."""
+        text. The registered text view renders it (:mod:`ipycompile.views.plain_text`); ``hints``
+        words where the rest is for where it is shown (``ipycompile.views.plain_text.CLI_HINTS``)."""
         if not _text_renderers:
             return repr(self) + " (no text view is registered: `import ipycompile` registers one)"
         return _text_renderers[-1](self, hints) if hints is not None else _text_renderers[-1](self)

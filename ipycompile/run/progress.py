@@ -31,7 +31,7 @@ from ..capture.steps import CompileStep
 
 from ..report.progress import (EAGER, FIRST_CALL, KERNEL_PROFILE, REPORT, START_UP, SWEEP_WARM_START, TIMING,  # noqa: F401
                                VERIFY, WARM_UP, Status, SweepPoint)
-from .views import register_progress_view, view_callback  # noqa: F401 (the registry: see .views)
+from .view_hooks import register_progress_view, view_callback  # noqa: F401 (the registry: see .view_hooks)
 
 
 ProgressCallback = Callable[[Status], None]

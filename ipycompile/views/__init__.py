@@ -1,7 +1,7 @@
 """Views over a report: the block vocabulary (``blocks``), the first screen
 (``first_screen``: what to fix, ranked, and the headline numbers), the tab builders
-(``tabs``), figures (``figures``), source excerpts (``source``), the view-model that
-assembles them (``viewmodel``), and its three renderings: plain text (``text``:
+(``tabs``), figures (``figures``), source excerpts (``excerpts``), the view-model that
+assembles them (``viewmodel``), and its three renderings: plain text (``plain_text``:
 ``str(report)``, the terminal, the command line), static HTML (``html``) and the
 ipywidgets view (``widget``).
 
@@ -96,8 +96,8 @@ def comparison_bundle(comparison) -> dict:
 
 
 def report_text(report, hints=None) -> str:
-    """``str(report)`` and ``report.summary()``: the first screen, then every tab, as text (:mod:`.text`)."""
-    from .text import report_text as render
+    """``str(report)`` and ``report.summary()``: the first screen, then every tab, as text (:mod:`.plain_text`)."""
+    from .plain_text import report_text as render
 
     return render(report, hints)
 

@@ -461,7 +461,7 @@ def _code(b: Code, out: list, page: _Page) -> None:
     out.append("</div>")
 
 
-#: An excerpt's line as :mod:`.source` writes it: ``> 13 | code`` (the place's line) or ``  12 | code``.
+#: An excerpt's line as :mod:`.excerpts` writes it: ``> 13 | code`` (the place's line) or ``  12 | code``.
 _EXCERPT_LINE = None
 
 

@@ -443,7 +443,7 @@ class ReportWidget(W.VBox):
         and the first screen as text (``print(report)`` has every tab too: a frontend keeps
         what this holds, and IPython may keep it in its output history)."""
         try:
-            from .text import render_text
+            from .plain_text import render_text
 
             return H.fallback_bundle(self.view_model, render_text(self.view_model,
                                                                   more="everything: print(report), or the tabs"))

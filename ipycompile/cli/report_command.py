@@ -159,7 +159,7 @@ def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
     to_stdout = "-" in (args.json, args.output)
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
-        from ..views.text import MORE_CLI, render_text
+        from ..views.plain_text import MORE_CLI, render_text
         from ..views.viewmodel import view_model
 
         say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
