@@ -78,3 +78,57 @@ def test_the_readmes_links_to_docs_exist():
     assert links and all((ROOT / link).exists() for link in links), [l for l in links if not (ROOT / l).exists()]
     assert {p.name for p in (ROOT / "docs").glob("*.md")} <= {Path(link).name for link in links}
 
+
+# -- docs/architecture.md ---------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+PKG = ROOT / "ipycompile"
+#: ``register_*`` functions that fill no registry of ours
+NOT_REGISTRIES = {"register_source": "puts a cell's text in Python's own linecache"}
+
+
+def test_the_architecture_lists_every_layer_with_the_imports_the_test_allows():
+    from test_layers import ALLOWED
+
+    rows = table_rows(ARCHITECTURE.read_text(encoding="utf-8"), "| layer | may import | what it holds |")
+    layers = {row[0].strip("`"): {n.strip() for n in row[1].split(",")} for row in rows}
+    folders = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert set(layers) == folders, {"listed, not a folder": set(layers) - folders, "not listed": folders - set(layers)}
+    assert layers == ALLOWED, {k: (layers.get(k), ALLOWED.get(k)) for k in set(layers) | set(ALLOWED)
+                               if layers.get(k) != ALLOWED.get(k)}
+    for row in rows:  # every module or folder a layer's row names is there
+        named = re.findall(r"`([\w/]+(?:\.py|/))`", row[2])
+        missing = [n for n in named if not (PKG / row[0].strip("`") / n).exists()]
+        assert named and not missing, (row[0], missing)
+
+
+def registries() -> list[str]:
+    rows = table_rows(ARCHITECTURE.read_text(encoding="utf-8"), "| registry | what registers there | filled by |")
+    assert rows, "docs/architecture.md has no registries table"
+    return [row[0].strip("`") for row in rows]
+
+
+def test_the_registries_the_architecture_names_are_in_the_package():
+    import importlib
+
+    missing = []
+    for name in registries():
+        module, _, attr = name.rpartition(".")
+        if not hasattr(importlib.import_module(f"ipycompile.{module}"), attr):
+            missing.append(name)
+    assert not missing, missing
+
+
+def test_every_register_function_fills_a_registry_the_architecture_names():
+    """A ``register_*`` function of the package writes into a registry: the table names its module's."""
+    import ast
+
+    listed = {name.rpartition(".")[0] for name in registries()}
+    unlisted = []
+    for path in PKG.rglob("*.py"):
+        module = ".".join(path.relative_to(PKG).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("register_") \
+                    and node.name not in NOT_REGISTRIES and module not in listed:
+                unlisted.append(f"{module}.{node.name}")
+    assert not unlisted, unlisted

@@ -1,6 +1,7 @@
-"""The architecture, checked on the source: the folders are the layers, and imports
-point down only (capture -> report -> analysis -> views, the run layer and the
-interfaces on top). See docs/architecture.md."""
+"""The architecture, checked on the source: the folders are the layers, and each imports only
+the layers below it (report at the bottom; capture and analysis on it; views on analysis; the
+run layer on capture and analysis; the magics and the command line on top). See
+docs/architecture.md, whose table of layers tests/test_docs.py checks against ALLOWED."""
 
 from __future__ import annotations
 
