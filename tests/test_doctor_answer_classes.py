@@ -271,7 +271,7 @@ def test_a_recompile_rule_that_raises_is_counted_and_the_next_rule_answers(monke
     assert [(rc.explanation, rc.suggestion.title if rc.suggestion else "") for rc in r.recompiles] == want
     errors = doctor_errors(r)
     assert len(errors) == len(r.recompiles) and all("KeyError" in e and "recompile rule" in e for e in errors)
-    from ipycompile.widgets.phrases import CLI_HINTS  # noqa: F401  (the details line below reads the same counts)
+    from ipycompile.views.phrases import CLI_HINTS  # noqa: F401  (the details line below reads the same counts)
     assert sum(v for k, v in r.stats.parse_errors.items() if k.startswith("doctor:")) == len(errors)
     del scale
 
@@ -638,7 +638,7 @@ def test_breaks_under_one_library_switch_keep_their_rules_answers_with_the_switc
     rule answers a break (the hook: a warm-up call before compiling, which keeps the outputs), that answer stays
     and the switch, which drops the attentions, is another lever in its words; breaks whose answers write the same
     code on one user line are one first-screen problem; the Graph breaks tab lists each break."""
-    from ipycompile.widgets.first_screen import _one_answer, problems
+    from ipycompile.views.first_screen import _one_answer, problems
 
     ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
     r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
