@@ -118,10 +118,10 @@ def cases(inputs: dict[str, Path]) -> dict[str, str]:
         bundle = r._repr_mimebundle_()
         print(" ".join(f"{{k}}={{len(v.encode()):,}}B" for k, v in bundle.items()))
     """)
-    # what %%compile displays beside the report widget for that report (widgets.live.show's static copy)
+    # what %%compile displays beside the report widget for that report (views.live.show's static copy)
     big_reason_shown = big_reason.replace("bundle = r._repr_mimebundle_()", (
-        "from ipycompile.widgets.html import fallback_bundle\n"
-        "from ipycompile.widgets.viewmodel import view_model\n"
+        "from ipycompile.views.html import fallback_bundle\n"
+        "from ipycompile.views.viewmodel import view_model\n"
         "bundle = fallback_bundle(view_model(r), str(r))"))
     return {
         "baseline_import": trace(DATA / "max_autotune.log.gz"),

@@ -11,7 +11,7 @@ and without ``--compare-eager``:
 * **ipycompile**: ``%%compile [--compare-eager] -o _r`` around ``model(x)``, shown as a
   notebook shows it. Its phases come from the report (``one_time_s`` start-up,
   ``compile_wall_s``, ``report_build_s``), the display is timed in the kernel on the same
-  report (``widgets.live.show``), and the rest (warm-up, timing, the eager comparison) is
+  report (``views.live.show``), and the rest (warm-up, timing, the eager comparison) is
   the remainder of the cell's wall time.
 
 **Cold**: each arm in a fresh kernel, the first compile of the process (Inductor's one-time
@@ -130,7 +130,7 @@ def _plain(k: Kernel, model: str, eager: bool) -> dict[str, float]:
 
 _PHASES = """
 import json
-from ipycompile.widgets.live import show
+from ipycompile.views.live import show
 _p = _r.profile
 _t0 = time.perf_counter(); show(_r, ("bench", _n)); _display = time.perf_counter() - _t0
 print(json.dumps({"one_time_s": _p.first_call.one_time_s or 0.0, "compile_wall_s": _p.first_call.compile_wall_s,

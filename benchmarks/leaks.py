@@ -131,7 +131,7 @@ def kernel_session(runs: int, *, warmup: int = 5, max_live: int | None = None, c
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([env_path] if env_path else [])])  # this checkout's ipycompile
     v4 = nbformat.v4
     setup = "%load_ext ipycompile\nimport torch\nx = torch.randn(64)\n" + (
-        f"import ipycompile.widgets.live as _live; _live.MAX_LIVE = {max_live}\n" if max_live else "") + MEASURE + HISTORY
+        f"import ipycompile.views.live as _live; _live.MAX_LIVE = {max_live}\n" if max_live else "") + MEASURE + HISTORY
     cells = [v4.new_code_cell(setup), v4.new_code_cell(cell),
              v4.new_code_cell("import json; print(json.dumps({**_ipyc_measure(), 'history': _ipyc_history()}))")]
     nb = v4.new_notebook(cells=cells)
@@ -261,7 +261,7 @@ def run_cell_session(calls: int, *, warmup: int = 30, megabytes: int = 16) -> di
 
 def _budget() -> int:
     sys.path.insert(0, str(ROOT))
-    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.views.live import DISPLAY_BUDGET_BYTES
 
     return DISPLAY_BUDGET_BYTES
 

@@ -65,8 +65,8 @@ from ipycompile.report import (  # noqa: E402
     Subgraph,
 )
 from ipycompile.report.model import KernelTime  # noqa: E402
-from ipycompile.widgets import html as html_view  # noqa: E402
-from ipycompile.widgets.viewmodel import view_model  # noqa: E402
+from ipycompile.views import html as html_view  # noqa: E402
+from ipycompile.views.viewmodel import view_model  # noqa: E402
 
 TARGETS = {"first_paint_s": 0.5, "tab_s": 1.0, "html_s": 1.0, "notebook_bytes": 1_000_000,
            "resnet_notebook_bytes": 300_000}
@@ -228,7 +228,7 @@ def measure(report: CompileReport, reps: int) -> dict:
             ts.append(time.perf_counter() - t0)
         return min(ts), out
 
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     first_paint, _ = best(lambda: view_model(report))
     tabs = {}

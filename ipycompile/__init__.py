@@ -13,11 +13,11 @@ from importlib import import_module as _import_module
 
 from .analysis.compare import compare
 from .report.lazy import lazy_names as _lazy_names
-from .run.views import register_progress_view as _register_progress_view
-from .run.views import register_table_view as _register_table_view
-from .widgets import install as _install_views
-from .widgets import progress_view as _progress_view
-from .widgets import sweep_table_view as _sweep_table
+from .run.view_hooks import register_progress_view as _register_progress_view
+from .run.view_hooks import register_table_view as _register_table_view
+from .views import install as _install_views
+from .views import progress_view as _progress_view
+from .views import sweep_table_view as _sweep_table
 
 # The capture subpackage, imported now, so that no later import of it binds ``ipycompile.capture``
 # (an import binds a subpackage in its parent the first time only); the name is then the
@@ -63,13 +63,13 @@ _LAZY = {
     "CompileId": ".report",
     "load_trace": ".run.traces",
     "run_cell": ".run.runner",
-    "CellRun": ".run.runner",
+    "CellRun": ".run.pipeline",
     "reset": ".run.runner",
     "history": ".run.history_log",
     "clear_history": ".run.history_log",
     "sweep": ".run.sweeps",
-    "plot_history": ".widgets.plots",
-    "plot_sweep": ".widgets.plots",
+    "plot_history": ".views.plots",
+    "plot_sweep": ".views.plots",
 }
 
 

@@ -88,7 +88,7 @@ def shows_html():
     """A test that reads a report's HTML bundle: where an IPython shell exists in this process
     (another test's terminal-style test shell, whose ``text/html`` formatter is off), HTML is
     turned on for the test, as a notebook frontend has it; a report gives no HTML to a shell
-    that shows none (see ``ipycompile.widgets.notebook_bundle``)."""
+    that shows none (see ``ipycompile.views.notebook_bundle``)."""
     try:
         from IPython import get_ipython
     except ImportError:

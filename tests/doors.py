@@ -260,7 +260,7 @@ def _title(p) -> str:
 
 def fingerprint(r) -> dict:
     """What must not depend on the door (see the module docstring), as plain JSON."""
-    from ipycompile.widgets.first_screen import problems, stop, user_line
+    from ipycompile.views.first_screen import problems, stop, user_line
 
     dyn = [g for g in r.graphs if g.stage == "dynamo"]
     breaks = set()

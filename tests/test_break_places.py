@@ -18,7 +18,7 @@ from ipycompile import build_report
 from ipycompile.analysis import diagnose
 from ipycompile.capture.parse.graph_breaks import parse_graph_break
 from ipycompile.report.owners import display_path
-from ipycompile.widgets.viewmodel import view_model
+from ipycompile.views.viewmodel import view_model
 from tracefile import gpu_records
 
 SITE = "/opt/venv/lib/python3.11/site-packages"

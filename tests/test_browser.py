@@ -318,7 +318,7 @@ def test_static_html_text_has_aa_contrast_in_both_schemes(browser, lab, notebook
 @pytest.mark.browser
 def test_static_html_of_an_h100_trace_report(browser, tmp_path):
     import ipycompile
-    from ipycompile.widgets.html import save_html
+    from ipycompile.views.html import save_html
     from tracefile import gpu_records
 
     reports = {w: ipycompile.build_report(gpu_records(w)) for w in ("quickstart", "max_autotune")}
@@ -371,7 +371,7 @@ def test_static_html_tables_never_break_a_word_of_a_header_or_a_short_cell(brows
     import torch
 
     import ipycompile
-    from ipycompile.widgets.html import save_html
+    from ipycompile.views.html import save_html
     from tracefile import gpu_records
 
     def breaks(x):
@@ -675,7 +675,7 @@ def live_outputs():
     widgets sends them: the static copy's HTML, then the widget, as ``(its view's DOM, the
     widget output's text/plain)`` (browser_helpers.widget_dom: its first tab built)."""
     import ipycompile
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     ns: dict = {}
     exec(VSCODE_CELLS[0], ns)

@@ -95,7 +95,7 @@ def _metrics(**fields):
 
 def _renders(r) -> None:
     from ipycompile.report.report import CompileReport
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     assert str(r) and render_html(r)
     assert CompileReport.from_json(r.to_json()) == r

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from browser_helpers import VSCODE_THEMES
-from ipycompile.widgets import html as H
+from ipycompile.views import html as H
 
 THEME_CSS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
 

@@ -20,7 +20,7 @@ from IPython.utils.capture import capture_output
 import ipycompile
 from ipycompile import CompileReport, build_report
 from ipycompile.analysis.compare import CompareNote, Comparison, FunctionRef, MetricDelta, SettingDiff, compare
-from ipycompile.widgets.compare_view import ComparisonView, comparison_view_model
+from ipycompile.views.compare_view import ComparisonView, comparison_view_model
 from tracefile import gpu_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,8 +191,8 @@ def test_text_and_html_render_the_one_view_model_alike(which):
     import html as H
     import re
 
-    from ipycompile.widgets.blocks import Table
-    from ipycompile.widgets.compare_view import comparison_html
+    from ipycompile.views.blocks import Table
+    from ipycompile.views.compare_view import comparison_html
 
     if which == "captures":
         a, b, _ = step_reports()

@@ -30,8 +30,8 @@ from ipycompile import CompileReport
 from ipycompile.analysis import diagnose
 from ipycompile.analysis.breaks import KINDS, suggest_break_fixes
 from ipycompile.analysis.source import apply_suggestion
-from ipycompile.widgets.html import render_html
-from ipycompile.widgets.viewmodel import view_model
+from ipycompile.views.html import render_html
+from ipycompile.views.viewmodel import view_model
 
 
 def run(src: str, ns: dict, **kw):
@@ -802,7 +802,7 @@ def test_suggestions_show_in_text_html_and_widget():
     code = [b for b in t.details[0] if getattr(b, "language", "") == "python" and b.title.startswith("suggested code")]
     assert code and code[0].code == s.code and "replaces lines 2-5" in code[0].title
     W = pytest.importorskip("ipywidgets")
-    from ipycompile.widgets.widget import ReportWidget, TableView
+    from ipycompile.views.widget import ReportWidget, TableView
 
     def walk(widget):
         yield widget

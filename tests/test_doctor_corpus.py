@@ -162,7 +162,7 @@ def test_a_statement_moved_out_keeps_the_names_it_used():
 def test_a_break_in_a_shared_function_is_shown_reached_from_each_user_line():
     """Three `Foo().attr = x` lines reach `__setattr__`'s `graph_break()`: the text summary and the
     graph-breaks table list the three lines, not only the shared one."""
-    from ipycompile.widgets.tabs import graph_breaks_tab
+    from ipycompile.views.tabs import graph_breaks_tab
 
     c = {x.id: x for x in doctor_corpus.load(["error_messages"])}["error_messages::traceback_above_dynamo_f3"]
     report = harness._compiled_run(c).report

@@ -203,7 +203,7 @@ def test_module_list_of_identical_layers_suggests_a_nested_compile_region_which_
 
 
 def test_the_source_of_a_loop_over_layers_is_parsed_only_when_the_graph_has_enough_layers_and_once_per_file():
-    from ipycompile.capture.sources import _layer_loops
+    from ipycompile.capture.kept_source import _layer_loops
 
     _layer_loops.cache_clear()
     x = torch.randn(2, 16)
@@ -253,7 +253,7 @@ def test_genuinely_different_layers_are_not_loops(model, x):
 
 # -- views, JSON, torch 2.11 ------------------------------------------------------------------
 def test_loops_show_in_summary_graphs_tab_and_header_and_survive_json():
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     r, _ = rnn("loop", 8)
     vm = view_model(r)
@@ -268,12 +268,12 @@ def test_loops_show_in_summary_graphs_tab_and_header_and_survive_json():
     assert back.unrolled_loops == r.unrolled_loops
     import html
 
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
     assert f"loop at scan_vs_loop.py:{line_of('for x in xs:')} unrolled 8 times" in page and "scan(body, init, xs)" in page
     W = pytest.importorskip("ipywidgets")
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     w = ReportWidget(r)  # the Summary tab is built with the widget
     chips = html.unescape(w.children[0].value if isinstance(w.children[0], W.HTML) else str(w.children[0]))

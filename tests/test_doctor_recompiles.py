@@ -285,7 +285,7 @@ def test_recompile_limit_is_said_prominently_and_both_fixes_work():
         assert kind(rc.suggestion) == "recompile_limit" and "smooth" in rc.suggestion.title
         assert "** Recompile limit hit: smooth (test_doctor_recompiles.py:" in r.summary()
         assert "recompile limit" in str(r).splitlines()[1].lower()  # the first screen leads with it too
-        from ipycompile.widgets.viewmodel import view_model
+        from ipycompile.views.viewmodel import view_model
 
         chip = view_model(r).chip("recompile_limit")
         assert chip is not None and chip.warn and "smooth" in chip.text
@@ -511,7 +511,7 @@ def test_torch_2_11_recorded_recompiles_are_explained():
 def test_explanations_and_fixes_show_in_the_html_and_the_widget():
     import html
 
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     f = torch.compile(double, backend="eager")
     r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
@@ -519,7 +519,7 @@ def test_explanations_and_fixes_show_in_the_html_and_the_widget():
     assert "Size of dim 0 of `x` went 8 → 16" in page and "torch._dynamo.mark_dynamic(x, 0)" in page
     assert "The failed guard beside the new one" in page and "size=[None, 3]" in page
     W = pytest.importorskip("ipywidgets")
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     w = ReportWidget(r)
     w.tabs.selected_index = [t.key for t in w.view_model.tabs].index("recompiles")

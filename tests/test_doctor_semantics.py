@@ -18,8 +18,8 @@ import torch
 
 import ipycompile
 from ipycompile.analysis.semantics import KINDS
-from ipycompile.widgets import html as html_view
-from ipycompile.widgets.viewmodel import view_model
+from ipycompile.views import html as html_view
+from ipycompile.views.viewmodel import view_model
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +96,7 @@ def test_an_ignored_cache_that_changes_state_is_said_first(tmp_path):
     assert html_view._e(d.title) in first
     assert first.index(html_view._e(d.title)) < min(first.index(html_view._e(p.title)) for p in vm.problems[1:]) \
         if vm.problems[1:] else True
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     w = ReportWidget(report)
     try:

@@ -21,8 +21,8 @@ import torch.fx
 import ipycompile
 from ipycompile import CompileReport, load_trace
 from ipycompile.report import DumpedFile
-from ipycompile.widgets.tabs import graphs_tab
-from ipycompile.widgets.blocks import Choice, Code, Table
+from ipycompile.views.tabs import graphs_tab
+from ipycompile.views.blocks import Choice, Code, Table
 from tlparse_truth import run_tlparse, torch_trace
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 import ipycompile
-from ipycompile.widgets.figures import fig_runs
+from ipycompile.views.figures import fig_runs
 
 
 def _tallest(ax) -> float:
@@ -39,7 +39,7 @@ def test_roofline_labels_points_by_kernel_name_and_keeps_its_axis_labels_inside(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from ipycompile.analysis.roofline import roofline
-    from ipycompile.widgets.figures import fig_roofline
+    from ipycompile.views.figures import fig_roofline
 
     lin = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
     ns = {"lin": lin, "xx": torch.randn(64, 128)}
@@ -64,7 +64,7 @@ def test_roofline_labels_points_by_kernel_name_and_keeps_its_axis_labels_inside(
 def test_kernels_table_shows_a_dash_not_zero_where_no_flops_were_counted():
     """On the CPU the fused pointwise kernel has no FLOPs counted: its GFLOP/launch and TFLOP/s
     read "—" (not estimated); the matmul's are numbers."""
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.tabs import kernels_tab
 
     a, w = torch.randn(64, 128), torch.randn(128, 256)
     run = ipycompile.run_cell("torch.relu(a @ w) * 2", {"a": a, "w": w, "torch": torch}, profile_kernels=True,
@@ -92,7 +92,7 @@ def test_host_memory_is_what_the_cell_added_over_the_process_before_it():
     assert before is not None and before > 0
     added = p.peak_host_added_bytes
     assert added >= 64 * 2**20 and added == p.peak_host_bytes - before < p.peak_host_bytes
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     chip = view_model(run.report).chip("host_memory")
     assert chip.value == added and chip.text.startswith("host +") and "before the cell" in chip.text
@@ -112,7 +112,7 @@ def test_a_y_label_tight_layout_left_outside_is_brought_inside():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ipycompile.widgets.figures import _keep_inside
+    from ipycompile.views.figures import _keep_inside
 
     fig = Figure(figsize=(6.4, 3.6), dpi=100)
     ax = fig.add_subplot(1, 1, 1)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ipycompile import CompileReport, TraceFileError, load_trace
-from ipycompile.widgets.html import render_html
+from ipycompile.views.html import render_html
 
 DATA = Path(__file__).parent / "data" / "gpu-h100"
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -397,8 +397,8 @@ def test_a_huge_text_field_leaves_a_small_notebook_output(field, size, word):
     the static copy %%compile shows beside its widget stay under the 300 KB target (text and HTML)."""
     import dataclasses
 
-    from ipycompile.widgets.html import fallback_bundle
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.html import fallback_bundle
+    from ipycompile.views.viewmodel import view_model
 
     if not _QUICK:
         _QUICK["r"] = load_trace(DATA / "quickstart.log.gz")

@@ -260,7 +260,7 @@ def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(
 
 def test_an_earlier_report_of_ours_may_be_overwritten(tmp_path):
     from ipycompile.cli.torchrun import check_output
-    from ipycompile.widgets.html import save_html
+    from ipycompile.views.html import save_html
 
     page = tmp_path / "r.html"
     save_html(CompileReport(), str(page))

@@ -119,7 +119,7 @@ def test_autotune_choices_winner_extern_and_times(autotuned):
     assert a.extern_ms is not None and a.runner_up and a.runner_up_ms >= a.winner_ms
     assert a.precompile_s is not None and a.benchmark_s > 0 and "trace" in a.source and "feedback" in a.source
     assert r.compile_time.phase("Autotuning") > 0
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.tabs import kernels_tab
 
     assert any("max-autotune" in getattr(b, "text", "") for b in kernels_tab(r))
 
@@ -170,7 +170,7 @@ def test_memory_timeline_peak_agrees_with_the_allocator_and_names_the_line():
     y_bytes = 2048 * 4096 * 4
     top = steady.top_at_peak[0]
     assert top.size_bytes >= y_bytes and top.frame.lineno in (1, 2), top
-    from ipycompile.widgets.figures import fig_memory_timeline
+    from ipycompile.views.figures import fig_memory_timeline
 
     assert fig_memory_timeline(run.report).axes
 

@@ -191,14 +191,14 @@ def test_autotune_ops_from_the_max_autotune_trace():
     assert first.failed and "OutOfMemoryError" in first.failed[0]
     assert [a.kernel for a in r.autotuning] == ["triton_tem_fused_addmm_gelu_t_0", "triton_tem_fused_addmm_gelu_t_1"]
     assert sum(a.precompile_s + a.benchmark_s for a in r.autotuning) <= r.compile_time.phase("Autotuning") + 0.01
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.tabs import kernels_tab
 
     blocks = kernels_tab(r)
     assert any("max-autotune: 2 sites in 2 groups of op and input shapes" in getattr(b, "text", "") for b in blocks)
     assert not any(a.cached for a in r.autotuning)
     assert len(first.failed) == 1  # one Triton config asked for more shared memory than the H100 has
     assert "autotune addmm(512x4096, 512x1024, 1024x4096): triton_mm_11 16.0 us, of 21 choices, 1 failed" in str(r)
-    from ipycompile.widgets.tabs import autotune_blocks
+    from ipycompile.views.tabs import autotune_blocks
 
     assert "1 of the 21 choices failed (torch's words): " + first.failed[0] in str(autotune_blocks(r))
     assert CompileReport.from_dict(r.to_dict()) == r
@@ -210,7 +210,7 @@ def test_repeated_autotune_sites_are_grouped_and_cached_ones_said_so():
     cache (a precompiling span with no autotuning span; the feedback hook still reports it).
     The recorded log: tests/data/cpu_autotune_cached.log.gz (ipycompile.capture(trace_dir=...))."""
     from ipycompile.report import group_autotuning
-    from ipycompile.widgets.tabs import autotune_blocks
+    from ipycompile.views.tabs import autotune_blocks
 
     r = ipycompile.load_trace(DATA / "cpu_autotune_cached.log.gz")
     assert [a.cached for a in r.autotuning] == [False, True, False]
@@ -356,8 +356,8 @@ def test_cpu_kernels_name_user_lines_through_their_graphs(cpu_cell):
     assert {f.lineno for f in by["extern_kernels.mm"].user_lines} == {3}
     fused = next(k for k in r.kernels if k.backend == "cpp")
     assert fused.user_lines_from == "ops" and {f.lineno for f in fused.user_lines} <= {1, 2}
-    from ipycompile.widgets.tabs import kernels_tab
-    from ipycompile.widgets.blocks import Table
+    from ipycompile.views.tabs import kernels_tab
+    from ipycompile.views.blocks import Table
 
     table = next(b for b in kernels_tab(r) if isinstance(b, Table))
     col = table.columns.index("user line")

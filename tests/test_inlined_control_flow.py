@@ -7,7 +7,7 @@ from torch._higher_order_ops.associative_scan import associative_scan
 
 import ipycompile
 from ipycompile.capture.parse.control_flow import inlined_control_flow
-from ipycompile.widgets.viewmodel import Text, view_model
+from ipycompile.views.viewmodel import Text, view_model
 
 
 def add(a, b):

@@ -24,8 +24,8 @@ from ipycompile.run.kernel_times import (
 )
 from ipycompile.report import OTHER_CPU_TIME, OTHER_DEVICE_TIME, Kernel, KernelTime
 from ipycompile.run.settings import make_settings
-from ipycompile.widgets import html as html_view
-from ipycompile.widgets.viewmodel import Table, view_model
+from ipycompile.views import html as html_view
+from ipycompile.views.viewmodel import Table, view_model
 from tracefile import gpu_records
 
 # a matmul (an extern kernel) and pointwise ops and a reduction (one C++ kernel)

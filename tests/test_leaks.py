@@ -89,7 +89,7 @@ def _widgets() -> int:
 
 
 def test_closing_a_report_widget_closes_every_widget_it_built():
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     run = ipycompile.run_cell(CELL, {"t": torch.ones(4)}, backend="eager", runs=1, warmup=0, record=False)
     baseline = _widgets()
@@ -114,8 +114,8 @@ def test_what_a_displayed_run_leaves_is_under_the_budget_and_tabs_wait_to_be_ope
     tab still named in the static copy; the widget's other tabs are built only when opened."""
     import json
 
-    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.views.widget import ReportWidget
 
     run = ipycompile.run_cell(BREAKS, {"t": torch.randn(64)}, backend="aot_eager", runs=1, warmup=0, record=False)
     assert run.report.graph_breaks and len(run.report.graphs) >= 2, run.report
@@ -133,7 +133,7 @@ def test_what_a_displayed_run_leaves_is_under_the_budget_and_tabs_wait_to_be_ope
 
 
 def test_a_tab_not_opened_is_one_box():
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.widget import ReportWidget
 
     run = ipycompile.run_cell(CELL, {"t": torch.ones(4)}, backend="eager", runs=1, warmup=0, record=False)
     w = ReportWidget(run.report)
@@ -143,7 +143,7 @@ def test_a_tab_not_opened_is_one_box():
     w.close()
 
 
-CAP_PROBE = """import ipycompile.widgets.live as _live
+CAP_PROBE = """import ipycompile.views.live as _live
 from IPython.utils.capture import capture_output
 with capture_output():
     for _i in range(5):  # five different cells
@@ -169,7 +169,7 @@ def test_a_re_run_cell_in_a_kernel_keeps_no_widgets_and_at_most_max_live_stay_op
     r = leaks.kernel_session(20, warmup=2, max_live=3, cell=cell, then=CAP_PROBE)
     before, after = r["before"], r["after"]
     # with the kernel keeping displayed outputs in IPython's output history: each run's two outputs
-    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.views.live import DISPLAY_BUDGET_BYTES
 
     assert 0 < sum(r["display_bytes"].values()) <= DISPLAY_BUDGET_BYTES, r["display_bytes"]
     assert 0 < sum(r["history_bytes_per_run"].values()) <= DISPLAY_BUDGET_BYTES + 1_000, r["history_bytes_per_run"]
@@ -188,8 +188,8 @@ def test_a_five_thousand_character_file_name_keeps_the_display_under_the_budget(
     import sys
     from pathlib import Path
 
-    from ipycompile.widgets.live import DISPLAY_BUDGET_BYTES
-    from ipycompile.widgets.widget import ReportWidget
+    from ipycompile.views.live import DISPLAY_BUDGET_BYTES
+    from ipycompile.views.widget import ReportWidget
 
     sys.path.insert(0, str(Path(__file__).parent))
     import scenarios
@@ -208,8 +208,8 @@ def test_a_five_thousand_character_file_name_keeps_the_display_under_the_budget(
     assert size <= DISPLAY_BUDGET_BYTES, [{m: len(str(v)) for m, v in b.items()} for b in bundles]
     assert "x" * 200 not in static["text/html"] and "xxx.py" in static["text/html"]
     w.close()
-    from ipycompile import widgets
+    from ipycompile import views
 
-    monkeypatch.setattr(widgets, "_shell_shows_html", lambda: True)  # as in a kernel, whatever shell runs
+    monkeypatch.setattr(views, "_shell_shows_html", lambda: True)  # as in a kernel, whatever shell runs
     html = report._repr_mimebundle_()["text/html"]  # the notebook output of the report itself
     assert "x" * 200 not in html

@@ -66,8 +66,8 @@ def name(path: tuple) -> str:
 def renders(report: CompileReport, figures: bool = False) -> None:
     """Its text, its notebook output and its full page (``figures``: with the figures drawn, a
     second each: the fuzz leaves them out)."""
-    from ipycompile.widgets.html import Limits, render_view_model
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.html import Limits, render_view_model
+    from ipycompile.views.viewmodel import view_model
 
     text = str(report)
     assert "the text view failed" not in text, text[-300:]

@@ -13,7 +13,7 @@ from IPython.utils.capture import capture_output
 
 import ipycompile
 from ipycompile.report.report import _renderers
-from ipycompile.widgets.viewmodel import view_model
+from ipycompile.views.viewmodel import view_model
 
 TRACE = logging.getLogger("torch.__trace")
 

@@ -223,7 +223,7 @@ def test_the_diverging_ranks_recompile_is_said_in_the_users_names(jobs):
 
 def test_the_kernels_view_shows_collectives_and_their_time_against_compute():
     from ipycompile.report.model import KernelTimes, Profile
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     report = load_trace(nccl_data() / "collective", rank=0)  # its own copy: the profile is set on it
     raw = json.loads((nccl_data() / "profile" / "events_rank0.json").read_text())
@@ -239,8 +239,8 @@ def test_the_graphs_view_marks_the_collectives_each_graph_calls(jobs):
     ``all_reduce``, the post-grad graph's in-place ``all_reduce_``), counted by kind with the
     waits apart, shown as a column of the Graphs table and said in the graph's panel; a job
     whose collectives run outside the compiled code (DDP's hooks) gets no such column."""
-    from ipycompile.widgets.html import render_html
-    from ipycompile.widgets.tabs import graphs_tab
+    from ipycompile.views.html import render_html
+    from ipycompile.views.tabs import graphs_tab
 
     report = jobs["collective"][0]
     by_stage = {(str(g.compile_id), g.stage): g for g in report.graphs}

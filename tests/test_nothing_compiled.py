@@ -31,10 +31,10 @@ from IPython.utils.capture import capture_output
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import ipycompile
-from ipycompile.widgets import html as html_view
-from ipycompile.widgets.first_screen import problems
-from ipycompile.widgets.widget import ReportWidget
-from ipycompile.widgets.viewmodel import header
+from ipycompile.views import html as html_view
+from ipycompile.views.first_screen import problems
+from ipycompile.views.widget import ReportWidget
+from ipycompile.views.viewmodel import header
 
 ROOT = Path(__file__).resolve().parent.parent
 

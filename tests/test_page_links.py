@@ -30,9 +30,9 @@ LOGS = ["gpu-h100/quickstart.log.gz", "gpu-h100/max_autotune.log.gz", "gpu-h100/
 def notebook_shows_html(monkeypatch):
     """As a notebook's kernel: the report's bundle has its HTML (an IPython terminal shell another
     test started turns IPython's text/html formatter off, and the bundle leaves the HTML out)."""
-    import ipycompile.widgets
+    import ipycompile.views
 
-    monkeypatch.setattr(ipycompile.widgets, "_shell_shows_html", lambda: True)
+    monkeypatch.setattr(ipycompile.views, "_shell_shows_html", lambda: True)
 
 
 

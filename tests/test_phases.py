@@ -12,7 +12,7 @@ import torch
 
 import ipycompile
 from ipycompile.report import EagerComparison, FirstCall, KernelTimes, Memory, OutputCheck, PROFILE_FIELDS_V1, SteadyState
-from ipycompile.run import runner
+from ipycompile.run import pipeline
 from ipycompile.run.activity import CompileActivity
 from ipycompile.run.options import RunOptions
 
@@ -29,7 +29,7 @@ def target():
     g = torch.Generator().manual_seed(0)
     x, w = torch.randn(32, 64, generator=g), torch.randn(64, 64, generator=g)
     compiled = torch.compile(_mlp, backend="eager")
-    return runner.Target(lambda: compiled(x, w), lambda: _mlp(x, w), lambda value: value)
+    return pipeline.Target(lambda: compiled(x, w), lambda: _mlp(x, w), lambda value: value)
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +40,14 @@ def settings():
 @pytest.fixture(scope="module")
 def first(target, settings):
     with CompileActivity():
-        return runner._first_call(target, settings, one_time_s=None, memory_timeline=False, keep_expected=True)
+        return pipeline._first_call(target, settings, one_time_s=None, memory_timeline=False, keep_expected=True)
 
 
 @pytest.fixture(scope="module")
 def steady(target, first):
     with CompileActivity() as activity:
-        warmed = runner._warm_up(target.compiled, 2, activity)
-        return runner._run_time(target.compiled, 12, activity, warmed)
+        warmed = pipeline._warm_up(target.compiled, 2, activity)
+        return pipeline._run_time(target.compiled, 12, activity, warmed)
 
 
 def test_first_call_returns_its_record_and_what_it_hands_on(first, target):
@@ -62,7 +62,7 @@ def test_first_call_returns_its_record_and_what_it_hands_on(first, target):
 def test_warm_up_counts_its_calls():
     calls = []
     with CompileActivity() as activity:
-        assert runner._warm_up(lambda: calls.append(1), 3, activity) == 3
+        assert pipeline._warm_up(lambda: calls.append(1), 3, activity) == 3
     assert len(calls) == 3
 
 
@@ -77,34 +77,34 @@ def test_run_time_returns_a_filled_steady_state(steady):
 
 def test_latency_and_device_time_return_a_new_record(steady, target):
     s = steady.record
-    more = runner._latency_and_device_time(s, target.compiled, 12, cuda=False).record
+    more = pipeline._latency_and_device_time(s, target.compiled, 12, cuda=False).record
     assert more.latency_median_s > 0 and len(more.latency_times_s) >= 3 and more.device_median_s is None
     assert more.timing_method.startswith(s.timing_method) and "; latency: " in more.timing_method
     assert s.latency_median_s is None  # the record handed in is not changed
-    one = runner._latency_and_device_time(s, target.compiled, 1, cuda=False).record
+    one = pipeline._latency_and_device_time(s, target.compiled, 1, cuda=False).record
     assert one.latency_median_s is None and one.timing_method.endswith("not measured (--runs 1)")
-    assert runner._gpu_busy(s, target.compiled, RunOptions.build(backend="eager").settings, 12,
+    assert pipeline._gpu_busy(s, target.compiled, RunOptions.build(backend="eager").settings, 12,
                             cuda=False).record is s  # no CUDA: no busy phase
 
 
 def test_recorded_in_timing_is_counted_from_the_callbacks_and_noted(steady):
-    quiet = runner._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 1})
+    quiet = pipeline._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 1})
     assert quiet.record is steady.record and not quiet.notes
-    loud = runner._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 3, "CUDAGRAPH_RECORDING": 1})
+    loud = pipeline._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 3, "CUDAGRAPH_RECORDING": 1})
     assert loud.record.recorded_in_timing == {"DYNAMO": 2, "CUDAGRAPH_RECORDING": 1}
     assert loud.notes == [f"torch compiled or recorded during the timed runs (2 dynamo, 1 cudagraph recording): "
                           f"{steady.record.run_dropped_blocks} block(s) with it were dropped and re-run"]
 
 
 def test_kernel_profile_returns_kernel_times_and_events(steady, target):
-    kernels, events = runner._kernel_profile(target.compiled, steady.record.run_median_s).record
+    kernels, events = pipeline._kernel_profile(target.compiled, steady.record.run_median_s).record
     assert isinstance(kernels, KernelTimes) and kernels.device == "cpu" and kernels.calls == 5 and events
-    timed = runner._attributed(kernels, events, [])
+    timed = pipeline._attributed(kernels, events, [])
     assert timed.times and timed.calls == 5 and kernels.times == []  # no report kernels: all "other CPU time"
 
 
 def test_compare_eager_returns_its_record_notes_and_noise(first, steady, target):
-    m = runner._compare_eager(target, first.expected, runs=12, warmup=1, device_work=False, first=first.record,
+    m = pipeline._compare_eager(target, first.expected, runs=12, warmup=1, device_work=False, first=first.record,
                               steady=steady.record)
     e = m.record
     assert isinstance(e, EagerComparison) and e.check.match and e.pairs == 6 and e.speedup > 0
@@ -112,7 +112,7 @@ def test_compare_eager_returns_its_record_notes_and_noise(first, steady, target)
     assert e.run_median_s > 0 and e.latency_median_s > 0 and e.busy is None and len(e.block_calls) == 2
     assert e.break_even_calls is None or e.break_even_calls >= 1
     assert not m.notes and all(n.startswith(("speedup vs eager:", "eager run time:")) for n in m.noise)
-    assert runner._eager_method(e).startswith(f"; vs eager: 6 pairs of blocks (compiled {e.block_calls[0]} calls")
+    assert pipeline._eager_method(e).startswith(f"; vs eager: 6 pairs of blocks (compiled {e.block_calls[0]} calls")
 
 
 def test_measure_assembles_the_records_of_the_phases_that_finished():
@@ -130,8 +130,8 @@ def test_measure_assembles_the_records_of_the_phases_that_finished():
         return compiled_fn(x)
 
     opts = RunOptions.build(backend="eager", warmup=2, record=False)
-    profile = runner.new_profile(opts.settings, label="flaky")
-    run = runner.measure(runner.Target(flaky, lambda: x * 2 + 1, lambda v: v), opts, profile)
+    profile = pipeline.new_profile(opts.settings, label="flaky")
+    run = pipeline.measure(pipeline.Target(flaky, lambda: x * 2 + 1, lambda v: v), opts, profile)
     p = run.report.profile
     assert isinstance(run.error, RuntimeError) and p.error == "RuntimeError: the fourth call fails"
     assert p is profile and p.settings.label == "flaky" and p.settings.backend == "eager"

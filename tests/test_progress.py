@@ -22,7 +22,7 @@ import torch
 import ipycompile
 from ipycompile.capture.steps import AUTOTUNE_LOGGERS, CompileWatcher
 from ipycompile.report.progress import FIRST_CALL, REPORT, START_UP, TIMING, WARM_UP, Status
-from ipycompile.widgets.progress import TerminalStatus, final_line, status_line
+from ipycompile.views.progress import TerminalStatus, final_line, status_line
 
 ROOT = Path(__file__).resolve().parents[1]
 #: this checkout first on the path of a child process (a script, a kernel)
@@ -204,7 +204,7 @@ KERNEL_CELLS = {
     # 400 unrolled multiplications: Dynamo's tracing lasts long enough (about a second) to be seen
     # whatever the machine, where a three-line cell's tracing may end between two updates
     "widget": "%%compile --backend eager --runs 1\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
-    "display": ("from ipycompile.widgets.progress import NotebookStatus\n"
+    "display": ("from ipycompile.views.progress import NotebookStatus\n"
                 f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, record=False, "
                 "progress=NotebookStatus(widget=False));"),
 }

@@ -114,7 +114,7 @@ def test_a_job_summary_of_the_cli_is_not_a_report(tmp_path):
 
 
 def test_what_loads_renders(tmp_path):
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     r = CompileReport.load(write(tmp_path, good()))
     assert str(r) and render_html(r)
@@ -147,7 +147,7 @@ def test_a_write_cut_by_a_file_size_limit_leaves_every_earlier_file_as_it_was(tm
         import json, os, resource, warnings
         import ipycompile
         from ipycompile.capture.tracefile import iter_records, write_trace
-        from ipycompile.widgets.html import save_html
+        from ipycompile.views.html import save_html
         warnings.simplefilter("ignore")
         d = {str(tmp_path)!r}
         report = ipycompile.load_trace({str(DATA / "quickstart.log.gz")!r})

@@ -8,7 +8,7 @@ from IPython.utils.capture import capture_output
 
 import ipycompile
 from ipycompile import CompileReport
-from ipycompile.widgets.viewmodel import view_model
+from ipycompile.views.viewmodel import view_model
 
 CELL = "y = x * 2\nif y.sum() > 0:\n    y = y + 1\ny.sum()"
 

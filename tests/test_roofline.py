@@ -142,7 +142,7 @@ def test_verdicts_on_the_h100s_roofs():
     assert s.near_roof_s == pytest.approx(times[0].total_s + times[2].total_s)
     assert s.memory_far_s == pytest.approx(times[1].total_s) and s.latency_s == pytest.approx(4e-6)
     assert s.unknown_s == pytest.approx(1e-6) and s.host_gap_s is None
-    from ipycompile.widgets.phrases import roofline_line
+    from ipycompile.views.phrases import roofline_line
 
     line = roofline_line(s)
     assert line.startswith("roofline: of ") and "within 70% of a roof" in line and "latency-bound" in line
@@ -159,10 +159,10 @@ def _h100_matmul_report() -> CompileReport:
 def test_host_gap_is_the_busy_phases_idle_time_per_call():
     """The host gap: the run time less the busy-time phase's GPU busy time (the record
     run.busy's own judge makes from those two numbers), in the shares, the summary and the Kernels view."""
-    from ipycompile.widgets.phrases import roofline_line
+    from ipycompile.views.phrases import roofline_line
     from ipycompile.run.busy import judge
-    from ipycompile.widgets.html import render_html
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.html import render_html
+    from ipycompile.views.tabs import kernels_tab
 
     r = _h100_matmul_report()
     r.profile.steady.run_median_s = 260e-6
@@ -195,9 +195,9 @@ def test_host_gap_is_the_busy_phases_idle_time_per_call():
 def test_cpu_profile_kernels_gives_bytes_and_flops_and_no_verdicts():
     """A real compile on the CPU: the extern matmul's bytes and FLOPs from its recorded shapes; no
     peak for a CPU, so no verdicts, and the summary says so; the view shows the columns and the figure."""
-    from ipycompile.widgets.phrases import roofline_line
-    from ipycompile.widgets.html import render_html
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.phrases import roofline_line
+    from ipycompile.views.html import render_html
+    from ipycompile.views.tabs import kernels_tab
 
     a, w = torch.randn(64, 128), torch.randn(128, 256)
     run = ipycompile.run_cell("torch.relu(a @ w) * 2", {"a": a, "w": w, "torch": torch}, profile_kernels=True,
@@ -230,7 +230,7 @@ def test_roofline_of_recorded_h100_runs():
     import gzip
     from pathlib import Path
 
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     data = Path(__file__).parent / "data" / "gpu-h100"
     for name in ("resnet", "llama", "mlp"):

@@ -22,7 +22,7 @@ import torch
 
 import ipycompile
 from ipycompile.analysis.roofline import roofline
-from ipycompile.widgets.phrases import roofline_line
+from ipycompile.views.phrases import roofline_line
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
@@ -100,8 +100,8 @@ def test_tiny_op_is_latency_bound(roof):
 
 
 def test_shares_add_up_and_the_host_gap_is_the_busy_phases(run, roof):
-    from ipycompile.widgets.blocks import figure_png
-    from ipycompile.widgets.tabs import kernels_tab
+    from ipycompile.views.blocks import figure_png
+    from ipycompile.views.tabs import kernels_tab
 
     s = roof.shares
     parts = s.near_roof_s + s.memory_far_s + s.compute_far_s + s.latency_s + s.unknown_s

@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "gpu-h100"
 HEAVY = ("torch", "matplotlib", "pygments", "pandas", "IPython", "ipywidgets")
 #: ipycompile's own modules that neither ``import ipycompile`` nor the text summary needs:
-#: the runner, the live capture, the forked reader, the page's renderer
-NOT_FOR_THE_SUMMARY = ("ipycompile.run.runner", "ipycompile.run.sweeps", "ipycompile.capture.listener",
-                       "ipycompile.capture.forked", "ipycompile.widgets.html", "ipycompile.widgets.plots")
+#: the cell run and its measurement pipeline, the live capture, the forked reader, the page's renderer
+NOT_FOR_THE_SUMMARY = ("ipycompile.run.runner", "ipycompile.run.pipeline", "ipycompile.run.sweeps", "ipycompile.capture.listener",
+                       "ipycompile.capture.forked", "ipycompile.views.html", "ipycompile.views.plots")
 
 #: ``python -m ipycompile ARGS`` (runpy, as ``-m`` runs it), then the loaded modules as JSON
 #: on the last line of stderr.

@@ -59,7 +59,7 @@ def pages(report, tmp_path_factory):
     """The full page (``report.to_html``) and a notebook's compact page, as files."""
     import warnings
 
-    from ipycompile.widgets.html import render_html
+    from ipycompile.views.html import render_html
 
     folder = tmp_path_factory.mktemp("pages")
     full = folder / "full.html"
@@ -69,8 +69,8 @@ def pages(report, tmp_path_factory):
     compact = folder / "compact.html"
     compact.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"><meta name="color-scheme" '
                        f'content="light dark"></head><body>{render_html(report, compact=True)}</body></html>')
-    from ipycompile.widgets.html import fallback_bundle
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.html import fallback_bundle
+    from ipycompile.views.viewmodel import view_model
 
     fallback = folder / "fallback.html"  # the static copy beside a report widget: no tab strip, no script
     fallback.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
@@ -108,7 +108,7 @@ def _state(page) -> list[tuple[str, str, str, bool]]:
 
 @pytest.mark.parametrize("which", ["full", "compact"])
 def test_tabs_are_an_aria_tablist_that_keys_drive(browser, pages, report, which):
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     keys = [t.key for t in view_model(report).tabs]
     context, page = _open(browser, pages[which])
@@ -154,7 +154,7 @@ def test_tabs_are_an_aria_tablist_that_keys_drive(browser, pages, report, which)
 
 
 def _all_panels_shown(page, report) -> None:
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     vm = view_model(report)
     text = page.evaluate("() => document.body.innerText")
@@ -172,7 +172,7 @@ def test_without_script_every_panel_shows(browser, pages, report, which):
     """Scripts stripped (an untrusted notebook, GitHub, a browser without script): no tab strip
     that does nothing, every panel under its heading. The static copy beside a report widget
     has no strip nor script at all (the display budget): the same with script on."""
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.viewmodel import view_model
 
     context, page = _open(browser, pages[which], script=which == "fallback")
     try:
@@ -192,9 +192,9 @@ def test_nbconvert_sanitised_shows_every_panel(browser, report, tmp_path):
     import nbformat
     from nbconvert import HTMLExporter
 
-    from ipycompile.widgets.html import fallback_bundle, notebook_bundle
-    from ipycompile.widgets.text import render_text
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.html import fallback_bundle, notebook_bundle
+    from ipycompile.views.plain_text import render_text
+    from ipycompile.views.viewmodel import view_model
 
     vm = view_model(report)
     v4 = nbformat.v4

@@ -22,7 +22,7 @@ from torch._higher_order_ops.scan import scan
 import ipycompile
 from ipycompile.run.sweeps import Progress, SweepError, grid, parse_sweep
 from ipycompile.report.progress import TIMING, Status
-from ipycompile.widgets.progress import status_line
+from ipycompile.views.progress import status_line
 
 W = torch.randn(4, 8) * 0.1
 H = torch.randn(8, 8) * 0.1

@@ -212,8 +212,8 @@ def test_the_cli_page_is_written_in_pieces_with_the_bytes_of_the_whole_page(tmp_
     import re
 
     from ipycompile.cli import main
-    from ipycompile.cli import report as cli_report
-    from ipycompile.widgets.html import render_html
+    from ipycompile.cli import report_command as cli_report
+    from ipycompile.views.html import render_html
 
     monkeypatch.setattr(cli_report, "_PIECE", 1000)  # many slices, some cutting a multi-byte character
     path = _plain("max_autotune", tmp_path)
@@ -228,8 +228,8 @@ def test_the_cli_page_is_written_in_pieces_with_the_bytes_of_the_whole_page(tmp_
 def test_save_html_writes_the_page_tab_by_tab_with_the_bytes_of_the_whole_page(tmp_path):
     import re
 
-    from ipycompile.widgets.html import render_html, render_view_model, save_html
-    from ipycompile.widgets.viewmodel import view_model
+    from ipycompile.views.html import render_html, render_view_model, save_html
+    from ipycompile.views.viewmodel import view_model
 
     report = load_trace(_plain("reduce_overhead", tmp_path))
     pieces: list[str] = []

@@ -2,7 +2,7 @@
 
 Each log is read by ``load_trace`` and by the real ``tlparse`` binary
 (:mod:`tlparse_truth`); the counts must be equal. Where ipycompile counts
-differently by design, the test says how, and so does docs/architecture.md:
+differently by design, the test says how, and so does docs/trace-files.md:
 
 * compile ids: tlparse keys a restarted attempt on its own (``[2/0_1]``);
   a report folds attempts into the compile (``Compile.attempt`` is the last one);

@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 
 import doors
 import ipycompile
-from ipycompile.widgets.first_screen import problems
+from ipycompile.views.first_screen import problems
 
 pytestmark = pytest.mark.slow
 

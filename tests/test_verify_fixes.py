@@ -23,8 +23,8 @@ from ipycompile.run import verify
 from ipycompile.run.cell import make_cell_function, placeholders
 from ipycompile.run.runner import run_cell
 from ipycompile.run.settings import make_settings
-from ipycompile.widgets.tabs import suggestion_blocks
-from ipycompile.widgets.text import render_blocks
+from ipycompile.views.tabs import suggestion_blocks
+from ipycompile.views.plain_text import render_blocks
 from torch._dynamo import eval_frame
 
 

@@ -15,8 +15,8 @@ import torch
 import ipycompile
 from ipycompile import CompileReport, build_report
 from ipycompile.report import EagerComparison
-from ipycompile.widgets import html as html_view
-from ipycompile.widgets.viewmodel import (
+from ipycompile.views import html as html_view
+from ipycompile.views.viewmodel import (
     TAB_KEYS,
     Choice,
     Code,
@@ -101,7 +101,7 @@ def test_view_model_has_every_tab_of_plain_blocks(name):
 
 
 def test_view_model_imports_no_notebook_or_plotting_module():
-    code = ("import sys, ipycompile.widgets.viewmodel, ipycompile.widgets.html; "
+    code = ("import sys, ipycompile.views.viewmodel, ipycompile.views.html; "
             "print([m for m in ('IPython', 'ipywidgets', 'matplotlib', 'torch') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
@@ -265,7 +265,7 @@ def test_the_report_keeps_source_only_from_a_file_that_matches_what_torch_record
     views read later, anywhere) follows the same rule as the views."""
     import linecache
 
-    from ipycompile.capture.sources import source_context
+    from ipycompile.capture.kept_source import source_context
 
     path = str(tmp_path / "gpu_traces.py")
     r = _gpu_report_at(path)
@@ -293,7 +293,7 @@ def test_a_missing_file_says_so_and_shows_the_recorded_line(tmp_path):
 
 
 def test_cell_files_are_content_addressed_so_their_source_is_shown_without_a_recorded_line(tmp_path):
-    from ipycompile.widgets.source import is_cell_file, source_excerpt
+    from ipycompile.views.excerpts import is_cell_file, source_excerpt
     import linecache
 
     cell = "/tmp/ipykernel_4242/1234567.py"

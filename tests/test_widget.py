@@ -1,4 +1,4 @@
-"""The ipywidgets view (``ipycompile.widgets.widget.ReportWidget``) of real reports.
+"""The ipywidgets view (``ipycompile.views.widget.ReportWidget``) of real reports.
 
 No frontend here: the widgets are built in this process (ipywidgets works without
 a kernel) and inspected as Python objects. tests/test_browser.py shows the same
@@ -14,9 +14,9 @@ import pytest
 W = pytest.importorskip("ipywidgets")
 
 import ipycompile  # noqa: E402
-from ipycompile.widgets import report_view  # noqa: E402
-from ipycompile.widgets.viewmodel import view_model  # noqa: E402
-from ipycompile.widgets.widget import ChoiceView, ReportWidget, TableView, TreeView  # noqa: E402
+from ipycompile.views import report_view  # noqa: E402
+from ipycompile.views.viewmodel import view_model  # noqa: E402
+from ipycompile.views.widget import ChoiceView, ReportWidget, TableView, TreeView  # noqa: E402
 from scenarios import captured  # noqa: E402
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -197,8 +197,8 @@ def test_a_displayed_report_draws_no_figure_and_builds_no_lexer_until_a_tab_is_o
     """What %%compile shows at once (the widget's first screen and Summary, and the static copy
     beside it) draws no matplotlib figure and builds no pygments lexer: the Profile tab's figures
     are drawn when that tab is first opened, and the static copy only names them."""
-    from ipycompile.widgets import html as H
-    from ipycompile.widgets import tabs
+    from ipycompile.views import html as H
+    from ipycompile.views import tabs
 
     drawn: list[str] = []
     for name in ("fig_phases", "fig_runs", "fig_memory"):  # spies: each calls the real builder
@@ -258,8 +258,8 @@ def test_report_view_picks_the_widget_only_where_widgets_show(monkeypatch, induc
 
 
 def test_long_tables_pick_the_detail_row_with_a_dropdown():
-    from ipycompile.widgets.viewmodel import Code, Figure, Table, Text
-    from ipycompile.widgets.widget import ACCORDION_ROWS, build_blocks
+    from ipycompile.views.viewmodel import Code, Figure, Table, Text
+    from ipycompile.views.widget import ACCORDION_ROWS, build_blocks
 
     n = ACCORDION_ROWS + 10
     table = Table(["name", "size"], [[f"k{i}", (i * 7) % n] for i in range(n)], sortable=True,

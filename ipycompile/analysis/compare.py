@@ -13,7 +13,7 @@ the order a process first saw them): a function is its name (a Dynamo continuati
 that file is a real one (a notebook cell's file changes with every execution); a break
 site is its function, its source line's text and torch's break kind; a kernel is its
 name without the trailing counter. It returns values only (no sentences, no units): the
-views word and render them (:mod:`ipycompile.widgets.compare_view` builds the comparison's
+views word and render them (:mod:`ipycompile.views.compare_view` builds the comparison's
 view model, which the shared text and HTML renderers show; ``str(comparison)`` is that
 text once ``import ipycompile`` has registered the views).
 """
@@ -136,7 +136,7 @@ class MetricDelta:
 
 
 #: How a :class:`Comparison` is shown: ``register_views(text, bundle)`` (filled by
-#: :func:`ipycompile.widgets.install`, as the report's renderers are); this layer formats nothing.
+#: :func:`ipycompile.views.install`, as the report's renderers are); this layer formats nothing.
 _VIEWS: dict = {}
 
 
@@ -150,7 +150,7 @@ def register_views(text, bundle) -> None:
 class Comparison:
     """What changed from run ``a`` to run ``b`` (``a`` and ``b`` are the runs' names). Plain
     values; ``str(comparison)`` and its notebook display are the registered views'
-    (:mod:`ipycompile.widgets.compare_view`)."""
+    (:mod:`ipycompile.views.compare_view`)."""
 
     a: str
     b: str

@@ -8,7 +8,7 @@ is a doctor pass (see :mod:`.doctor`): it reads the report's records (the compil
 graphs, ``Compile.graph_op_count``, the frames torch skipped or ran without compiling, the
 graph breaks and what torch's words name, read by capture) and fills
 ``CompileReport.eager_run`` (:class:`~ipycompile.report.EagerRun`), which the views show
-before anything else (``widgets/first_screen.py``). It reads no torch text itself.
+before anything else (``views/first_screen.py``). It reads no torch text itself.
 
 The kinds, :data:`KINDS`:
 

@@ -20,7 +20,7 @@ in the source the report kept: the innermost frame the copies share that differs
 iteration only by the loop variable. Torch prints only each node's innermost frame
 (``print_readable`` writes the last frame of the node's ``stack_trace``; neither 2.11 nor
 2.13 logs the full stack in the trace), so the copies' printed places are the layer's own
-lines (an activation function's ``return``, in a library); capture/sources.py keeps the
+lines (an activation function's ``return``, in a library); capture/kept_source.py keeps the
 functions that loop over such a container. A loop whose place is in code the user does
 not own gets no ``scan``/``map`` rewrite: the loop is the library's to change. Otherwise: the ``for`` line where Dynamo
 unpacked the loop's items (``for x in xs:``), else the body's first line in the compiled
@@ -217,7 +217,7 @@ def _layer_container(nodes: list[Node], run: _Run, graph_inputs: dict[str, str])
 def _for_over_layers(report: "CompileReport", nodes: list[Node], run: _Run, container: str) -> Optional[Node]:
     """The ``for`` statement that runs the layers of ``container`` (``for layer in self.layers:``,
     also sliced or in ``enumerate``), from the source the report kept for the graph's files
-    (capture/sources.py keeps the functions that hold such a loop). The layers' own lines are
+    (capture/kept_source.py keeps the functions that hold such a loop). The layers' own lines are
     the same in every copy; the loop's frame is the one that differs per iteration only by the
     loop variable, and the graph's printed places do not reach it: torch prints each node's
     innermost frame only. Prefers a function that runs ops of this graph itself; None when no

@@ -115,7 +115,7 @@ class CompileTimes:
 @dataclass
 class RankDivergence:
     """How the ranks' compiles differ; ``str()`` reads as a short text (one screen: the view's,
-    ``widgets/ranks_view.py``)."""
+    ``views/ranks_view.py``)."""
 
     ranks: list[int]
     behaviours: list[RankGroup] = field(default_factory=list)  # ranks that compiled alike, largest group first
@@ -138,7 +138,7 @@ class RankDivergence:
         return len(self.behaviours) > 1
 
     def __str__(self) -> str:
-        render = text_view("rank_divergence")  # widgets/ranks_view.py's, registered by `import ipycompile`
+        render = text_view("rank_divergence")  # views/ranks_view.py's, registered by `import ipycompile`
         return render(self) if render is not None else repr(self)
 
     def __repr__(self) -> str:

@@ -6,7 +6,7 @@ explanation shows it. :func:`find_eager_differences` is a doctor pass (see
 :mod:`.doctor`): it fills ``CompileReport.eager_differences`` from what torch said and
 did (records read by capture) and the user's source the report kept, one
 :class:`~ipycompile.report.EagerDifference` per place, each naming the user's function
-and line. The views show them before anything else (``widgets/first_screen.py``).
+and line. The views show them before anything else (``views/first_screen.py``).
 
 The kinds, :data:`KINDS`:
 

@@ -65,7 +65,7 @@ def _tree(filename: str) -> Optional[ast.Module]:
     lines = linecache.getlines(filename)
     tree = None
     if lines:
-        from .sources import parseable
+        from .kept_source import parseable
 
         try:
             tree = ast.parse(parseable([ln.rstrip("\n") for ln in lines]))

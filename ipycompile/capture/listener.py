@@ -26,7 +26,7 @@ from .hooks import CACHE_HIT_EVENT, CAPTURE_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
 from .schemas import op_schemas
-from .sources import notebook_sources, source_context
+from .kept_source import notebook_sources, source_context
 from .tracefile import CONTEXT_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SCHEMAS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 

@@ -656,7 +656,7 @@ def read_trace(
         # a log torch wrote (no source of ipycompile's in it): the source on this machine, where it
         # still has the lines torch recorded, so the doctor reads the same code a live capture did
         # (the `for` over a model's layers, the code around a break); elsewhere nothing is kept
-        from .sources import source_context
+        from .kept_source import source_context
 
         report.source_context = source_context(report)
     report.recompile_limits = dict(reader.recompile_limits)

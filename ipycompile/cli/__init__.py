@@ -2,7 +2,7 @@
 
 Each command is a module of this package with ``add_parser(subparsers)``, which
 adds its subparser and sets its handler (``run(args) -> exit status``); the
-commands are listed once, in :data:`COMMANDS`. ``report`` is :mod:`.report`.
+commands are listed once, in :data:`COMMANDS`. ``report`` is :mod:`.report_command`.
 
 The contract, for every command: exit status 0 on success, 1 when an input
 cannot be read or an output cannot be written, 2 for a usage error (a bad or
@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import report
+from . import report_command
 
 __all__ = ["main", "build_parser", "COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_PIPE",
            "EXIT_INTERRUPTED"]
@@ -35,7 +35,7 @@ EXIT_PIPE = 141
 EXIT_INTERRUPTED = 130
 
 #: The commands, each a module with ``add_parser(subparsers)``.
-COMMANDS = (report,)
+COMMANDS = (report_command,)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..run.cell import CellError
 from ..run.quiet import quiet_torch_log
 from ..run.request import run_request, split_options
-from ..run.runner import CellRun, NestedRunError
+from ..run.pipeline import CellRun
+from ..run.runner import NestedRunError
 from ..run.settings import MODES
 from .arguments import output_name, parse_line
 
@@ -95,7 +96,7 @@ class CompileMagics(Magics):
             shell.user_ns[output] = result.report
         shown = None
         if not args["quiet"]:
-            from ..widgets.live import show
+            from ..views.live import show
 
             # the cell's id where the frontend sends one, else its text: its earlier output's widgets close
             info = getattr(running, "info", None)

@@ -49,6 +49,6 @@ class DiffMagics(Magics):
             self.shell.user_ns[output] = comparison
         from IPython.display import display
 
-        from ..widgets.compare_view import ComparisonView
+        from ..views.compare_view import ComparisonView
 
         display(ComparisonView(comparison))

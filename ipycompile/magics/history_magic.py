@@ -10,7 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..run import history_log as _history
 from ..run import runner as _run
-from ..widgets.plots import plot_history
+from ..views.plots import plot_history
 from .arguments import parse_line
 
 

@@ -33,7 +33,7 @@ class TraceMagics(Magics):
         from IPython.display import display
 
         from ..report import CompileReport
-        from ..widgets import report_view
-        from ..widgets.ranks_view import RanksView
+        from ..views import report_view
+        from ..views.ranks_view import RanksView
 
         display(report_view(shown) if isinstance(shown, CompileReport) else RanksView(shown))

@@ -88,7 +88,7 @@ _TORCH_SHAPE = re.compile(
     r"|(?:^|/)torch/(?:_dynamo|_inductor|_functorch|_higher_order_ops|_subclasses|_prims|_refs|_decomp|_library|"
     r"_logging|nn|fx|utils|autograd|distributed|export|_ops\.py|_tensor\.py|overrides\.py|functional\.py|__init__\.py)"
 )
-_LAYERS = r"(?:capture|report|analysis|run|widgets|magics|cli)"
+_LAYERS = r"(?:capture|report|analysis|run|views|magics|cli)"
 _OWN_SHAPE = re.compile(r"/(?:site|dist)-packages/ipycompile/|(?:^|/)ipycompile/(?:" + _LAYERS + r"/(?:[^/]+/)*[^/]+\.py$|__(?:init|main)__\.py$)")
 _INSTALLED_SHAPE = re.compile(r"/(?:site|dist)-packages/")
 _LIBRARY_SHAPE = re.compile(r"/(?:site|dist)-packages/|/lib(?:64)?/python\d+(?:\.\d+)?t?/")

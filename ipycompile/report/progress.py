@@ -3,7 +3,7 @@
 :class:`Status` is what a run is doing now (or, with ``final``, what it took);
 :class:`SweepPoint` where a sweep is. The phase names below are the run layer's phases, in the
 order a run goes through them; while torch compiles, a status names torch's step instead
-(:data:`ipycompile.capture.phases.PHASES`). The views (:mod:`ipycompile.widgets.progress`)
+(:data:`ipycompile.capture.phases.PHASES`). The views (:mod:`ipycompile.views.progress`)
 render it; nothing here imports torch, IPython or a view.
 """
 

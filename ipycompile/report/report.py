@@ -97,7 +97,7 @@ def _read_report_file(name: str) -> bytes:
 
 
 #: Text views of the doctor's other results, by name (``"rank_divergence"``: ``str(RankDivergence)``), filled by the
-#: views (``widgets.install``) so that the doctor formats no view and imports none
+#: views (``views.install``) so that the doctor formats no view and imports none
 _text_views: dict = {}
 
 
@@ -356,7 +356,7 @@ class CompileReport:
 
     # -- display --------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.widgets)."""
+        """Notebook display: the first screen as text always; HTML from the registered view (see ipycompile.views)."""
         with unreadable_marked():  # a payload its log no longer holds is marked, not raised
             text = capped_lines(str(self), where="print(report) shows it whole")
             bundle = {"text/plain": text}  # a 1 MB reason must not make a 1 MB output
@@ -389,8 +389,8 @@ class CompileReport:
     def summary(self, hints: Any = None) -> str:
         """The whole report as plain text (control characters escaped): the first screen (what
         to fix, ranked, then the headline numbers), then every tab of the report's view as
-        text. The registered text view renders it (:mod:`ipycompile.widgets.text`); ``hints``
-        words where the rest is for where it is shown (``ipycompile.widgets.text.CLI_HINTS``)."""
+        text. The registered text view renders it (:mod:`ipycompile.views.plain_text`); ``hints``
+        words where the rest is for where it is shown (``ipycompile.views.plain_text.CLI_HINTS``)."""
         if not _text_renderers:
             return repr(self) + " (no text view is registered: `import ipycompile` registers one)"
         return _text_renderers[-1](self, hints) if hints is not None else _text_renderers[-1](self)

@@ -6,11 +6,11 @@ kept between runs, with ``clear()``), measurement by idea (``timing``: run time 
 latency; ``device_time``; ``busy``: the GPU's busy time per call and a verdict; ``memory``;
 ``activity``: compile activity; ``outputs`` and ``accuracy``: output checks; ``stats``:
 paired comparisons and noise; ``contention``: was the machine busy; ``profile`` gathers
-their names), ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: compile,
-time, measure, attach a profile), ``progress`` (the phase machine of a run while it runs),
+their names), ``kernel_times`` (``--profile-kernels``), ``runner`` (``run_cell``: a cell compiled, measured,
+diagnosed and recorded), ``pipeline`` (``measure``: the phases that profile one compiled call), ``progress`` (the phase machine of a run while it runs),
 ``history_log`` (one row per run) and ``sweeps`` (a grid of fresh compiles). It draws
 nothing: plots and the live status line of runs and sweeps are views
-(:mod:`ipycompile.widgets.plots`, :mod:`ipycompile.widgets.progress`), handed over by
+(:mod:`ipycompile.views.plots`, :mod:`ipycompile.views.progress`), handed over by
 callback. It sits on capture, report and analysis; the magics sit on it.
 """
 
@@ -33,7 +33,8 @@ __all__ = [
 #: name -> the module that defines it, imported on first use (:pep:`562`): ``import
 #: ipycompile`` and the command line load none of the runner
 _LAZY = {
-    **dict.fromkeys(("CellRun", "execute", "fresh_inductor_cache", "measure", "reset", "run_cell"), ".runner"),
+    **dict.fromkeys(("execute", "reset", "run_cell"), ".runner"),
+    **dict.fromkeys(("CellRun", "fresh_inductor_cache", "measure"), ".pipeline"),
     **dict.fromkeys(("clear_history", "history"), ".history_log"),
     **dict.fromkeys(("sweep", "sweep_params"), ".sweeps"),
 }

@@ -1,5 +1,5 @@
 """The run history: one row per profiled run, as a pandas DataFrame (its plots are
-:mod:`ipycompile.widgets.plots`)."""
+:mod:`ipycompile.views.plots`)."""
 
 from __future__ import annotations
 

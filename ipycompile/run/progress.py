@@ -15,7 +15,7 @@ A sweep's tracker also carries which point runs and an estimate of what is left
 each phase took (``took``), for the view's one line of what it took.
 
 The views register a factory (:func:`register_progress_view`; ``import ipycompile`` registers
-:func:`ipycompile.widgets.progress.progress_view`: a live status line in a notebook, a single
+:func:`ipycompile.views.progress.progress_view`: a live status line in a notebook, a single
 updating line in a terminal). Without one, nothing is shown.
 """
 
@@ -31,7 +31,7 @@ from ..capture.steps import CompileStep
 
 from ..report.progress import (EAGER, FIRST_CALL, KERNEL_PROFILE, REPORT, START_UP, SWEEP_WARM_START, TIMING,  # noqa: F401
                                VERIFY, WARM_UP, Status, SweepPoint)
-from .views import register_progress_view, view_callback  # noqa: F401 (the registry: see .views)
+from .view_hooks import register_progress_view, view_callback  # noqa: F401 (the registry: see .view_hooks)
 
 
 ProgressCallback = Callable[[Status], None]

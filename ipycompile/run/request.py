@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from .kernel_times import cell_devices
 from .options import OPTION_NAMES, RunOptions
-from .runner import CellRun, execute
+from .pipeline import CellRun
+from .runner import execute
 from .settings import parse_option
 from .sweeps import SweepError, parse_sweep, sweep_cell
 

@@ -42,8 +42,9 @@ from .cell import check_name
 from .kernel_times import cell_devices
 from .options import OPTION_NAMES, RunOptions
 from .progress import SWEEP_WARM_START, ProgressCallback, RunProgress, SweepPoint, tracker
-from .views import register_table_view, table_view as _table_view  # noqa: F401 (the registry: see .views)
-from .runner import CellRun, Target, error_text, execute, measure, new_profile
+from .view_hooks import register_table_view, table_view as _table_view  # noqa: F401 (the registry: see .view_hooks)
+from .pipeline import CellRun, Target, error_text, measure, new_profile
+from .runner import execute
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -58,9 +58,14 @@ def _value_needed(f: Facts, ctx: Context) -> tuple[int, str]:
     def reads(node: ast.AST) -> bool:
         return any(isinstance(m, ast.Name) and m.id in names and isinstance(m.ctx, ast.Load) for m in ast.walk(node))
 
+    # another break of the same code after the line: the code after it is a frame of its own, where the numbers
+    # come in as Python values (specialised, not symbolic): a use there needs nothing of the setting
+    later_breaks = [b.stop.lineno for b in ctx.report.graph_breaks
+                    if b.stop.filename == f.stop.filename and b.stop.lineno is not None and b.stop.lineno > after]
     found: list[tuple[int, str]] = []
     for n in ast.walk(scope):
-        if getattr(n, "lineno", 0) <= after:
+        line = getattr(n, "lineno", 0)
+        if line <= after or any(after < b < line for b in later_breaks):
             continue
         test = n.test if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else None
         if test is not None and reads(test):

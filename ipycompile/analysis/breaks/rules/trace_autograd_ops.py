@@ -56,26 +56,19 @@ def _grad_fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         code, Confidence.MEDIUM, Kind.TRACE_AUTOGRAD_OPS, fix=SETTING if code == SETTING.code else None)
 
 
-def _cleared_and_read(p, stmt: ast.stmt) -> tuple[str, str]:
-    """``(clear, read)``: code before ``stmt`` in its scope that clears the gradients (``opt.zero_grad()``,
-    ``p.grad = None``) and code after it that reads them (an optimizer's ``step()``, ``clip_grad_norm_``, a
-    ``.grad``), as their source; ``("", "")`` unless both are there."""
+def _grads_read_after(p, stmt: ast.stmt) -> str:
+    """The first code after ``stmt`` (a ``backward()``) in its scope that reads the gradients it computes (an
+    optimizer's ``step()``, ``clip_grad_norm_``, a ``.grad``), as its source; "" where none does."""
     _, body = scope_body(p, stmt)
-    first, end = stmt.lineno, stmt.end_lineno or stmt.lineno
-    clear = read = ""
+    end = stmt.end_lineno or stmt.lineno
     for n in walk_scope(body):
-        line = getattr(n, "lineno", 0)
-        if line < first and not clear:
-            if isinstance(n, ast.Call) and call_name(n) == "zero_grad":
-                clear = ast.unparse(n)
-            elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets):
-                clear = ast.unparse(n)
-        elif line > end and not read:
-            if isinstance(n, ast.Call) and (call_name(n) == "step" or "clip_grad" in call_name(n)):
-                read = ast.unparse(n)
-            elif isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.ctx, ast.Load):
-                read = ast.unparse(n)
-    return (clear, read) if clear and read else ("", "")
+        if getattr(n, "lineno", 0) <= end:
+            continue
+        if isinstance(n, ast.Call) and (call_name(n) == "step" or "clip_grad" in call_name(n)):
+            return ast.unparse(n)
+        if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.ctx, ast.Load):
+            return ast.unparse(n)
+    return ""
 
 
 def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
@@ -91,12 +84,14 @@ def fix(f: Facts, ctx: Context) -> Optional[Suggestion]:
         kept = isinstance(scope, ast.Module) or any(
             isinstance(p.parents.get(u), ast.Return) or isinstance(p.parents.get(u), ast.Tuple)
             for u in uses_after(p, stmt, loss))
-        clear, read = _cleared_and_read(p, stmt)
-        if clear:  # a silent change: traced, backward's gradients are not seen after a zero_grad() in the same code
-            keep = (f" Not here: with the setting, `{clear}` before it and `{read}` after it in the same compiled "
-                    "code, the gradients backward() computes are not the ones that line reads: the optimizer "
-                    "step leaves the weights as they were, silently (tried on torch 2.13 and 2.14: a step compiled "
-                    "so does not train). Keep this break: it is the normal boundary of a training step")
+        read = _grads_read_after(p, stmt)
+        if read:  # a silent change: traced, the code after backward may not see its gradients
+            keep = (f" Not as code here: `{read}` after it, in the same compiled code, reads the gradients, and with "
+                    "the setting torch (2.13 and 2.14, tried) can leave that line without them: the optimizer step "
+                    "then leaves the weights as they were, silently (seen with a `zero_grad()` between the forward "
+                    "and backward(), and in a GPyTorch training step). Keep this break (it is the normal boundary "
+                    "of a training step); to try the setting anyway, compare the weights after a few steps with "
+                    "eager's")
             code = ""
         elif kept:  # a cell's names live on in the notebook: a loss whose graph backward consumed cannot
             # outlive the compiled code (torch breaks the graph there instead, GB4927), so the setting alone is

@@ -1,6 +1,6 @@
 """The ipywidgets view of a report: :class:`ReportWidget`.
 
-It renders :func:`ipycompile.widgets.viewmodel.view_model` and nothing else (no
+It renders :func:`ipycompile.views.viewmodel.view_model` and nothing else (no
 analysis of its own), so it shows what the static HTML shows:
 
 - the first screen (what to fix, most costly first, each with the user's line and the
@@ -18,7 +18,7 @@ analysis of its own), so it shows what the static HTML shows:
 
 Displayed on its own, a ``ReportWidget`` gives the widget view and, in the same bundle, the
 report's compact static ``text/html`` and its first screen as ``text/plain``.
-``%%compile`` shows it differently (:func:`ipycompile.widgets.live.show`): the static
+``%%compile`` shows it differently (:func:`ipycompile.views.live.show`): the static
 copy as an output of its own before the widget's, so that a saved notebook shows the
 report whether or not the widget state was saved. Colours are JupyterLab's theme
 variables (:data:`.html._THEME`).
@@ -443,7 +443,7 @@ class ReportWidget(W.VBox):
         and the first screen as text (``print(report)`` has every tab too: a frontend keeps
         what this holds, and IPython may keep it in its output history)."""
         try:
-            from .text import render_text
+            from .plain_text import render_text
 
             return H.fallback_bundle(self.view_model, render_text(self.view_model,
                                                                   more="everything: print(report), or the tabs"))

@@ -2,7 +2,7 @@
 
 Summary, Graph breaks, Recompiles, Graphs, Kernels, Control flow, Profile, Guards.
 Builders only read the report; the figures are in :mod:`.figures`, source excerpts
-in :mod:`.source`.
+in :mod:`.excerpts`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..analysis.collectives import collective_share
 from ..analysis.roofline import roofline
 from .blocks import Block, Choice, Code, Figure, Place, Table, Text, TreeNode
 from .figures import fig_memory, fig_memory_timeline, fig_phases, fig_roofline, fig_runs
-from .source import internal_frame, source_excerpt
+from .excerpts import internal_frame, source_excerpt
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -46,7 +46,7 @@ def excerpt_blocks(r: "CompileReport", frame, title: str = "") -> list[Block]:
     """The source around a frame (a :class:`~ipycompile.report.UserFrame`, or anything
     with its ``filename``, ``lineno`` and ``source_line``), as blocks: the code the
     report kept, else the local file only where it matches what torch recorded (see
-    :mod:`.source`)."""
+    :mod:`.excerpts`)."""
     ex = source_excerpt(frame.filename, frame.lineno, frame.source_line, cells=r.sources, spans=r.source_context)
     out: list[Block] = [Code(title or r.where(frame.filename, frame.lineno), ex.code, "python",
                              key=place_key(frame.filename, frame.lineno))] if ex.code else []

@@ -16,7 +16,7 @@ from ..report.text import plural
 from .phrases import Hints, limit_lines, origin_lines
 from . import tabs as T
 from .blocks import TAB_KEYS, Block, Chip, Choice, Code, Figure, Tab, Table, Text, TreeNode, ViewModel, figure_png, sort_rows
-from .source import SOURCE_CONTEXT
+from .excerpts import SOURCE_CONTEXT
 from .tabs import gb_url
 from .first_screen import Problem, headline, problems
 

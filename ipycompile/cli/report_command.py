@@ -117,7 +117,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def report_command(args: argparse.Namespace) -> int:
     from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
-    from ..widgets.phrases import CLI_HINTS
+    from ..views.phrases import CLI_HINTS
     from ..run.traces import open_trace
 
     path = os.path.expanduser(args.path)
@@ -154,13 +154,13 @@ def report_command(args: argparse.Namespace) -> int:
 
 def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
     from ..report import CompileReport
-    from ..widgets.phrases import CLI_HINTS
+    from ..views.phrases import CLI_HINTS
 
     to_stdout = "-" in (args.json, args.output)
     text_out = sys.stderr if to_stdout else sys.stdout
     if isinstance(shown, CompileReport):
-        from ..widgets.text import MORE_CLI, render_text
-        from ..widgets.viewmodel import view_model
+        from ..views.plain_text import MORE_CLI, render_text
+        from ..views.viewmodel import view_model
 
         say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
     else:
@@ -194,7 +194,7 @@ def _write_json(f: IO[str], path: str, loaded, shown) -> None:
 
 def _write_html(f: IO[str], path: str, loaded, shown) -> None:
     from ..report import CompileReport
-    from ..widgets.html import write_body
+    from ..views.html import write_body
 
     if isinstance(shown, CompileReport):
         title = f"ipycompile: {os.path.basename(os.path.normpath(path))}"
@@ -238,7 +238,7 @@ def _directory_json(reports, divergence) -> dict:
 
 def _directory_page(reports, divergence) -> str:
     """One page: the ranks' divergence, then the full report of one rank of each behaviour
-    (:func:`ipycompile.widgets.ranks_view.ranks_page`)."""
-    from ..widgets.ranks_view import ranks_page
+    (:func:`ipycompile.views.ranks_view.ranks_page`)."""
+    from ..views.ranks_view import ranks_page
 
     return ranks_page(reports, divergence)

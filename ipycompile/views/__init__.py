@@ -1,7 +1,7 @@
 """Views over a report: the block vocabulary (``blocks``), the first screen
 (``first_screen``: what to fix, ranked, and the headline numbers), the tab builders
-(``tabs``), figures (``figures``), source excerpts (``source``), the view-model that
-assembles them (``viewmodel``), and its three renderings: plain text (``text``:
+(``tabs``), figures (``figures``), source excerpts (``excerpts``), the view-model that
+assembles them (``viewmodel``), and its three renderings: plain text (``plain_text``:
 ``str(report)``, the terminal, the command line), static HTML (``html``) and the
 ipywidgets view (``widget``).
 
@@ -59,7 +59,7 @@ def install() -> None:
 
 
 def progress_view(kind: str):
-    """The live status line of one run or sweep (:func:`ipycompile.widgets.progress.progress_view`),
+    """The live status line of one run or sweep (:func:`ipycompile.views.progress.progress_view`),
     its module loaded when a run first shows one."""
     from .progress import progress_view as view
 
@@ -67,7 +67,7 @@ def progress_view(kind: str):
 
 
 def sweep_table_view(df, medium: str) -> str:
-    """A sweep's table (:func:`ipycompile.widgets.sweep_table.sweep_table`), its module loaded
+    """A sweep's table (:func:`ipycompile.views.sweep_table.sweep_table`), its module loaded
     when a sweep's result is first shown."""
     from .sweep_table import sweep_table
 
@@ -96,14 +96,14 @@ def comparison_bundle(comparison) -> dict:
 
 
 def report_text(report, hints=None) -> str:
-    """``str(report)`` and ``report.summary()``: the first screen, then every tab, as text (:mod:`.text`)."""
-    from .text import report_text as render
+    """``str(report)`` and ``report.summary()``: the first screen, then every tab, as text (:mod:`.plain_text`)."""
+    from .plain_text import report_text as render
 
     return render(report, hints)
 
 
 def report_view(report):
-    """What ``%%compile`` displays: a :class:`~ipycompile.widgets.widget.ReportWidget`
+    """What ``%%compile`` displays: a :class:`~ipycompile.views.widget.ReportWidget`
     where the frontend can show widgets (its bundle also carries the static HTML and
     the text), else the report itself (text and HTML). The IPython terminal, a shell
     outside IPython, and a missing ipywidgets all get the plain report."""

@@ -35,7 +35,7 @@ def view_callback(kind: str) -> Optional[Callable[[Any], None]]:
 def register_table_view(render: Callable[["pd.DataFrame", str], str]) -> None:
     """Set how a :class:`~ipycompile.run.sweeps.SweepResult` shows itself: ``render(df, medium)``
     with ``medium`` ``"html"`` or ``"text"`` (``ipycompile`` registers
-    :func:`ipycompile.widgets.sweep_table.sweep_table`)."""
+    :func:`ipycompile.views.sweep_table.sweep_table`)."""
     global _table_view
     _table_view = render
 

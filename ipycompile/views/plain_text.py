@@ -192,7 +192,7 @@ def _table(t: Table, out: list[str], indent: str, width: int) -> None:
 
 def report_text(report: "CompileReport", hints: Optional[Hints] = None) -> str:
     """``str(report)`` and ``report.summary()`` (registered with the report by
-    :func:`ipycompile.widgets.install`): the first screen, then every tab as text. With
+    :func:`ipycompile.views.install`): the first screen, then every tab as text. With
     the command line's ``hints`` the notes word where the rest is in its options."""
     from .viewmodel import view_model
 

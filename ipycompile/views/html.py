@@ -8,7 +8,7 @@ excerpt (a place's link lands on its line, marked by ``:target``), figures as in
 No external requests (the only URLs are plain links to torch's graph-break pages). Every
 tab is rendered; the Summary tab is selected.
 
-It renders :func:`ipycompile.widgets.viewmodel.view_model` and computes nothing of
+It renders :func:`ipycompile.views.viewmodel.view_model` and computes nothing of
 its own, so it shows what the widget view shows.
 """
 
@@ -179,7 +179,7 @@ border:1px solid var(--ic-border);border-bottom:none;border-radius:5px 5px 0 0;p
 """
 
 #: What a notebook output holding the static report adds, so that a saved notebook shows a
-#: report whether or not its widget state was saved (see :func:`ipycompile.widgets.live.show`):
+#: report whether or not its widget state was saved (see :func:`ipycompile.views.live.show`):
 #: beside a live report widget the static copy hides; where the widget cannot be drawn (no
 #: widget state: "Error displaying widget: model not found", or "Loading widget..." with no
 #: kernel) or is drawn disconnected from its kernel (restored from saved widget state, or its
@@ -461,7 +461,7 @@ def _code(b: Code, out: list, page: _Page) -> None:
     out.append("</div>")
 
 
-#: An excerpt's line as :mod:`.source` writes it: ``> 13 | code`` (the place's line) or ``  12 | code``.
+#: An excerpt's line as :mod:`.excerpts` writes it: ``> 13 | code`` (the place's line) or ``  12 | code``.
 _EXCERPT_LINE = None
 
 
@@ -894,7 +894,7 @@ def notebook_bundle(report: CompileReport) -> dict[str, str]:
 
 
 def fallback_bundle(vm: ViewModel, text: str) -> dict[str, str]:
-    """The static copy shown beside a report widget (:func:`ipycompile.widgets.live.show`):
+    """The static copy shown beside a report widget (:func:`ipycompile.views.live.show`):
     the page cut to :data:`FALLBACK` and the first screen's text."""
     text = capped_lines(text, where="print(report) shows it whole")
     return {"text/html": utf8_safe(render_view_model(vm, limits=FALLBACK, fallback=True)), "text/plain": utf8_safe(text)}

@@ -60,7 +60,7 @@ class Shown:
 
 
 def show(report: Any, cell: Hashable) -> Shown:
-    """Display ``report`` (:func:`ipycompile.widgets.report_view`) as the output of
+    """Display ``report`` (:func:`ipycompile.views.report_view`) as the output of
     ``cell``, closing the widgets ``cell`` displayed before and the oldest beyond
     :data:`MAX_LIVE`. Returns what was displayed (:class:`Shown`: ``.update(report)`` shows a
     newer report of the same run in place)."""

@@ -2,7 +2,7 @@
 compile's steps), the run-time distribution and peak memory.
 
 Each builder takes a report and returns a ``matplotlib.figure.Figure`` (no pyplot,
-no global state); a :class:`~ipycompile.widgets.blocks.Figure` block calls it when
+no global state); a :class:`~ipycompile.views.blocks.Figure` block calls it when
 the figure is shown. matplotlib is imported inside the builders only.
 """
 

@@ -227,7 +227,7 @@ def comparison_view_model(c: "Comparison") -> ViewModel:
 
 def comparison_text(c: "Comparison") -> str:
     """``str(comparison)``: the view model as text (:func:`.text.view_text`)."""
-    from .text import view_text
+    from .plain_text import view_text
 
     return view_text(comparison_view_model(c))
 
@@ -241,7 +241,7 @@ def comparison_html(c: "Comparison") -> str:
 def comparison_bundle(c: "Comparison") -> dict[str, str]:
     """What a notebook shows for a comparison: its HTML and its text, from one view model."""
     from .html import render_view_model
-    from .text import view_text
+    from .plain_text import view_text
 
     vm = comparison_view_model(c)
     bundle = {"text/plain": view_text(vm)}
