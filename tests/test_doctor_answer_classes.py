@@ -51,6 +51,20 @@ def said(rc) -> str:
     return "\n".join([rc.explanation, s.title, s.explanation, s.code] if s else [rc.explanation])
 
 
+def with_setting(name: str, fn, x):
+    """``fn(x)`` compiled again with ``torch._dynamo.config.<name> = True``, captured: ``(report, output)``, the
+    output the exception where the compiled call raised (``GuardOnDataDependentSymNode``)."""
+    def run():
+        try:
+            return torch.compile(fn, backend="eager")(x)
+        except Exception as exc:  # noqa: BLE001 - the call raising is what is measured
+            return exc
+
+    with torch._dynamo.config.patch(**{name: True}):
+        report, (out,) = captured(run)
+    return report, out
+
+
 def names_evaluate(text: str, namespace: dict) -> list[str]:
     """Every name the doctor prints in backticks that reads as a Python name or path evaluates in the user's
     namespace (``opt.param_groups[0]['lr']``, ``w``); returns them. Code (calls, ``dynamic=True``, lines with
@@ -481,14 +495,7 @@ def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the
     assert s is not None and s.kind == "capture_dynamic_output_shape_ops", s
     setting = "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
     # what applying the setting does, on the user's function
-    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
-        def run():
-            try:
-                return torch.compile(fn, backend="eager")(x)
-            except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
-                return exc
-
-        r2, (out,) = captured(run)
+    r2, out = with_setting("capture_dynamic_output_shape_ops", fn, x)
     stays = isinstance(out, Exception) or bool(r2.graph_breaks) or bool(r2.failures)
     assert stays == moves, (name, out, [(b.gb_code, b.frame.lineno) for b in r2.graph_breaks])
     if moves:
@@ -501,8 +508,7 @@ def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the
     for b in r.graph_breaks:
         if b.suggestion is not None and b.suggestion.code.startswith("torch._dynamo.config."):
             key = b.suggestion.code.split(".")[-1].split(" =")[0]
-            with torch._dynamo.config.patch(**{key: True}):
-                r3, _ = captured(run)
+            r3, _ = with_setting(key, fn, x)
             assert not any((c.gb_code, c.frame.lineno) == (b.gb_code, b.frame.lineno) for c in r3.graph_breaks), b
 
 
@@ -858,14 +864,7 @@ def test_capture_scalar_outputs_is_not_code_where_the_numbers_values_are_needed_
         s = b.suggestion
         assert not s.code and "capture_scalar_outputs is not the fix" in s.title, s
         assert ("scales[r]" if name == "by_rank" else "signs[0]") in s.title, s.title
-    with torch._dynamo.config.patch(capture_scalar_outputs=True):
-        def run():
-            try:
-                return torch.compile(fn, backend="eager")(x)
-            except Exception as exc:  # noqa: BLE001 - GuardOnDataDependentSymNode: the call raises
-                return exc
-
-        r2, (out,) = captured(run)
+    r2, out = with_setting("capture_scalar_outputs", fn, x)
     assert isinstance(out, Exception) or r2.graph_breaks or r2.failures, out
     sys.modules.pop("rankslib", None)
 
