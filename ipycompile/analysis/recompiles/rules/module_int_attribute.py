@@ -39,7 +39,7 @@ def fix(r: Reason, dynamic_after: bool) -> Optional[Suggestion]:
                       "values, or move what depends on the value out of the compiled code (compile each selected "
                       "module on its own).")
     return answer(Kind.MODULE_INT_ATTRIBUTE, f"the int attribute {shown(r)} of a module changes: let torch treat it as a symbol",
-                  f"torch treats int attributes of an nn.Module as constants (each value is a version), whatever "
+                  "torch treats int attributes of an nn.Module as constants (each value is a version), whatever "
                   "`dynamic=` says. `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's own hint) makes "
                   "them symbols like any other int: after the usual specialisation of 0 and 1, one version serves "
                   "every value.",

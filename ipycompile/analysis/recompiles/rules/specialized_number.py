@@ -11,7 +11,6 @@ from ..base import answer, RecompileRule
 
 
 def fix(r: Reason, dynamic_after: bool) -> Optional[Suggestion]:
-    ch = r.change
     if not is_number(r):
         return None
     how = ("torch made it dynamic after this recompile: later values reuse that version"
