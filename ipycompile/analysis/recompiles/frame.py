@@ -100,10 +100,14 @@ def _with_hidden(root: Optional[Suggestion], r: Reason, hidden: list, values: Se
             "it would leave this recompile, so no code is given. Fix what changes in each input.")
     if root.kind == Kind.MARK_UNBACKED:
         return mark_unbacked.with_others(r, hidden)
-    marks = [Mark("mark_dynamic", m, d, BEFORE) for m, d, *_ in hidden]
+    # the marks added are of the kind the fix's own marks are: a fix that chose `maybe_mark_dynamic` (a size that
+    # meets a static one in another frame, where a strict mark raises) gets no strict mark beside it
+    kind = "maybe_mark_dynamic" if root.fix is not None and any(
+        mk.function == "maybe_mark_dynamic" for mk in root.fix.marks) else "mark_dynamic"
+    marks = [Mark(kind, m, d, BEFORE) for m, d, *_ in hidden]
     if root.fix is not None:
-        have = {(mk.function, mk.target, mk.dim) for mk in root.fix.marks}
-        if all(("mark_dynamic", mk.target, mk.dim) in have for mk in marks) or root.fix.compile_options.get("dynamic") == "True":
+        have = {(mk.target, mk.dim) for mk in root.fix.marks if mk.function in ("mark_dynamic", "maybe_mark_dynamic")}
+        if all((mk.target, mk.dim) in have for mk in marks) or root.fix.compile_options.get("dynamic") == "True":
             return root
     else:  # code that is no record (a template): the marks written after its lines, as text
         lines = root.code.split("\n")

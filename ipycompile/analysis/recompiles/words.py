@@ -193,7 +193,9 @@ def same_size_elsewhere(report: "CompileReport", rc: Recompile, g: FailedGuard,
                         entries: Callable[[Optional[CompileId]], list[GuardEntry]]) -> str:
     """Words for a tensor of another compiled frame that no line of the user's can mark (a library passes it,
     or torch carries it across a graph break: its failed guard says so, or its tensor guard has no name of
-    the user's) whose size changed as ``g``'s did (``8`` to ``12``, or to a dynamic size); "" if none."""
+    the user's) whose size changed as ``g``'s did (``8`` to ``12``, or to a dynamic size); failing that, a
+    tensor on the other side of a graph break (a frame of torch's resume function, or the frame it resumes)
+    whose size changed so: there the size meets tensors the code before the break made; "" if none."""
     if g.kind != "size" or not (g.before and g.after) or g.origin in ("library", "carried"):
         return ""
     for x in report.recompiles:
@@ -211,4 +213,15 @@ def same_size_elsewhere(report: "CompileReport", rc: Recompile, g: FailedGuard,
             if any(str(a) == g.before and (b is None or str(b) == g.after) for a, b in zip(sizes, after[p])):
                 fn = x.shown_function or x.function
                 return f"`{p}`" + (f" of `{fn}`" if fn else "") + ", a tensor made inside the compiled code"
+    for x in report.recompiles:
+        if x.compile_id.frame_id == rc.compile_id.frame_id:
+            continue
+        for h in x.guards:
+            if h.kind == "size" and (x.resumes or rc.resumes) and (h.before, h.after) == (g.before, g.after):
+                # the code after a graph break, compiled as a frame of its own: its inputs are what the code before
+                # the break left (tensors made by the first graph among them, which carry no mark of the user's)
+                # (or this frame is such code, and the size is the same as one of the code before the break)
+                what = f"`{h.path}`" if h.path and not h.path.startswith("_") else "a value"
+                return what + (f" of the code after the graph break in `{x.resumes}`" if x.resumes
+                               else f" of `{x.shown_function or x.function}`, before the graph break")
     return ""

@@ -16,10 +16,9 @@ def fix(r: Reason, dynamic_after: bool) -> Optional[Suggestion]:
     logits a transformers model hands to its loss, compiled as a frame of its own). In that frame the marked
     size meets a tensor whose size is static on its first compile, and torch specialises it: a strict
     ``mark_dynamic`` raises ConstraintViolationError there (transformers' GPT-2 trained on batches of varying
-    length: ``Eq(16, 2*s38)`` in ``ForCausalLMLoss``). ``maybe_mark_dynamic`` asks without that promise; it is
-    still "to try": where the size travels across a graph break into code that needs it as a number, torch 2.13
-    can refuse it there too (torch_geometric's ``scatter`` after its ``.item()`` break), and the doctor cannot
-    tell that from the record."""
+    length: ``Eq(16, 2*s38)`` in ``ForCausalLMLoss``; torch_geometric's ``scatter`` after its ``.item()`` break, where
+    the index meets the features the first graph made). ``maybe_mark_dynamic`` asks without that promise.
+    The marks :func:`..frame._with_hidden` adds for the call's other sizes are of the same kind."""
     ch, x = r.change, r.change.subject
     if not (r.tied and ch.kind == "size" and ch.dim is not None and r.nameable) or r.retyped:
         return None
@@ -29,15 +28,13 @@ def fix(r: Reason, dynamic_after: bool) -> Optional[Suggestion]:
     return Suggestion.of(
         f"mark_dynamic: say that dim {ch.dim} of `{x}` may vary (maybe_mark_dynamic), before the first call",
         f"The size of dim {ch.dim} of `{x}` changes between calls ({arrow(ch.before, ch.after)}), and the same "
-        f"size changes in another compiled frame, in {r.tied}: a value made inside compiled code (or passed by a "
-        "library), which no line of yours can mark. Where it meets the size you mark, its size is static on that "
-        "frame's first compile, so torch specialises yours there too, and a strict `torch._dynamo.mark_dynamic` "
-        "raises ConstraintViolationError. `torch._dynamo.maybe_mark_dynamic` asks for a dynamic size without that "
-        "promise: the frames that take it compile one version for all sizes (>= 2), and a frame where torch "
-        "specialises it compiles once more, after which torch makes its sizes dynamic by itself (automatic "
-        "dynamic shapes). Where the size travels across a graph break into code that needs it as a number, "
-        "torch can still refuse it there (ConstraintViolationError: seen with torch_geometric's scatter): try it "
-        "on your loop.",
+        f"size changes in another compiled frame, in {r.tied}: across a graph break, or in a value library code "
+        "passes, where no line of yours can mark it. There your size meets tensors made inside compiled code, whose "
+        "sizes are static on that frame's first compile, so torch specialises yours there too, and a strict "
+        "`torch._dynamo.mark_dynamic` raises ConstraintViolationError. `torch._dynamo.maybe_mark_dynamic` asks for "
+        "a dynamic size without that promise: the frames that take it compile one version for all sizes (>= 2), and "
+        "a frame where torch specialises it compiles once more, after which torch makes its sizes dynamic by itself "
+        "(automatic dynamic shapes).",
         Fix(marks=[Mark("maybe_mark_dynamic", m, d, BEFORE) for m, d in marks]),
         Confidence.HIGH, Kind.MARK_DYNAMIC)
 
