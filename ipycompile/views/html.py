@@ -240,11 +240,16 @@ _KEYWORDS = {
 }
 _STRINGS = r'''"""[\s\S]*?"""|'''  + r"""'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
 #: a string's prefix (pygments colours it as the string): r"", b"", f"", rb""...
-_STRING_PREFIX = {"python": r"(?:\b[rRbBuUfF]{1,2})?", "cpp": r"(?:\b(?:u8|[uUL]))?"}
+_STRING_PREFIX = {"python": r"\b[rRbBuUfF]{1,2}", "cpp": r"\b(?:u8|[uUL])"}
 _COMMENTS = {"python": r"#[^\n]*", "cpp": r"//[^\n]*|/\*[\s\S]*?\*/|^[ \t]*#[^\n]*"}
 #: a name defined by ``def``/``class`` (python): the keyword, what is between, the name
 _DEFINITION = {"python": r"(?P<defn>\b(?P<dk>def|class)(?P<dsep>[ \t]+<?)(?P<dname>\w+))"}
 _NUMBER = r"(?P<mi>(?<![\w.])(?:0[xX][0-9a-fA-F_]+|(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)[jJfFlLuU]*\b)"
+#: The characters a token can start at (a comment, a string or its prefix, a decorator, a word, a
+#: number; C++'s preprocessor lines also at the spaces before ``#``): the regular expression is
+#: tried only there, and a word that is no keyword is passed over whole (``w``), not a character
+#: at a time. Twice as fast.
+_TOKEN_START = {"python": "[#\"'@\\w.]", "cpp": "[/#\"'@\\w. \\t]"}
 _FAST: dict = {}
 
 
@@ -256,8 +261,10 @@ def _fast_re(language: str):
         kw = "|".join(_KEYWORDS[language].split())
         definition = _DEFINITION.get(language)
         rx = re.compile(
-            rf"(?P<c1>{_COMMENTS[language]})|(?P<s>{_STRING_PREFIX[language]}(?:{_STRINGS}))"
-            rf"|(?P<nd>(?<![\w)\]])@\w+)|{definition + '|' if definition else ''}(?P<k>\b(?:{kw})\b)|{_NUMBER}",
+            rf"(?={_TOKEN_START[language]})(?:(?P<c1>{_COMMENTS[language]})"
+            rf"|(?P<s>(?:{_STRING_PREFIX[language]})?(?=[\"'])(?:{_STRINGS}))"
+            rf"|(?P<nd>(?<![\w)\]])@\w+)|{definition + '|' if definition else ''}(?P<k>\b(?:{kw})\b)|{_NUMBER}"
+            rf"|(?P<w>[A-Za-z_]\w*))",
             re.M,
         )
         _FAST[language] = rx
@@ -273,10 +280,12 @@ def _fast_highlight(code: str, language: str) -> str:
     pos = 0
     esc = html.escape
     for m in _fast_re(language).finditer(code):
+        kind = m.lastgroup
+        if kind == "w":  # a word that is no keyword: left as it is
+            continue
         start = m.start()
         if start > pos:
             out.append(esc(code[pos:start], False))
-        kind = m.lastgroup
         text = m.group()
         if kind == "defn":  # def NAME / class NAME: the keyword, then the name in the function colour
             word = m.group("dk")
