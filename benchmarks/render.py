@@ -15,7 +15,7 @@ and for half and double that size. For each it times, in one process:
 * ``first paint``: ``view_model(report)`` (the header chips and the lazy tabs),
   what a view needs before it can show anything;
 * each tab's blocks (``Tab.blocks()``, built on first view);
-* ``render_html(report)`` from scratch (view-model, every tab, figures, pygments):
+* ``render_html(report)`` from scratch (view-model, every tab, figures, highlighting):
   the full page that ``report.to_html(path)`` writes, its time and size;
 * what a notebook cell's output embeds: the compact static HTML of the report
   widget's bundle (``ReportWidget._repr_mimebundle_()["text/html"]``, the same as a
@@ -285,7 +285,7 @@ def main(argv=None) -> int:
     scales = [float(s) for s in args.sizes.split(",")]
 
     real = _real()
-    html_view.render_html(real)  # import pygments/matplotlib and warm their caches once, outside the timings
+    html_view.render_html(real)  # import what it needs and warm the caches once, outside the timings
     results = []
     for s in scales:
         t0 = time.perf_counter()
@@ -353,14 +353,12 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else HERE / "results" / f"render-{slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     import matplotlib
-    import pygments
 
     out.write_text(json.dumps({
         "benchmark": "render",
         "host": host,
         "python": platform.python_version(),
         "matplotlib": matplotlib.__version__,
-        "pygments": pygments.__version__,
         "highlight_lines": html_view.HIGHLIGHT_LINES,
         "reps": args.reps,
         "base": BASE,

@@ -127,3 +127,85 @@ def test_a_y_label_tight_layout_left_outside_is_brought_inside():
     _keep_inside(fig, ax.yaxis.label)
     fig.draw_without_rendering()
     assert ax.yaxis.label.get_window_extent(renderer).x0 >= 0
+
+
+# -- the compile-time figure: SVG written by ipycompile ------------------------------------------
+def _svg_tree(img):
+    import xml.etree.ElementTree as ET
+
+    return ET.fromstring(img.markup)  # well-formed XML, or this raises
+
+
+def _tag(e) -> str:
+    return e.tag.rsplit("}", 1)[-1]
+
+
+def test_the_phase_chart_is_svg_with_a_bar_and_its_time_per_phase_and_a_lane_per_compile():
+    """Read from a recorded H100 log: one bar per phase (in the report's order, its length
+    proportional to its seconds, its time beside it), a round axis that reaches past the longest,
+    a lane per compile of the timeline and the most costly steps in the legend; text in the colour
+    of the text around it (both themes)."""
+    from tracefile import gpu_records
+
+    from ipycompile.report.text import fmt_seconds
+    from ipycompile.views.figures import fig_phases
+    from ipycompile.views.svg import SvgImage
+
+    r = ipycompile.build_report(gpu_records("quickstart"))
+    img = fig_phases(r)
+    assert isinstance(img, SvgImage) and img.markup.startswith("<svg")
+    import xml.etree.ElementTree as ET
+
+    assert _tag(ET.fromstring(img._repr_svg_())) == "svg"  # a document of its own, for a notebook
+    root = _svg_tree(img)
+    assert root.get("fill") == "currentColor" and root.get("role") == "img"
+    texts = [e for e in root.iter() if _tag(e) == "text"]
+    assert all(e.get("fill") is None for e in texts)  # every text takes the host's text colour
+    phases = [p for p in r.compile_time.phases if p.seconds > 0]
+    bars = [e for e in root.iter() if _tag(e) == "rect" and any(
+        _tag(c) == "title" and c.text.split(":")[0] in {p.name for p in phases} for c in e)]
+    assert [b[0].text for b in bars] == [f"{p.name}: {fmt_seconds(p.seconds)}" for p in phases]
+    widths = [float(b.get("width")) for b in bars]
+    longest = max(range(len(phases)), key=lambda i: phases[i].seconds)
+    for w, p in zip(widths, phases):  # lengths in proportion (to a tenth of a pixel)
+        assert abs(w - widths[longest] * p.seconds / phases[longest].seconds) <= 0.2
+    labels = [e.text for e in texts if e.get("class") == "label"]
+    values = [e.text for e in texts if e.get("class") == "value"]
+    assert labels[:len(phases)] == [p.name for p in phases]
+    assert values == [fmt_seconds(p.seconds) for p in phases]
+    axis = [float(e.text) for e in texts if e.get("font-size") == "10" and e.get("class") is None]
+    first_axis = axis[: axis.index(0.0, 1)] if 0.0 in axis[1:] else axis
+    assert first_axis == sorted(first_axis) and first_axis[-1] >= phases[longest].seconds
+    compiles = {str(e.get("compile_id")) for e in r.compile_time.events if e.get("depth", 0) <= 3
+                and isinstance(e.get("dur_us"), (int, float))}
+    lanes = labels[len(phases):]
+    assert set(lanes) <= {f"compile {c}" for c in compiles} and len(set(lanes)) == len(lanes) == min(24, len(compiles))
+    legend = [e.text for e in texts if e.get("class") == "legend"]
+    assert legend and legend[0] == max(
+        {str(e.get("name")) for e in r.compile_time.events if e.get("depth", 0) <= 3},
+        key=lambda n: sum(e["dur_us"] for e in r.compile_time.events
+                          if e.get("depth", 0) <= 3 and str(e.get("name")) == n))
+
+
+def test_the_phase_chart_escapes_what_the_log_names():
+    from tracefile import gpu_records
+
+    from ipycompile.views.figures import fig_phases
+
+    r = ipycompile.build_report(gpu_records("quickstart"))
+    evil = '<script>alert("x")</script>&'
+    for e in r.compile_time.events:
+        e["name"] = evil
+    img = fig_phases(r)
+    assert "<script>" not in img.markup
+    root = _svg_tree(img)
+    assert evil in [e.text for e in root.iter() if _tag(e) == "text"]  # read back as it was
+
+
+def test_the_phase_chart_of_a_report_without_compile_time_says_so():
+    from ipycompile.report import CompileReport
+    from ipycompile.views.figures import fig_phases
+
+    img = fig_phases(CompileReport())
+    assert "no compile-time data" in img.markup
+    _svg_tree(img)

@@ -261,3 +261,29 @@ def test_tabs_and_the_target_line_keep_aa_contrast(browser, pages, scheme):
                 _shot(page, f"contrast-{scheme}")
         finally:
             context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_compile_time_chart_reads_in_both_schemes(browser, pages, scheme):
+    """The phase chart is SVG in the page: its text is drawn in the page's text colour (AA on the
+    page's ground in either scheme), its bars are drawn, and it fits the page's width."""
+    from test_browser import _RATIO
+
+    context, page = _open(browser, pages["full"], script=False, scheme=scheme)  # every panel shown
+    try:
+        chart = page.locator("svg.ipyc-chart").first
+        chart.scroll_into_view_if_needed()
+        box = chart.bounding_box()
+        assert box and 0 < box["width"] <= 1100 and box["height"] > 0
+        texts = chart.locator("text")
+        assert texts.count() > 5
+        for i in range(texts.count()):
+            t = texts.nth(i)
+            fill, color = t.evaluate("e => [getComputedStyle(e).fill, getComputedStyle(e).color]")
+            assert fill == color, (fill, color)
+            assert t.evaluate(_RATIO) >= 4.5, (t.text_content(), t.evaluate(_RATIO))
+        bars = chart.locator("rect")
+        assert bars.count() > 0 and all(bars.nth(i).bounding_box()["width"] > 0 for i in range(bars.count()))
+        chart.screenshot(path=str(BUILD / f"static-chart-{scheme}.png"))
+    finally:
+        context.close()

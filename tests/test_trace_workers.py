@@ -1,4 +1,4 @@
-"""How many processes read a directory's rank logs: by CPUs, and by the memory there is
+"""How many processes read a directory's rank logs: by CPUs, by the work, and by a memory budget
 (:func:`ipycompile.capture.tracedir.reading_workers`)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ipycompile.capture import tracedir
-from ipycompile.capture.tracedir import (GZIP_EXPANSION, PARALLEL_MIN_BYTES, WORKER_BASE_BYTES,
-                                         WORKER_BYTES_PER_LOG_BYTE, WORKER_MEMORY_SHARE, available_memory,
-                                         reading_workers)
+from ipycompile.capture.tracedir import (BYTES_PER_WORKER, GZIP_EXPANSION, WORKER_BASE_BYTES,
+                                         WORKER_BYTES_PER_LOG_BYTE, WORKER_MEMORY_SHARE, WORKERS_MEMORY_FLOOR,
+                                         WORKERS_MEMORY_PER_LOG_BYTE, available_memory, reading_workers)
 from trace_inputs import records, write_log
 
 MB = 1 << 20
@@ -19,12 +19,28 @@ def each(largest: int) -> int:
     return WORKER_BASE_BYTES + int(WORKER_BYTES_PER_LOG_BYTE * largest)
 
 
-def test_small_directories_are_read_here_and_large_ones_by_one_worker_per_cpu():
-    assert reading_workers([PARALLEL_MIN_BYTES // 4] * 3, cpus=16, available=64 * GB) == 1
-    assert reading_workers([100 * MB] * 64, cpus=16, available=None) == 16  # memory unknown: CPUs only
-    assert reading_workers([100 * MB] * 64, cpus=16, available=64 * GB) == 16
-    assert reading_workers([100 * MB] * 3, cpus=16, available=64 * GB) == 3  # never more than the logs
+def test_small_directories_are_read_here_and_larger_ones_by_a_worker_per_share_of_the_work():
+    # under two workers' worth of logs (8 ranks of 3.5 MB, the benchmark's): no worker
+    assert reading_workers([int(3.5 * MB)] * 8, cpus=16, available=64 * GB) == 1
+    assert reading_workers([BYTES_PER_WORKER] * 2, cpus=16, available=64 * GB) == 2
+    floor = WORKERS_MEMORY_FLOOR // each(BYTES_PER_WORKER)
+    assert 2 <= floor < 5 and reading_workers([BYTES_PER_WORKER] * 5, cpus=16, available=64 * GB) == floor  # memory
+    assert reading_workers([100 * MB] * 64, cpus=16, available=None) == 16  # memory unknown: the budget, the CPUs
+    assert reading_workers([100 * MB] * 64, cpus=2, available=64 * GB) == 2
+    assert reading_workers([40 * MB] * 2, cpus=16, available=64 * GB) == 2  # never more than the logs (3 by the rest)
     assert reading_workers([], cpus=16, available=64 * GB) == 1
+
+
+@pytest.mark.parametrize("cpus", [32, 128, 1024])
+def test_the_workers_memory_follows_the_logs_not_the_cores(cpus):
+    """The benchmark's 64 and 512 small ranks on a host of many cores: the workers' estimated peak
+    stays within the budget (a floor, or a quarter of the logs' bytes), however many cores."""
+    for ranks in (64, 512):
+        sizes = [int(3.5 * MB)] * ranks
+        n = reading_workers(sizes, cpus=cpus, available=256 * GB)
+        budget = max(WORKERS_MEMORY_FLOOR, WORKERS_MEMORY_PER_LOG_BYTE * sum(sizes))
+        assert 2 <= n < cpus and n * each(max(sizes)) <= budget < (n + 1) * each(max(sizes))
+    assert reading_workers([int(3.5 * MB)] * 64, cpus=cpus, available=256 * GB) == WORKERS_MEMORY_FLOOR // each(int(3.5 * MB))
 
 
 def test_the_workers_are_bounded_by_the_memory_available():
@@ -69,7 +85,7 @@ def test_read_summaries_starts_workers_only_where_they_fit(tmp_path, monkeypatch
         calls.append(share)
         return start(share, strict)
 
-    monkeypatch.setattr(tracedir, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(tracedir, "BYTES_PER_WORKER", 1)
     monkeypatch.setattr(tracedir, "available_memory", lambda: room)
     monkeypatch.setattr(tracedir, "_start_worker", spy)
     monkeypatch.setattr(tracedir.os, "cpu_count", lambda: 2)

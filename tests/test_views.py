@@ -426,10 +426,14 @@ def test_control_flow_tree_nests_ops_in_the_subgraphs_that_call_them():
 def test_profile_figures_build_for_a_profiled_run():
     from matplotlib.figure import Figure as MplFigure
 
+    from ipycompile.views.svg import SvgImage
+
     blocks = tab_blocks("run_cell", "profile")
     figures = [b for b in blocks if isinstance(b, Figure)]
     assert [f.title for f in figures] == ["Compile time by phase", "Run-time distribution", "Peak memory"]
-    for f in figures:
+    phases = figures[0].build()  # SVG of our own: tests/test_figures.py reads its bars and labels
+    assert isinstance(phases, SvgImage) and "by phase" in phases.markup
+    for f in figures[1:]:
         fig = f.build()
         assert isinstance(fig, MplFigure) and fig.axes
     runs = figures[1].build().axes[0]
@@ -445,7 +449,8 @@ def test_profile_without_a_run_shows_the_phase_chart(name):
     blocks = tab_blocks(name, "profile")
     (fig,) = [b for b in blocks if isinstance(b, Figure)]
     assert fig.title == "Compile time by phase"
-    assert fig.build().axes  # phases and the event timeline
+    drawn = fig.build().markup  # phases and the event timeline
+    assert "by phase" in drawn and "timeline (events nested" in drawn
     assert any(isinstance(b, Text) and b.kind == "note" for b in blocks)
 
 
@@ -464,7 +469,7 @@ def test_html_is_self_contained_and_shows_the_same_facts(name):
     hrefs -= anchors
     assert all(re.fullmatch(r"https://meta-pytorch\.github\.io/compile-graph-break-site/gb/gb\d+\.html", u) for u in hrefs), hrefs
     assert all(u in hrefs or u.startswith("https://docs.pytorch.org") or "compile-graph-break-site" in u for u in urls), urls
-    assert 'src="data:image/png;base64,' in text  # the phase chart, inline
+    assert '<figcaption>Compile time by phase</figcaption><svg' in text  # the phase chart, inline SVG
     for c in vm.header:
         assert f">{html_view._e(c.text)}</span>" in text
     for t in vm.tabs:  # every tab rendered: a tab in the tablist and its panel, under its heading
@@ -492,7 +497,8 @@ def test_html_graph_break_row_has_the_cell_line_and_its_code():
     rows = re.findall(r"<tr\b[^>]*>(.*?)</tr>", text, re.S)
     assert any("In [3], line 2" in row and "if y.sum() &gt; 0:" in row for row in rows)
     assert 'href="https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html"' in text
-    assert text.count('src="data:image/png;base64,') == 3  # phases, run times, memory
+    assert text.count('src="data:image/png;base64,') == 2  # run times, memory
+    assert text.count('<svg class="ipyc-chart"') == 1  # phases
 
 
 def test_html_escapes_everything():
@@ -511,15 +517,17 @@ def test_html_escapes_everything():
 def test_html_code_is_highlighted_and_long_code_stays_whole(monkeypatch):
     r = copy.deepcopy(report("quickstart"))
     text = html_view.render_html(r)
-    assert '<pre class="hl"><span class="k">class</span>' in text  # pygments, classes from one inline stylesheet
+    assert '<pre class="hl"><span class="k">class</span>' in text  # pygments' classes, from one inline stylesheet
     # the report's own token colours, light or dark as JupyterLab's theme is (its editor colours are not AA:
     # tests/test_code_contrast.py)
     assert ".ipyc .hl [class^=k]" in text and 'body[data-jp-theme-light="false"]' in text
     assert "--jp-mirror-editor" not in text
-    # past the page's pygments budget, the fast highlighter takes over with the same classes
-    monkeypatch.setattr(html_view, "PYGMENTS_LINES", 0)
-    fast = html_view.render_html(r)
-    assert '<pre class="hl"><span class="k">class</span>' in fast and '<span class="nd">@triton.jit</span>' in fast
+    assert '<span class="nd">@triton</span>.jit' in text
+    # past the page's budget, code is escaped only
+    monkeypatch.setattr(html_view, "HIGHLIGHT_BUDGET", 0)
+    plain = html_view.render_html(r)
+    assert '<pre class="hl">class ' in plain and '<span class="k">' not in plain
+    monkeypatch.undo()
     # past HIGHLIGHT_LINES, the rest of a block is shown whole, escaped, unhighlighted
     monkeypatch.setattr(html_view, "HIGHLIGHT_LINES", 3)
     code = "\n".join(f"x{i} = f(a < {i})" for i in range(10))
@@ -531,11 +539,70 @@ def test_html_code_is_highlighted_and_long_code_stays_whole(monkeypatch):
 
 def test_fast_highlighter_escapes_and_marks_tokens():
     out = html_view._fast_highlight('def f(x):  # a <b>\n    return "s<" if x else 1.5', "python")
-    assert out == ('<span class="k">def</span> f(x):  <span class="c1"># a &lt;b&gt;</span>\n    '
+    assert out == ('<span class="k">def</span> <span class="nf">f</span>(x):  <span class="c1"># a &lt;b&gt;</span>\n    '
                    '<span class="k">return</span> <span class="s">"s&lt;"</span> <span class="k">if</span> x '
                    '<span class="k">else</span> <span class="mi">1.5</span>')
+    out = html_view._fast_highlight("class <lambda>(M): x = rb'\\x00' + 0x1F", "python")
+    assert out == ('<span class="k">class</span> &lt;<span class="nc">lambda</span>&gt;(M): x = '
+                   '<span class="s">rb\'\\x00\'</span> + <span class="mi">0x1F</span>')
     out = html_view._fast_highlight("#include <a.h>\nfor(int64_t i=0; i<4; i++) {} // x", "cpp")
     assert out.startswith('<span class="c1">#include &lt;a.h&gt;</span>') and '<span class="k">int64_t</span>' in out
+
+
+#: the colour the page's CSS gives a pygments token class (html._THEME's ``.hl`` rules), "-": none
+def _colour_role(cls: str) -> str:
+    if cls in ("ow", "il", "nd", "nf", "fm", "nc"):
+        return {"ow": "k", "il": "m", "nd": "d"}.get(cls, "f")
+    return next((p for p in "kscm" if cls.startswith(p)), "-")
+
+
+def _colours(markup: str) -> str:
+    """One colour role per character of the highlighted code."""
+    import html as htmllib
+
+    out, stack = [], ["-"]
+    for m in re.finditer(r'<span class="([^"]*)">|</span>|([^<]+)', markup):
+        if m.group(1) is not None:
+            stack.append(_colour_role(m.group(1)))
+        elif m.group(2) is None:
+            stack.pop()
+        else:
+            out.append(stack[-1] * len(htmllib.unescape(m.group(2))))
+    return "".join(out)
+
+
+def test_the_highlighter_colours_the_recorded_code_as_pygments_does():
+    """The page highlights without pygments (its import and lexers cost 0.3 s a page); every
+    Python and C++ block of the recorded logs' reports (Dynamo's graphs, Inductor's Triton and
+    C++ kernels, the user's code) gets the colours pygments' classes would give it, character by
+    character, but for a few pygments quirks (it colours the minus of ``-1L`` as the number)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CppLexer, PythonLexer
+
+    lexers = {"python": PythonLexer(stripnl=False, ensurenl=False), "cpp": CppLexer(stripnl=False, ensurenl=False)}
+    seen: dict = {}
+    for name in GPU + CPU:
+        for t in view_model(report(name)).tabs:
+            for b in walk(t.blocks()):
+                if isinstance(b, Code) and b.language in lexers and b.code not in seen:
+                    seen[b.code] = b.language
+    checked = {"python": 0, "cpp": 0}
+    differ = {"python": [], "cpp": []}
+    for code, language in seen.items():
+        want = _colours(highlight(code, lexers[language], HtmlFormatter(nowrap=True)))
+        got = _colours(html_view._fast_highlight(code, language))
+        assert got[: len(code)] == got and len(got) == len(code)
+        for i, (a, b) in enumerate(zip(want, got)):
+            if code[i].isspace():
+                continue
+            checked[language] += 1
+            if a != b:
+                start = code.rfind("\n", 0, i) + 1
+                differ[language].append(f"{a}->{b} at {code[i]!r} in {code[start:code.find(chr(10), i)][:100]!r}")
+    assert checked["python"] > 100_000 and checked["cpp"] > 5_000, checked  # the logs hold both
+    for language, bad in differ.items():
+        assert len(bad) <= 0.005 * checked[language], (language, len(bad), checked[language], bad[:10])
 
 
 def test_to_html_writes_the_page_and_warns(tmp_path):

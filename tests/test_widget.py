@@ -162,7 +162,7 @@ def test_code_is_highlighted_and_choice_switches_graphs(inductor):
     options = list(choice.choice.options)
     assert choice.dropdown.value == choice.choice.default
     first = html_of(choice.content)
-    assert '<pre class="hl">' in first and '<span class="k">' in first  # pygments classes
+    assert '<pre class="hl">' in first and '<span class="k">' in first  # pygments' classes
     other = next(o for o in options if o != choice.dropdown.value)
     choice.dropdown.value = other
     assert html_of(choice.content) != first and other.split(" · ")[1] in html_of(choice.content)
@@ -195,25 +195,22 @@ def test_profile_tab_draws_figures_as_png(profiled):
 def test_a_displayed_report_draws_no_figure_and_builds_no_lexer_until_a_tab_is_opened(profiled, graph_break,
                                                                                          monkeypatch):
     """What %%compile shows at once (the widget's first screen and Summary, and the static copy
-    beside it) draws no matplotlib figure and builds no pygments lexer: the Profile tab's figures
-    are drawn when that tab is first opened, and the static copy only names them."""
-    from ipycompile.views import html as H
+    beside it) draws no figure: the Profile tab's figures are drawn when that tab is first opened,
+    and the static copy only names them."""
     from ipycompile.views import tabs
 
     drawn: list[str] = []
     for name in ("fig_phases", "fig_runs", "fig_memory"):  # spies: each calls the real builder
         real = getattr(tabs, name)
         monkeypatch.setattr(tabs, name, lambda r, real=real, name=name: (drawn.append(name), real(r))[1])
-    lexers: list[str] = []
-    real_lexer = H._lexer
-    monkeypatch.setattr(H, "_lexer", lambda language: (lexers.append(language), real_lexer(language))[1])
 
     w = ReportWidget(profiled)
     static = w.static_bundle()["text/html"]
     assert drawn == [] and w.built == ["summary"]
     assert "figure: Run-time distribution" in static and "data:image/png" not in static  # named, not drawn
-    content = w.select("profile")  # the first open draws them, as PNGs
+    content = w.select("profile")  # the first open draws them: the phases as SVG, the others as PNGs
     assert "fig_runs" in drawn and any(isinstance(x, W.Image) for x in walk(content))
+    assert "<svg" in html_of(content)
     n = len(drawn)
     w.tabs.selected_index = 0
     w.select("profile")
@@ -222,10 +219,7 @@ def test_a_displayed_report_draws_no_figure_and_builds_no_lexer_until_a_tab_is_o
     shown = ReportWidget(graph_break)  # its Summary tab shows the user's code
     code_page = shown.static_bundle()["text/html"]
     for page in (code_page, html_of(shown)):
-        assert '<pre class="hl">' in page and '<span class="k">' in page  # highlighted all the same
-    assert lexers == []  # by the fast highlighter: no lexer built for what shows at once
-    shown.select("graphs")  # a tab opened later: pygments
-    assert lexers
+        assert '<pre class="hl">' in page and '<span class="k">' in page  # highlighted
 
 
 def test_every_tab_builds_for_a_failed_compile():

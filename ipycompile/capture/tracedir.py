@@ -46,10 +46,15 @@ __all__ = ["load_trace", "RankReports", "find_rank_logs"]
 #: A rank in a log's file name: torch's ``..._rank_3_x.log``, or ``rank3.log``, ``rank-3.log.gz``.
 _RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank[_-]?(\d+)(?=[_.-]|$)", re.I)
 _LOG_NAME = re.compile(r"\.(log|txt|trace)(\.gz)?$|\.gz$", re.I)
-#: Below this many bytes in all, a directory is read in this process (starting workers costs more).
-PARALLEL_MIN_BYTES = 8 << 20
-#: What one reading worker is taken to hold at its peak (:func:`reading_workers`): the
-#: interpreter and ipycompile's modules (about 26 MB of RSS for a small log, measured), with room ...
+#: The bytes of logs that make one worker worth starting (:func:`reading_workers`). A worker
+#: costs about 0.15 s of CPU to start (the interpreter and our reader's modules) and about 12 ms
+#: a log to send its summary back, which this process parses again; reading summaries goes at
+#: about 85 MB/s a core (docs/benchmarks.md, trace_load). Two workers beat this process from
+#: about 36 MB of logs (measured: 28 MB of 8 ranks took 0.31 s of CPU here, 0.60 s in two
+#: workers); at 24 MB a worker, two start from 48 MB.
+BYTES_PER_WORKER = 24 << 20
+#: What one reading worker is taken to hold at its peak: the interpreter and ipycompile's
+#: modules (about 21 MB of RSS, 15 MB of it not shared, measured for a small log), with room ...
 WORKER_BASE_BYTES = 48 << 20
 #: ... plus this much per byte of the largest log it reads (a first-pass summary grows by about
 #: 0.2 MB per MB of log: docs/benchmarks.md).
@@ -60,6 +65,12 @@ GZIP_EXPANSION = 8
 #: The share of the available memory the workers may take together (the rest: this process,
 #: and whatever else the machine runs).
 WORKER_MEMORY_SHARE = 0.75
+#: The memory the workers may take together, whatever the number of CPUs: this much ...
+WORKERS_MEMORY_FLOOR = 192 << 20
+#: ... or this much per byte of the logs, whichever is more. So the job's memory follows the size
+#: of its logs, not the machine's cores (tlparse --all-ranks-html holds about 1.6 bytes per byte
+#: of a directory's logs; 64 workers on a 64-core host would hold 1.5 GB for any directory).
+WORKERS_MEMORY_PER_LOG_BYTE = 0.25
 #: Full reports kept by a RankReports (the most recently asked for).
 FULL_REPORTS_KEPT = 2
 #: Why a trace log without a rank is not one of a directory's rank logs.
@@ -282,8 +293,9 @@ def load_trace(
     (``report.origin.problems``); ``strict=True`` raises :class:`TraceFileError`
     instead, as ``tlparse --strict`` fails. ``summary=True`` reads a file in a
     quick first pass (bulky payloads left unread: no kernels, no graphs after
-    Dynamo's). ``workers``: processes reading a directory's rank logs (default:
-    one per CPU, as many as fit in the available memory, none for a small directory). ``progress(bytes_read, total)``
+    Dynamo's). ``workers``: processes reading a directory's rank logs (default: by the CPUs,
+    the logs' size and a memory budget that follows it: :func:`reading_workers`; none for a
+    small directory). ``progress(bytes_read, total)``
     is called as the reading goes.
 
     ``finish`` is applied to every full report returned (``ipycompile.load_trace``
@@ -350,23 +362,31 @@ def reading_workers(
 ) -> int:
     """How many processes read rank logs of these ``sizes`` (bytes, a gzip log's counted as
     unpacked: :data:`GZIP_EXPANSION`). ``workers``, when given, is the caller's choice (at most
-    one per log). By default: one per CPU (``cpus``, default ``os.cpu_count()``), and no more
-    than fit in :data:`WORKER_MEMORY_SHARE` of the ``available`` memory (default
-    :func:`available_memory`; None: unknown, no bound) at :data:`WORKER_BASE_BYTES` plus
-    :data:`WORKER_BYTES_PER_LOG_BYTE` of the largest log each; 1 (read in this process) when
-    the logs together are under :data:`PARALLEL_MIN_BYTES`, or when not even two fit."""
+    one per log). By default, the fewest of:
+
+    * the CPUs (``cpus``, default ``os.cpu_count()``);
+    * the work: one worker per :data:`BYTES_PER_WORKER` of logs (a worker that reads less
+      costs more to start than it saves);
+    * the memory: the workers' budget, :data:`WORKERS_MEMORY_PER_LOG_BYTE` of the logs' bytes
+      but at least :data:`WORKERS_MEMORY_FLOOR`, and no more than :data:`WORKER_MEMORY_SHARE`
+      of the ``available`` memory (default :func:`available_memory`; None: unknown), divided by
+      what one worker holds at its peak, :data:`WORKER_BASE_BYTES` plus
+      :data:`WORKER_BYTES_PER_LOG_BYTE` of the largest log;
+    * the logs.
+
+    1 (read in this process, no worker) when that leaves fewer than two."""
     if not sizes:
         return 1
     if workers is not None:
         return max(1, min(workers, len(sizes)))
-    if sum(sizes) < PARALLEL_MIN_BYTES:
-        return 1
-    n = cpus if cpus is not None else (os.cpu_count() or 1)
+    total = sum(sizes)
+    budget = max(WORKERS_MEMORY_FLOOR, int(WORKERS_MEMORY_PER_LOG_BYTE * total))
     room = available_memory() if available is _UNKNOWN else available
     if room is not None:
-        each = WORKER_BASE_BYTES + int(WORKER_BYTES_PER_LOG_BYTE * max(sizes))
-        n = min(n, int(room * WORKER_MEMORY_SHARE) // each)
-    return max(1, min(n, len(sizes)))
+        budget = min(budget, int(room * WORKER_MEMORY_SHARE))
+    each = WORKER_BASE_BYTES + int(WORKER_BYTES_PER_LOG_BYTE * max(sizes))
+    n = min(cpus if cpus is not None else (os.cpu_count() or 1), total // BYTES_PER_WORKER, budget // each, len(sizes))
+    return n if n >= 2 else 1
 
 
 def available_memory() -> Optional[int]:
@@ -431,8 +451,7 @@ def read_summaries(
     progress: Optional[Progress] = None,
 ) -> dict[int, CompileReport]:
     """The slim first-pass summary of each rank's log, read by ``workers`` processes
-    (default: one per CPU, as many as fit in the available memory; in this process when the
-    logs are small or ``workers=1``: :func:`reading_workers`)."""
+    (default: :func:`reading_workers`; in this process when the logs are small or ``workers=1``)."""
     sizes = {r: _size(p) for r, p in files.items()}
     total = sum(sizes.values())
     n = reading_workers([s * (GZIP_EXPANSION if files[r].lower().endswith(".gz") else 1) for r, s in sizes.items()],

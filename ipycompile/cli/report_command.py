@@ -105,8 +105,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="read everything even for the text summary (by default, without -o/--json, a quick first "
                      "pass leaves generated code and later graphs unread)")
     rep.add_argument("--workers", type=_workers, metavar="N",
-                     help="processes reading a directory's rank logs (default: one per CPU, as many as fit in the "
-                     "available memory)")
+                     help="processes reading a directory's rank logs (default: one per 24 MB of logs, at most one "
+                     "per CPU, within a memory budget that follows the logs' size; none for a small directory)")
     bar = rep.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")

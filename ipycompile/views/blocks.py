@@ -13,8 +13,9 @@ Blocks (everything a tab holds):
   expandable row. ``columns_shown`` (optional): the columns a narrow view shows by
   default (indices); the rest are one click away, never cut.
 - :class:`Code` -- ``language`` is ``"python"``, ``"cpp"`` or ``"text"``.
-- :class:`Figure` -- ``build()`` returns a matplotlib ``Figure`` (not pyplot: no
-  global state); renderers turn it into PNG/SVG. Built only when shown.
+- :class:`Figure` -- ``build()`` returns an :class:`~ipycompile.views.svg.SvgImage`
+  (inlined as it is) or a matplotlib ``Figure`` (not pyplot: no global state; renderers
+  turn it into a PNG). Built only when shown.
 - :class:`TreeNode` -- ``label``, its own ``blocks``, and ``children`` (TreeNodes).
 - :class:`Choice` -- ``options`` maps an option label to its blocks (pick one).
 
@@ -107,7 +108,7 @@ class Code:
 @dataclass
 class Figure:
     title: str
-    build: Callable[[], Any]  # -> matplotlib.figure.Figure
+    build: Callable[[], Any]  # -> an svg.SvgImage, or a matplotlib.figure.Figure
 
 
 @dataclass
@@ -191,10 +192,10 @@ def sort_rows(table: Table, column: int, descending: bool = False) -> list[int]:
     return sorted(have, key=key, reverse=descending) + missing
 
 
-def figure_png(figure: Figure, dpi: int = 100) -> bytes:
-    """The PNG of a :class:`Figure` block (builds it; matplotlib's Agg, no pyplot)."""
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """The PNG of a matplotlib figure (what a :class:`Figure` block built; Agg, no pyplot)."""
     import io
 
     buf = io.BytesIO()
-    figure.build().savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()

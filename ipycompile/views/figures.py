@@ -1,9 +1,12 @@
-"""The report's matplotlib figures: compile time by phase (with a timeline of each
-compile's steps), the run-time distribution and peak memory.
+"""The report's figures: compile time by phase (with a timeline of each compile's steps), the
+run-time distribution, peak memory, the memory timeline and the roofline.
 
-Each builder takes a report and returns a ``matplotlib.figure.Figure`` (no pyplot,
-no global state); a :class:`~ipycompile.views.blocks.Figure` block calls it when
-the figure is shown. matplotlib is imported inside the builders only.
+Each builder takes a report and returns the figure; a :class:`~ipycompile.views.blocks.Figure`
+block calls it when the figure is shown. The compile-time figure, the one a trace log's page
+shows, is SVG written by our own code (:mod:`.svg`, an :class:`~ipycompile.views.svg.SvgImage`):
+``report LOG -o page.html`` imports no matplotlib. The figures of a measured run are
+``matplotlib.figure.Figure`` (no pyplot, no global state), matplotlib imported inside the
+builders only.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..report.model import CompileId
 from ..report.text import fmt_bytes, fmt_seconds
+from .svg import Drawing, SvgImage, text_width, ticks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -60,77 +64,110 @@ def _label_width(labels) -> float:
     return 0.25 + 0.068 * max((len(str(x)) for x in labels), default=4)
 
 
-def fig_phases(r: "CompileReport"):
-    """Compile time by phase (bars), above a timeline of each compile's top-level
-    steps from the chromium events when the report has them."""
+def fig_phases(r: "CompileReport") -> SvgImage:
+    """Compile time by phase (bars, each with its time), above a timeline of each compile's
+    top-level steps from the chromium events when the report has them (a lane per compile, the
+    events nested :data:`_TIMELINE_DEPTH` deep, coloured by step, the most costly steps in the
+    legend). Drawn as SVG by our own code (:mod:`.svg`): the page that shows it imports no
+    matplotlib."""
     ct = r.compile_time
     phases = [p for p in ct.phases if p.seconds > 0]
     events = [e for e in ct.events if isinstance(e.get("start_us"), (int, float)) and isinstance(e.get("dur_us"), (int, float))]
     deep = [e for e in events if e.get("depth", 0) <= _TIMELINE_DEPTH]
     lanes = sorted({str(e.get("compile_id")) for e in deep}, key=_cid_key)[:_TIMELINE_LANES]
     lane_labels = [f"compile {c}" for c in lanes]
-    panels = ([0.26 * len(phases)] if phases else []) + ([0.36 * len(lanes) + 0.1] if lanes else [])
-    if not panels:
-        fig = _new_figure(6, 1)
-        fig.text(0.5, 0.5, "no compile-time data", ha="center", va="center")
-        return fig
-    fig, axes = _stack_axes(10, _label_width([p.name for p in phases] + lane_labels), 2.6 if lanes else 0.7, panels)
-    if phases:
-        ax = axes.pop(0)
-        names = [p.name for p in phases][::-1]
-        secs = [p.seconds for p in phases][::-1]
-        ax.barh(names, secs, color=[_PHASE_COLORS.get(n, "#888") for n in names])
-        ax.set_xlabel("seconds", fontsize=8)
-        ax.set_title(f"compile time {fmt_seconds(ct.total_s)} by phase", fontsize=10)
-        for y, s in enumerate(secs):
-            ax.text(s, y, " " + fmt_seconds(s), va="center", fontsize=8)
-        ax.tick_params(labelsize=8)
-        ax.set_ylim(-0.6, len(names) - 0.4)
-    if lanes:
-        from matplotlib.collections import PolyCollection
-        from matplotlib.patches import Patch
+    if not phases and not lanes:
+        d = Drawing(600, 60, "Compile time by phase: no compile-time data")
+        d.text(300, 30, "no compile-time data", anchor="middle")
+        return d.image()
+    # the colours of the timeline's steps: the most costly get the palette, the others grey
+    weight: Counter = Counter()
+    lane_of = {c: j for j, c in enumerate(lanes)}
+    for e in deep:
+        if str(e.get("compile_id")) in lane_of:
+            weight[str(e.get("name", ""))] += e["dur_us"]
+    top = [n for n, _ in weight.most_common(len(_PALETTE))]
+    color_of = {n: _PALETTE[i] for i, n in enumerate(top)}
+    legend = [(color_of[n], n) for n in top]
+    if len(weight) > len(top):
+        legend.append((_OTHER_STEPS, f"{len(weight) - len(top)} other steps"))
 
-        ax = axes.pop(0)
-        t0 = min(e["start_us"] for e in events)
-        lane_of = {c: j for j, c in enumerate(lanes)}
+    width = 1000.0
+    left = 12 + max((text_width(x) for x in [p.name for p in phases] + lane_labels), default=40)
+    right = 24 + (max(text_width(n, 10) for _, n in legend) + 18 if lanes and legend else 60)
+    x0, x1 = left, width - right
+    heights = ([_BAR_ROW * len(phases)] if phases else []) + ([_LANE * len(lanes) + 10] if lanes else [])
+    d = Drawing(width, sum(h + _TOP + _BOTTOM for h in heights), f"compile time {fmt_seconds(ct.total_s)} by phase")
+    y = 0.0
+    if phases:
+        y += _TOP
+        d.text(width / 2, y - 16, f"compile time {fmt_seconds(ct.total_s)} by phase", size=13, anchor="middle")
+        hi = max(p.seconds for p in phases)
+        scale = _axis_max(hi)
+        for i, p in enumerate(phases):
+            cy = y + _BAR_ROW * (i + 0.5)
+            w = (x1 - x0) * p.seconds / scale
+            d.rect(x0, cy - _BAR_ROW * 0.4, w, _BAR_ROW * 0.8, _PHASE_COLORS.get(p.name, "#888"),
+                   tip=f"{p.name}: {fmt_seconds(p.seconds)}")
+            d.text(x0 - 6, cy, p.name, anchor="end", cls="label")
+            d.text(x0 + w + 4, cy, fmt_seconds(p.seconds), size=10, cls="value")
+        y += _BAR_ROW * len(phases)
+        d.line(x0, y - _BAR_ROW * len(phases), x0, y)
+        d.x_axis(x0, x1, y, scale, "seconds")
+        y += _BOTTOM
+    if lanes:
         rows = _TIMELINE_DEPTH + 1
-        weight = Counter()
-        for e in deep:
-            if str(e.get("compile_id")) in lane_of:
-                weight[str(e.get("name", ""))] += e["dur_us"]
-        top = [n for n, _ in weight.most_common(len(_PALETTE))]
-        color_of = {n: _PALETTE[i] for i, n in enumerate(top)}
-        polys, colors = [], []
-        t_end = 0.0
+        y += _TOP
+        n_all = len({str(e.get("compile_id")) for e in deep})
+        more = f", first {_TIMELINE_LANES} of {n_all} compiles" if n_all > _TIMELINE_LANES else ""
+        d.text(width / 2, y - 16, f"timeline (events nested {rows} deep, outermost on top{more})", size=13,
+               anchor="middle")
+        t0 = min(e["start_us"] for e in events)
+        t_end = max(((e["start_us"] - t0 + e["dur_us"]) / 1e6 for e in deep if str(e.get("compile_id")) in lane_of),
+                    default=0.0)
+        scale = _axis_max(t_end)
+        top_y = y + 5
+        for j, label in enumerate(lane_labels):
+            d.text(x0 - 6, top_y + _LANE * (j + 0.5), label, anchor="end", cls="label")
         for e in deep:
             lane = lane_of.get(str(e.get("compile_id")))
             if lane is None:
                 continue
-            x0, w = (e["start_us"] - t0) / 1e6, e["dur_us"] / 1e6
-            t_end = max(t_end, x0 + w)
-            d = min(int(e.get("depth", 0)), _TIMELINE_DEPTH)
-            y0 = lane - 0.42 + 0.84 * d / rows
-            y1 = y0 + 0.84 / rows * 0.92
+            start, dur = (e["start_us"] - t0) / 1e6, e["dur_us"] / 1e6
+            depth = min(int(e.get("depth", 0)), _TIMELINE_DEPTH)
             name = str(e.get("name", ""))
-            polys.append(((x0, y0), (x0 + w, y0), (x0 + w, y1), (x0, y1)))
-            colors.append(color_of.get(name, "#d9d9d9"))
-        ax.add_collection(PolyCollection(polys, facecolors=colors, edgecolors="none"))
-        ax.set_xlim(0, t_end * 1.01 or 1)
-        ax.set_ylim(len(lanes) - 0.5, -0.5)
-        ax.set_yticks(range(len(lanes)), lane_labels)
-        ax.set_xlabel("seconds since the first compile event", fontsize=8)
-        n_all = len({str(e.get("compile_id")) for e in deep})
-        more = f", first {_TIMELINE_LANES} of {n_all} compiles" if n_all > _TIMELINE_LANES else ""
-        ax.set_title(f"timeline (events nested {rows} deep, outermost on top{more})", fontsize=10)
-        ax.tick_params(labelsize=8)
-        handles = [Patch(color=color_of[n], label=n) for n in top]
-        if len(weight) > len(top):
-            handles.append(Patch(color="#d9d9d9", label=f"{len(weight) - len(top)} other steps"))
-        ax.legend(handles=handles, fontsize=7,
-                  loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return fig
+            row_h = _LANE * 0.84 / rows
+            d.rect(x0 + (x1 - x0) * start / scale, top_y + _LANE * (lane + 0.08) + row_h * depth,
+                   max((x1 - x0) * dur / scale, 0.5), row_h * 0.92, color_of.get(name, _OTHER_STEPS),
+                   tip=f"compile {lanes[lane]}: {name}, {fmt_seconds(dur)}")
+        y += _LANE * len(lanes) + 10
+        d.line(x0, y - _LANE * len(lanes) - 10, x0, y)
+        d.x_axis(x0, x1, y, scale, "seconds since the first compile event")
+        for k, (color, name) in enumerate(legend):
+            ly = top_y + 7 + 16 * k
+            d.rect(x1 + 16, ly - 5, 10, 10, color)
+            d.text(x1 + 30, ly, name, size=10, cls="legend")
+        y += _BOTTOM
+    return d.image()
 
 
+def _axis_max(hi: float) -> float:
+    """The end of an axis that shows 0 to ``hi``: the first round tick at or past it (5% past, so
+    the longest bar does not touch the end)."""
+    hi = hi * 1.05 if hi > 0 else 1.0
+    marks = ticks(hi)
+    step = marks[1] - marks[0] if len(marks) > 1 else hi
+    return marks[-1] if marks[-1] >= hi else marks[-1] + step
+
+
+#: Pixels: a phase's bar row, a compile's lane in the timeline, room above a panel (its
+#: title) and below it (tick labels and the axis's label)
+_BAR_ROW = 26.0
+_LANE = 36.0
+_TOP = 36.0
+_BOTTOM = 48.0
+#: the colour of the timeline's steps outside the legend's
+_OTHER_STEPS = "#bdbdbd"
 _TIMELINE_DEPTH = 3
 _TIMELINE_LANES = 24
 _PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",

@@ -3,8 +3,8 @@
 Self-contained: inline CSS (one ``<style>`` block scoped to ``.ipyc``), the tabs as an
 ARIA tablist (:data:`TABS_SCRIPT`, the page's one script: without it, where a renderer
 strips scripts, the strip hides and every panel shows under its heading), ``<details>``
-for expandable rows and trees, pygments-highlighted code with an id per line of a source
-excerpt (a place's link lands on its line, marked by ``:target``), figures as inline PNG.
+for expandable rows and trees, highlighted code (pygments' classes) with an id per line of a source
+excerpt (a place's link lands on its line, marked by ``:target``), figures inline (SVG, or PNG for matplotlib's).
 No external requests (the only URLs are plain links to torch's graph-break pages). Every
 tab is rendered; the Summary tab is selected.
 
@@ -24,19 +24,18 @@ from ..report import CompileReport
 from ..report.files import REPORT_MARKER, atomic_writer
 from ..report.text import NAME_LIMIT, VIEW_TEXT_LIMIT, capped, capped_lines, short_paths, utf8_safe
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
+from .svg import SvgImage
 from .viewmodel import view_model
 
-__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES", "HIGHLIGHT_BUDGET"]
+__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "HIGHLIGHT_BUDGET"]
 
 #: Lines of each code block that are syntax-highlighted; the rest of the block is
 #: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
 HIGHLIGHT_LINES = 400
-#: Lines per page highlighted by pygments (about 2,500 lines/s); code past them is
-#: highlighted by a one-regex highlighter with the same colours.
-PYGMENTS_LINES = 800
-#: Lines per page highlighted by the fast highlighter once pygments' lines are used;
-#: past them code is escaped only, so a page with a thousand kernels stays quick to write.
-HIGHLIGHT_BUDGET = 12000
+#: Lines per page highlighted (by :func:`_fast_highlight`, pygments' classes and colours without
+#: pygments: its import and lexers cost 0.3 s before the first line, then 2,500 lines/s); past
+#: them code is escaped only, so a page with a thousand kernels stays quick to write.
+HIGHLIGHT_BUDGET = 12800
 
 #: Colours come from JupyterLab's theme variables (light, dark, high contrast all read);
 #: outside JupyterLab (a saved page, nbconvert) the fallbacks follow the system's
@@ -210,7 +209,7 @@ _STYLE: Optional[str] = None
 
 def _style() -> str:
     """The page's CSS (one ``<style>``; highlighted code uses pygments' token classes,
-    coloured by the theme's editor colours)."""
+    coloured by the report's palette)."""
     global _STYLE
     if _STYLE is None:
         _STYLE = "<style>" + _CSS + "</style>"
@@ -227,29 +226,30 @@ def _ec(text) -> str:
 
 
 # -- code ---------------------------------------------------------------------------
-_LEXERS: dict = {}
-
-
-def _lexer(language: str):
-    lx = _LEXERS.get(language)
-    if lx is None:
-        from pygments.lexers import CppLexer, PythonLexer
-
-        lx = {"python": PythonLexer, "cpp": CppLexer}[language](stripnl=False, ensurenl=False)
-        _LEXERS[language] = lx
-    return lx
-
-
 _KEYWORDS = {
     "python": "False None True and as assert async await break class continue def del elif else except finally for "
               "from global if import in is lambda nonlocal not or pass raise return try while with yield",
-    "cpp": "auto bool break case char const constexpr continue default do double else enum extern false float for "
-           "if inline int long namespace nullptr return short signed sizeof static struct switch template true "
-           "typedef typename unsigned using void volatile while int8_t int16_t int32_t int64_t uint8_t uint32_t "
-           "uint64_t",
+    # pygments' CppLexer: true, false and nullptr are builtins there (not coloured)
+    "cpp": "alignas alignof asm auto bool break case catch char char16_t char32_t class const const_cast constexpr "
+           "continue decltype default delete do double dynamic_cast else enum explicit export extern float for "
+           "friend goto if inline int long mutable namespace new noexcept operator private protected public "
+           "register reinterpret_cast restrict return short signed sizeof static static_assert static_cast "
+           "struct switch template this thread_local throw try typedef typeid typename union unsigned using "
+           "virtual void volatile wchar_t while int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t "
+           "uint64_t size_t ssize_t ptrdiff_t intptr_t uintptr_t",
 }
 _STRINGS = r'''"""[\s\S]*?"""|'''  + r"""'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
+#: a string's prefix (pygments colours it as the string): r"", b"", f"", rb""...
+_STRING_PREFIX = {"python": r"\b[rRbBuUfF]{1,2}", "cpp": r"\b(?:u8|[uUL])"}
 _COMMENTS = {"python": r"#[^\n]*", "cpp": r"//[^\n]*|/\*[\s\S]*?\*/|^[ \t]*#[^\n]*"}
+#: a name defined by ``def``/``class`` (python): the keyword, what is between, the name
+_DEFINITION = {"python": r"(?P<defn>\b(?P<dk>def|class)(?P<dsep>[ \t]+<?)(?P<dname>\w+))"}
+_NUMBER = r"(?P<mi>(?<![\w.])(?:0[xX][0-9a-fA-F_]+|(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)[jJfFlLuU]*\b)"
+#: The characters a token can start at (a comment, a string or its prefix, a decorator, a word, a
+#: number; C++'s preprocessor lines also at the spaces before ``#``): the regular expression is
+#: tried only there, and a word that is no keyword is passed over whole (``w``), not a character
+#: at a time. Twice as fast.
+_TOKEN_START = {"python": "[#\"'@\\w.]", "cpp": "[/#\"'@\\w. \\t]"}
 _FAST: dict = {}
 
 
@@ -259,9 +259,12 @@ def _fast_re(language: str):
         import re
 
         kw = "|".join(_KEYWORDS[language].split())
+        definition = _DEFINITION.get(language)
         rx = re.compile(
-            rf"(?P<c1>{_COMMENTS[language]})|(?P<s>{_STRINGS})|(?P<nd>(?<![\w)\]])@[\w.]+)"
-            rf"|(?P<k>\b(?:{kw})\b)|(?P<mi>\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\b)",
+            rf"(?={_TOKEN_START[language]})(?:(?P<c1>{_COMMENTS[language]})"
+            rf"|(?P<s>(?:{_STRING_PREFIX[language]})?(?=[\"'])(?:{_STRINGS}))"
+            rf"|(?P<nd>(?<![\w)\]])@\w+)|{definition + '|' if definition else ''}(?P<k>\b(?:{kw})\b)|{_NUMBER}"
+            rf"|(?P<w>[A-Za-z_]\w*))",
             re.M,
         )
         _FAST[language] = rx
@@ -269,16 +272,27 @@ def _fast_re(language: str):
 
 
 def _fast_highlight(code: str, language: str) -> str:
-    """A one-regex highlighter (comments, strings, keywords, numbers, decorators) with
-    pygments' CSS classes: many times faster than pygments, for code past its budget."""
+    """Code as HTML, its tokens marked with pygments' CSS classes for what the page colours
+    (comments, strings with their prefix, keywords, numbers, decorators, the names ``def`` and
+    ``class`` define), by one regular expression: many times faster than pygments, and no lexer
+    to import or build. tests/test_views.py checks it colours the recorded logs' code as pygments does."""
     out = []
     pos = 0
     esc = html.escape
     for m in _fast_re(language).finditer(code):
+        kind = m.lastgroup
+        if kind == "w":  # a word that is no keyword: left as it is
+            continue
         start = m.start()
         if start > pos:
             out.append(esc(code[pos:start], False))
-        out.append(f'<span class="{m.lastgroup}">{esc(m.group(), False)}</span>')
+        text = m.group()
+        if kind == "defn":  # def NAME / class NAME: the keyword, then the name in the function colour
+            word = m.group("dk")
+            out.append(f'<span class="k">{word}</span>{esc(m.group("dsep"), False)}'
+                       f'<span class="{"nf" if word == "def" else "nc"}">{m.group("dname")}</span>')
+        else:
+            out.append(f'<span class="{kind}">{esc(text, False)}</span>')
         pos = m.end()
     out.append(esc(code[pos:], False))
     return "".join(out)
@@ -300,7 +314,7 @@ class Limits:
     enough to keep notebooks shareable (a few hundred KB for a large model)."""
 
     def __init__(self, code_lines=None, table_rows=None, detail_rows=None, options=None, tab_bytes=None, dpi=100,
-                 figures=True, pygments=True):
+                 figures=True):
         self.code_lines = code_lines  # lines of a code block (the Summary tab's are never cut)
         self.table_rows = table_rows  # rows of a table
         self.detail_rows = detail_rows  # rows of a table that expand to their details
@@ -308,7 +322,6 @@ class Limits:
         self.tab_bytes = tab_bytes  # past this, a tab's remaining code and details are left out
         self.dpi = dpi
         self.figures = figures  # False: a figure is named, not drawn (the widget and the full page draw it)
-        self.pygments = pygments  # False: code goes through the fast highlighter (same classes, no lexer to build)
 
     @property
     def cuts(self) -> bool:
@@ -316,18 +329,13 @@ class Limits:
 
 
 FULL = Limits()
-#: The widget's first view (its Summary tab, built as the cell answers): everything, but code through
-#: the fast highlighter; the tabs opened later highlight with pygments.
-FIRST_VIEW = Limits(pygments=False)
 COMPACT = Limits(code_lines=30, table_rows=60, detail_rows=12, options=4, tab_bytes=24_000, dpi=72, figures=False)
 #: The static copy beside a report widget (:func:`fallback_bundle`): every tab's headings and first
 #: rows, a few lines of code. It is kept in the notebook and, for every run, in IPython's output
 #: history (the terminal's always, a kernel's where it stores displayed outputs), so it stays a
 #: few KB per tab whatever the model; the widget builds each tab whole when it is opened.
-#: Drawn with every %%compile cell, it builds no figure and no pygments lexer (0.4 s the first
-#: time in a process): the widget and the full page highlight with pygments, and draw figures.
-FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False,
-                  pygments=False)
+#: Drawn with every %%compile cell, it builds no figure: the widget and the full page draw them.
+FALLBACK = Limits(code_lines=6, table_rows=12, detail_rows=2, options=1, tab_bytes=1_500, dpi=72, figures=False)
 
 #: Where a text field cut in a compact page (:func:`ipycompile.report.text.capped`) is whole.
 CAPPED_WHERE = "report.to_html(path) shows it whole"
@@ -342,12 +350,10 @@ _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's pag
 
 
 class _Page:
-    """State of one page being rendered: the pygments budget (lines left for pygments;
-    past them code goes through the fast highlighter), the limits, and the bytes of
-    the tab being rendered."""
+    """State of one page being rendered: the highlighting budget (lines left to highlight;
+    past them code is escaped only), the limits, and the bytes of the tab being rendered."""
 
     def __init__(self, limits: Limits):
-        self.lines = PYGMENTS_LINES if limits.pygments else 0
         self.fast_lines = HIGHLIGHT_BUDGET
         self.limits = limits
         self.cut_code = limits.cuts  # False while rendering the Summary tab
@@ -374,25 +380,17 @@ class _Page:
 
 
 def _highlight(code: str, language: str, page: _Page) -> str:
-    """HTML for ``code``. Its first HIGHLIGHT_LINES lines are highlighted (by pygments
-    while the page's PYGMENTS_LINES last, then by the fast highlighter); the rest of
-    the block is shown in full, escaped."""
+    """HTML for ``code``. Its first HIGHLIGHT_LINES lines are highlighted while the page's
+    HIGHLIGHT_BUDGET lasts; the rest of the block is shown in full, escaped."""
     if language not in ("python", "cpp") or not code:
         return html.escape(code, False)
     head, rest = _split_lines(code, HIGHLIGHT_LINES)
     n = head.count("\n") + 1
-    if n <= page.lines:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-
-        page.lines -= n
-        out = highlight(head, _lexer(language), HtmlFormatter(nowrap=True))
-    elif n <= page.fast_lines:
-        page.lines = 0  # once past pygments' budget, stay past it: the page's order decides
+    if n <= page.fast_lines:
         page.fast_lines -= n
         out = _fast_highlight(head, language)
     else:
-        page.lines = page.fast_lines = 0
+        page.fast_lines = 0  # once past the budget, stay past it: the page's order decides
         out = html.escape(head, False)
     return out + html.escape(rest, False) if rest else out
 
@@ -677,8 +675,12 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
 
 
 def _figure(f: Figure, dpi: int = 100) -> str:
+    """A figure inline: SVG as it is (:mod:`.svg`), a matplotlib figure as a PNG."""
     try:
-        data = base64.b64encode(figure_png(f, dpi)).decode("ascii")
+        drawn = f.build()
+        if isinstance(drawn, SvgImage):
+            return f'<figure><figcaption>{_e(f.title)}</figcaption>{drawn.markup}</figure>'
+        data = base64.b64encode(figure_png(drawn, dpi)).decode("ascii")
     except Exception as exc:  # a figure that cannot be drawn must not lose the page
         return f'<p class="warn">{_e(f.title)}: could not draw the figure ({_e(type(exc).__name__)}: {_e(exc)})</p>'
     return f'<figure><figcaption>{_e(f.title)}</figcaption><img alt="{_e(f.title)}" src="data:image/png;base64,{data}"></figure>'

@@ -40,6 +40,7 @@ from ..report.model import unreadable_marked
 from ..report.text import capped
 from . import html as H
 from .blocks import Choice, Code, Figure, Table, Text, TreeNode, ViewModel, sort_rows
+from .svg import SvgImage
 from .viewmodel import view_model
 
 __all__ = ["ReportWidget", "close_all", "ACCORDION_ROWS"]
@@ -76,16 +77,10 @@ def _html(value: str) -> W.HTML:
 
 
 # -- blocks -> HTML strings: the static page's renderer, one block at a time ------------------
-#: True while the widget builds what it shows at once (:meth:`ReportWidget._build` of the first
-#: tab): code then goes through the fast highlighter, so that no pygments lexer is built (0.4 s
-#: the first time in a process) before the cell answers
-_first_view = False
-
-
 def block_html(b) -> str:
     """The static page's HTML of one block (:mod:`.html`), with every detail."""
     out: list = []
-    H._block(b, out, H._Page(H.FIRST_VIEW if _first_view else H.FULL))
+    H._block(b, out, H._Page(H.FULL))
     return "".join(out)
 
 
@@ -147,8 +142,11 @@ def build_block(b) -> W.Widget:
 
 
 def _figure(f: Figure) -> W.Widget:
+    """A figure: SVG (:mod:`.svg`) in an HTML widget, a matplotlib figure as a PNG image."""
     try:
         fig = f.build()
+        if isinstance(fig, SvgImage):
+            return _html(f'<div class="ipyc-ttl">{_e(f.title)}</div><div class="ipyc">{fig.markup}</div>')
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
     except Exception as exc:
@@ -334,7 +332,7 @@ class ReportWidget(W.VBox):
         self.view_model: ViewModel = view_model(report)
         vm = self.view_model
         # the first screen: what to fix, most costly first, and the chips (the static page's HTML)
-        self.first = _html(H.first_screen_html(vm, limits=H.FIRST_VIEW))
+        self.first = _html(H.first_screen_html(vm, limits=H.FULL))
         self.first.add_class("ipyc-first")
         self.chips = list(vm.header)
         placeholder = _html('<p class="note">building this tab… (the kernel that ran the cell builds it: in a '
@@ -362,7 +360,7 @@ class ReportWidget(W.VBox):
         now at once, the others when next selected), in the same places."""
         self.report = report
         self.view_model = vm = view_model(report)
-        self.first.value = H.first_screen_html(vm, limits=H.FIRST_VIEW)
+        self.first.value = H.first_screen_html(vm, limits=H.FULL)
         self.chips = list(vm.header)
         if len(vm.tabs) != len(self._boxes):  # (the same run: the same tabs; else start the tabs anew)
             self._boxes = [W.Box([self._owned[0]], layout=self._owned[1]) for _ in vm.tabs]
@@ -398,15 +396,11 @@ class ReportWidget(W.VBox):
     def _build(self, i: int) -> None:
         if i in self._built or not 0 <= i < len(self.view_model.tabs):
             return
-        global _first_view
         tab = self.view_model.tabs[i]
-        _first_view = not self._built  # the tab shown with the first screen
         try:
             content = W.VBox(build_blocks(tab.blocks()))
         except Exception:
             content = W.VBox([_error_html(f"the {tab.title} tab")])
-        finally:
-            _first_view = False
         self._built[i] = content
         self._boxes[i].children = (content,)
 
