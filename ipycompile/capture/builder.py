@@ -45,7 +45,7 @@ from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, s
 from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
-from ..report.serialize import ReportFormatError, check_depth, check_value, describe
+from ..report.serialize import ReportFormatError, check_depth, check_value, describe, fast_loads
 from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, TraceRecord,
                       compile_id_from_text)
 
@@ -291,11 +291,42 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
+def _chromium_json(rec: TraceRecord) -> Any:
+    """A chromium event's payload as JSON: orjson's value where every field kept of it is
+    plain (a string, a number orjson holds exactly), else the one bounded reader's
+    (:meth:`TraceRecord.payload_json`), whose check for long integers costs a pass over the
+    text that tens of thousands of events mostly do not need."""
+    try:
+        ev = fast_loads(rec.payload)
+    except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
+        ev = None
+    if type(ev) is dict and _plain(ev):
+        return ev
+    return rec.payload_json(bounded=False)  # tens of thousands of events: the depth is checked on what is kept whole
+
+
+def _plain(ev: dict) -> bool:
+    """Whether the fields of a chromium event the report keeps hold only strings, booleans, None and
+    numbers below 2**63 (a longer integer is one orjson made a float) and it is no autotune span."""
+    args = ev.get("args")
+    for v in (*(ev.get(k) for k in _CHROMIUM_KEYS), args.get("compile_id") if type(args) is dict else None):
+        t = type(v)
+        if t is float:
+            if not -_LONG < v < _LONG:
+                return False
+        elif t is not str and t is not int and v is not None and t is not bool:
+            return False
+    return not str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS)
+
+
+_LONG = float(2**63)
+
+
 def _chromium_entry(rec: TraceRecord) -> tuple:
     """What the report keeps of a chromium event: ("whole", the event) for an autotune span,
     ("slim", its compile-time fields), ("problem", why), or ("none", None) for a payload that is
     not an event."""
-    ev = rec.payload_json(bounded=False)  # tens of thousands of events: the depth is checked on what is kept whole
+    ev = _chromium_json(rec)
     if not isinstance(ev, dict):
         return "none", None
     for key, tp in _CHROMIUM_TYPES.items():
