@@ -205,7 +205,11 @@ class _Reader:
 
 def _event_key(metadata: dict[str, Any]) -> str:
     """What handlers are looked up by (as :attr:`TraceRecord.key`), without building the record."""
-    kind = next((k for k in metadata if k not in CONTEXT_KEYS), "")
+    kind = ""
+    for k in metadata:  # the event's own key, nearly always the first
+        if k not in CONTEXT_KEYS:
+            kind = k
+            break
     if kind == "artifact":
         body = metadata.get("artifact")
         return "artifact:" + (str(body.get("name", "")) if isinstance(body, dict) else "")
