@@ -425,17 +425,23 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
             pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
             if len(pts_t) >= 2:
                 growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
-    cpu_per_mb: dict = {}  # label -> seconds of CPU (user + system) per MB, one core, slope between the sizes
+    # label -> seconds per MB on one core, the slope between the sizes: of CPU (user + system), and of
+    # user time alone (tlparse's system time, writing its output files, swings with the machine's load)
+    cpu_per_mb: dict = {}
+    user_per_mb: dict = {}
     for lab in {lab for by in results.get("cpu", {}).values() for lab in by}:
-        pts = [(sizes_mb[int(k)], by[lab]["cpu_s"]["median"]) for k, by in results["cpu"].items() if lab in by]
-        if len(pts) >= 2:
-            cpu_per_mb[lab] = slope(pts)
+        for field, into in (("cpu_s", cpu_per_mb), ("user_s", user_per_mb)):
+            pts = [(sizes_mb[int(k)], by[lab][field]["median"]) for k, by in results["cpu"].items() if lab in by]
+            if len(pts) >= 2:
+                into[lab] = slope(pts)
     cpu_ratios: dict = {}
+    user_ratios: dict = {}
     for mine, theirs in CPU_PAIRS:
         for prefix in ("", "baseline: ") if args.baseline else ("",):
-            a, b = cpu_per_mb.get(prefix + mine), cpu_per_mb.get(theirs)
-            if a and b and b["per_unit"] > 0:
-                cpu_ratios[f"{prefix}{mine} / {theirs}"] = round(a["per_unit"] / b["per_unit"], 3)
+            for fits, into in ((cpu_per_mb, cpu_ratios), (user_per_mb, user_ratios)):
+                a, b = fits.get(prefix + mine), fits.get(theirs)
+                if a and b and b["per_unit"] > 0:
+                    into[f"{prefix}{mine} / {theirs}"] = round(a["per_unit"] / b["per_unit"], 3)
     top = str(sizes[-1]) if sizes else ""
     r = ratios.get("full_html", {}).get(top, {}).get("ours")
     met = {}
@@ -472,9 +478,10 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
         for who, r_ in by.items():
             print(f"  summary {key} MB ({who}): {r_['time']:.2f}x tlparse --plain-text's time, {r_['memory']:.2f}x its memory")
     for lab, fit in sorted(cpu_per_mb.items()):
-        print(f"  CPU per MB, one core: {lab:48s} {fit['per_unit'] * 1000:6.2f} ms/MB (fixed {fit['intercept']:.2f} s)")
+        print(f"  CPU per MB, one core: {lab:48s} {fit['per_unit'] * 1000:6.2f} ms/MB (fixed {fit['intercept']:.2f} s), "
+              f"user alone {user_per_mb[lab]['per_unit'] * 1000:6.2f} ms/MB")
     for pair, x in cpu_ratios.items():
-        print(f"  CPU per MB ratio: {pair}: {x:.2f}x")
+        print(f"  CPU per MB ratio: {pair}: {x:.2f}x (user time alone {user_ratios.get(pair, float('nan')):.2f}x)")
     for k, ok in met.items():
         print(f"  {'met ' if ok else 'MISSED'} {k}")
 
@@ -507,7 +514,8 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
         "ratios_ours_over_tlparse": ratios,
         "growth": growth,
         "cpu_per_mb": {"pinned": " ".join(one_core()) or "not pinned (no taskset)", "seconds_per_mb": cpu_per_mb,
-                       "ratios_ours_over_tlparse": cpu_ratios},
+                       "ratios_ours_over_tlparse": cpu_ratios, "user_seconds_per_mb": user_per_mb,
+                       "user_ratios_ours_over_tlparse": user_ratios},
         "met": met,
     }
     res_dir = HERE / "results"
