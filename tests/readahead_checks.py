@@ -16,17 +16,16 @@ ARGS = sys.argv[2:]
 facts: dict = {"pid": os.getpid()}
 
 
-if CHECK == "read":  # LOG [--strict] [--summary]: the report read ahead and in one process
+if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
     from ipycompile.capture.tracefile import TraceFileError, read_trace
 
     readahead = importlib.import_module("ipycompile.capture.readahead")
-    path, strict, summary = ARGS[0], "--strict" in ARGS, "--summary" in ARGS
+    path, strict = ARGS[0], "--strict" in ARGS
     facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
     for ahead in (False, True):
         seen: list = []
         try:
-            r = read_trace(path, strict=strict, summary=summary, read_ahead=ahead,
-                           progress=lambda done, total: seen.append((done, total)))
+            r = read_trace(path, strict=strict, read_ahead=ahead, progress=lambda done, total: seen.append((done, total)))
             facts[str(ahead)] = {"json": r.to_json(), "origin": repr(r.origin), "torch_version": r.torch_version,
                                  "layout": repr(r.code_layout), "progress": seen}
         except TraceFileError as exc:
@@ -43,7 +42,7 @@ if CHECK == "read":  # LOG [--strict] [--summary]: the report read ahead and in 
     facts["chosen"] = {"plain": readahead.can_read_ahead(path, summary=False, lazy=True, min_bytes=0),
                        "summary": readahead.can_read_ahead(path, summary=True, lazy=True, min_bytes=0),
                        "small": readahead.can_read_ahead(path, summary=False, lazy=True)}
-    if len(ARGS) > 1 and ARGS[1].endswith(".gz") and not summary:
+    if len(ARGS) > 1 and ARGS[1].endswith(".gz"):
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped

@@ -12,9 +12,8 @@ one-process read's (``tests/test_readahead.py`` compares their JSON).
 
 It is used only where forking is safe and pays (:func:`can_read_ahead`): where
 :func:`~ipycompile.capture.forked.can_fork` holds (Linux, one thread: a command line or a
-script, not a Jupyter kernel), for a lazy full read or a summary pass (which keeps no
-payload's place) of a plain (not gzip) log of at least :data:`MIN_BYTES`. Anything else is
-read in this process.
+script, not a Jupyter kernel), for a full (not summary), lazy read of a plain (not gzip)
+log of at least :data:`MIN_BYTES`. Anything else is read in this process.
 """
 
 from __future__ import annotations
@@ -40,16 +39,18 @@ def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[
     """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
     from .logfile import is_gzip
 
-    if not (summary or lazy):  # a full read that keeps the payloads' text: the reader gives places
+    if summary or not lazy:
+        return False
+    from .forked import can_fork  # imported here: a summary or a small log never forks (pickle, signal unloaded)
+
+    if not can_fork():
         return False
     try:
-        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes) or is_gzip(path):
-            return False  # small: forking costs more than it saves; gzip: read where it is unpacked
+        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
+            return False
+        return not is_gzip(path)  # gzip: read where it is unpacked
     except OSError:
         return False  # the one-process read says why
-    from .forked import can_fork  # imported here: a small log never forks (pickle, signal unloaded)
-
-    return can_fork()
 
 
 def records_read_ahead(
@@ -62,10 +63,9 @@ def records_read_ahead(
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
     prepare: Optional[Callable[[TraceRecord], Any]] = None,
-    summary: bool = False,
 ) -> Iterator[TraceRecord]:
-    """The records of ``path`` as ``iter_records(path, lazy=True, summary=summary, ...)`` gives
-    them, read by a forked process. ``prepare(record)`` (the builder's ``prepare_record``), run by that process,
+    """The records of ``path`` as ``iter_records(path, lazy=True, ...)`` gives them, read by a
+    forked process. ``prepare(record)`` (the builder's ``prepare_record``), run by that process,
     gives each record's ``prepared`` value (an exception there leaves it None: the builder
     prepares it again, and reports what fails). ``payload_file`` is this process's ``PayloadFile`` for the log (the records'
     :class:`LazyText` read through it). ``origin`` receives the reader's state when the pass
@@ -75,7 +75,7 @@ def records_read_ahead(
     from .forked import Forked, ForkedError
     from .logfile import TraceFileError
 
-    with Forked(lambda send: _read(path, iter_records, strict, prepare, send, summary)) as child:
+    with Forked(lambda send: _read(path, iter_records, strict, prepare, send)) as child:
         while True:
             try:
                 msg = child.receive()
@@ -104,7 +104,7 @@ def records_read_ahead(
                 raise TraceFileError(msg[1])
 
 
-def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], None], summary: bool = False) -> None:
+def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], None]) -> None:
     """The child's work: the log's records, prepared and packed, a batch a message."""
     from .logfile import TraceFileError
 
@@ -125,8 +125,7 @@ def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], 
 
     batch: list = []
     try:
-        for rec in iter_records(path, strict=strict, summary=summary, origin=holder, layout=layout, lazy=True,
-                                progress=progress):
+        for rec in iter_records(path, strict=strict, origin=holder, layout=layout, lazy=True, progress=progress):
             batch.append(_pack(rec, prepare))
             if len(batch) >= _BATCH:
                 flush(batch)

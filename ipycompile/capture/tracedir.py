@@ -335,8 +335,7 @@ def _no_rank_logs(name: str, ignored: list[tuple[str, str]]) -> str:
 
 # -- reading many logs in worker processes -------------------------------------------
 def _read_one(path: str, strict: bool) -> CompileReport:
-    # one log of many, beside the other workers: no reader process of its own (the cores are taken)
-    return slim(read_trace(path, strict=strict, summary=True, read_ahead=False))
+    return slim(read_trace(path, strict=strict, summary=True))
 
 
 _UNKNOWN = object()

@@ -638,20 +638,18 @@ def read_trace(
     reads them in. ``lazy=False`` keeps their text in the report instead.
 
     A large plain log is read by a second process while this one builds the report
-    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, two cores, 32 MiB or more), a
-    summary pass too; ``read_ahead`` True or False forces it on (where the read is lazy or a
-    summary) or off.
+    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more); ``read_ahead``
+    True or False forces it on (where the read is lazy and full) or off.
     """
     holder: list = []
     layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     name = os.fspath(path)
     if read_ahead is None:
         read_ahead = can_read_ahead(name, summary=summary, lazy=lazy)
-    if read_ahead and (lazy or summary) and hasattr(os, "fork"):
+    if read_ahead and lazy and not summary and hasattr(os, "fork"):
         st = check_path(name)
         records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
-                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record,
-                                     summary=summary)
+                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record)
     else:
         records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy)
