@@ -22,6 +22,11 @@ the machine falls on both alike:
 * the full report: ``report LOG --full`` (every event parsed, the summary printed);
 * the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
   (its HTML output);
+* CPU per MB on one core (``cpu``): ``report LOG``, ``report LOG --full``, ``tlparse --plain-text``
+  and ``tlparse`` (HTML), each pinned to one core (``taskset -c 0`` where there is one), their
+  user + system time; the CPU per MB is the slope of the medians between the sizes (the fixed
+  start drops out), and the ratios of the slopes are ours over tlparse's. Target (issue 38): at
+  most 0.5x tlparse's;
 * all ranks of a directory: ``report DIR -o page.html`` against ``tlparse --all-ranks-html``;
 * start-up (``--startup-mb``, default 1 MB: the training log's first events): the text summary
   ``report LOG`` and ``report LOG --json FILE`` against ``tlparse --plain-text``, with
@@ -42,7 +47,7 @@ Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
                                     [--copies-per-rank 1] [--startup-mb 1] [--label after] [--keep DIR]
-                                    [--groups summary full full_html ranks startup]
+                                    [--groups summary full full_html cpu ranks startup]
 """
 
 from __future__ import annotations
@@ -68,9 +73,20 @@ sys.path.insert(0, str(ROOT))
 from ipycompile.capture.tracefile import format_record, glog_prefix, iter_records  # noqa: E402
 
 WORKLOADS = ("quickstart", "max_autotune", "reduce_overhead")
-GROUPS = ("summary", "full", "full_html", "ranks", "startup")
+GROUPS = ("summary", "full", "full_html", "cpu", "ranks", "startup")
 #: the groups that read the large logs (--sizes)
-LARGE_GROUPS = ("summary", "full", "full_html")
+LARGE_GROUPS = ("summary", "full", "full_html", "cpu")
+#: the ``cpu`` group's commands: (label, ours or tlparse, flags)
+CPU_RUNS = (("ipycompile report LOG", "ours", ()), ("ipycompile report LOG --full", "ours", ("--full",)),
+            ("tlparse --plain-text", "tlparse", ("--plain-text",)), ("tlparse (HTML)", "tlparse", ()))
+#: the ratios of CPU per MB the ``cpu`` group reports: (ours, tlparse's)
+CPU_PAIRS = (("ipycompile report LOG", "tlparse --plain-text"), ("ipycompile report LOG --full", "tlparse --plain-text"),
+             ("ipycompile report LOG --full", "tlparse (HTML)"))
+
+
+def one_core() -> list[str]:
+    """The prefix that pins a command to one core (``taskset -c 0``), or none where there is no taskset."""
+    return ["taskset", "-c", "0"] if shutil.which("taskset") else []
 _CID_FIELD = re.compile(r'("compile_id": ")(!\d+/)?(\d+)/(\d+)')
 _CID_LINE = re.compile(r"^(\d+)/(\d+)", re.M)
 
@@ -308,10 +324,10 @@ def neutral_dir() -> str:
     return tempfile.mkdtemp(prefix="ipycompile-bench-cwd-")
 
 
-def ours(target: Path, out: Path, *flags: str, code: Path = ROOT) -> dict:
+def ours(target: Path, out: Path, *flags: str, code: Path = ROOT, pin: "list[str]" = ()) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
     try:
-        return timed([sys.executable, "-m", "ipycompile", "report", str(target), *flags], env=env, cwd=neutral_dir())
+        return timed([*pin, sys.executable, "-m", "ipycompile", "report", str(target), *flags], env=env, cwd=neutral_dir())
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -322,9 +338,9 @@ def imported(code: Path) -> dict:
                  cwd=neutral_dir())
 
 
-def tlparse(target: Path, out: Path, *flags: str) -> dict:
+def tlparse(target: Path, out: Path, *flags: str, pin: "list[str]" = ()) -> dict:
     try:
-        return timed([tlparse_exe(), str(target), "-o", str(out), "--overwrite", "--no-browser", *flags])
+        return timed([*pin, tlparse_exe(), str(target), "-o", str(out), "--overwrite", "--no-browser", *flags])
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -378,7 +394,6 @@ def slope(points: list[tuple[float, float]]) -> dict:
 def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False,
                   startup: "Path | None" = None) -> None:
     """Medians, ranges, ratios and growth of the rounds so far, printed and written as JSON."""
-    sizes = sorted(logs)
     results: dict = {}
     for (group, key, label), rows in runs.items():
         results.setdefault(group, {}).setdefault(str(key), {})[label] = {**stats(rows), "runs": rows}
@@ -413,7 +428,30 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
             pts_m = [(axis[int(k)], by[lab]["peak_rss_mb"]["median"]) for k, by in results[group].items() if lab in by]
             if len(pts_t) >= 2:
                 growth.setdefault(group, {})[lab] = {"seconds": slope(pts_t), "peak_rss_mb": slope(pts_m)}
+    # label -> seconds per MB on one core, the slope between the sizes: of CPU (user + system), and of
+    # user time alone (tlparse's system time, writing its output files, swings with the machine's load)
+    cpu_per_mb: dict = {}
+    user_per_mb: dict = {}
+    for lab in {lab for by in results.get("cpu", {}).values() for lab in by}:
+        for field, into in (("cpu_s", cpu_per_mb), ("user_s", user_per_mb)):
+            pts = [(sizes_mb[int(k)], by[lab][field]["median"]) for k, by in results["cpu"].items() if lab in by]
+            if len(pts) >= 2:
+                into[lab] = slope(pts)
+    cpu_ratios: dict = {}
+    user_ratios: dict = {}
+    for mine, theirs in CPU_PAIRS:
+        for prefix in ("", "baseline: ") if args.baseline else ("",):
+            for fits, into in ((cpu_per_mb, cpu_ratios), (user_per_mb, user_ratios)):
+                a, b = fits.get(prefix + mine), fits.get(theirs)
+                if a and b and b["per_unit"] > 0:
+                    into[f"{prefix}{mine} / {theirs}"] = round(a["per_unit"] / b["per_unit"], 3)
     met = {}
+    for pair in (f"{CPU_PAIRS[0][0]} / {CPU_PAIRS[0][1]}", f"{CPU_PAIRS[1][0]} / {CPU_PAIRS[1][1]}"):
+        if pair in cpu_ratios:
+            met[f"CPU per MB on one core <= 0.5x tlparse's ({pair})"] = cpu_ratios[pair] <= 0.5
+    for key, by in ratios.get("summary", {}).items():
+        if "ours" in by:
+            met[f"summary <= 0.3x tlparse --plain-text's time ({key} MB, {os.cpu_count()} cores)"] = by["ours"]["time"] <= 0.3
     for key, by in results.get("startup", {}).items():
         row = by.get("ipycompile report LOG")
         if row:
@@ -449,6 +487,14 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
                       + f"{m['median']:7.0f} MB [{m['min']:.0f}-{m['max']:.0f}]"
                       + (f" all processes {pss['median']:.0f} MB" if pss else ""))
     print("ratios (ours / tlparse, medians):", json.dumps(ratios))
+    for key, by in ratios.get("summary", {}).items():
+        for who, r_ in by.items():
+            print(f"  summary {key} MB ({who}): {r_['time']:.2f}x tlparse --plain-text's time, {r_['memory']:.2f}x its memory")
+    for lab, fit in sorted(cpu_per_mb.items()):
+        print(f"  CPU per MB, one core: {lab:48s} {fit['per_unit'] * 1000:6.2f} ms/MB (fixed {fit['intercept']:.2f} s), "
+              f"user alone {user_per_mb[lab]['per_unit'] * 1000:6.2f} ms/MB")
+    for pair, x in cpu_ratios.items():
+        print(f"  CPU per MB ratio: {pair}: {x:.2f}x (user time alone {user_ratios.get(pair, float('nan')):.2f}x)")
     for k, ok in met.items():
         print(f"  {'met ' if ok else 'MISSED'} {k}")
 
@@ -480,6 +526,9 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
         "results": results,
         "ratios_ours_over_tlparse": ratios,
         "growth": growth,
+        "cpu_per_mb": {"pinned": " ".join(one_core()) or "not pinned (no taskset)", "seconds_per_mb": cpu_per_mb,
+                       "ratios_ours_over_tlparse": cpu_ratios, "user_seconds_per_mb": user_per_mb,
+                       "user_ratios_ours_over_tlparse": user_ratios},
         "met": met,
     }
     res_dir = HERE / "results"
@@ -498,10 +547,10 @@ def main() -> None:
     ap.add_argument("--startup-mb", type=float, default=1.0,
                     help="size of the log of the start-up measurement, in MB (default: %(default)s)")
     ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS,
-                    help="which measurements to run (default: all): summary, full, full_html, ranks")
+                    help="which measurements to run (default: all): summary, full, full_html, cpu, ranks, startup")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
-                         "in the same rounds, as 'baseline: ...' (the full report with HTML, the start-up, the ranks)")
+                         "in the same rounds, as 'baseline: ...' (the full report with HTML, the summary, the cpu group, the start-up, the ranks)")
     ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
@@ -551,12 +600,21 @@ def main() -> None:
                 ("full_html", mb, "ipycompile report LOG -o page.html", lambda p=path: ours(p, out, "-o", str(page))),
                 ("full_html", mb, "tlparse (HTML)", lambda p=path: tlparse(p, out)),
             ]
+        pin = one_core()
+        for mb, path in logs.items():
+            for label, who, flags in CPU_RUNS:
+                run = (lambda p=path, f=flags: ours(p, out, *f, pin=pin)) if who == "ours" else \
+                    (lambda p=path, f=flags: tlparse(p, out, *f, pin=pin))
+                plan.append(("cpu", mb, label, run))
         if args.baseline:
             base = Path(args.baseline).resolve()
             for mb, path in logs.items():
                 plan += [
                     ("full_html", mb, "baseline: ipycompile report LOG -o page.html",
                      lambda p=path: ours(p, out, "-o", str(page), code=base)),
+                    ("summary", mb, "baseline: ipycompile report LOG", lambda p=path: ours(p, out, code=base)),
+                    *[("cpu", mb, "baseline: " + label, lambda p=path, f=flags: ours(p, out, *f, code=base, pin=pin))
+                      for label, who, flags in CPU_RUNS if who == "ours"],
                 ]
         for n, d in dirs.items():
             plan += [

@@ -11,11 +11,14 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipycompile import CompileReport, load_trace
 from ipycompile.report.model import Compile, CompileId
+from ipycompile.capture import builder
+from ipycompile.capture.records import TraceRecord
 from ipycompile.report.serialize import loads
 
 DATA = Path(__file__).parent / "data" / "gpu-h100"
@@ -95,3 +98,13 @@ def test_a_log_whose_name_is_not_utf8_is_written_everywhere_with_the_name_escape
         assert main(["report", name, *out]) == 0
     assert "\\udcff.log" in (tmp_path / "cli.html").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "cli.json").read_text(encoding="utf-8"))["origin"]["path"] == name
+
+
+# -- chromium events: read by orjson alone where what is kept of them is plain ----------------------
+@pytest.mark.parametrize("ts", [BIG, BIG + 1, -(2**63) - 1, 2**63 + 5, 1795417300463967.2, 12])
+def test_a_chromium_events_kept_times_are_json_exact(ts):
+    payload = json.dumps({"name": "dynamo", "ph": "B", "ts": ts, "pid": 0, "tid": 0, "args": {"compile_id": "0/0"}})
+    kind, ev = builder._chromium_entry(TraceRecord.from_raw({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0},
+                                                            payload))
+    assert kind == "slim" and ev["ts"] == json.loads(payload)["ts"] and type(ev["ts"]) is type(json.loads(payload)["ts"])
+    assert ev == {"name": "dynamo", "ph": "B", "ts": ts, "pid": 0, "tid": 0, "args": {"compile_id": "0/0"}}

@@ -468,3 +468,16 @@ def test_write_trace_is_atomic(tmp_path):
     assert err.value.filename == str(path)  # the path given, not a temporary one
     assert path.read_bytes() == before and os.listdir(tmp_path) == [path.name]
     assert load_trace(path).stats.records == len(records)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_payloads_own_tabs_are_kept_and_only_each_lines_first_tab_dropped(tmp_path, lazy):
+    # the reader drops all tabs at once where a payload holds none but its lines' first ones:
+    # a payload with tabs of its own (generated code, a traceback) reads back byte for byte
+    texts = ["x = 1\n\ty = 2\n\t\tz = 3\t# tabbed", "one\ttab\nand none", "\t\n\t\t\n", "no tab\nat all\nhere"]
+    log = tmp_path / "tabs.log"
+    write_trace([({"artifact": {"name": f"a{i}", "encoding": "string"}}, t) for i, t in enumerate(texts)], log)
+    got = [r.payload for r in iter_records(log, lazy=lazy)]
+    assert got == texts
+    report = read_trace(log, lazy=lazy, read_ahead=False)
+    assert report.origin.problem_count == 0 and [a.payload for a in report.artifacts] == texts

@@ -45,7 +45,7 @@ from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, s
 from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
-from ..report.serialize import ReportFormatError, check_depth, check_value, describe
+from ..report.serialize import ReportFormatError, check_depth, check_value, describe, fast_loads
 from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, TraceRecord,
                       compile_id_from_text)
 
@@ -291,16 +291,55 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
+def _chromium_json(rec: TraceRecord) -> tuple[Any, bool]:
+    """``(a chromium event's payload as JSON, whether it is plain)``: orjson's value where it
+    is plain (:func:`_plain`), else the one bounded reader's (:meth:`TraceRecord.payload_json`),
+    whose check for long integers costs a pass over the text that tens of thousands of events
+    mostly do not need."""
+    try:
+        ev = fast_loads(rec.payload)
+    except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
+        ev = None
+    if type(ev) is dict and _plain(ev):
+        return ev, True
+    return rec.payload_json(bounded=False), False  # tens of thousands of events: the depth is checked on what is kept
+
+
+def _plain(ev: dict) -> bool:
+    """Whether the fields of a chromium event the report keeps hold only strings, booleans, None and
+    numbers below 2**63 (a longer integer is one orjson made a float) and it is no autotune span."""
+    args = ev.get("args")
+    for k in _CHROMIUM_KEYS_AND_ID:
+        v = ev.get(k) if k != "compile_id" else args.get(k) if type(args) is dict else None
+        t = type(v)
+        if t is float:
+            if not -_LONG < v < _LONG:
+                return False
+        elif t is not str and t is not int and v is not None and t is not bool:
+            return False
+    return not str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS)
+
+
+_LONG = float(2**63)
+_CHROMIUM_KEYS_AND_ID = (*_CHROMIUM_KEYS, "compile_id")  # compile_id: the one of args
+
+
 def _chromium_entry(rec: TraceRecord) -> tuple:
     """What the report keeps of a chromium event: ("whole", the event) for an autotune span,
     ("slim", its compile-time fields), ("problem", why), or ("none", None) for a payload that is
     not an event."""
-    ev = rec.payload_json(bounded=False)  # tens of thousands of events: the depth is checked on what is kept whole
+    ev, plain = _chromium_json(rec)
     if not isinstance(ev, dict):
         return "none", None
     for key, tp in _CHROMIUM_TYPES.items():
         if key in ev and not _fits(tp, ev[key]):
             return "problem", f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}"
+    if plain:  # nearly every event: no autotune span, no container kept (no depth to check)
+        slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
+        args = ev.get("args")
+        if type(args) is dict and "compile_id" in args:
+            slim["args"] = {"compile_id": args["compile_id"]}
+        return "slim", slim
     if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
         check_depth(ev, rec.payload)
         return "whole", ev

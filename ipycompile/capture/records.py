@@ -8,6 +8,7 @@ keys (``frame_id``, ``frame_compile_id``, ``attempt``, ...).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -94,7 +95,11 @@ class TraceRecord:
                  payload_ref: Optional[LazyText] = None) -> "TraceRecord":
         if not isinstance(metadata, dict):
             raise TypeError(f"trace metadata must be a dict, got {type(metadata).__name__}")
-        kind = next((k for k in metadata if k not in CONTEXT_KEYS), "")
+        kind = ""
+        for k in metadata:  # the event's own key, nearly always the first
+            if k not in CONTEXT_KEYS:
+                kind = k
+                break
         if not kind and "stack" in metadata:  # a bare stack record
             kind = "stack"
         name = kind
@@ -112,9 +117,13 @@ def _compile_id(metadata: dict[str, Any]) -> Optional[CompileId]:
     frame, compile_ = metadata.get("frame_id"), metadata.get("frame_compile_id")
     if frame is not None and compile_ is not None:
         ca = metadata.get("compiled_autograd_id")
-        return CompileId(_count(frame, "frame_id"), _count(compile_, "frame_compile_id"),
-                         None if ca is None else _count(ca, "compiled_autograd_id"))
+        return _shared_id(_count(frame, "frame_id"), _count(compile_, "frame_compile_id"),
+                          None if ca is None else _count(ca, "compiled_autograd_id"))
     return None
+
+
+#: One CompileId (immutable) for the many events of a compile: made once, not per event.
+_shared_id = functools.lru_cache(maxsize=1 << 12)(CompileId)
 
 
 def _count(value: Any, key: str) -> int:

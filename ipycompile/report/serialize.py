@@ -31,6 +31,10 @@ try:
 except ImportError:  # orjson is a dependency; without it, json alone
     _fast_loads = json.loads
 
+#: orjson's ``loads`` (``json.loads`` without it), unchecked: no bound on nesting, and an integer
+#: past 64 bits made a float. For a caller that checks what it keeps (:func:`loads` for the rest).
+fast_loads = _fast_loads
+
 #: JSON nested deeper than this is refused: reports and torch's events nest a few levels;
 #: deeper ones could only exhaust the interpreter's stack when the value is saved or shown.
 MAX_JSON_DEPTH = 64
