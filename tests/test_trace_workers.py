@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from ipycompile.capture import tracedir
@@ -111,3 +116,13 @@ def test_a_gzip_log_counts_as_what_it_unpacks_to(tmp_path, monkeypatch):
     tracedir.read_summaries(files)
     one = (d / "dedicated_log_torch_trace_rank_0_x.log").stat().st_size
     assert seen == [sorted([one, one, packed.stat().st_size * GZIP_EXPANSION])]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_the_workers_count_the_cpus_the_process_may_run_on_not_the_hosts():
+    """A job pinned to one CPU (``taskset -c 0``, a cpuset) is sized for one CPU, whatever the host has."""
+    code = "from ipycompile.capture.tracedir import usable_cpus; print(usable_cpus())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert out.stdout.strip() == "1", out

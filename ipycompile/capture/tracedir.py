@@ -364,7 +364,7 @@ def reading_workers(
     unpacked: :data:`GZIP_EXPANSION`). ``workers``, when given, is the caller's choice (at most
     one per log). By default, the fewest of:
 
-    * the CPUs (``cpus``, default ``os.cpu_count()``);
+    * the CPUs (``cpus``, default :func:`usable_cpus`);
     * the work: one worker per :data:`BYTES_PER_WORKER` of logs (a worker that reads less
       costs more to start than it saves);
     * the memory: the workers' budget, :data:`WORKERS_MEMORY_PER_LOG_BYTE` of the logs' bytes
@@ -385,8 +385,17 @@ def reading_workers(
     if room is not None:
         budget = min(budget, int(room * WORKER_MEMORY_SHARE))
     each = WORKER_BASE_BYTES + int(WORKER_BYTES_PER_LOG_BYTE * max(sizes))
-    n = min(cpus if cpus is not None else (os.cpu_count() or 1), total // BYTES_PER_WORKER, budget // each, len(sizes))
+    n = min(cpus if cpus is not None else usable_cpus(), total // BYTES_PER_WORKER, budget // each, len(sizes))
     return n if n >= 2 else 1
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity (``taskset``, a container's or a batch job's cpuset),
+    where the platform tells it, else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def available_memory() -> Optional[int]:
