@@ -586,7 +586,9 @@ def main() -> None:
             startup = work / f"startup_{args.startup_mb:g}.log"
             if not startup.exists():
                 build_startup(startup, args.startup_mb)
-            byte_compile(ROOT / "ipycompile", *([Path(args.baseline) / "ipycompile"] if args.baseline else []))
+        # every group: the package's bytecode written first, as `pip install` leaves it (a machine that sets
+        # PYTHONDONTWRITEBYTECODE, or a fresh copy, would compile our source in every timed process)
+        byte_compile(ROOT / "ipycompile", *([Path(args.baseline) / "ipycompile"] if args.baseline else []))
         dirs = {}
         for n in sorted(set(args.ranks)) if "ranks" in args.groups else ():
             d = work / f"ranks_{n}"
