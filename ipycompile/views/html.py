@@ -26,7 +26,7 @@ from ..report.text import NAME_LIMIT, VIEW_TEXT_LIMIT, capped, capped_lines, sho
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .viewmodel import view_model
 
-__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES", "HIGHLIGHT_BUDGET"]
+__all__ = ["render_html", "render_view_model", "save_html", "save_page", "notebook_bundle", "HIGHLIGHT_LINES", "PYGMENTS_LINES", "HIGHLIGHT_BUDGET"]
 
 #: Lines of each code block that are syntax-highlighted; the rest of the block is
 #: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
@@ -340,6 +340,10 @@ FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep t
 
 _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's page
 
+#: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows that
+#: expand (and a choice's options) come this many at a time, each next lot behind a button.
+PAGE_ROWS = 200
+
 
 class _Page:
     """State of one page being rendered: the pygments budget (lines left for pygments;
@@ -356,6 +360,30 @@ class _Page:
         self.anchor = ""  # the page's id prefix (its tabs', its source lines')
         self.keys: set[str] = set()  # source excerpts given an id in this page
         self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
+        self.chunks = None  # a page_files.Chunks: where the parts built only when opened go (None: none is)
+
+    def defer(self, out: list, fill: Callable[[list], None], more: str = "") -> None:
+        """What ``fill`` renders, into ``out``; on a page with :attr:`chunks`, kept there as a part
+        built when it is opened, ``out`` getting its placeholder (:mod:`.page_files`); ``more``:
+        the placeholder is a button with this text that builds it (the next rows of a long table)."""
+        if self.chunks is None:
+            fill(out)
+            return
+        part: list[str] = []
+        fill(part)
+        n = self.chunks.add("".join(part))
+        out.append(f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{_e(more)}</div>' if more
+                   else f'<div data-ipyc-c="{n}"></div>')
+
+    def page_end(self, start: int, total: int) -> int:
+        """Where the rows (or options) shown from ``start`` stop: all of them on a page built whole,
+        :data:`PAGE_ROWS` at a time on one whose parts are built as they are opened."""
+        return total if self.chunks is None else min(total, start + PAGE_ROWS)
+
+    def more_rows(self, out: list, end: int, total: int, fill: Callable[[list], None], what: str = "rows") -> None:
+        """After the rows up to ``end``: the next ones (``fill``) behind a button, if any are left."""
+        if end < total:
+            self.defer(out, fill, f"Show {what} {end + 1} to {min(end + PAGE_ROWS, total)} (of {total})")
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -614,20 +642,26 @@ def _table(t: Table, out: list, page: _Page) -> None:
         # rows that do not expand share one table
         cols = _widths(lengths, marker=True, extra=extra)
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
-        plain: list[str] = []
-        for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra))
-            if not expandable[i] or (page.cut_code and page.over(out)):
-                plain.append(f"<tr>{cells}</tr>")
-                continue
+
+        def rows_from(start: int, out: list) -> None:
+            plain: list[str] = []
+            end = page.page_end(start, len(rows))
+            for i in range(start, end):
+                cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(rows[i], short, extra))
+                if not expandable[i] or (page.cut_code and page.over(out)):
+                    plain.append(f"<tr>{cells}</tr>")
+                    continue
+                if plain:
+                    out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+                    plain = []
+                out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary>")
+                page.defer(out, lambda o, d=t.details[i]: (o.append('<div class="det">'), _blocks(d, o, page), o.append("</div>")))
+                out.append("</details>")
             if plain:
                 out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
-                plain = []
-            out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary><div class=\"det\">")
-            _blocks(t.details[i], out, page)
-            out.append("</div></details>")
-        if plain:
-            out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+            page.more_rows(out, end, len(rows), lambda o: rows_from(end, o))
+
+        rows_from(0, out)
         out.append("</div>")
     if switch:
         out.append("</div>")
@@ -652,11 +686,20 @@ def table_html(t: Table, order: Optional[list[int]] = None) -> str:
 
 
 def _tree(node: TreeNode, out: list, page: _Page) -> None:
-    out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary><div class="kids">')
-    _blocks(node.blocks, out, page)
-    for c in node.children:
-        _tree(c, out, page)
-    out.append("</div></details>")
+    out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary>')
+
+    def kids(o: list) -> None:
+        o.append('<div class="kids">')
+        _blocks(node.blocks, o, page)
+        for c in node.children:
+            _tree(c, o, page)
+        o.append("</div>")
+
+    if node.open:
+        kids(out)
+    else:
+        page.defer(out, kids)
+    out.append("</details>")
 
 
 def _choice(c: Choice, out: list, page: _Page) -> None:
@@ -666,10 +709,19 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
     if n is not None and len(labels) > n:  # the default first, then the first others
         labels = ([default] if default is not None else []) + [k for k in labels if k != default][: n - 1]
     out.append(f'<div class="choice"><div class="ttl">{_e(c.label)} ({len(c.options)})</div>')
-    for label in labels:
-        out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
-        _blocks(c.options[label], out, page)
-        out.append("</details>")
+
+    def options_from(start: int, out: list) -> None:
+        end = page.page_end(start, len(labels))
+        for label in labels[start:end]:
+            out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
+            if label == default:
+                _blocks(c.options[label], out, page)
+            else:
+                page.defer(out, lambda o, b=c.options[label]: _blocks(b, o, page))
+            out.append("</details>")
+        page.more_rows(out, end, len(labels), lambda o: options_from(end, o), "options")
+
+    options_from(0, out)
     if len(labels) < len(c.options):
         rest = [k for k in c.options if k not in labels]
         out.append(page.omitted(f"{len(rest)} more: " + ", ".join(rest[:20]) + (" ..." if len(rest) > 20 else "")))
@@ -771,22 +823,26 @@ TABS_SCRIPT = (
 
 
 def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL,
-                      fallback: bool = False, write: Optional[Callable[[str], object]] = None) -> str:
+                      fallback: bool = False, write: Optional[Callable[[str], object]] = None, chunks=None) -> str:
     """The HTML fragment for ``vm``: the first screen, then every tab (an ARIA tablist driven by
     :data:`TABS_SCRIPT`; without script, every panel under its heading). ``timings``, when
     given, receives seconds per tab. ``limits`` (:data:`FULL` or :data:`COMPACT`) says how
     much of each block to show. ``fallback``: this is the static copy beside a report
     widget (it carries :data:`FALLBACK_CSS`). ``write``, for a page that cuts nothing
     (:data:`FULL`): each tab is handed to it as soon as it is rendered, and "" returned
-    (the page of a large log is tens of MB; it is never held whole)."""
-    if write is not None and limits.cuts:
-        raise ValueError("write= takes a page that cuts nothing (limits=FULL): a cut page's note goes at its top")
+    (the page of a large log is tens of MB; it is never held whole). ``chunks`` (a
+    :class:`.page_files.Chunks`, for a page that cuts nothing): every tab's body but the first's
+    and every closed ``<details>``' content go there, as parts built when they are opened, and
+    the fragment holds their placeholders (:func:`.page_files.write_page`)."""
+    if (write is not None or chunks is not None) and limits.cuts:
+        raise ValueError("write= and chunks= take a page that cuts nothing (limits=FULL): a cut page's note goes at its top")
     global _PAGES
     _PAGES += 1
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
     page.anchor = anchor
     page.targets = excerpt_keys(vm)  # a place links to its excerpt only where the page shows one
+    page.chunks = chunks
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
     out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits, page.targets)]
     note_at = len(out)
@@ -806,11 +862,20 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
         a, k = _e(anchor), _e(tab.key)
         warn = ' class="warn"' if tab.warn else ""
         out.append(f'<section role="tabpanel" id="{a}-{k}" aria-labelledby="{a}-t-{k}" data-tab="{k}">'
-                   f'<h3{warn}>{_e(tab.title)}</h3><div class="body">')
-        page.tab_start = len(out)
+                   f'<h3{warn}>{_e(tab.title)}</h3>')
         page.cut_code = limits.cuts and tab.key != "summary"
-        _blocks(tab.blocks(), out, page)
-        out.append("</div></section>")
+
+        def body(o: list, tab=tab) -> None:
+            o.append('<div class="body">')
+            page.tab_start = len(o)
+            _blocks(tab.blocks(), o, page)
+            o.append("</div>")
+
+        if i == 0:  # the first screen's tab is built with the page
+            body(out)
+        else:
+            page.defer(out, body)
+        out.append("</section>")
         if write is not None:
             write("".join(out))
             out.clear()
@@ -871,20 +936,31 @@ def render_html(report: CompileReport, compact: bool = False) -> str:
 
 
 def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
-    """Write the report as a standalone HTML page with every detail; returns ``path``. The
-    page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
-    with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
-        write = lambda text: f.write(utf8_safe(text))  # noqa: E731
-        write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
-                f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
-                "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
-        write_body(report, write)
-        write("\n</body></html>\n")
+    """Write the report as a standalone HTML page with every detail; returns ``path``. A large
+    page is written as the page and a folder beside it, ``PATH_files``, of the parts built when
+    they are opened (:func:`save_page`)."""
+    save_page(report, path,
+              f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
+              f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
+              "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n",
+              "\n</body></html>\n")
     return path
 
 
+def save_page(report: CompileReport, path: str, head: str, tail: str) -> list[str]:
+    """Write ``head``, the report's full page and ``tail`` at ``path``: one self-contained file
+    while its deferred parts stay under :data:`.page_files.FOLDER_ABOVE` characters, else the
+    page (its first screen and first tab) and its folder of parts (:func:`.page_files.write_page`).
+    Returns the paths written, the page first. A failed write leaves an earlier page as it was."""
+    from .page_files import write_page
+
+    vm = view_model(report)
+    return write_page(path, head, lambda chunks: render_view_model(vm, chunks=chunks), tail)
+
+
 def write_body(report: CompileReport, write: Callable[[str], object]) -> None:
-    """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab."""
+    """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab (every
+    part in place: a page on stdout has no folder beside it)."""
     render_view_model(view_model(report), write=lambda text: write(utf8_safe(text)))  # a file name not in UTF-8
 
 

@@ -1,0 +1,282 @@
+"""A large static page as a small page and a folder of its parts, each built when it is opened.
+
+The full page of a large log holds every graph, kernel and guard tree: tens of MB and a
+hundred thousand elements, seconds in a browser before anything can be read. So the full
+page is rendered with its heavy parts *deferred* (:meth:`Chunks.add`): the body of every tab
+but the first, and the content of every closed ``<details>`` (a table row's details, a
+graph of the "compile id · stage" choice, a closed tree node). Where a deferred part stood,
+the page holds a placeholder, ``<div data-ipyc-c="N"></div>``; nothing else writes that
+(text is always escaped), so it is found by a regular expression.
+
+What :func:`write_page` does with the parts depends on their size, as tlparse writes its
+pages beside its index:
+
+- a page of at most :data:`FOLDER_ABOVE` characters is one self-contained file, the parts put
+  back in their places (:meth:`Chunks.expand`): byte for byte the page rendered without
+  deferring (notebook copies, small reports);
+- a larger one is ``PAGE.html`` (the first screen: the doctor's findings, the chips, the tab
+  strip and the first tab) and ``PAGE_files/N.js`` beside it, each file about
+  :data:`FILE_BYTES` of parts, as ``ipycPut({"N": "html", ...})``. The page's script
+  (:data:`LOADER`) loads a file with ``<script src>`` (which works from ``file://``, where
+  ``fetch`` does not) when a tab is selected, a ``<details>`` opened, or a link followed to a
+  place inside a part not built yet, and puts the part in place. Without script the page
+  says that its panels need it; the browser's find sees the parts built so far ("Load every
+  panel" builds them all).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import tempfile
+from typing import Callable, Optional
+from urllib.parse import quote
+
+from ..report.files import WRITTEN_HOOKS, atomic_writer
+from ..report.text import utf8_safe
+
+__all__ = ["Chunks", "write_page", "FOLDER_ABOVE", "FILE_BYTES", "LOADER", "side_folder", "PLACEHOLDER"]
+
+#: A page whose parts pass this many characters is written as a page and a folder (Chromium
+#: builds about 10 MB of our HTML a second: a page this size still opens within half a second).
+FOLDER_ABOVE = 4 << 20
+#: About how many characters of parts each side file holds (a part larger than this has a file of its own).
+FILE_BYTES = 1 << 20
+
+#: What stands in the page where a deferred part goes.
+PLACEHOLDER = re.compile(r'<div data-ipyc-c="(\d+)"(?: class="more" role="button" tabindex="0">[^<]*|>)</div>')
+_ID = re.compile(r' id="([^"]+)"')
+_HREF = re.compile(r' href="#([^"]+)"')
+#: How a side file starts (an old folder is replaced only if every file in it is one of ours).
+_FILE_START = b"ipycPut("
+_FILE_NAME = re.compile(r"\d+\.js")
+
+
+def side_folder(path: str) -> str:
+    """The folder of a page's parts: ``report.html`` -> ``report_files`` beside it."""
+    head, name = os.path.split(path)
+    return os.path.join(head, os.path.splitext(name)[0] + "_files")
+
+
+class Chunks:
+    """The deferred parts of one page, numbered in the order they are rendered (a part's own
+    parts come before it). Held in memory up to :data:`FOLDER_ABOVE` characters; past it, and
+    given a ``folder`` to write into, they go to side files of about :data:`FILE_BYTES`."""
+
+    def __init__(self, folder: Optional[str] = None, limit: int = FOLDER_ABOVE, file_bytes: int = FILE_BYTES):
+        self.folder = folder  # where side files go once the parts pass ``limit`` (None: always held)
+        self.limit = limit
+        self.file_bytes = file_bytes
+        self.held: list[str] = []  # the parts not written yet, from number ``self.first_held``
+        self.first_held = 0
+        self.held_size = 0
+        self.count = 0
+        self.size = 0  # characters of all the parts
+        self.starts: list[int] = []  # the first part of each side file written
+        self.spilled = False
+        self.ids: dict[str, int] = {}  # an id in a part -> that part
+        self.parent: dict[int, int] = {}  # a part -> the part that holds its placeholder
+        self.hrefs: set[str] = set()  # the in-page links of every part and of the page
+
+    def add(self, text: str) -> int:
+        """Keep ``text`` as a part; returns its number (for its placeholder)."""
+        n = self.count
+        self.count += 1
+        self.size += len(text)
+        for m in PLACEHOLDER.finditer(text):
+            self.parent[int(m.group(1))] = n
+        if self.folder is not None:  # where a link lands, for the loader (an inline page needs none)
+            for i in _ID.findall(text):
+                self.ids.setdefault(i, n)
+            self.hrefs.update(_HREF.findall(text))
+        self.held.append(text)
+        self.held_size += len(text)
+        if self.folder is not None and self.size > self.limit:
+            self.spilled = True
+        while self.spilled and self.held_size >= self.file_bytes:
+            self._write_file()
+        return n
+
+    def _write_file(self) -> None:
+        """Write the first held parts, about :attr:`file_bytes` of them, as the next side file."""
+        take, size = 0, 0
+        while take < len(self.held) and (take == 0 or size + len(self.held[take]) <= self.file_bytes):
+            size += len(self.held[take])
+            take += 1
+        index = len(self.starts)
+        self.starts.append(self.first_held)
+        body = ",".join(f'"{self.first_held + i}":{json.dumps(utf8_safe(t))}' for i, t in enumerate(self.held[:take]))
+        with open(os.path.join(self.folder, f"{index}.js"), "wb") as f:
+            f.write(_FILE_START + b"{" + body.encode("ascii") + b"});\n")
+        self.first_held += take
+        self.held_size -= size
+        del self.held[:take]
+
+    def finish(self) -> None:
+        """Write the parts still held, once the page has spilled into side files."""
+        while self.spilled and self.held:
+            self._write_file()
+
+    def expand(self, text: str) -> str:
+        """``text`` with every placeholder replaced by its part (and their parts in turn): the
+        page as it would be without deferring. Only for parts still held (an unspilled page)."""
+        if self.spilled:
+            raise ValueError("the parts were written to side files: they cannot be put back")
+        held, first = self.held, self.first_held
+
+        def put(m: "re.Match[str]") -> str:
+            return PLACEHOLDER.sub(put, held[int(m.group(1)) - first])
+
+        return PLACEHOLDER.sub(put, text)
+
+    def manifest(self, folder_url: str, page_text: str) -> dict:
+        """What the loader needs: the folder's URL, the first part of each file, and for each
+        id that a link of the page or of a part names and that lies in a part, the part (``t``)
+        and the parts that hold it (``p``: a part -> its parent)."""
+        hrefs = self.hrefs | set(_HREF.findall(page_text))
+        targets = {html.unescape(i): self.ids[i] for i in hrefs if i in self.ids}
+        parents: dict[int, int] = {}
+        for n in targets.values():
+            while n in self.parent and n not in parents:
+                parents[n] = self.parent[n]
+                n = self.parent[n]
+        return {"dir": folder_url, "starts": self.starts, "t": targets, "p": {str(k): v for k, v in parents.items()}}
+
+
+#: The loader of a page with side files: builds a part when its tab is selected (a panel's
+#: ``hidden`` removed, however: a click, a key, a link, the browser's find), when its
+#: ``<details>`` opens, and before a link to a place inside it is followed (the tabs' script then
+#: selects the tab and opens the details, as on a whole page); "Load every panel" builds them all.
+#: ``%MANIFEST%`` is replaced by :meth:`Chunks.manifest` as JSON.
+LOADER = (
+    "<script>(function(){var M=%MANIFEST%,S={},F={},W={},root=document.querySelector('.ipyc>.tabs').parentNode;"
+    "window.ipycPut=function(c){for(var k in c)S[k]=c[k]};"
+    "function fileOf(n){var i=0;while(i+1<M.starts.length&&M.starts[i+1]<=n)i++;return i}"
+    "function load(i,then){if(F[i]===1)return then();(W[i]=W[i]||[]).push(then);if(F[i]===0)return;F[i]=0;"
+    "var s=document.createElement('script');s.src=M.dir+i+'.js';"
+    "s.onload=function(){F[i]=1;var w=W[i];W[i]=[];w.forEach(function(f){f()})};"
+    "s.onerror=function(){F[i]=undefined;var w=W[i];W[i]=[];w.forEach(function(f){f(1)})};document.head.appendChild(s)}"
+    "function fill(el,then){var n=el.getAttribute('data-ipyc-c');if(!n||el.ipycBusy)return then&&then();el.ipycBusy=1;"
+    "load(fileOf(+n),function(failed){el.ipycBusy=0;if(failed||!(n in S)){el.textContent='This part of the report is in '"
+    "+M.dir+fileOf(+n)+'.js, which could not be read: keep the folder beside the page.';el.className='ipyc-missing';"
+    "return then&&then()}var t=document.createElement('template');t.innerHTML=S[n];delete S[n];"
+    "var kids=[].slice.call(t.content.querySelectorAll('details[open]>[data-ipyc-c],[role=tabpanel]:not([hidden])>[data-ipyc-c]'));"
+    "el.replaceWith(t.content);kids.forEach(function(k){fill(k)});then&&then()})}"
+    "function fillIn(p){[].forEach.call(p.querySelectorAll(':scope>[data-ipyc-c]'),function(k){fill(k)})}"
+    "document.addEventListener('toggle',function(e){e.target.open&&fillIn(e.target)},true);"
+    "var panels=[].slice.call(root.querySelectorAll('[role=tabpanel]'));"
+    "new MutationObserver(function(ms){ms.forEach(function(m){m.target.hidden||fillIn(m.target)})})"
+    ".observe(root,{subtree:true,attributes:true,attributeFilter:['hidden']});"
+    "panels.forEach(function(p){p.hidden||fillIn(p)});"
+    "function chain(id,then){var n=M.t[id],c=[];if(n==null||document.getElementById(id))return then();"
+    "for(;n!=null;n=M.p[n])c.unshift(n);(function next(){if(!c.length)return then();var n=c.shift(),"
+    "el=root.querySelector('[data-ipyc-c=\"'+n+'\"]');el?fill(el,next):next()})()}"
+    "function go(id){var a=document.createElement('a');a.href='#'+id;a.hidden=true;root.appendChild(a);a.click();a.remove()}"
+    "function more(e){var m=e.target.closest&&e.target.closest('.more[data-ipyc-c]');"
+    "if(m&&(e.type=='click'||e.key=='Enter'||e.key==' ')){e.preventDefault();fill(m)}}"
+    "root.addEventListener('click',more);root.addEventListener('keydown',more);"
+    "document.addEventListener('click',function(e){var a=e.target.closest&&e.target.closest('a[href^=\"#\"]'),"
+    "id=a&&a.getAttribute('href').slice(1);if(!id||document.getElementById(id)||M.t[id]==null)return;"
+    "e.preventDefault();e.stopPropagation();chain(id,function(){a.click()})},true);"
+    "var h=location.hash.slice(1);try{h=decodeURIComponent(h)}catch(x){}h&&chain(h,function(){document.getElementById(h)&&go(h)});"
+    "var b=root.querySelector('button.loadall');b&&(b.onclick=function(){b.disabled=true;b.textContent='Loading every panel...';"
+    "(function more(){var el=root.querySelector('[data-ipyc-c]');if(!el){b.textContent='Every panel is loaded';return}"
+    "fill(el,function(){setTimeout(more)})})()})})()</script>"
+)
+
+_CSS = (".ipyc .more[data-ipyc-c]{display:inline-block;cursor:pointer;color:var(--ic-link);text-decoration:underline;"
+        "margin:4px 0}.ipyc [data-ipyc-c]:empty::before{content:'Loading...';color:var(--ic-muted)}"
+        ".ipyc button.loadall{font:inherit;font-size:12px;cursor:pointer;color:var(--ic-fg);background:var(--ic-panel);"
+        "border:1px solid var(--ic-border);border-radius:3px;padding:1px 6px;margin-left:4px}")
+
+
+#: What a page with side files shows under its tab strip: where its panels are, and a button
+#: that builds them all (for the browser's find); without script, that the panels need it.
+def _note(folder: str, size: int) -> str:
+    name = html.escape(os.path.basename(folder))
+    return (f'<style>{_CSS}</style><p class="note">A large report: each panel is built when it is opened, from the folder {name} beside '
+            f'this page (keep them together). <button class="loadall" type="button">Load every panel '
+            f'({size / 1e6:.0f} MB) for the browser\'s find</button></p>'
+            f'<noscript><p class="warn">This page builds its panels with script, from the folder {name} beside it: '
+            f'open it in a browser with script on.</p></noscript>')
+
+
+def write_page(path: str, head: str, render: Callable[[Chunks], str], tail: str = "",
+               limit: int = FOLDER_ABOVE) -> list[str]:
+    """Write a page at ``path``: ``head``, what ``render(chunks)`` returns (the page's body, its
+    heavy parts deferred into ``chunks``), ``tail``. At most ``limit`` characters of parts: one
+    self-contained file. More: the page and its folder of side files (:func:`side_folder`), which
+    replaces an earlier one (only one of ours: else ``FileExistsError``, before anything is
+    written). Returns the paths written (the page first). A failed write leaves an earlier page
+    and its folder as they were."""
+    target = os.path.realpath(path)
+    folder = side_folder(target)
+    _check_ours(folder)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        chunks = Chunks(tmp, limit)
+        body = render(chunks)
+        if not chunks.spilled:
+            shutil.rmtree(tmp)
+            with atomic_writer(path, "w", encoding="utf-8") as f:
+                f.write(utf8_safe(head))
+                f.write(utf8_safe(chunks.expand(body)))
+                f.write(utf8_safe(tail))
+            _remove_ours(folder)  # an earlier page's parts, no longer its
+            return [target]
+        chunks.finish()
+        url = quote(os.path.basename(folder)) + "/"
+        loader = LOADER.replace("%MANIFEST%", json.dumps(chunks.manifest(url, body)).replace("</", "<\\/"))
+        note_at = body.find('<div class="tabs">')
+        body = body[:note_at] + _note(folder, chunks.size) + body[note_at:]
+        old = None
+        if os.path.isdir(folder):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".old", dir=os.path.dirname(target))
+            os.rmdir(old)
+            os.rename(folder, old)
+        try:
+            with atomic_writer(path, "w", encoding="utf-8") as f:
+                f.write(utf8_safe(head))
+                f.write(utf8_safe(body + loader))  # after the report: the loader finds it
+                f.write(utf8_safe(tail))
+                os.rename(tmp, folder)  # the parts in place just before the page is
+        except BaseException:
+            if old is not None and not os.path.exists(folder):
+                os.rename(old, folder)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        written = [os.path.join(folder, f"{i}.js") for i in range(len(chunks.starts))]
+        for hook in list(WRITTEN_HOOKS):
+            for p in written:
+                hook(p)
+        return [target, *written]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_ours(folder: str) -> None:
+    """Raise ``FileExistsError`` if ``folder`` exists and is not a folder of side files we wrote."""
+    if not os.path.lexists(folder):
+        return
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        raise FileExistsError(f"{folder} exists and is not a folder of the page's parts: not replaced "
+                              "(move it, or write the page under another name)")
+    for name in os.listdir(folder):
+        p = os.path.join(folder, name)
+        ok = _FILE_NAME.fullmatch(name) and os.path.isfile(p) and not os.path.islink(p)
+        if ok:
+            with open(p, "rb") as f:
+                ok = f.read(len(_FILE_START)) == _FILE_START
+        if not ok:
+            raise FileExistsError(f"{folder} holds {name}, which ipycompile did not write: not replaced "
+                                  "(move it, or write the page under another name)")
+
+
+def _remove_ours(folder: str) -> None:
+    if os.path.isdir(folder):
+        _check_ours(folder)
+        shutil.rmtree(folder, ignore_errors=True)
