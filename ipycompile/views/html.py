@@ -935,27 +935,32 @@ def render_html(report: CompileReport, compact: bool = False) -> str:
     return render_view_model(view_model(report), limits=COMPACT if compact else FULL)
 
 
-def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
+def save_html(report: CompileReport, path: str, title: str = "ipycompile report",
+              folder_above: Optional[int] = None) -> str:
     """Write the report as a standalone HTML page with every detail; returns ``path``. A large
     page is written as the page and a folder beside it, ``PATH_files``, of the parts built when
-    they are opened (:func:`save_page`)."""
+    they are opened (:func:`save_page`; ``folder_above``: past how many characters of parts,
+    :data:`.page_files.FOLDER_ABOVE` when not given)."""
     save_page(report, path,
               f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
               f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
               "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n",
-              "\n</body></html>\n")
+              "\n</body></html>\n", folder_above)
     return path
 
 
-def save_page(report: CompileReport, path: str, head: str, tail: str) -> list[str]:
+def save_page(report: CompileReport, path: str, head: str, tail: str, folder_above: Optional[int] = None) -> list[str]:
     """Write ``head``, the report's full page and ``tail`` at ``path``: one self-contained file
     while its deferred parts stay under :data:`.page_files.FOLDER_ABOVE` characters, else the
     page (its first screen and first tab) and its folder of parts (:func:`.page_files.write_page`).
     Returns the paths written, the page first. A failed write leaves an earlier page as it was."""
     from .page_files import write_page
 
+    from .page_files import FOLDER_ABOVE
+
     vm = view_model(report)
-    return write_page(path, head, lambda chunks: render_view_model(vm, chunks=chunks), tail)
+    return write_page(path, head, lambda chunks: render_view_model(vm, chunks=chunks), tail,
+                      FOLDER_ABOVE if folder_above is None else folder_above)
 
 
 def write_body(report: CompileReport, write: Callable[[str], object]) -> None:

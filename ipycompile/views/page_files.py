@@ -40,9 +40,9 @@ from ..report.text import utf8_safe
 
 __all__ = ["Chunks", "write_page", "FOLDER_ABOVE", "FILE_BYTES", "LOADER", "side_folder", "PLACEHOLDER"]
 
-#: A page whose parts pass this many characters is written as a page and a folder (Chromium
-#: builds about 10 MB of our HTML a second: a page this size still opens within half a second).
-FOLDER_ABOVE = 4 << 20
+#: A page whose parts pass this many characters is written as a page and a folder (Chromium builds
+#: about 4 MB of a large report's HTML a second on a busy 2-core machine: this opens within 0.5 s).
+FOLDER_ABOVE = 2 << 20
 #: About how many characters of parts each side file holds (a part larger than this has a file of its own).
 FILE_BYTES = 1 << 20
 
