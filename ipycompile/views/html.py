@@ -340,8 +340,8 @@ FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep t
 
 _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's page
 
-#: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows that
-#: expand (and a choice's options) come this many at a time, each next lot behind a button.
+#: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows (and a
+#: choice's options) come this many at a time, each next lot behind a button.
 PAGE_ROWS = 200
 
 
@@ -362,28 +362,36 @@ class _Page:
         self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
         self.chunks = None  # a page_files.Chunks: where the parts built only when opened go (None: none is)
 
-    def defer(self, out: list, fill: Callable[[list], None], more: str = "") -> None:
+    def defer(self, out: list, fill: Callable[[list], None], more: str = "", columns: int = 0) -> None:
         """What ``fill`` renders, into ``out``; on a page with :attr:`chunks`, kept there as a part
         built when it is opened, ``out`` getting its placeholder (:mod:`.page_files`); ``more``:
-        the placeholder is a button with this text that builds it (the next rows of a long table)."""
+        the placeholder is a button with this text that builds it (the next rows of a long table);
+        ``columns``: it stands among a table's rows of that many columns (a row of its own)."""
         if self.chunks is None:
             fill(out)
             return
         part: list[str] = []
         fill(part)
         n = self.chunks.add("".join(part))
-        out.append(f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{_e(more)}</div>' if more
-                   else f'<div data-ipyc-c="{n}"></div>')
+        if columns:
+            out.append(f'<tbody data-ipyc-c="{n}" class="more" role="button" tabindex="0"><tr><td colspan="{columns}">'
+                       f'{_e(more)}</td></tr></tbody>')
+        elif more:
+            out.append(f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{_e(more)}</div>')
+        else:
+            out.append(f'<div data-ipyc-c="{n}"></div>')
 
     def page_end(self, start: int, total: int) -> int:
         """Where the rows (or options) shown from ``start`` stop: all of them on a page built whole,
         :data:`PAGE_ROWS` at a time on one whose parts are built as they are opened."""
         return total if self.chunks is None else min(total, start + PAGE_ROWS)
 
-    def more_rows(self, out: list, end: int, total: int, fill: Callable[[list], None], what: str = "rows") -> None:
-        """After the rows up to ``end``: the next ones (``fill``) behind a button, if any are left."""
+    def more_rows(self, out: list, end: int, total: int, fill: Callable[[list], None], what: str = "rows",
+                  columns: int = 0) -> None:
+        """After the rows up to ``end``: the next ones (``fill``) behind a button, if any are left
+        (``columns``: a plain table's rows, the button a row of the table)."""
         if end < total:
-            self.defer(out, fill, f"Show {what} {end + 1} to {min(end + PAGE_ROWS, total)} (of {total})")
+            self.defer(out, fill, f"Show {what} {end + 1} to {min(end + PAGE_ROWS, total)} (of {total})", columns)
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -633,8 +641,14 @@ def _table(t: Table, out: list, page: _Page) -> None:
     short = [longest <= SHORT_CELL for _, longest, _ in lengths]
     if not any(expandable):
         out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
-        for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
+
+        def plain_from(start: int, out: list) -> None:
+            end = page.page_end(start, len(rows))
+            for row in rows[start:end]:
+                out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
+            page.more_rows(out, end, len(rows), lambda o: plain_from(end, o), columns=len(t.columns))
+
+        plain_from(0, out)
         out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose

@@ -5,8 +5,9 @@ hundred thousand elements, seconds in a browser before anything can be read. So 
 page is rendered with its heavy parts *deferred* (:meth:`Chunks.add`): the body of every tab
 but the first, and the content of every closed ``<details>`` (a table row's details, a
 graph of the "compile id · stage" choice, a closed tree node). Where a deferred part stood,
-the page holds a placeholder, ``<div data-ipyc-c="N"></div>``; nothing else writes that
-(text is always escaped), so it is found by a regular expression.
+the page holds a placeholder, ``<div data-ipyc-c="N"></div>`` (or a button that builds the next
+rows of a long table: a ``div``, or a ``tbody`` among a plain table's rows); nothing else
+writes these (text is always escaped), so they are found by a regular expression.
 
 What :func:`write_page` does with the parts depends on their size, as tlparse writes its
 pages beside its index:
@@ -47,7 +48,7 @@ FOLDER_ABOVE = 2 << 20
 FILE_BYTES = 1 << 20
 
 #: What stands in the page where a deferred part goes.
-PLACEHOLDER = re.compile(r'<div data-ipyc-c="(\d+)"(?: class="more" role="button" tabindex="0">[^<]*|>)</div>')
+PLACEHOLDER = re.compile(r'<(div|tbody) data-ipyc-c="(\d+)"[^>]*>(?:[^<]*|<tr><td colspan="\d+">[^<]*</td></tr>)</\1>')
 _ID = re.compile(r' id="([^"]+)"')
 _HREF = re.compile(r' href="#([^"]+)"')
 #: How a side file starts (an old folder is replaced only if every file in it is one of ours).
@@ -87,7 +88,7 @@ class Chunks:
         self.count += 1
         self.size += len(text)
         for m in PLACEHOLDER.finditer(text):
-            self.parent[int(m.group(1))] = n
+            self.parent[int(m.group(2))] = n
         if self.folder is not None:  # where a link lands, for the loader (an inline page needs none)
             for i in _ID.findall(text):
                 self.ids.setdefault(i, n)
@@ -128,7 +129,7 @@ class Chunks:
         held, first = self.held, self.first_held
 
         def put(m: "re.Match[str]") -> str:
-            return PLACEHOLDER.sub(put, held[int(m.group(1)) - first])
+            return PLACEHOLDER.sub(put, held[int(m.group(2)) - first])
 
         return PLACEHOLDER.sub(put, text)
 
@@ -187,8 +188,9 @@ LOADER = (
     "fill(el,function(){setTimeout(more)})})()})})()</script>"
 )
 
-_CSS = (".ipyc .more[data-ipyc-c]{display:inline-block;cursor:pointer;color:var(--ic-link);text-decoration:underline;"
-        "margin:4px 0}.ipyc [data-ipyc-c]:empty::before{content:'Loading...';color:var(--ic-muted)}"
+_CSS = (".ipyc div.more[data-ipyc-c]{display:inline-block;margin:4px 0}"
+        ".ipyc .more[data-ipyc-c]{cursor:pointer;color:var(--ic-link);text-decoration:underline}"
+        ".ipyc [data-ipyc-c]:empty::before{content:'Loading...';color:var(--ic-muted)}"
         ".ipyc button.loadall{font:inherit;font-size:12px;cursor:pointer;color:var(--ic-fg);background:var(--ic-panel);"
         "border:1px solid var(--ic-border);border-radius:3px;padding:1px 6px;margin-left:4px}")
 
@@ -208,25 +210,29 @@ def write_page(path: str, head: str, render: Callable[[Chunks], str], tail: str 
                limit: int = FOLDER_ABOVE) -> list[str]:
     """Write a page at ``path``: ``head``, what ``render(chunks)`` returns (the page's body, its
     heavy parts deferred into ``chunks``), ``tail``. At most ``limit`` characters of parts: one
-    self-contained file. More: the page and its folder of side files (:func:`side_folder`), which
-    replaces an earlier one (only one of ours: else ``FileExistsError``, before anything is
-    written). Returns the paths written (the page first). A failed write leaves an earlier page
-    and its folder as they were."""
+    self-contained file (an earlier page's folder of parts removed). More: the page and its folder
+    of side files (:func:`side_folder`), which replaces an earlier one; a folder of that name that
+    ipycompile did not write is never touched: the page is then refused (``FileExistsError``).
+    Returns the paths written (the page first). A failed write leaves an earlier page and its
+    folder as they were."""
     target = os.path.realpath(path)
     folder = side_folder(target)
-    _check_ours(folder)
+    ours = _ours(folder)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".tmp", dir=os.path.dirname(target))
     try:
         chunks = Chunks(tmp, limit)
         body = render(chunks)
         if not chunks.spilled:
-            shutil.rmtree(tmp)
             with atomic_writer(path, "w", encoding="utf-8") as f:
                 f.write(utf8_safe(head))
                 f.write(utf8_safe(chunks.expand(body)))
                 f.write(utf8_safe(tail))
-            _remove_ours(folder)  # an earlier page's parts, no longer its
+            if ours and os.path.isdir(folder):  # an earlier page's parts, no longer its
+                shutil.rmtree(folder, ignore_errors=True)
             return [target]
+        if not ours:
+            raise FileExistsError(f"{folder} is in the way of the page's parts, and ipycompile did not write it "
+                                  "(it holds other files): move it, or write the page under another name")
         chunks.finish()
         url = quote(os.path.basename(folder)) + "/"
         loader = LOADER.replace("%MANIFEST%", json.dumps(chunks.manifest(url, body)).replace("</", "<\\/"))
@@ -234,17 +240,20 @@ def write_page(path: str, head: str, render: Callable[[Chunks], str], tail: str 
         body = body[:note_at] + _note(folder, chunks.size) + body[note_at:]
         old = None
         if os.path.isdir(folder):
-            old = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".old", dir=os.path.dirname(target))
-            os.rmdir(old)
+            old = tmp + ".old"
             os.rename(folder, old)
+        placed = False
         try:
             with atomic_writer(path, "w", encoding="utf-8") as f:
                 f.write(utf8_safe(head))
                 f.write(utf8_safe(body + loader))  # after the report: the loader finds it
                 f.write(utf8_safe(tail))
                 os.rename(tmp, folder)  # the parts in place just before the page is
+                placed = True
         except BaseException:
-            if old is not None and not os.path.exists(folder):
+            if placed:
+                os.rename(folder, tmp)  # removed below
+            if old is not None:
                 os.rename(old, folder)
             raise
         if old is not None:
@@ -258,25 +267,18 @@ def write_page(path: str, head: str, render: Callable[[Chunks], str], tail: str 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _check_ours(folder: str) -> None:
-    """Raise ``FileExistsError`` if ``folder`` exists and is not a folder of side files we wrote."""
+def _ours(folder: str) -> bool:
+    """Whether ``folder`` is absent or a folder of side files ipycompile wrote (each file ``N.js``
+    starting ``ipycPut(``): one it may replace or remove."""
     if not os.path.lexists(folder):
-        return
+        return True
     if os.path.islink(folder) or not os.path.isdir(folder):
-        raise FileExistsError(f"{folder} exists and is not a folder of the page's parts: not replaced "
-                              "(move it, or write the page under another name)")
+        return False
     for name in os.listdir(folder):
         p = os.path.join(folder, name)
-        ok = _FILE_NAME.fullmatch(name) and os.path.isfile(p) and not os.path.islink(p)
-        if ok:
-            with open(p, "rb") as f:
-                ok = f.read(len(_FILE_START)) == _FILE_START
-        if not ok:
-            raise FileExistsError(f"{folder} holds {name}, which ipycompile did not write: not replaced "
-                                  "(move it, or write the page under another name)")
-
-
-def _remove_ours(folder: str) -> None:
-    if os.path.isdir(folder):
-        _check_ours(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        if not (_FILE_NAME.fullmatch(name) and os.path.isfile(p) and not os.path.islink(p)):
+            return False
+        with open(p, "rb") as f:
+            if f.read(len(_FILE_START)) != _FILE_START:
+                return False
+    return True

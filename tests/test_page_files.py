@@ -1,0 +1,88 @@
+"""Writing a large page as its first screen and a folder of parts (:mod:`ipycompile.views.page_files`):
+what is written where, byte for byte the one-file page once put back, and a folder of that name
+that is not ours never touched. The page in a browser: tests/test_large_page.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import pytest
+
+from tracefile import gpu_records
+
+
+@pytest.fixture(scope="module")
+def report():
+    import ipycompile
+
+    return ipycompile.build_report(gpu_records("quickstart"))
+
+
+def _save(report, path, folder_above):
+    from ipycompile.views.html import save_html
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return save_html(report, str(path), folder_above=folder_above)
+
+
+def _parts(folder) -> dict:
+    out = {}
+    for f in sorted(folder.iterdir()):
+        text = f.read_text(encoding="ascii")
+        assert re.fullmatch(r"\d+\.js", f.name) and text.startswith("ipycPut(") and text.endswith(");\n")
+        out.update(json.loads(text[len("ipycPut("):-3]))
+    return out
+
+
+def _normal(page: str) -> str:
+    return re.sub(r"ipyc\d+-\d+", "A", re.sub(r"-cols\d+", "-colsN", page))
+
+
+def test_parts_put_back_give_the_one_file_page(report, tmp_path):
+    from ipycompile.views.page_files import PLACEHOLDER
+
+    _save(report, tmp_path / "whole.html", 1 << 40)
+    _save(report, tmp_path / "split.html", 10_000)
+    whole = (tmp_path / "whole.html").read_text()
+    split = (tmp_path / "split.html").read_text()
+    assert not (tmp_path / "whole_files").exists()
+    parts = _parts(tmp_path / "split_files")
+    assert len(parts) > 10 and len(split) < len(whole) / 3
+    assert "ipycPut" not in whole and "data-ipyc-c" not in whole
+    # the folder page's own additions: its note (with the loader's style) before the tabs, the loader after the report
+    split = re.sub(r'<style>[^<]*</style><p class="note">A large report:.*?</noscript>', "", split, flags=re.S)
+    split = re.sub(r"<script>\(function\(\)\{var M=.*?</script>", "", split, flags=re.S)
+
+    def put(m):
+        return PLACEHOLDER.sub(put, parts[m.group(2)])
+
+    assert _normal(PLACEHOLDER.sub(put, split)) == _normal(whole)
+
+
+def test_written_again_it_replaces_its_folder_or_removes_it(report, tmp_path):
+    page = tmp_path / "page.html"
+    _save(report, page, 10_000)
+    folder = tmp_path / "page_files"
+    n = len(list(folder.iterdir()))
+    (folder / "999.js").write_text("ipycPut({});\n")  # a part an earlier, larger page had
+    _save(report, page, 10_000)
+    assert len(list(folder.iterdir())) == n and not (folder / "999.js").exists()
+    _save(report, page, 1 << 40)  # now one file: its parts are no longer its
+    assert not folder.exists() and "data-ipyc-c" not in page.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]  # no temporary folder left
+
+
+def test_a_folder_that_is_not_ours_is_never_touched(report, tmp_path):
+    page = tmp_path / "page.html"
+    folder = tmp_path / "page_files"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")  # a browser's "save page, complete" folder, say
+    with pytest.raises(FileExistsError, match=r"page_files is in the way of the page's parts, and ipycompile did not write it"):
+        _save(report, page, 10_000)
+    assert not page.exists() and [p.name for p in folder.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page_files"]
+    _save(report, page, 1 << 40)  # a one-file page needs no folder: the other one stays
+    assert page.exists() and [p.name for p in folder.iterdir()] == ["notes.txt"]
