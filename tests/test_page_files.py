@@ -41,14 +41,20 @@ def _normal(page: str) -> str:
     return re.sub(r"ipyc\d+-\d+", "A", re.sub(r"-cols\d+", "-colsN", page))
 
 
-def test_parts_put_back_give_the_one_file_page(report, tmp_path):
+def test_parts_put_back_give_the_page_rendered_whole(report, tmp_path):
     from ipycompile.views.page_files import PLACEHOLDER
 
-    _save(report, tmp_path / "whole.html", 1 << 40)
+    from ipycompile.views.html import write_body
+
+    _save(report, tmp_path / "one.html", 1 << 40)
     _save(report, tmp_path / "split.html", 10_000)
-    whole = (tmp_path / "whole.html").read_text()
+    one = (tmp_path / "one.html").read_text()
     split = (tmp_path / "split.html").read_text()
-    assert not (tmp_path / "whole_files").exists()
+    assert not (tmp_path / "one_files").exists()
+    whole: list[str] = []  # the page rendered without deferring anything (a page on stdout)
+    write_body(report, whole.append)
+    whole = one[:one.index("<style>")] + "".join(whole) + "\n</body></html>\n"
+    assert _normal(one) == _normal(whole)  # under the threshold: the one-file page, byte for byte
     parts = _parts(tmp_path / "split_files")
     assert len(parts) > 10 and len(split) < len(whole) / 3
     assert "ipycPut" not in whole and "data-ipyc-c" not in whole

@@ -343,6 +343,8 @@ _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's pag
 #: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows (and a
 #: choice's options) come this many at a time, each next lot behind a button.
 PAGE_ROWS = 200
+#: ... and a tab's own blocks (Guards: a tree a compile) about this many characters at a time.
+PAGE_BYTES = 128 << 10
 
 
 class _Page:
@@ -882,7 +884,22 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
         def body(o: list, tab=tab) -> None:
             o.append('<div class="body">')
             page.tab_start = len(o)
-            _blocks(tab.blocks(), o, page)
+            blocks = tab.blocks()
+
+            def blocks_from(start: int, o: list) -> None:  # a tab of thousands of blocks (Guards: a tree a compile)
+                end, size = page.page_end(start, len(blocks)), 0
+                for i in range(start, end):
+                    mark = len(o)
+                    _block(blocks[i], o, page)
+                    size += sum(len(x) for x in o[mark:])
+                    if page.chunks is not None and size > PAGE_BYTES and i + 1 < end:
+                        end = i + 1
+                        break
+                if end < len(blocks) and page.chunks is not None:
+                    page.defer(o, lambda o: blocks_from(end, o),
+                               f"Show more: {len(blocks) - end} of {len(blocks)} entries not shown yet")
+
+            blocks_from(0, o)
             o.append("</div>")
 
         if i == 0:  # the first screen's tab is built with the page
