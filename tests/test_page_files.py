@@ -92,3 +92,26 @@ def test_a_folder_that_is_not_ours_is_never_touched(report, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page_files"]
     _save(report, page, 1 << 40)  # a one-file page needs no folder: the other one stays
     assert page.exists() and [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_a_table_of_a_quarter_million_rows_in_lots(tmp_path):
+    """1,250 lots of 200 rows, each behind the button at the end of the one before: written (as one
+    file and as a folder) and put back with no deep recursion, the rows all there, in order."""
+    from ipycompile.views.blocks import Tab, Table, Text, ViewModel
+    from ipycompile.views.html import render_view_model
+    from ipycompile.views.page_files import PLACEHOLDER, Chunks, write_page
+
+    n = 250_000
+    table = Table(["n"], [[i] for i in range(n)])
+    vm = ViewModel(header=[], tabs=[Tab("first", "First", lambda: [Text("first")]), Tab("big", "Big", lambda: [table])])
+    plain = render_view_model(vm)  # nothing deferred
+    rows = re.findall(r'<td class="n">(\d+)</td>', plain)
+    assert rows == [str(i) for i in range(n)]
+    chunks = Chunks(None)  # held: put back as one page
+    assert _normal(chunks.expand(render_view_model(vm, chunks=chunks))) == _normal(plain)
+    assert chunks.count == (n // 200 - 1) + 1  # the lots after the first, and the tab's body
+    written = write_page(str(tmp_path / "big.html"), "", lambda c: render_view_model(vm, chunks=c), limit=10_000)
+    parts = _parts(tmp_path / "big_files")
+    assert len(written) - 1 == len(list((tmp_path / "big_files").iterdir())) and len(parts) == chunks.count
+    buttons = [m.group(0) for p in parts.values() for m in PLACEHOLDER.finditer(p) if "Show rows" in m.group(0)]
+    assert len(buttons) == n // 200 - 1 and 'colspan="1">Show rows 249801 to 250000 (of 250000)<' in buttons[0]

@@ -364,36 +364,43 @@ class _Page:
         self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
         self.chunks = None  # a page_files.Chunks: where the parts built only when opened go (None: none is)
 
-    def defer(self, out: list, fill: Callable[[list], None], more: str = "", columns: int = 0) -> None:
+    def defer(self, out: list, fill: Callable[[list], None]) -> None:
         """What ``fill`` renders, into ``out``; on a page with :attr:`chunks`, kept there as a part
-        built when it is opened, ``out`` getting its placeholder (:mod:`.page_files`); ``more``:
-        the placeholder is a button with this text that builds it (the next rows of a long table);
-        ``columns``: it stands among a table's rows of that many columns (a row of its own)."""
+        built when it is opened, ``out`` getting its placeholder (:mod:`.page_files`)."""
         if self.chunks is None:
             fill(out)
             return
         part: list[str] = []
         fill(part)
-        n = self.chunks.add("".join(part))
-        if columns:
-            out.append(f'<tbody data-ipyc-c="{n}" class="more" role="button" tabindex="0"><tr><td colspan="{columns}">'
-                       f'{_e(more)}</td></tr></tbody>')
-        elif more:
-            out.append(f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{_e(more)}</div>')
-        else:
-            out.append(f'<div data-ipyc-c="{n}"></div>')
+        out.append(f'<div data-ipyc-c="{self.chunks.add("".join(part))}"></div>')
 
-    def page_end(self, start: int, total: int) -> int:
-        """Where the rows (or options) shown from ``start`` stop: all of them on a page built whole,
-        :data:`PAGE_ROWS` at a time on one whose parts are built as they are opened."""
-        return total if self.chunks is None else min(total, start + PAGE_ROWS)
-
-    def more_rows(self, out: list, end: int, total: int, fill: Callable[[list], None], what: str = "rows",
-                  columns: int = 0) -> None:
-        """After the rows up to ``end``: the next ones (``fill``) behind a button, if any are left
-        (``columns``: a plain table's rows, the button a row of the table)."""
-        if end < total:
-            self.defer(out, fill, f"Show {what} {end + 1} to {min(end + PAGE_ROWS, total)} (of {total})", columns)
+    def lots(self, out: list, total: int, render: Callable[[int, int, list], int], what: str, columns: int = 0) -> None:
+        """``total`` items (rows, options, blocks) into ``out``: ``render(start, end, out)`` renders
+        items ``start`` to ``end`` (it may stop sooner; it returns where it stopped). On a page
+        with :attr:`chunks`, :data:`PAGE_ROWS` at a time: the first lot in ``out``, each next one a
+        part behind a button ("Show rows 201 to 400 (of N)") at the end of the one before (a
+        ``tbody`` among a table's rows of ``columns`` columns). The lots are rendered in order, then
+        made parts from the last (no part nests its rendering in another's: a million rows need no
+        deep stack)."""
+        if self.chunks is None:
+            render(0, total, out)
+            return
+        lots = []
+        start = 0
+        while start < total or not lots:
+            o: list[str] = []
+            end = render(start, min(total, start + PAGE_ROWS), o)
+            lots.append((start, end, o))
+            start = end
+        after = ""
+        for start, end, o in reversed(lots[1:]):
+            n = self.chunks.add("".join(o) + after)
+            more = _e(f"Show {what} {start + 1} to {end} (of {total})")
+            after = (f'<tbody data-ipyc-c="{n}" class="more" role="button" tabindex="0"><tr><td colspan="{columns}">'
+                     f'{more}</td></tr></tbody>' if columns
+                     else f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{more}</div>')
+        out += lots[0][2]
+        out.append(after)
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -644,13 +651,12 @@ def _table(t: Table, out: list, page: _Page) -> None:
     if not any(expandable):
         out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
 
-        def plain_from(start: int, out: list) -> None:
-            end = page.page_end(start, len(rows))
+        def plain_in(start: int, end: int, out: list) -> int:
             for row in rows[start:end]:
                 out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
-            page.more_rows(out, end, len(rows), lambda o: plain_from(end, o), columns=len(t.columns))
+            return end
 
-        plain_from(0, out)
+        page.lots(out, len(rows), plain_in, "rows", columns=len(t.columns))
         out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
@@ -659,9 +665,8 @@ def _table(t: Table, out: list, page: _Page) -> None:
         cols = _widths(lengths, marker=True, extra=extra)
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
 
-        def rows_from(start: int, out: list) -> None:
+        def rows_in(start: int, end: int, out: list) -> int:
             plain: list[str] = []
-            end = page.page_end(start, len(rows))
             for i in range(start, end):
                 cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(rows[i], short, extra))
                 if not expandable[i] or (page.cut_code and page.over(out)):
@@ -675,9 +680,9 @@ def _table(t: Table, out: list, page: _Page) -> None:
                 out.append("</details>")
             if plain:
                 out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
-            page.more_rows(out, end, len(rows), lambda o: rows_from(end, o))
+            return end
 
-        rows_from(0, out)
+        page.lots(out, len(rows), rows_in, "rows")
         out.append("</div>")
     if switch:
         out.append("</div>")
@@ -726,8 +731,7 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
         labels = ([default] if default is not None else []) + [k for k in labels if k != default][: n - 1]
     out.append(f'<div class="choice"><div class="ttl">{_e(c.label)} ({len(c.options)})</div>')
 
-    def options_from(start: int, out: list) -> None:
-        end = page.page_end(start, len(labels))
+    def options_in(start: int, end: int, out: list) -> int:
         for label in labels[start:end]:
             out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
             if label == default:
@@ -735,9 +739,9 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
             else:
                 page.defer(out, lambda o, b=c.options[label]: _blocks(b, o, page))
             out.append("</details>")
-        page.more_rows(out, end, len(labels), lambda o: options_from(end, o), "options")
+        return end
 
-    options_from(0, out)
+    page.lots(out, len(labels), options_in, "options")
     if len(labels) < len(c.options):
         rest = [k for k in c.options if k not in labels]
         out.append(page.omitted(f"{len(rest)} more: " + ", ".join(rest[:20]) + (" ..." if len(rest) > 20 else "")))
@@ -886,20 +890,17 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
             page.tab_start = len(o)
             blocks = tab.blocks()
 
-            def blocks_from(start: int, o: list) -> None:  # a tab of thousands of blocks (Guards: a tree a compile)
-                end, size = page.page_end(start, len(blocks)), 0
+            def blocks_in(start: int, end: int, o: list) -> int:  # a tab of thousands (Guards: a tree a compile)
+                size = 0
                 for i in range(start, end):
                     mark = len(o)
                     _block(blocks[i], o, page)
                     size += sum(len(x) for x in o[mark:])
-                    if page.chunks is not None and size > PAGE_BYTES and i + 1 < end:
-                        end = i + 1
-                        break
-                if end < len(blocks) and page.chunks is not None:
-                    page.defer(o, lambda o: blocks_from(end, o),
-                               f"Show more: {len(blocks) - end} of {len(blocks)} entries not shown yet")
+                    if page.chunks is not None and size > PAGE_BYTES:
+                        return i + 1
+                return end
 
-            blocks_from(0, o)
+            page.lots(o, len(blocks), blocks_in, "entries")
             o.append("</div>")
 
         if i == 0:  # the first screen's tab is built with the page

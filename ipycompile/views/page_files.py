@@ -126,12 +126,18 @@ class Chunks:
         page as it would be without deferring. Only for parts still held (an unspilled page)."""
         if self.spilled:
             raise ValueError("the parts were written to side files: they cannot be put back")
-        held, first = self.held, self.first_held
-
-        def put(m: "re.Match[str]") -> str:
-            return PLACEHOLDER.sub(put, held[int(m.group(2)) - first])
-
-        return PLACEHOLDER.sub(put, text)
+        out: list[str] = []
+        todo = [(text, 0)]  # a stack, not recursion: a long table's lots nest one in the next
+        while todo:
+            s, pos = todo.pop()
+            m = PLACEHOLDER.search(s, pos)
+            if m is None:
+                out.append(s[pos:])
+                continue
+            out.append(s[pos:m.start()])
+            todo.append((s, m.end()))
+            todo.append((self.held[int(m.group(2)) - self.first_held], 0))
+        return "".join(out)
 
     def manifest(self, folder_url: str, page_text: str) -> dict:
         """What the loader needs: the folder's URL, the first part of each file, and for each
