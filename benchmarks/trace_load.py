@@ -692,7 +692,7 @@ def main() -> None:
         pages = measure_pages(args, logs, work) if "page" in args.groups else None
         if not plan:  # the page alone
             write_results(args, logs, dirs, runs, loads + [os.getloadavg()], 0, startup=startup, pages=pages)
-        for rep in range(args.reps):
+        for rep in range(args.reps if plan else 0):
             order = plan if rep % 2 == 0 else plan[::-1]  # alternate the order too
             for group, key, label, run in order:
                 runs.setdefault((group, key, label), []).append(run())
