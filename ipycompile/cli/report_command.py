@@ -2,8 +2,9 @@
 
 Reads a TORCH_TRACE log (plain or gzip) or a directory of rank logs and prints
 a one-screen text summary on stdout; ``-o`` writes the report as a standalone
-HTML page, ``--json`` as ipycompile's lossless JSON (standard JSON: ``jq`` and
-``JSON.parse`` read it). ``-`` for either writes it to stdout, and the summary
+HTML page (a large one as its first screen and a folder of parts beside it, built
+as they are opened: :mod:`ipycompile.views.page_files`), ``--json`` as
+ipycompile's lossless JSON (standard JSON: ``jq`` and ``JSON.parse`` read it). ``-`` for either writes it to stdout, and the summary
 then goes to stderr. For a directory without ``--rank`` it prints how the
 ranks differ. A progress bar goes to stderr on large inputs.
 

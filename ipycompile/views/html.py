@@ -6,7 +6,9 @@ strips scripts, the strip hides and every panel shows under its heading), ``<det
 for expandable rows and trees, pygments-highlighted code with an id per line of a source
 excerpt (a place's link lands on its line, marked by ``:target``), figures as inline PNG.
 No external requests (the only URLs are plain links to torch's graph-break pages). Every
-tab is rendered; the Summary tab is selected.
+tab is rendered; the Summary tab is selected. A full page written to a file defers its heavy
+parts (:meth:`_Page.defer`, :meth:`_Page.lots`): a large one is its first screen and a folder
+of parts built as they are opened, a small one is put back whole (:mod:`.page_files`).
 
 It renders :func:`ipycompile.views.viewmodel.view_model` and computes nothing of
 its own, so it shows what the widget view shows.

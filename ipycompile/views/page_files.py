@@ -196,7 +196,7 @@ LOADER = (
 
 _CSS = (".ipyc div.more[data-ipyc-c]{display:inline-block;margin:4px 0}"
         ".ipyc .more[data-ipyc-c]{cursor:pointer;color:var(--ic-link);text-decoration:underline}"
-        ".ipyc [data-ipyc-c]:empty::before{content:'Loading...';color:var(--ic-muted)}"
+        ".ipyc .tabs.on [data-ipyc-c]:empty::before{content:'Loading...';color:var(--ic-muted)}"
         ".ipyc button.loadall{font:inherit;font-size:12px;cursor:pointer;color:var(--ic-fg);background:var(--ic-panel);"
         "border:1px solid var(--ic-border);border-radius:3px;padding:1px 6px;margin-left:4px}")
 
