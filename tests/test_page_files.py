@@ -4,7 +4,6 @@ that is not ours never touched. The page in a browser: tests/test_large_page.py.
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 
@@ -29,11 +28,12 @@ def _save(report, path, folder_above):
 
 
 def _parts(folder) -> dict:
+    from ipycompile.views.page_files import parts_in_file
+
     out = {}
     for f in sorted(folder.iterdir()):
-        text = f.read_text(encoding="ascii")
-        assert re.fullmatch(r"\d+\.js", f.name) and text.startswith("ipycPut(") and text.endswith(");\n")
-        out.update(json.loads(text[len("ipycPut("):-3]))
+        assert re.fullmatch(r"\d+\.js", f.name)
+        out.update(parts_in_file(f.read_text(encoding="utf-8")))
     return out
 
 
@@ -115,3 +115,20 @@ def test_a_table_of_a_quarter_million_rows_in_lots(tmp_path):
     assert len(written) - 1 == len(list((tmp_path / "big_files").iterdir())) and len(parts) == chunks.count
     buttons = [m.group(0) for p in parts.values() for m in PLACEHOLDER.finditer(p) if "Show rows" in m.group(0)]
     assert len(buttons) == n // 200 - 1 and 'colspan="1">Show rows 249801 to 250000 (of 250000)<' in buttons[0]
+
+
+def test_a_part_holding_a_comment_end_is_kept_whole(tmp_path):
+    """A side file holds each part in a JavaScript comment: a ``*/`` in it (a C comment's end, in a
+    kernel's code) is written as HTML's ``*&#47;`` and read back as rendered."""
+    from ipycompile.views.page_files import parts_in_file, write_page
+
+    code = "<pre>x = 1; /* a comment */ y = 2 */</pre>"
+
+    def render(chunks):
+        return "".join(f'<div data-ipyc-c="{chunks.add(code + str(i))}"></div>' for i in range(3))
+
+    written = write_page(str(tmp_path / "c.html"), "", render, limit=10)
+    text = (tmp_path / "c_files" / "0.js").read_text(encoding="utf-8")
+    assert text.count("*/") == 3 and text.count("*&#47;") == 6  # each part's comment's own end, and none other
+    assert parts_in_file(text) == {str(i): code + str(i) for i in range(3)}
+    assert written[1:] == [str(tmp_path / "c_files" / "0.js")]

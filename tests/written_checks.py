@@ -72,16 +72,16 @@ def page_with_parts(path: str, text: str) -> tuple[str, list[str]]:
     wanted = set(_PART.findall(text))
     if not wanted:
         return text, []
-    from ipycompile.views.page_files import side_folder
+    from ipycompile.views.page_files import parts_in_file, side_folder
 
     folder = side_folder(path)
     parts: dict[str, str] = {}
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-        with open(os.path.join(folder, name), encoding="ascii") as f:
-            body = f.read()
-        if not (body.startswith("ipycPut(") and body.endswith(");\n")):
-            return text, [f"{folder}/{name}: not a file of parts"]
-        parts.update(json.loads(body[len("ipycPut("):-3]))
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            try:
+                parts.update(parts_in_file(f.read()))
+            except ValueError as exc:
+                return text, [f"{folder}/{name}: {exc}"]
     for part in parts.values():
         wanted.update(_PART.findall(part))
     out = []

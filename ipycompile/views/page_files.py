@@ -17,7 +17,7 @@ pages beside its index:
   deferring (notebook copies, small reports);
 - a larger one is ``PAGE.html`` (the first screen: the doctor's findings, the chips, the tab
   strip and the first tab) and ``PAGE_files/N.js`` beside it, each file about
-  :data:`FILE_BYTES` of parts, as ``ipycPut({"N": "html", ...})``. The page's script
+  :data:`FILE_BYTES` of parts, as ``ipycPut({"N": function(){/*html*/}, ...})`` (:func:`_as_js`). The page's script
   (:data:`LOADER`) loads a file with ``<script src>`` (which works from ``file://``, where
   ``fetch`` does not) when a tab is selected, a ``<details>`` opened, or a link followed to a
   place inside a part not built yet, and puts the part in place. Without script the page
@@ -39,7 +39,7 @@ from urllib.parse import quote
 from ..report.files import WRITTEN_HOOKS, atomic_writer
 from ..report.text import utf8_safe
 
-__all__ = ["Chunks", "write_page", "FOLDER_ABOVE", "FILE_BYTES", "LOADER", "side_folder", "PLACEHOLDER"]
+__all__ = ["Chunks", "write_page", "parts_in_file", "FOLDER_ABOVE", "FILE_BYTES", "LOADER", "side_folder", "PLACEHOLDER"]
 
 #: A page whose parts pass this many characters is written as a page and a folder (Chromium builds
 #: about 4 MB of a large report's HTML a second on a busy 2-core machine: this opens within 0.5 s).
@@ -54,6 +54,27 @@ _HREF = re.compile(r' href="#([^"]+)"')
 #: How a side file starts (an old folder is replaced only if every file in it is one of ours).
 _FILE_START = b"ipycPut("
 _FILE_NAME = re.compile(r"\d+\.js")
+
+
+def _as_js(part: str) -> str:
+    """A part as a side file holds it: a function whose body is a comment holding the part's HTML,
+    which the loader reads back with ``Function.prototype.toString`` (it gives a function's source
+    text exactly, ECMAScript 2019). Nothing is escaped but a ``*/`` (in code: a C comment's end),
+    written ``*&#47;``, which HTML reads back as ``*/``: a JSON string would escape every quote and
+    newline, a third of the CPU the page's writing costs."""
+    part = utf8_safe(part)
+    return "function(){/*" + (part.replace("*/", "*&#47;") if "*/" in part else part) + "*/}"
+
+
+#: A side file's parts, as :func:`_as_js` writes them.
+PART_IN_FILE = re.compile(r'"(\d+)":function\(\)\{/\*(.*?)\*/\}', re.S)
+
+
+def parts_in_file(text: str) -> dict[str, str]:
+    """The parts a side file holds, by number (as strings), as rendered (a ``*/`` given back)."""
+    if not (text.startswith("ipycPut({") and text.endswith("});\n")):
+        raise ValueError("not a file of a page's parts (ipycPut({...});)")
+    return {n: part.replace("*&#47;", "*/") for n, part in PART_IN_FILE.findall(text)}
 
 
 def side_folder(path: str) -> str:
@@ -87,12 +108,15 @@ class Chunks:
         n = self.count
         self.count += 1
         self.size += len(text)
-        for m in PLACEHOLDER.finditer(text):
-            self.parent[int(m.group(2))] = n
+        if "data-ipyc-c" in text:  # (a test for a substring is many times faster than a regex's scan)
+            for m in PLACEHOLDER.finditer(text):
+                self.parent[int(m.group(2))] = n
         if self.folder is not None:  # where a link lands, for the loader (an inline page needs none)
-            for i in _ID.findall(text):
-                self.ids.setdefault(i, n)
-            self.hrefs.update(_HREF.findall(text))
+            if ' id="' in text:
+                for i in _ID.findall(text):
+                    self.ids.setdefault(i, n)
+            if ' href="#' in text:
+                self.hrefs.update(_HREF.findall(text))
         self.held.append(text)
         self.held_size += len(text)
         if self.folder is not None and self.size > self.limit:
@@ -109,9 +133,9 @@ class Chunks:
             take += 1
         index = len(self.starts)
         self.starts.append(self.first_held)
-        body = ",".join(f'"{self.first_held + i}":{json.dumps(utf8_safe(t))}' for i, t in enumerate(self.held[:take]))
         with open(os.path.join(self.folder, f"{index}.js"), "wb") as f:
-            f.write(_FILE_START + b"{" + body.encode("ascii") + b"});\n")
+            f.write(_FILE_START + b"{" + ",".join(f'"{self.first_held + i}":{_as_js(t)}'
+                                                  for i, t in enumerate(self.held[:take])).encode("utf-8") + b"});\n")
         self.first_held += take
         self.held_size -= size
         del self.held[:take]
@@ -160,7 +184,7 @@ class Chunks:
 #: ``%MANIFEST%`` is replaced by :meth:`Chunks.manifest` as JSON.
 LOADER = (
     "<script>(function(){var M=%MANIFEST%,S={},F={},W={},root=document.querySelector('.ipyc>.tabs').parentNode;"
-    "window.ipycPut=function(c){for(var k in c)S[k]=c[k]};"
+    "window.ipycPut=function(c){for(var k in c){var f=''+c[k];S[k]=f.slice(f.indexOf('/*')+2,f.lastIndexOf('*/'))}};"
     "function fileOf(n){var i=0;while(i+1<M.starts.length&&M.starts[i+1]<=n)i++;return i}"
     "function load(i,then){if(F[i]===1)return then();(W[i]=W[i]||[]).push(then);if(F[i]===0)return;F[i]=0;"
     "var s=document.createElement('script');s.src=M.dir+i+'.js';"
@@ -169,6 +193,7 @@ LOADER = (
     "function fill(el,then){var n=el.getAttribute('data-ipyc-c');if(!n||el.ipycBusy)return then&&then();el.ipycBusy=1;"
     "load(fileOf(+n),function(failed){el.ipycBusy=0;if(failed||!(n in S)){el.textContent='This part of the report is in '"
     "+M.dir+fileOf(+n)+'.js, which could not be read: keep the folder beside the page.';el.className='ipyc-missing';"
+    "el.removeAttribute('data-ipyc-c');"
     "return then&&then()}var t=document.createElement('template');t.innerHTML=S[n];delete S[n];"
     "var kids=[].slice.call(t.content.querySelectorAll('details[open]>[data-ipyc-c],[role=tabpanel]:not([hidden])>[data-ipyc-c]'));"
     "el.replaceWith(t.content);kids.forEach(function(k){fill(k)});then&&then()})}"
@@ -190,8 +215,9 @@ LOADER = (
     "e.preventDefault();e.stopPropagation();chain(id,function(){a.click()})},true);"
     "var h=location.hash.slice(1);try{h=decodeURIComponent(h)}catch(x){}h&&chain(h,function(){document.getElementById(h)&&go(h)});"
     "var b=root.querySelector('button.loadall');b&&(b.onclick=function(){b.disabled=true;b.textContent='Loading every panel...';"
-    "(function more(){var el=root.querySelector('[data-ipyc-c]');if(!el){b.textContent='Every panel is loaded';return}"
-    "fill(el,function(){setTimeout(more)})})()})})()</script>"
+    "(function more(){var els=root.querySelectorAll('[data-ipyc-c]'),left=els.length;"
+    "if(!left){b.textContent='Every panel is loaded';return}"
+    "[].forEach.call(els,function(el){fill(el,function(){--left||setTimeout(more)})})})()})})()</script>"
 )
 
 _CSS = (".ipyc div.more[data-ipyc-c]{display:inline-block;margin:4px 0}"
