@@ -231,3 +231,67 @@ def test_a_missing_folder_or_no_script_is_said(browser, pages, tmp_path_factory)
         assert "keep the folder beside the page" in missing.inner_text()
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def long_lists(tmp_path_factory):
+    """A hand-built view whose lists run to several lots: a plain table and a table of rows that
+    expand, 650 rows each, a choice of 450 options, a tab of 90 blocks of 7 KB."""
+    from ipycompile.views.blocks import Choice, Code, Tab, Table, Text, ViewModel
+    from ipycompile.views.html import render_view_model
+    from ipycompile.views.page_files import write_page
+
+    n = 650
+    plain = Table(["n", "square"], [[i, i * i] for i in range(n)], title="plain")
+    rows = Table(["n"], [[i] for i in range(n)], details=[[Text(f"details of {i}")] for i in range(n)], title="rows")
+    choice = Choice("option", {f"option {i}": [Text(f"text of option {i}")] for i in range(450)}, "option 0")
+    blocks = [Code(f"block {i}", f"# {i}\n" + "x = 1\n" * 1200, "text") for i in range(90)]
+    vm = ViewModel(header=[], problems=[], tabs=[Tab("first", "First", lambda: [Text("first")]),
+                                                 Tab("lists", "Lists", lambda: [plain, rows, choice]),
+                                                 Tab("blocks", "Blocks", lambda: blocks)])
+    folder = tmp_path_factory.mktemp("long-lists")
+    whole, split = folder / "whole.html", folder / "split.html"
+    whole.write_text(f"<!DOCTYPE html><html><body>{render_view_model(vm)}</body></html>", encoding="utf-8")
+    write_page(str(split), "<!DOCTYPE html><html><body>", lambda c: render_view_model(vm, chunks=c), "</body></html>",
+               limit=1000)
+    return whole, split
+
+
+def test_long_lists_come_lot_by_lot_with_nothing_lost(browser, long_lists):
+    whole, split = long_lists
+    context, page, _ = _open(browser, whole)
+    try:
+        want = page.evaluate(_PANELS)
+        shown = {}
+        for key in ("lists", "blocks"):
+            page.locator(f"[role=tab][data-tab='{key}']").click()
+            shown[key] = page.locator(f"section[data-tab='{key}']").inner_text()
+    finally:
+        context.close()
+    context, page, errors = _open(browser, split)
+    try:
+        seen = []
+        for key in ("lists", "blocks"):
+            panel = _select(page, key)
+            while panel.locator(".more[data-ipyc-c]").count():
+                button = panel.locator(".more[data-ipyc-c]").first.element_handle()
+                seen.append(button.inner_text())
+                button.click()
+                page.wait_for_function("b => !b.isConnected", arg=button)
+            assert panel.inner_text() == shown[key], key
+        page.locator("button.loadall").click()  # and the closed details' content
+        page.wait_for_function("() => document.querySelector('button.loadall').textContent == 'Every panel is loaded'")
+        assert page.evaluate(_PANELS) == want
+        # each lot's button at the end of the one before: 3 more lots of each table, 2 of the choice
+        assert [s for s in seen if "(of 650)" in s] == ["Show rows 201 to 400 (of 650)", "Show rows 401 to 600 (of 650)",
+                                                        "Show rows 601 to 650 (of 650)"] * 2
+        assert [s for s in seen if "options" in s] == ["Show options 201 to 400 (of 450)", "Show options 401 to 450 (of 450)"]
+        # blocks past 128 KB a lot, and never fewer than 20 of them
+        assert [s for s in seen if "entries" in s] == [f"Show entries {a} to {b} (of 90)" for a, b in
+                                                      ((21, 40), (41, 60), (61, 80), (81, 90))]
+        plain_rows = page.evaluate("() => [...document.querySelectorAll('section[data-tab=lists] .wide table tr')]"
+                                   ".map(r => r.cells[0].textContent)")
+        assert plain_rows == ["n"] + [str(i) for i in range(650)]  # in one table, in order
+        assert not errors
+    finally:
+        context.close()

@@ -345,8 +345,10 @@ _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's pag
 #: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows (and a
 #: choice's options) come this many at a time, each next lot behind a button.
 PAGE_ROWS = 200
-#: ... and a tab's own blocks (Guards: a tree a compile) about this many characters at a time.
+#: ... and a tab's own blocks (Guards: a tree a compile) about this many characters at a time,
+#: never fewer than :data:`PAGE_MIN` blocks (a tab of a few blocks, one a figure, stays whole).
 PAGE_BYTES = 128 << 10
+PAGE_MIN = 20
 
 
 class _Page:
@@ -898,7 +900,7 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
                     mark = len(o)
                     _block(blocks[i], o, page)
                     size += sum(len(x) for x in o[mark:])
-                    if page.chunks is not None and size > PAGE_BYTES:
+                    if page.chunks is not None and size > PAGE_BYTES and i + 1 - start >= PAGE_MIN:
                         return i + 1
                 return end
 
