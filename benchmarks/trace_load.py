@@ -28,6 +28,13 @@ the machine falls on both alike:
   start drops out), and the ratios of the slopes are ours over tlparse's. Target (issue 38): at
   most 0.5x tlparse's;
 * all ranks of a directory: ``report DIR -o page.html`` against ``tlparse --all-ranks-html``;
+* the page (``page``): for each large log, the page ``report LOG -o page.html`` writes (and the
+  ``--baseline``'s), opened from ``file://`` in Chromium (Debian's, ``/usr/bin/chromium``, headless,
+  through Playwright, a fresh context each time, ``--reps`` times): its size on disk (the HTML and
+  the folder of parts beside it), its elements at load, the navigation's ``domContentLoaded`` and
+  ``load`` ends and the first contentful paint (ms from the navigation's start), and, for ours, the
+  slowest tab to build once clicked (ms to its first frame after its part is in place). Target (issue
+  38): the first screen readable within 1 s for the 280 MB log (first contentful paint and load);
 * start-up (``--startup-mb``, default 1 MB: the training log's first events): the text summary
   ``report LOG`` and ``report LOG --json FILE`` against ``tlparse --plain-text``, with
   ``python -c pass`` (the interpreter's own start) and ``python -c 'import ipycompile'``
@@ -47,7 +54,7 @@ Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
                                     [--copies-per-rank 1] [--startup-mb 1] [--label after] [--keep DIR]
-                                    [--groups summary full full_html cpu ranks startup]
+                                    [--groups summary full full_html page cpu ranks startup]
 """
 
 from __future__ import annotations
@@ -73,9 +80,9 @@ sys.path.insert(0, str(ROOT))
 from ipycompile.capture.tracefile import format_record, glog_prefix, iter_records  # noqa: E402
 
 WORKLOADS = ("quickstart", "max_autotune", "reduce_overhead")
-GROUPS = ("summary", "full", "full_html", "cpu", "ranks", "startup")
+GROUPS = ("summary", "full", "full_html", "page", "cpu", "ranks", "startup")
 #: the groups that read the large logs (--sizes)
-LARGE_GROUPS = ("summary", "full", "full_html", "cpu")
+LARGE_GROUPS = ("summary", "full", "full_html", "page", "cpu")
 #: the ``cpu`` group's commands: (label, ours or tlparse, flags)
 CPU_RUNS = (("ipycompile report LOG", "ours", ()), ("ipycompile report LOG --full", "ours", ("--full",)),
             ("tlparse --plain-text", "tlparse", ("--plain-text",)), ("tlparse (HTML)", "tlparse", ()))
@@ -395,8 +402,111 @@ def slope(points: list[tuple[float, float]]) -> dict:
     return {"per_unit": round(b, 5), "intercept": round(a, 3), "worst_relative_residual": round(worst, 3)}
 
 
+# -- the page in a browser ------------------------------------------------------------
+#: What the page's navigation and paint entries say, and its elements, once it has loaded.
+_PAGE_FACTS = """async () => {
+  for (let i = 0; i < 600 && !performance.getEntriesByName('first-contentful-paint').length; i++)
+    await new Promise(r => setTimeout(r, 10));
+  const n = performance.getEntriesByType('navigation')[0], paint = {};
+  for (const e of performance.getEntriesByType('paint')) paint[e.name] = e.startTime;
+  return {dcl_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd, fcp_ms: paint['first-contentful-paint'],
+          elements: document.getElementsByTagName('*').length};
+}"""
+#: Each tab clicked in turn: ms until its part is in place and a frame has been drawn after it.
+_TAB_TIMES = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r)));
+  const out = {};
+  for (const b of document.querySelectorAll('[role=tablist] > [role=tab]')) {
+    const panel = document.getElementById(b.getAttribute('aria-controls')), t0 = performance.now();
+    b.click();
+    while (panel.querySelector(':scope > [data-ipyc-c]')) await frame();
+    await frame();
+    out[b.dataset.tab] = performance.now() - t0;
+  }
+  return out;
+}"""
+
+
+def _browser_helpers():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("browser_helpers", ROOT / "tests" / "browser_helpers.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def page_on_disk(page: Path) -> dict:
+    """The page's size: its HTML and the folder of parts beside it (``page_files``), if any."""
+    folder = page.with_name(page.stem + "_files")
+    files = sorted(folder.iterdir()) if folder.is_dir() else []
+    return {"html_mb": round(page.stat().st_size / 1e6, 3), "side_files": len(files),
+            "disk_mb": round((page.stat().st_size + sum(f.stat().st_size for f in files)) / 1e6, 3)}
+
+
+def page_in_browser(browser, page: Path, tabs: bool) -> dict:
+    """One opening of ``page`` from file:// in a fresh context: :data:`_PAGE_FACTS`, and with
+    ``tabs`` the slowest tab to build (:data:`_TAB_TIMES`)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
+    try:
+        p = context.new_page()
+        p.goto(page.as_uri(), wait_until="load", timeout=300_000)
+        facts = p.evaluate(_PAGE_FACTS)
+        if tabs:
+            times = p.evaluate(_TAB_TIMES)
+            slowest = max(times, key=times.get)
+            facts.update(slowest_tab_ms=times[slowest], slowest_tab=slowest)
+        return facts
+    finally:
+        context.close()
+
+
+def page_stats(rows: list[dict]) -> dict:
+    out = {}
+    for key in ("dcl_ms", "fcp_ms", "load_ms", "elements", "slowest_tab_ms"):
+        vals = sorted(r[key] for r in rows if r.get(key) is not None)
+        if vals:
+            n = len(vals)
+            med = vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+            out[key] = {"median": round(med, 1), "min": round(vals[0], 1), "max": round(vals[-1], 1)}
+    if any("slowest_tab" in r for r in rows):
+        out["slowest_tab"] = sorted({r["slowest_tab"] for r in rows if "slowest_tab" in r})
+    return out
+
+
+def measure_pages(args, logs: dict, work: Path) -> dict:
+    """The ``page`` group: each log's page (ours, and the baseline's) written once, then opened
+    ``--reps`` times in Chromium, ours and the baseline's alternating."""
+    helpers = _browser_helpers()
+    pages: dict = {}
+    for mb, path in logs.items():
+        made = {}
+        for label, code in [("ipycompile report LOG -o page.html", ROOT)] + (
+                [("baseline: ipycompile report LOG -o page.html", Path(args.baseline).resolve())] if args.baseline else []):
+            folder = work / "pages" / f"{mb}-{'baseline' if code != ROOT else 'ours'}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            ours(path, work / "out", "-o", str(folder / "page.html"), code=code)
+            made[label] = folder / "page.html"
+        runs: dict = {label: [] for label in made}
+        with helpers.chromium() as browser:
+            for rep in range(args.reps):
+                for label, page in (made.items() if rep % 2 == 0 else reversed(made.items())):
+                    runs[label].append(page_in_browser(browser, page, tabs=not label.startswith("baseline")))
+        pages[str(mb)] = {label: {**page_on_disk(made[label]), **page_stats(rows), "runs": rows}
+                          for label, rows in runs.items()}
+        for label, row in pages[str(mb)].items():
+            print(f"page {mb:>5} {label:48s} {row['disk_mb']:7.1f} MB on disk ({row['side_files']} side files), "
+                  f"{row['elements']['median']:.0f} elements, fcp {row['fcp_ms']['median']:.0f} ms, "
+                  f"dcl {row['dcl_ms']['median']:.0f} ms, load {row['load_ms']['median']:.0f} ms"
+                  + (f", slowest tab {row['slowest_tab_ms']['median']:.0f} ms" if "slowest_tab_ms" in row else ""), flush=True)
+        for folder in (work / "pages").iterdir():
+            shutil.rmtree(folder, ignore_errors=True)
+    return pages
+
+
 def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds: int, quiet: bool = False,
-                  startup: "Path | None" = None) -> None:
+                  startup: "Path | None" = None, pages: "dict | None" = None) -> None:
     """Medians, ranges, ratios and growth of the rounds so far, printed and written as JSON."""
     results: dict = {}
     for (group, key, label), rows in runs.items():
@@ -477,6 +587,11 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
         if r:
             met[f"{key} ranks: <= 0.3x tlparse's time"] = r["time"] <= 0.3
             met[f"{key} ranks: <= 0.3x tlparse's memory"] = r["memory"] <= 0.3
+    for key, by in (pages or {}).items():
+        row = by.get("ipycompile report LOG -o page.html")
+        if row:
+            met[f"page: first contentful paint and load within 1 s in Chromium ({key} MB log, medians)"] = \
+                max(row["fcp_ms"]["median"], row["load_ms"]["median"]) <= 1000
 
     if quiet:
         print(json.dumps(ratios), flush=True)
@@ -530,6 +645,14 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
         "bytecode": ("ipycompile byte-compiled before the rounds (as pip install leaves it); the runs read it"
                      if startup is not None else None),
         "results": results,
+        "page": pages or {},
+        "page_method": ("each page written once by `report LOG -o page.html` (and by the baseline's code), then opened "
+                        "--reps times from file:// in a fresh context of one headless Chromium (/usr/bin/chromium, "
+                        "Playwright), ours and the baseline's alternating: disk_mb the HTML and its folder of parts; "
+                        "elements at the load event; dcl_ms, load_ms the navigation's domContentLoaded and load ends, "
+                        "fcp_ms the first contentful paint, ms from the navigation's start; slowest_tab_ms: each tab "
+                        "clicked in turn, ms to the first frame after its part is in place, the slowest (medians, "
+                        "min, max)") if pages else None,
         "ratios_ours_over_tlparse": ratios,
         "growth": growth,
         "cpu_per_mb": {"pinned": " ".join(one_core()) or "not pinned (no taskset)", "seconds_per_mb": cpu_per_mb,
@@ -553,7 +676,7 @@ def main() -> None:
     ap.add_argument("--startup-mb", type=float, default=1.0,
                     help="size of the log of the start-up measurement, in MB (default: %(default)s)")
     ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS,
-                    help="which measurements to run (default: all): summary, full, full_html, cpu, ranks, startup")
+                    help="which measurements to run (default: all): summary, full, full_html, page, cpu, ranks, startup")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
                          "in the same rounds, as 'baseline: ...' (the full report with HTML, the summary, the cpu group, the start-up, the ranks)")
@@ -653,15 +776,19 @@ def main() -> None:
         plan = [step for step in plan if step[0] in args.groups or (step[0] == "startup_page" and "startup" in args.groups)]
         runs: dict[tuple, list[dict]] = {}
         loads = [os.getloadavg()]
-        for rep in range(args.reps):
+        pages = measure_pages(args, logs, work) if "page" in args.groups else None
+        if not plan:  # the page alone
+            write_results(args, logs, dirs, runs, loads + [os.getloadavg()], 0, startup=startup, pages=pages)
+        for rep in range(args.reps if plan else 0):
             order = plan if rep % 2 == 0 else plan[::-1]  # alternate the order too
             for group, key, label, run in order:
                 runs.setdefault((group, key, label), []).append(run())
             loads.append(os.getloadavg())
             print(f"round {rep + 1}/{args.reps} done, load {loads[-1][0]:.1f}", flush=True)
             # written after every round: a run cut short keeps the rounds it finished
-            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps, startup=startup)
+            write_results(args, logs, dirs, runs, loads, rep + 1, quiet=rep + 1 < args.reps, startup=startup, pages=pages)
         page.unlink(missing_ok=True)
+        shutil.rmtree(work / "page_files", ignore_errors=True)  # a large page's parts
     finally:
         shutil.rmtree(neutral_dir(), ignore_errors=True)
         if not args.keep:

@@ -6,7 +6,9 @@ Every output of ipycompile goes through ``report.files.atomic_writer``, which ca
 a report it wrote does not pass:
 
 - an HTML page: every id it refers to (``href="#X"``, ``aria-controls``, ``aria-labelledby``,
-  ``aria-describedby``, a label's ``for``) is an ``id`` of the page (:func:`dangling`);
+  ``aria-describedby``, a label's ``for``) is an ``id`` of the page (:func:`dangling`); a large
+  page's parts in its folder (``PAGE_files/N.js``, :mod:`ipycompile.views.page_files`) count as
+  the page, and each placeholder of a part has its part (:func:`page_with_parts`);
 - a saved report (JSON with ``schema_version``): loaded back and saved again, it is the same text;
   a directory's JSON (``python -m ipycompile report DIR --json``): each rank's summary is.
 
@@ -56,8 +58,38 @@ def problems(path: str) -> list[str]:
         return [f"{path}: cannot be read back: {exc}"]
     if suffix == ".json":
         return _report_problems(path, text)
+    text, out = page_with_parts(path, text)
     missing = dangling(text)
-    return [f"{path}: links to ids it does not have: {missing[:10]}"] if missing else []
+    return out + ([f"{path}: links to ids it does not have: {missing[:10]}"] if missing else [])
+
+
+_PART = re.compile(r'data-ipyc-c="(\d+)"')
+
+
+def page_with_parts(path: str, text: str) -> tuple[str, list[str]]:
+    """The page's text with the parts of its folder (if it has placeholders), and what is wrong
+    with them: a placeholder without its part, a part no placeholder names."""
+    wanted = set(_PART.findall(text))
+    if not wanted:
+        return text, []
+    from ipycompile.views.page_files import parts_in_file, side_folder
+
+    folder = side_folder(path)
+    parts: dict[str, str] = {}
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            try:
+                parts.update(parts_in_file(f.read()))
+            except ValueError as exc:
+                return text, [f"{folder}/{name}: {exc}"]
+    for part in parts.values():
+        wanted.update(_PART.findall(part))
+    out = []
+    if wanted - set(parts):
+        out.append(f"{path}: placeholders without their part in {folder}: {sorted(wanted - set(parts), key=int)[:10]}")
+    if set(parts) - wanted:
+        out.append(f"{path}: parts in {folder} that nothing shows: {sorted(set(parts) - wanted, key=int)[:10]}")
+    return text + "".join(parts.values()), out
 
 
 def _report_problems(path: str, text: str) -> list[str]:

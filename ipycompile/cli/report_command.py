@@ -2,8 +2,9 @@
 
 Reads a TORCH_TRACE log (plain or gzip) or a directory of rank logs and prints
 a one-screen text summary on stdout; ``-o`` writes the report as a standalone
-HTML page, ``--json`` as ipycompile's lossless JSON (standard JSON: ``jq`` and
-``JSON.parse`` read it). ``-`` for either writes it to stdout, and the summary
+HTML page (a large one as its first screen and a folder of parts beside it, built
+as they are opened: :mod:`ipycompile.views.page_files`), ``--json`` as
+ipycompile's lossless JSON (standard JSON: ``jq`` and ``JSON.parse`` read it). ``-`` for either writes it to stdout, and the summary
 then goes to stderr. For a directory without ``--rank`` it prints how the
 ranks differ. A progress bar goes to stderr on large inputs.
 
@@ -169,16 +170,37 @@ def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
                                 (args.output, _write_html, " (it holds the model's code: share it as you would the code)")):
         if not target:
             continue
+        written = [target]
         try:
-            with open_output(target) as f:
-                write(f, path, loaded, shown)
+            if write is _write_html and target != "-" and isinstance(shown, CompileReport):
+                written = _save_page(target, path, shown)  # a large page: a folder of its parts beside it
+            else:
+                with open_output(target) as f:
+                    write(f, path, loaded, shown)
         except BrokenPipeError:
             raise  # stdout closed early: the command stops quietly (see ipycompile.cli.main)
+        except FileExistsError as exc:  # a folder beside the page that is not one of ours
+            return fail(PROG, f"cannot write {output_name(target)}: {exc}")
         except OSError as exc:
             return fail(PROG, f"cannot write {output_name(target)}: {(exc.strerror or str(exc)).lower()}")
         if target != "-":
+            if len(written) > 1:
+                from ..views.page_files import side_folder
+
+                folder = side_folder(target)
+                size = sum(os.path.getsize(p) for p in written[1:]) / 1e6
+                note = (f" and its parts, built as they are opened, in {output_name(folder)} ({len(written) - 1} files, "
+                        f"{size:.1f} MB: keep them together){note}")
             say(f"wrote {output_name(target)}{note}", text_out)
     return 0
+
+
+def _save_page(target: str, path: str, shown) -> list[str]:
+    from ..views.html import save_page
+
+    title = f"ipycompile: {os.path.basename(os.path.normpath(path))}"
+    head, tail = _page(title, "\0").split("\0")
+    return save_page(shown, target, head, tail)
 
 
 def _write_json(f: IO[str], path: str, loaded, shown) -> None:
@@ -193,6 +215,8 @@ def _write_json(f: IO[str], path: str, loaded, shown) -> None:
 
 
 def _write_html(f: IO[str], path: str, loaded, shown) -> None:
+    """The page on stdout (every part in place), or a directory's page; a report's page in a file
+    is written by :func:`_save_page`."""
     from ..report import CompileReport
     from ..views.html import write_body
 

@@ -366,7 +366,9 @@ class CompileReport:
 
     def to_html(self, path: str) -> str:
         """Write this report as a standalone HTML page with every detail (the notebook
-        output is a compact version of it). Returns ``path``.
+        output is a compact version of it). Returns ``path``. A large page is written with
+        a folder beside it, ``NAME_files``, of the parts built as they are opened: keep
+        them together (docs/trace-files.md, "The page of a large log").
 
         The page holds the model's code (graphs, kernels, source lines): share it
         as you would share the code.

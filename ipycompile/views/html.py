@@ -6,7 +6,9 @@ strips scripts, the strip hides and every panel shows under its heading), ``<det
 for expandable rows and trees, highlighted code (pygments' classes) with an id per line of a source
 excerpt (a place's link lands on its line, marked by ``:target``), figures inline (SVG, or PNG for matplotlib's).
 No external requests (the only URLs are plain links to torch's graph-break pages). Every
-tab is rendered; the Summary tab is selected.
+tab is rendered; the Summary tab is selected. A full page written to a file defers its heavy
+parts (:meth:`_Page.defer`, :meth:`_Page.lots`): a large one is its first screen and a folder
+of parts built as they are opened, a small one is put back whole (:mod:`.page_files`).
 
 It renders :func:`ipycompile.views.viewmodel.view_model` and computes nothing of
 its own, so it shows what the widget view shows.
@@ -21,13 +23,13 @@ import time
 from typing import Callable, Optional
 
 from ..report import CompileReport
-from ..report.files import REPORT_MARKER, atomic_writer
+from ..report.files import REPORT_MARKER
 from ..report.text import NAME_LIMIT, VIEW_TEXT_LIMIT, capped, capped_lines, short_paths, utf8_safe
 from .blocks import Choice, Code, Figure, Place, Table, Text, TreeNode, ViewModel, figure_png
 from .svg import SvgImage
 from .viewmodel import view_model
 
-__all__ = ["render_html", "render_view_model", "save_html", "notebook_bundle", "HIGHLIGHT_LINES", "HIGHLIGHT_BUDGET"]
+__all__ = ["render_html", "render_view_model", "save_html", "save_page", "notebook_bundle", "HIGHLIGHT_LINES", "HIGHLIGHT_BUDGET"]
 
 #: Lines of each code block that are syntax-highlighted; the rest of the block is
 #: shown in full, escaped (highlighting 100k lines of graphs would take seconds).
@@ -348,6 +350,14 @@ FULL_DETAIL = ("Compact view: long code, tables and lists are cut here to keep t
 
 _IDS = 0  # ids handed out (a table's column switch), unique in a notebook's page
 
+#: On a page whose parts are built as they are opened (:mod:`.page_files`), a table's rows (and a
+#: choice's options) come this many at a time, each next lot behind a button.
+PAGE_ROWS = 200
+#: ... and a tab's own blocks (Guards: a tree a compile) about this many characters at a time,
+#: never fewer than :data:`PAGE_MIN` blocks (a tab of a few blocks, one a figure, stays whole).
+PAGE_BYTES = 128 << 10
+PAGE_MIN = 20
+
 
 class _Page:
     """State of one page being rendered: the highlighting budget (lines left to highlight;
@@ -362,6 +372,45 @@ class _Page:
         self.anchor = ""  # the page's id prefix (its tabs', its source lines')
         self.keys: set[str] = set()  # source excerpts given an id in this page
         self.targets: Optional[set[str]] = None  # the keys of every source excerpt of the page: what links may name
+        self.chunks = None  # a page_files.Chunks: where the parts built only when opened go (None: none is)
+
+    def defer(self, out: list, fill: Callable[[list], None]) -> None:
+        """What ``fill`` renders, into ``out``; on a page with :attr:`chunks`, kept there as a part
+        built when it is opened, ``out`` getting its placeholder (:mod:`.page_files`)."""
+        if self.chunks is None:
+            fill(out)
+            return
+        part: list[str] = []
+        fill(part)
+        out.append(f'<div data-ipyc-c="{self.chunks.add("".join(part))}"></div>')
+
+    def lots(self, out: list, total: int, render: Callable[[int, int, list], int], what: str, columns: int = 0) -> None:
+        """``total`` items (rows, options, blocks) into ``out``: ``render(start, end, out)`` renders
+        items ``start`` to ``end`` (it may stop sooner; it returns where it stopped). On a page
+        with :attr:`chunks`, :data:`PAGE_ROWS` at a time: the first lot in ``out``, each next one a
+        part behind a button ("Show rows 201 to 400 (of N)") at the end of the one before (a
+        ``tbody`` among a table's rows of ``columns`` columns). The lots are rendered in order, then
+        made parts from the last (no part nests its rendering in another's: a million rows need no
+        deep stack)."""
+        if self.chunks is None:
+            render(0, total, out)
+            return
+        lots = []
+        start = 0
+        while start < total or not lots:
+            o: list[str] = []
+            end = render(start, min(total, start + PAGE_ROWS), o)
+            lots.append((start, end, o))
+            start = end
+        after = ""
+        for start, end, o in reversed(lots[1:]):
+            n = self.chunks.add("".join(o) + after)
+            more = _e(f"Show {what} {start + 1} to {end} (of {total})")
+            after = (f'<tbody data-ipyc-c="{n}" class="more" role="button" tabindex="0"><tr><td colspan="{columns}">'
+                     f'{more}</td></tr></tbody>' if columns
+                     else f'<div data-ipyc-c="{n}" class="more" role="button" tabindex="0">{more}</div>')
+        out += lots[0][2]
+        out.append(after)
 
     def new_id(self, what: str) -> str:
         global _IDS
@@ -603,8 +652,13 @@ def _table(t: Table, out: list, page: _Page) -> None:
     short = [longest <= SHORT_CELL for _, longest, _ in lengths]
     if not any(expandable):
         out.append(f'<div class="wide"><table>{_colgroup(extra) if switch else ""}{head}')
-        for row in rows:
-            out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
+
+        def plain_in(start: int, end: int, out: list) -> int:
+            for row in rows[start:end]:
+                out.append("<tr>" + "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra)) + "</tr>")
+            return end
+
+        page.lots(out, len(rows), plain_in, "rows", columns=len(t.columns))
         out.append("</table></div>")
     else:
         # rows that expand: one <details> per row, its summary a one-row table whose
@@ -612,20 +666,25 @@ def _table(t: Table, out: list, page: _Page) -> None:
         # rows that do not expand share one table
         cols = _widths(lengths, marker=True, extra=extra)
         out.append(f'<div class="tbl"><table class="hd">{cols}{head}</table>')
-        plain: list[str] = []
-        for i, row in enumerate(rows):
-            cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(row, short, extra))
-            if not expandable[i] or (page.cut_code and page.over(out)):
-                plain.append(f"<tr>{cells}</tr>")
-                continue
+
+        def rows_in(start: int, end: int, out: list) -> int:
+            plain: list[str] = []
+            for i in range(start, end):
+                cells = "".join(_cell(v, s, page.limits.cuts, x, page.anchor, page.targets) for v, s, x in zip(rows[i], short, extra))
+                if not expandable[i] or (page.cut_code and page.over(out)):
+                    plain.append(f"<tr>{cells}</tr>")
+                    continue
+                if plain:
+                    out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+                    plain = []
+                out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary>")
+                page.defer(out, lambda o, d=t.details[i]: (o.append('<div class="det">'), _blocks(d, o, page), o.append("</div>")))
+                out.append("</details>")
             if plain:
                 out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
-                plain = []
-            out.append(f"<details><summary><table>{cols}<tr>{cells}</tr></table></summary><div class=\"det\">")
-            _blocks(t.details[i], out, page)
-            out.append("</div></details>")
-        if plain:
-            out.append(f'<table class="hd">{cols}{"".join(plain)}</table>')
+            return end
+
+        page.lots(out, len(rows), rows_in, "rows")
         out.append("</div>")
     if switch:
         out.append("</div>")
@@ -650,11 +709,20 @@ def table_html(t: Table, order: Optional[list[int]] = None) -> str:
 
 
 def _tree(node: TreeNode, out: list, page: _Page) -> None:
-    out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary><div class="kids">')
-    _blocks(node.blocks, out, page)
-    for c in node.children:
-        _tree(c, out, page)
-    out.append("</div></details>")
+    out.append(f'<details class="tree"{" open" if node.open else ""}><summary>{_e(node.label)}</summary>')
+
+    def kids(o: list) -> None:
+        o.append('<div class="kids">')
+        _blocks(node.blocks, o, page)
+        for c in node.children:
+            _tree(c, o, page)
+        o.append("</div>")
+
+    if node.open:
+        kids(out)
+    else:
+        page.defer(out, kids)
+    out.append("</details>")
 
 
 def _choice(c: Choice, out: list, page: _Page) -> None:
@@ -664,10 +732,18 @@ def _choice(c: Choice, out: list, page: _Page) -> None:
     if n is not None and len(labels) > n:  # the default first, then the first others
         labels = ([default] if default is not None else []) + [k for k in labels if k != default][: n - 1]
     out.append(f'<div class="choice"><div class="ttl">{_e(c.label)} ({len(c.options)})</div>')
-    for label in labels:
-        out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
-        _blocks(c.options[label], out, page)
-        out.append("</details>")
+
+    def options_in(start: int, end: int, out: list) -> int:
+        for label in labels[start:end]:
+            out.append(f'<details class="opt"{" open" if label == default else ""}><summary>{_e(label)}</summary>')
+            if label == default:
+                _blocks(c.options[label], out, page)
+            else:
+                page.defer(out, lambda o, b=c.options[label]: _blocks(b, o, page))
+            out.append("</details>")
+        return end
+
+    page.lots(out, len(labels), options_in, "options")
     if len(labels) < len(c.options):
         rest = [k for k in c.options if k not in labels]
         out.append(page.omitted(f"{len(rest)} more: " + ", ".join(rest[:20]) + (" ..." if len(rest) > 20 else "")))
@@ -773,22 +849,26 @@ TABS_SCRIPT = (
 
 
 def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Limits = FULL,
-                      fallback: bool = False, write: Optional[Callable[[str], object]] = None) -> str:
+                      fallback: bool = False, write: Optional[Callable[[str], object]] = None, chunks=None) -> str:
     """The HTML fragment for ``vm``: the first screen, then every tab (an ARIA tablist driven by
     :data:`TABS_SCRIPT`; without script, every panel under its heading). ``timings``, when
     given, receives seconds per tab. ``limits`` (:data:`FULL` or :data:`COMPACT`) says how
     much of each block to show. ``fallback``: this is the static copy beside a report
     widget (it carries :data:`FALLBACK_CSS`). ``write``, for a page that cuts nothing
     (:data:`FULL`): each tab is handed to it as soon as it is rendered, and "" returned
-    (the page of a large log is tens of MB; it is never held whole)."""
-    if write is not None and limits.cuts:
-        raise ValueError("write= takes a page that cuts nothing (limits=FULL): a cut page's note goes at its top")
+    (the page of a large log is tens of MB; it is never held whole). ``chunks`` (a
+    :class:`.page_files.Chunks`, for a page that cuts nothing): every tab's body but the first's
+    and every closed ``<details>``' content go there, as parts built when they are opened, and
+    the fragment holds their placeholders (:func:`.page_files.write_page`)."""
+    if (write is not None or chunks is not None) and limits.cuts:
+        raise ValueError("write= and chunks= take a page that cuts nothing (limits=FULL): a cut page's note goes at its top")
     global _PAGES
     _PAGES += 1
     anchor = f"ipyc{_PAGES}-{id(vm) % 100000}"
     page = _Page(limits)
     page.anchor = anchor
     page.targets = excerpt_keys(vm)  # a place links to its excerpt only where the page shows one
+    page.chunks = chunks
     style = _style() + (f"<style>{FALLBACK_CSS}</style>" if fallback else "")
     out: list[str] = [style, f'<div class="ipyc{" ipyc-static" if fallback else ""}">', first_screen_html(vm, anchor, limits.cuts, limits, page.targets)]
     note_at = len(out)
@@ -808,11 +888,32 @@ def render_view_model(vm: ViewModel, timings: Optional[dict] = None, limits: Lim
         a, k = _e(anchor), _e(tab.key)
         warn = ' class="warn"' if tab.warn else ""
         out.append(f'<section role="tabpanel" id="{a}-{k}" aria-labelledby="{a}-t-{k}" data-tab="{k}">'
-                   f'<h3{warn}>{_e(tab.title)}</h3><div class="body">')
-        page.tab_start = len(out)
+                   f'<h3{warn}>{_e(tab.title)}</h3>')
         page.cut_code = limits.cuts and tab.key != "summary"
-        _blocks(tab.blocks(), out, page)
-        out.append("</div></section>")
+
+        def body(o: list, tab=tab) -> None:
+            o.append('<div class="body">')
+            page.tab_start = len(o)
+            blocks = tab.blocks()
+
+            def blocks_in(start: int, end: int, o: list) -> int:  # a tab of thousands (Guards: a tree a compile)
+                size = 0
+                for i in range(start, end):
+                    mark = len(o)
+                    _block(blocks[i], o, page)
+                    size += sum(len(x) for x in o[mark:])
+                    if page.chunks is not None and size > PAGE_BYTES and i + 1 - start >= PAGE_MIN:
+                        return i + 1
+                return end
+
+            page.lots(o, len(blocks), blocks_in, "entries")
+            o.append("</div>")
+
+        if i == 0:  # the first screen's tab is built with the page
+            body(out)
+        else:
+            page.defer(out, body)
+        out.append("</section>")
         if write is not None:
             write("".join(out))
             out.clear()
@@ -872,21 +973,37 @@ def render_html(report: CompileReport, compact: bool = False) -> str:
     return render_view_model(view_model(report), limits=COMPACT if compact else FULL)
 
 
-def save_html(report: CompileReport, path: str, title: str = "ipycompile report") -> str:
-    """Write the report as a standalone HTML page with every detail; returns ``path``. The
-    page is written as it is rendered, tab by tab (see :func:`render_view_model`)."""
-    with atomic_writer(path, "w", encoding="utf-8") as f:  # a failed write leaves an earlier page as it was
-        write = lambda text: f.write(utf8_safe(text))  # noqa: E731
-        write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
-                f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
-                "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n")
-        write_body(report, write)
-        write("\n</body></html>\n")
+def save_html(report: CompileReport, path: str, title: str = "ipycompile report",
+              folder_above: Optional[int] = None) -> str:
+    """Write the report as a standalone HTML page with every detail; returns ``path``. A large
+    page is written as the page and a folder beside it, ``PATH_files``, of the parts built when
+    they are opened (:func:`save_page`; ``folder_above``: past how many characters of parts,
+    :data:`.page_files.FOLDER_ABOVE` when not given)."""
+    save_page(report, path,
+              f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{REPORT_MARKER}"
+              f"<title>{_e(title)}</title><meta name=\"color-scheme\" content=\"light dark\"></head>"
+              "<body class=\"ipyc standalone\" style=\"margin:0;padding:8px\">\n",
+              "\n</body></html>\n", folder_above)
     return path
 
 
+def save_page(report: CompileReport, path: str, head: str, tail: str, folder_above: Optional[int] = None) -> list[str]:
+    """Write ``head``, the report's full page and ``tail`` at ``path``: one self-contained file
+    while its deferred parts stay under :data:`.page_files.FOLDER_ABOVE` characters, else the
+    page (its first screen and first tab) and its folder of parts (:func:`.page_files.write_page`).
+    Returns the paths written, the page first. A failed write leaves an earlier page as it was."""
+    from .page_files import write_page
+
+    from .page_files import FOLDER_ABOVE
+
+    vm = view_model(report)
+    return write_page(path, head, lambda chunks: render_view_model(vm, chunks=chunks), tail,
+                      FOLDER_ABOVE if folder_above is None else folder_above)
+
+
 def write_body(report: CompileReport, write: Callable[[str], object]) -> None:
-    """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab."""
+    """What :func:`render_html` gives for the full page, handed to ``write`` tab by tab (every
+    part in place: a page on stdout has no folder beside it)."""
     render_view_model(view_model(report), write=lambda text: write(utf8_safe(text)))  # a file name not in UTF-8
 
 
