@@ -1,0 +1,377 @@
+'''The recipes of the recorded logs in this folder: the user's code, then the calls that compile it.
+
+One recipe, one log (``<name>-torch-<version>.log.gz``), recorded by ``python tests/inputs/record.py``
+(``tests/recorded.py`` says how). ``code`` defines the user's functions (a test that proves a fix
+compiles them again, from the same lines: ``recorded.definitions(name)``); ``calls`` runs them
+compiled, as a notebook cell would; ``config``: torch._dynamo settings held while it runs (outside
+the capture, so that the log records them as the global settings). backend="eager" everywhere:
+guards, recompiles and graph breaks are Dynamo's, the same with any backend.
+'''
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    code: str
+    calls: str
+    config: dict = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """The whole file: the code, then the calls (the code's lines are the same in both)."""
+        return self.code + self.calls
+
+
+def recipe(name: str, code: str, calls: str, **config) -> Recipe:
+    code, calls = textwrap.dedent(code).lstrip("\n"), textwrap.dedent(calls).lstrip("\n")
+    return Recipe(name, "import torch\nfrom torch import nn\n\n" + code + "\n", calls, config)
+
+
+DOUBLE = """
+def double(x):
+    return x * 2 + 1
+"""
+
+SCALED = """
+def scaled(x, k):
+    return x * k
+"""
+
+SMOOTH = """
+def smooth(v, steps: int):
+    for _ in range(steps):
+        v = 0.5 * (v + v.roll(1, dims=-1))
+    return v
+"""
+
+ADD = """
+def add(x, y):
+    return x + y
+"""
+
+ADD_AB = """
+def add(a, b):
+    return a + b
+"""
+
+PAIR = """
+def pair(x, y):
+    return x * y
+"""
+
+APPLY_G = """
+def apply_g(x, g):
+    return g(x)
+"""
+
+# -- recompiles: tests/test_doctor_recompiles.py ------------------------------------------------
+RECIPES = [
+    recipe("recompile-size", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        for x in [torch.randn(n, 3) for n in (8, 16, 24)]:
+            f(x)
+        """),
+    recipe("recompile-size-static", DOUBLE, """
+        f = torch.compile(double, backend="eager", dynamic=False)
+        f(torch.randn(8, 3))
+        f(torch.randn(16, 3))
+        """),
+    recipe("recompile-size-1", DOUBLE, """
+        marked = torch.randn(8, 3)
+        torch._dynamo.mark_dynamic(marked, 0)
+        f = torch.compile(double, backend="eager")
+        f(marked)
+        f(torch.randn(16, 3))
+        f(torch.randn(1, 3))
+        """),
+    recipe("recompile-stride", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        f(torch.randn(8, 4))
+        f(torch.randn(4, 8).t())
+        """),
+    recipe("recompile-int", SCALED, """
+        x = torch.randn(8)
+        f = torch.compile(scaled, backend="eager")
+        for k in (2, 3, 4):
+            f(x, k)
+        """),
+    recipe("recompile-float", SCALED, """
+        x = torch.randn(8)
+        f = torch.compile(scaled, backend="eager")
+        for k in (2.0, 3.5, 0.25):
+            f(x, k)
+        """),
+    recipe("recompile-global", """
+        SCALE = 2
+
+
+        def global_scaled(x):
+            return x * SCALE
+        """, """
+        x = torch.randn(8)
+        f = torch.compile(global_scaled, backend="eager")
+        for SCALE in (2, 3, 4):
+            f(x)
+        """),
+    recipe("recompile-module-attribute", """
+        class Scale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = 2
+
+            def forward(self, x):
+                return x * self.scale
+        """, """
+        m = Scale()
+        x = torch.randn(4)
+        cm = torch.compile(m, backend="eager")
+        for value in (2, 3, 4):
+            m.scale = value
+            cm(x)
+        """),
+    recipe("recompile-loop-count", SMOOTH + """
+
+def smooth_body(v):
+    return 0.5 * (v + v.roll(1, dims=-1))
+""", """
+        v = torch.randn(4, 8)
+        f = torch.compile(smooth, backend="eager")
+        for s in (1, 2, 3):
+            f(v, s)
+        """),
+    recipe("recompile-loop-count-commented", """
+        def smooth_commented(v, steps: int):
+            for _ in range(steps):  # unrolled: a comment closing the loop's header, as the tutorial writes it
+                v = 0.5 * (v + v.roll(1, dims=-1))
+            return v
+        """, """
+        v = torch.randn(4, 8)
+        f = torch.compile(smooth_commented, backend="eager")
+        for s in (1, 2, 3):
+            f(v, s)
+        """),
+    recipe("recompile-limit", SMOOTH, """
+        v = torch.randn(4, 8)
+        f = torch.compile(smooth, backend="eager")
+        for s in (1, 2, 3, 4):
+            f(v, s)
+        """, recompile_limit=2),
+    recipe("recompile-limit-of-the-function", ADD, """
+        calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in (torch.float32, torch.float64, torch.float16)]
+        f = torch.compile(add, backend="eager", recompile_limit=2)
+        for a in calls:
+            f(*a)
+        """),
+    recipe("recompile-limit-carried", """
+        def loop_torture(input, iters):
+            out = input
+            for _ in range(iters):  # a tensor count: a graph break, the loop runs in a resume function
+                out += input
+            return out
+        """, """
+        f = torch.compile(loop_torture, backend="eager")
+        for i in (5, 9, 17):
+            f(torch.randn(3), torch.tensor(i))
+        """, recompile_limit=1),
+    recipe("recompile-dtype", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        f(torch.randn(8))
+        f(torch.randn(8, dtype=torch.float16))
+        """),
+    recipe("recompile-rank", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        f(torch.randn(8))
+        f(torch.randn(8, 2))
+        """),
+    recipe("recompile-requires-grad", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        f(torch.randn(8))
+        f(torch.randn(8, requires_grad=True))
+        """),
+    recipe("recompile-type", DOUBLE, """
+        f = torch.compile(double, backend="eager")
+        f(torch.randn(8))
+        f(3)
+        """),
+    recipe("recompile-train-eval", "", """
+        drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        cd = torch.compile(drop, backend="eager")
+        x = torch.randn(2, 4)
+        cd(x)
+        drop.eval()
+        cd(x)
+        """),
+    recipe("recompile-grad-mode", DOUBLE, """
+        x = torch.randn(2, 4)
+        f = torch.compile(double, backend="eager")
+        f(x)
+        with torch.no_grad():
+            f(x)
+        """),
+    recipe("recompile-identity", "", """
+        x = torch.randn(2, 4)
+        g = torch.compile(lambda t, fn: fn(t), backend="eager")
+        g(x, torch.relu)
+        g(x, torch.sigmoid)
+        """),
+    recipe("recompile-list-length", "", """
+        x = torch.randn(2, 4)
+        h = torch.compile(lambda ts: sum(ts), backend="eager")
+        h([x] * 2)
+        h([x] * 3)
+        """),
+    recipe("recompile-bool", SCALED, """
+        x = torch.randn(2, 4)
+        s = torch.compile(scaled, backend="eager")
+        s(x, True)
+        s(x, False)
+        """),
+    recipe("recompile-parameter", """
+        W = torch.nn.Parameter(torch.randn(3, 2))
+
+
+        def param_matmul(x):
+            return x @ W
+        """, """
+        f = torch.compile(param_matmul, backend="eager")
+        for x in [torch.nn.Parameter(torch.randn(n, 3)) for n in (2, 10, 11, 15)]:
+            f(x)
+        """),
+    recipe("recompile-closure-int", APPLY_G + """
+
+def closing(k):
+    def g(y):
+        return y + k
+
+    return g
+""", """
+        x = torch.randn(5)
+        f = torch.compile(apply_g, backend="eager")
+        for i in range(3):
+            f(x, closing(i))
+        """),
+    recipe("recompile-sizes-together", PAIR, """
+        f = torch.compile(pair, backend="eager")
+        for a, b in [(torch.randn(n), torch.randn(n)) for n in (2, 3, 4, 5)]:
+            f(a, b)
+        """),
+    recipe("recompile-sizes-together-static", PAIR, """
+        f = torch.compile(pair, backend="eager")
+        for a, b in [(torch.randn(n), torch.randn(n)) for n in (2, 3, 4, 5)]:
+            f(a, b)
+        """, automatic_dynamic_shapes=False),
+    recipe("recompile-global-dict", """
+        HOLDER = {"tensor": torch.randn(4, 2)}
+
+
+        def from_global_dict(x):
+            return x.sin() + HOLDER["tensor"].sum(0)
+        """, """
+        x = torch.randn(2)
+        f = torch.compile(from_global_dict, backend="eager")
+        for t in [torch.randn(n, 2) for n in (4, 5, 6)]:
+            HOLDER["tensor"] = t
+            f(x)
+        """),
+    recipe("recompile-int-static", SCALED, """
+        x = torch.randn(3)
+        f = torch.compile(scaled, backend="eager", dynamic=False)
+        for k in (2, 3, 4):
+            f(x, k)
+        """),
+    recipe("recompile-int-as-size", """
+        def sized(x, n):
+            return x.sum() + torch.zeros(n).sum()
+        """, """
+        f = torch.compile(sized, backend="eager", dynamic=False)
+        f(torch.randn(3), 2)
+        f(torch.randn(3), 3)
+        """),
+    recipe("recompile-parameter-to-tensor", ADD_AB, """
+        a, p, t = torch.rand(3), torch.nn.Parameter(torch.rand(3)), torch.rand(3)
+        f = torch.compile(add, backend="eager")
+        f(a, p)
+        f(a, t)
+        """),
+    recipe("recompile-number-to-tensor", ADD_AB, """
+        a, t = torch.rand(3), torch.rand(3)
+        f = torch.compile(add, backend="eager")
+        f(a, 3)
+        f(a, t)
+        """),
+    recipe("recompile-flag-to-none", """
+        def flagged(x, flag):
+            return x + 1 if flag else x - 1
+        """, """
+        a = torch.rand(3)
+        g = torch.compile(flagged, backend="eager")
+        g(a, True)
+        g(a, None)
+        """),
+    recipe("recompile-device", "", """
+        g = torch.compile(lambda t: t * 2, backend="eager")
+        g(torch.randn(3))
+        g(torch.randn(3, device="meta"))
+        """),
+    recipe("recompile-aliasing", """
+        def mutate_and_add(a, b, c):
+            a.add_(b)
+            return c + 1
+        """, """
+        x = torch.randn(3)
+        m = torch.compile(mutate_and_add, backend="eager")
+        m(x.clone(), x.clone(), x.clone())
+        c = x.clone()
+        m(c, x.clone(), c)
+        """),
+    recipe("recompile-size-beside-type", PAIR, """
+        f = torch.compile(pair, backend="eager")
+        f(torch.randn(2), torch.randn(2))
+        f(torch.randn(3), 3)
+        """),
+    recipe("recompile-closure-tensor", APPLY_G + """
+
+def closing_tensor(t):
+    def g(y):
+        return y + t.sum()
+
+    return g
+""", """
+        f = torch.compile(apply_g, backend="eager")
+        for n in (2, 3, 4):
+            f(torch.randn(3), closing_tensor(torch.randn(n)))
+        """),
+    recipe("recompile-attribute-appears", """
+        class Cfg:
+            def __init__(self) -> None:
+                self.val = 0.5
+
+
+        def with_cfg(x, cfg):
+            if getattr(cfg, "just_add_7", False):
+                return x + 7
+            return x + cfg.val
+        """, """
+        x = torch.zeros(1)
+        a, b = Cfg(), Cfg()
+        b.just_add_7 = True
+        f = torch.compile(with_cfg, backend="eager")
+        f(x, a)
+        f(x, b)
+        """),
+    recipe("recompile-size-condition", """
+        def clip_to_window(x, window: int = 6):
+            if x.shape[0] > window:  # a size compared with a constant: one version for each side
+                x = x[-window:]
+            return x * 2
+        """, """
+        f = torch.compile(clip_to_window, backend="eager")
+        for n in (4, 9, 12):
+            f(torch.arange(float(n)))
+        """),
+]

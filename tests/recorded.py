@@ -1,0 +1,134 @@
+"""Test helper: the reports of the recorded logs in ``tests/inputs/``, and the recording itself.
+
+Parsing, the doctor and the views are functions of a log: the tests of their answers read a
+small TORCH_TRACE log per feature, recorded once by ``ipycompile.capture(trace_dir=...)`` from a
+recipe of ``tests/inputs/recipes.py`` (the user's code, then its calls) and loaded with
+``ipycompile.load_trace`` (the doctor applied, as ``python -m ipycompile report LOG`` does). Each log
+is ``<recipe>-torch-<version>.log.gz``; a test reads the log of the running torch's version, else
+the newest one recorded. ``python tests/inputs/record.py [--only NAME ...]`` records them again;
+``tests/test_recorded_truth.py`` records them live and checks that torch still writes what they hold.
+
+A recipe's code is the user's file: it runs from a file name of its own (``/ipycompile-recipes/NAME.py``)
+whose lines are in ``linecache``, as a notebook cell's are, so that a log records the same file names
+on every machine, and the report built from it (the guarded values named under the user's names,
+the kept source) reads the same lines anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.util
+import linecache
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+INPUTS = Path(__file__).parent / "inputs"
+RECORD_COMMAND = "python tests/inputs/record.py"
+_LOG = re.compile(r"^(?P<name>.+)-torch-(?P<version>\d+(?:\.\d+)*)\.log\.gz$")
+
+
+@functools.cache
+def recipes() -> dict:
+    """``{name: Recipe}`` of ``tests/inputs/recipes.py``."""
+    spec = importlib.util.spec_from_file_location("ipycompile_test_recipes", INPUTS / "recipes.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return {r.name: r for r in module.RECIPES}
+
+
+def recipe(name: str):
+    return recipes()[name]
+
+
+def torch_version() -> str:
+    """The running torch's version without its build (``2.13.0`` of ``2.13.0+cpu``)."""
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
+def _key(version: str) -> tuple:
+    return tuple(int(x) for x in version.split("."))
+
+
+def recorded_versions(name: str) -> list[str]:
+    """The torch versions ``name`` was recorded with, oldest first."""
+    found = [m["version"] for p in INPUTS.glob(f"{name}-torch-*.log.gz") if (m := _LOG.match(p.name)) and m["name"] == name]
+    return sorted(found, key=_key)
+
+
+def log_path(name: str, version: "str | None" = None) -> Path:
+    """The log of ``name`` for ``version`` (the running torch's when recorded with it, else the newest)."""
+    versions = recorded_versions(name)
+    if not versions:
+        raise FileNotFoundError(f"no recorded log of {name!r} in {INPUTS}: run `{RECORD_COMMAND} --only {name}`")
+    version = version or torch_version()
+    return INPUTS / f"{name}-torch-{version if version in versions else versions[-1]}.log.gz"
+
+
+def filename(name: str) -> str:
+    """The file name the recipe's code runs from (the same on every machine)."""
+    return f"/ipycompile-recipes/{name}.py"
+
+
+def register_source(name: str) -> str:
+    """Put the recipe's lines in ``linecache`` under its file name (as IPython does for a cell); the name."""
+    r, fn = recipe(name), filename(name)
+    text = r.source
+    linecache.cache[fn] = (len(text), None, text.splitlines(keepends=True), fn)
+    return fn
+
+
+def definitions(name: str) -> SimpleNamespace:
+    """The recipe's code run without its calls: its functions and classes, from its own file name
+    (their lines are the recorded ones), for a test that applies a fix and compiles them again."""
+    fn = register_source(name)
+    ns: dict = {"__name__": f"recipe_{name}"}
+    exec(compile(recipe(name).code, fn, "exec"), ns)
+    return SimpleNamespace(**{k: v for k, v in ns.items() if not k.startswith("__")})
+
+
+@functools.cache
+def _loaded(path: Path):
+    import ipycompile
+
+    return ipycompile.load_trace(path)
+
+
+def report(name: str, version: "str | None" = None):
+    """The diagnosed report of the recorded log of ``name`` (``ipycompile.load_trace``), loaded once."""
+    register_source(name)
+    return _loaded(log_path(name, version))
+
+
+def record(name: str, out_dir: "str | os.PathLike[str]"):
+    """Run the recipe now, from a clean Dynamo, under ``ipycompile.capture(trace_dir=...)``:
+    ``(the live report, the path of its log, gzipped, in out_dir)``."""
+    import torch
+
+    import ipycompile
+
+    r = recipe(name)
+    fn = register_source(name)
+    ns: dict = {"__name__": f"recipe_{name}"}
+    code = compile(r.source, fn, "exec")
+    torch._dynamo.reset()
+    try:
+        with tempfile.TemporaryDirectory(prefix="ipycompile-record-") as tmp:
+            with torch._dynamo.config.patch(**r.config):
+                with ipycompile.capture(trace_dir=tmp) as cap:
+                    exec(code, ns)
+            out = Path(out_dir) / f"{name}-torch-{torch_version()}.log.gz"
+            with open(cap.trace_path, "rb") as src, open(out, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
+                shutil.copyfileobj(src, dst)
+            return cap.report, out
+    finally:
+        torch._dynamo.reset()
