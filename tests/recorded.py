@@ -132,3 +132,44 @@ def record(name: str, out_dir: "str | os.PathLike[str]"):
             return cap.report, out
     finally:
         torch._dynamo.reset()
+
+
+def answers(report) -> dict:
+    """What the tests of the recorded logs read of a report, as plain data: the compiles' count,
+    each recompile's reasons, guards, changes, words and fix, each graph break's and failure's kind,
+    place and fix. Equal for a log recorded now and the committed one while torch writes the same."""
+    import dataclasses
+
+    def fix(s) -> "tuple | None":
+        return None if s is None else (s.kind, s.title, s.code, s.explanation)
+
+    def place(f) -> tuple:
+        return (f.filename, f.lineno, f.function)
+
+    out = {
+        "compiles": [(c.function, str(c.compile_id)) for c in report.compiles],
+        "recompiles": [
+            {"function": rc.function, "reasons": rc.reasons, "limit": (rc.limit_hit, rc.limit_type, rc.limit),
+             "guards": [dataclasses.asdict(g) for g in rc.guards], "changes": [dataclasses.asdict(c) for c in rc.changes],
+             "explanation": rc.explanation, "fix": fix(rc.suggestion), "call_site": place(rc.call_site)}
+            for rc in report.recompiles
+        ],
+        "graph_breaks": [(b.reason, b.gb_type, place(b.frame), fix(b.suggestion)) for b in report.graph_breaks],
+        "failures": [(f.type, f.gb_type, f.limit_hit, place(f.frame), fix(f.suggestion)) for f in report.failures],
+    }
+    return _without_ids(out)
+
+
+_OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\((?:[^(),]|\([^()]*\))+, )\d+")
+
+
+def _without_ids(value):
+    """``value`` with the object ids torch's identity guards quote (``___check_obj_id(L['fn'], 1402...)``) as ``ID``:
+    an address of the recording process, never the same twice."""
+    if isinstance(value, str):
+        return _OBJECT_ID.sub(r"\1ID", value)
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_without_ids(v) for v in value)
+    return value
