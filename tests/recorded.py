@@ -86,13 +86,20 @@ def register_source(name: str) -> str:
     return fn
 
 
+def namespace(name: str) -> dict:
+    """The recipe's code run without its calls (a cell's set-up: the notebook's namespace before the cell)."""
+    r = recipe(name)
+    fn = register_source(name) if r.through != "cell" else f"/ipycompile-recipes/{name}-setup.py"
+    ns: dict = {"__name__": f"recipe_{name}"}
+    exec(compile(r.code, fn, "exec"), ns)
+    return ns
+
+
 def definitions(name: str) -> SimpleNamespace:
     """The recipe's code run without its calls: its functions and classes, from its own file name
-    (their lines are the recorded ones), for a test that applies a fix and compiles them again."""
-    fn = register_source(name)
-    ns: dict = {"__name__": f"recipe_{name}"}
-    exec(compile(recipe(name).code, fn, "exec"), ns)
-    return SimpleNamespace(**{k: v for k, v in ns.items() if not k.startswith("__")})
+    (their lines are the recorded ones), for a test that applies a fix and compiles them again; for a
+    cell, the namespace the cell ran in (a fresh model of the same weights)."""
+    return SimpleNamespace(**{k: v for k, v in namespace(name).items() if not k.startswith("__")})
 
 
 @functools.cache
@@ -116,22 +123,28 @@ def record(name: str, out_dir: "str | os.PathLike[str]"):
     import ipycompile
 
     r = recipe(name)
-    fn = register_source(name)
-    ns: dict = {"__name__": f"recipe_{name}"}
-    code = compile(r.source, fn, "exec")
-    torch._dynamo.reset()
+    ipycompile.reset()
     try:
         with tempfile.TemporaryDirectory(prefix="ipycompile-record-") as tmp:
-            with torch._dynamo.config.patch(**r.config):
-                with ipycompile.capture(trace_dir=tmp) as cap:
-                    exec(code, ns)
+            if r.through == "cell":
+                ns = namespace(name)
+                run = ipycompile.run_cell(r.calls, ns, backend="eager", runs=1, record=False, trace_dir=tmp,
+                                          filename=register_source(name))
+                live, (trace,) = run.report, list(Path(tmp).glob("*.log"))
+            else:
+                ns = {"__name__": f"recipe_{name}"}
+                code = compile(r.source, register_source(name), "exec")
+                with torch._dynamo.config.patch(**r.config):
+                    with ipycompile.capture(trace_dir=tmp) as cap:
+                        exec(code, ns)
+                live, trace = cap.report, cap.trace_path
             out = Path(out_dir) / f"{name}-torch-{torch_version()}.log.gz"
-            with open(cap.trace_path, "rb") as src, open(out, "wb") as raw, \
+            with open(trace, "rb") as src, open(out, "wb") as raw, \
                     gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as dst:
                 shutil.copyfileobj(src, dst)
-            return cap.report, out
+            return live, out
     finally:
-        torch._dynamo.reset()
+        ipycompile.reset()
 
 
 def answers(report) -> dict:

@@ -20,16 +20,26 @@ class Recipe:
     code: str
     calls: str
     config: dict = field(default_factory=dict)
+    #: "capture": the calls run under ``ipycompile.capture()``; "cell": ``calls`` is a notebook cell, run by
+    #: ``ipycompile.run_cell`` (compiled, backend "eager", one run) in the namespace ``code`` makes
+    through: str = "capture"
 
     @property
     def source(self) -> str:
-        """The whole file: the code, then the calls (the code's lines are the same in both)."""
-        return self.code + self.calls
+        """The file the compiled code runs from: the code then the calls (the code's lines are the same in
+        both); a cell's own source for a cell."""
+        return self.calls if self.through == "cell" else self.code + self.calls
 
 
 def recipe(name: str, code: str, calls: str, **config) -> Recipe:
     code, calls = textwrap.dedent(code).lstrip("\n"), textwrap.dedent(calls).lstrip("\n")
     return Recipe(name, "import torch\nfrom torch import nn\n\n" + code + "\n", calls, config)
+
+
+def cell(name: str, setup: str, source: str) -> Recipe:
+    """A notebook cell, ``source``, run by ``ipycompile.run_cell`` in the namespace ``setup`` makes."""
+    return Recipe(name, "import torch\n" + textwrap.dedent(setup).lstrip("\n"), textwrap.dedent(source).lstrip("\n"),
+                  through="cell")
 
 
 DOUBLE = """
@@ -373,5 +383,44 @@ def closing_tensor(t):
         f = torch.compile(clip_to_window, backend="eager")
         for n in (4, 9, 12):
             f(torch.arange(float(n)))
+        """),
+]
+
+# -- transformers models in a cell, a notebook global: tests/test_doctor_answer_classes.py --------------------
+# (tiny configs, random weights, nothing downloaded: tests/doctor_corpus/_tiny.py)
+LLAMA = """
+from doctor_corpus import _tiny
+
+torch.manual_seed(0)
+model = _tiny.llama(layers={layers})
+ids = torch.randint(3, 96, (1, 8))
+"""
+
+BERT = """
+from transformers import BertConfig, BertForSequenceClassification
+
+torch.manual_seed(0)
+model = BertForSequenceClassification(BertConfig(
+    vocab_size=96, hidden_size=32, num_hidden_layers={layers}, num_attention_heads=2, intermediate_size=64,
+    max_position_embeddings=64, num_labels=2)).eval()
+ids = torch.randint(3, 96, (1, 8))
+"""
+
+RECIPES += [
+    cell("library-switch-llama", LLAMA.format(layers=3), """
+        with torch.no_grad():
+            out = model(ids, use_cache=False, output_hidden_states=True)
+        """),
+    cell("library-switch-bert", BERT.format(layers=3), """
+        with torch.no_grad():
+            out = model(ids, return_dict=True, output_attentions=True)
+        """),
+    *(cell(f"library-attentions-llama-{n}", LLAMA.format(layers=n), """
+        with torch.no_grad():
+            out = model(ids, output_attentions=True)
+        """) for n in (1, 2)),
+    cell("library-attentions-bert-2", BERT.format(layers=2), """
+        with torch.no_grad():
+            out = model(ids, output_attentions=True)
         """),
 ]
