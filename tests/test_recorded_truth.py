@@ -1,7 +1,8 @@
 """The recorded logs of ``tests/inputs/`` against what today's torch writes.
 
 The tests of the doctor's answers read recorded logs (``tests/recorded.py``); this module records
-every recipe of ``tests/inputs/recipes.py`` again, live (backend "eager"), and checks that the
+the recipes of ``tests/inputs/recipes.py`` again, live (backend "eager"; every recipe but the
+transformers cells its ``truth`` field leaves out, whose library code one recorded model covers), and checks that the
 report of the new log answers as the committed one does: the same compiles, recompile reasons,
 guards, changes, graph breaks and failures, at the same lines, with the same words and fixes
 (``recorded.answers``). A torch that writes a recipe differently fails here, naming the command
@@ -20,7 +21,7 @@ def test_every_recipe_has_a_recorded_log():
     assert not missing, f"no recorded log for {missing}: run `{recorded.RECORD_COMMAND} --only {' '.join(missing)}`"
 
 
-@pytest.mark.parametrize("name", list(recorded.recipes()))
+@pytest.mark.parametrize("name", [name for name, r in recorded.recipes().items() if r.truth])
 def test_torch_still_writes_what_the_recorded_log_holds(name, tmp_path):
     live, path = recorded.record(name, tmp_path)
     committed = recorded.log_path(name)
