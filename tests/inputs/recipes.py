@@ -34,9 +34,9 @@ class Recipe:
         return self.calls if self.through == "cell" else self.code + self.calls
 
 
-def recipe(name: str, code: str, calls: str, **config) -> Recipe:
+def recipe(name: str, code: str, calls: str, truth: bool = True, **config) -> Recipe:
     code, calls = textwrap.dedent(code).lstrip("\n"), textwrap.dedent(calls).lstrip("\n")
-    return Recipe(name, "import torch\nfrom torch import nn\n\n" + code + "\n", calls, config)
+    return Recipe(name, "import torch\nfrom torch import nn\n\n" + code + "\n", calls, config, truth=truth)
 
 
 def cell(name: str, setup: str, source: str, truth: bool = True) -> Recipe:
@@ -447,4 +447,20 @@ RECIPES += [
         out = model(ids, labels=ids).loss
         out
         """),
+]
+
+# -- tests/test_doctor_dynamic_classes.py -------------------------------------------------------------------
+RECIPES += [
+    recipe("recompile-library-generate", """
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+        model = LlamaForCausalLM(cfg).eval()
+        """, """
+        gen = torch.compile(model.generate, backend="eager")
+        prompt = torch.randint(3, 64, (1, 4), generator=torch.Generator().manual_seed(0))
+        gen(input_ids=prompt, max_new_tokens=2, do_sample=False, pad_token_id=0)
+        """, truth=False),  # a generate() of its own: the truth module's llama cell covers the library's code
 ]
