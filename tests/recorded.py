@@ -126,7 +126,12 @@ def record(name: str, out_dir: "str | os.PathLike[str]"):
     ipycompile.reset()
     try:
         with tempfile.TemporaryDirectory(prefix="ipycompile-record-") as tmp:
-            if r.through == "cell":
+            if r.through == "ddp":  # a two-process gloo job that torch traces itself (TORCH_TRACE): rank 0's log
+                from trace_jobs import ddp_logs
+
+                (trace,) = ddp_logs().glob("*rank_0*")
+                live = ipycompile.load_trace(trace)
+            elif r.through == "cell":
                 ns = namespace(name)
                 run = ipycompile.run_cell(r.calls, ns, backend="eager", runs=1, record=False, trace_dir=tmp,
                                           filename=register_source(name))

@@ -1233,11 +1233,8 @@ def test_breaks_inside_ddps_own_forward_are_named_as_by_design():
     """A real two-process gloo job compiling ``torch.compile(DDP(model))``: Dynamo breaks in DDP's
     ``_pre_forward`` (GB0156) and at its skipped ``_inside_ddp_forward`` (GB0007). The doctor names
     them "ddp_wrapper" (by design, no code), not a skipped function of the user's, and the module's own
-    forward has no break: its graph is DDP's to split."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    from trace_jobs import ddp_logs
-
-    report = ipycompile.load_trace(ddp_logs(), rank=0)
+    forward has no break: its graph is DDP's to split. Rank 0's log of that job, recorded (``tests/inputs``)."""
+    report = recorded.report("break-ddp-rank0")
     kinds = {(b.gb_code, b.suggestion.kind) for b in report.graph_breaks}
     assert kinds == {("GB0156", "ddp_wrapper"), ("GB0007", "ddp_wrapper")}, kinds
     for b in report.graph_breaks:

@@ -21,7 +21,8 @@ class Recipe:
     calls: str
     config: dict = field(default_factory=dict)
     #: "capture": the calls run under ``ipycompile.capture()``; "cell": ``calls`` is a notebook cell, run by
-    #: ``ipycompile.run_cell`` (compiled, backend "eager", one run) in the namespace ``code`` makes
+    #: ``ipycompile.run_cell`` (compiled, backend "eager", one run) in the namespace ``code`` makes; "ddp":
+    #: rank 0's TORCH_TRACE log of the two-process gloo DDP job of ``tests/trace_jobs.py`` (its code is there)
     through: str = "capture"
     #: recorded again by tests/test_recorded_truth.py (False: a model whose library code another recipe's
     #: truth check covers, left out there to keep the suite short; still recorded by record.py)
@@ -463,4 +464,10 @@ RECIPES += [
         prompt = torch.randint(3, 64, (1, 4), generator=torch.Generator().manual_seed(0))
         gen(input_ids=prompt, max_new_tokens=2, do_sample=False, pad_token_id=0)
         """, truth=False),  # a generate() of its own: the truth module's llama cell covers the library's code
+]
+
+RECIPES += [
+    # torch.compile(DDP(model)) in a two-process gloo job, traced by torch itself (tests/trace_jobs.py, `ddp`);
+    # tests/test_trace_ranks.py runs that job live
+    Recipe("break-ddp-rank0", "", "", through="ddp", truth=False),
 ]
