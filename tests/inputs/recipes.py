@@ -471,3 +471,15 @@ RECIPES += [
     # tests/test_trace_ranks.py runs that job live
     Recipe("break-ddp-rank0", "", "", through="ddp", truth=False),
 ]
+
+# -- tests/test_parse_kernels.py: Inductor's C++ output code (backend "inductor": a C++ compile, a minute on a
+# loaded CPU; left out of the truth module for that) --------------------------------------------------------
+RECIPES += [
+    recipe("kernels-cpu-cond", """
+        def f(x, w):
+            y = torch.relu(x) @ w + x.sin().sum(dim=1, keepdim=True)
+            return torch.cond(y.sum() > 0, lambda t: t.cos(), lambda t: t * 2, (y,))
+        """, """
+        torch.compile(f)(torch.randn(32, 32), torch.randn(32, 32))
+        """, truth=False),
+]
