@@ -483,3 +483,20 @@ RECIPES += [
         torch.compile(f)(torch.randn(32, 32), torch.randn(32, 32))
         """, truth=False),
 ]
+
+# -- tests/test_parse_failures.py ---------------------------------------------------------------------------
+RECIPES += [
+    recipe("failure-constraint-violation", """
+        def my_dyn_fn(x):
+            if x.shape[0] == 3:  # the line
+                return x.sin()
+            return x.cos()
+        """, """
+        y = torch.randn(3, 3, 3)
+        torch._dynamo.mark_dynamic(y, 0)
+        try:
+            torch.compile(my_dyn_fn, backend="eager")(y)
+        except Exception as exc:  # ConstraintViolationError: the mark's dim is specialised
+            raised = exc
+        """),
+]
