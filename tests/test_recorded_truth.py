@@ -1,8 +1,8 @@
 """The recorded logs of ``tests/inputs/`` against what today's torch writes.
 
 The tests of the doctor's answers read recorded logs (``tests/recorded.py``); this module records
-the recipes of ``tests/inputs/recipes.py`` again, live (backend "eager"; every recipe but the
-transformers cells its ``truth`` field leaves out, whose library code one recorded model covers), and checks that the
+the recipes of ``tests/inputs/recipes.py`` again, live (every recipe but those whose ``truth`` field leaves
+them out for their cost: transformers models beyond one Llama cell, the DDP job, the C++ kernels), and checks that the
 report of the new log answers as the committed one does: the same compiles, recompile reasons,
 guards, changes, graph breaks and failures, at the same lines, with the same words and fixes
 (``recorded.answers``). A torch that writes a recipe differently fails here, naming the command
