@@ -116,7 +116,8 @@ def report(name: str, version: "str | None" = None):
 
 
 def record(name: str, out_dir: "str | os.PathLike[str]"):
-    """Run the recipe now, from a clean Dynamo, under ``ipycompile.capture(trace_dir=...)``:
+    """Run the recipe now, from a clean Dynamo, under ``ipycompile.capture(trace_dir=...)`` (a cell: through
+    ``ipycompile.run_cell(..., trace_dir=...)``; the DDP job: rank 0's TORCH_TRACE log, read by ``load_trace``):
     ``(the live report, the path of its log, gzipped, in out_dir)``."""
     import torch
 
