@@ -36,6 +36,8 @@ from ipycompile.analysis import recompiles as recompiles_mod
 from ipycompile.analysis.breaks import rules as break_rules
 from ipycompile.analysis.doctor import doctor_errors
 
+import recorded
+
 _PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\]|\[(['\"])[^'\"\[\]]*\1\])*")
 
 
@@ -540,10 +542,11 @@ def _cell_breaks(source: str, ns: dict):
 def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_the_lever(family, call, switch):
     """A transformers model, a notebook global, called with a switch (``output_hidden_states=True``) whose code
     breaks in the library: the answer names that switch (not the other keywords of the call), written against
-    the user's own line; applied, the library's breaks under it are gone and the outputs equal eager."""
-    ids = torch.randint(3, 96, (1, 8))
-    ns = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
-    r = _cell_breaks(f"with torch.no_grad():\n    {call}\n", ns)
+    the user's own line; applied, the library's breaks under it are gone and the outputs equal eager. The answer
+    is read from the recorded log of the cell (``tests/inputs``); the switch is applied live."""
+    name = f"library-switch-{family}"
+    assert recorded.recipe(name).calls.strip().endswith(call)  # the cell recorded is the call named here
+    r = recorded.report(name)
     # the lever is the answer where no rule had one; where a rule answered (a warm-up call that keeps the outputs),
     # the rule's answer stays and the switch is added to its words as another lever
     levers = [b for b in r.graph_breaks if b.suggestion is not None and (
@@ -557,12 +560,12 @@ def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_th
         assert s.code == call.replace(f"{switch}=True", f"{switch}=False"), s.code
         assert s.first_line == s.last_line == 2  # it rewrites the user's own line of the cell
     # applied, on a fresh model of the same weights (the library's one-time set-up has not run on it)
-    ns2 = {"torch": torch, "model": _tiny_model(family, 3), "ids": ids}
+    ns2 = recorded.namespace(name)
     r2 = _cell_breaks(f"with torch.no_grad():\n    {call.replace(f'{switch}=True', f'{switch}=False')}\n", ns2)
-    sites = {(b.stop.filename, b.stop.lineno) for b in levers}
-    assert not sites & {(b.stop.filename, b.stop.lineno) for b in r2.graph_breaks}, [b.reason for b in r2.graph_breaks]
+    sites = {r.where(b.stop.filename, b.stop.lineno) for b in levers}  # as the user reads them: the same anywhere
+    assert not sites & {r2.where(b.stop.filename, b.stop.lineno) for b in r2.graph_breaks}, [b.reason for b in r2.graph_breaks]
     with torch.no_grad():
-        eager = ns2["model"](ids)
+        eager = ns2["model"](ns2["ids"])
     torch.testing.assert_close(ns2["out"].logits, eager.logits)
     assert getattr(ns2["out"], switch.replace("output_", "")) is None  # what the switch added is gone, as said
 
@@ -578,20 +581,18 @@ def test_a_library_call_without_a_switch_gets_no_switch_lever():
 def test_a_break_repeated_in_every_layer_of_a_library_model_is_one_problem_with_one_answer():
     """A break in a library line that every layer of a model reaches is one item (grouped by the library line and
     the reason), with one answer, whatever the number of layers: the first screen and the breaks tab count the
-    problems of a 1-layer and a 4-layer model alike."""
-    ids = torch.randint(3, 96, (1, 8))
+    problems of a 1-layer and a 2-layer model alike (the recorded logs of the same cell)."""
     answers, shown = {}, {}
-    for layers in (1, 4):
-        ns = {"torch": torch, "model": _tiny_model("llama", layers), "ids": ids}
-        r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    for layers in (1, 2):
+        r = recorded.report(f"library-attentions-llama-{layers}")
         assert r.graph_breaks
         answers[layers] = sorted((b.gb_code, b.stop.lineno, b.suggestion.title) for b in r.graph_breaks)
         assert layers == 1 or any(b.count >= layers for b in r.graph_breaks)  # a break hit once per layer ...
         text = str(r)  # the first screen, then every tab
         shown[layers] = {r.where(b.stop.filename, b.stop.lineno): text.count(r.where(b.stop.filename, b.stop.lineno))
                          for b in r.graph_breaks}
-    assert answers[1] == answers[4], answers
-    assert shown[1] == shown[4], shown  # ... is shown as often with 4 layers as with 1
+    assert answers[1] == answers[2], answers
+    assert shown[1] == shown[2], shown  # ... is shown as often with 2 layers as with 1
 
 
 def _evaluates(path: str, ns: dict) -> bool:
@@ -608,10 +609,11 @@ def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(f
     in its output-capturing hook, GB0156): the answer says where the library breaks and that the user's code cannot
     change it; every module it names evaluates on the user's model; it names no library version where the kept
     source checks none; and its ``torch.compiler.disable`` around the user's call, applied, leaves no break in the
-    library (the one break left is the disabled call on the user's line) and the outputs equal eager."""
-    ids = torch.randint(3, 96, (1, 8))
-    ns = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
-    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    library (the one break left is the disabled call on the user's line) and the outputs equal eager. The answer is
+    read from the recorded log of the cell; the lever is applied live."""
+    name = f"library-attentions-{family}-2"
+    r = recorded.report(name)
+    ns = recorded.namespace(name)  # the namespace the cell ran in: the names the answer prints evaluate there
     none = [b for b in r.graph_breaks if b.suggestion is not None and b.suggestion.kind == "no_lever"]
     assert not any(b.suggestion.kind == "unknown" for b in r.graph_breaks if r.owner(b.stop.filename).value == "library")
     if not any(b.gb_code == "GB0156" for b in r.graph_breaks):  # torch's own break list is the evidence
@@ -628,15 +630,14 @@ def test_a_library_break_with_no_lever_says_so_and_gives_the_levers_that_apply(f
         assert "version" not in text.split("What the break is")[0], text
         assert "`torch.compiler.disable(model)(...)`" in text, text
     # the disable lever applied on the user's line: the library runs uncompiled, nothing breaks, outputs equal
-    ns2 = {"torch": torch, "model": _tiny_model(family, 2), "ids": ids}
     r2 = _cell_breaks("with torch.no_grad():\n    out = torch.compiler.disable(model)(ids, output_attentions=True)\n",
-                      ns2)
+                      ns)
     # the one break left is the disabled call itself, on the user's line, by design
     assert all(r2.owner(b.stop.filename).value == "user" and b.stop.lineno == 2 for b in r2.graph_breaks), \
         [(b.gb_code, b.reason, b.stop) for b in r2.graph_breaks]
     with torch.no_grad():
-        eager = ns2["model"](ids, output_attentions=True)
-    torch.testing.assert_close(ns2["out"].logits, eager.logits)
+        eager = ns["model"](ns["ids"], output_attentions=True)
+    torch.testing.assert_close(ns["out"].logits, eager.logits)
 
 
 def test_breaks_under_one_library_switch_keep_their_rules_answers_with_the_switch_as_another_lever():
@@ -646,8 +647,7 @@ def test_breaks_under_one_library_switch_keep_their_rules_answers_with_the_switc
     code on one user line are one first-screen problem; the Graph breaks tab lists each break."""
     from ipycompile.views.first_screen import _one_answer, problems
 
-    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
-    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, output_attentions=True)\n", ns)
+    r = recorded.report("library-attentions-llama-2")
     under = [b for b in r.graph_breaks if b.suggestion is not None and (
         b.suggestion.kind == "library_switch" or "Another lever: `output_attentions=False`" in b.suggestion.explanation)]
     assert len({b.gb_code for b in under}) >= 2, [(b.gb_code, b.suggestion and b.suggestion.kind) for b in r.graph_breaks]

@@ -33,6 +33,8 @@ from ipycompile.analysis.source import apply_suggestion
 from ipycompile.views.html import render_html
 from ipycompile.views.viewmodel import view_model
 
+import recorded
+
 
 def run(src: str, ns: dict, **kw):
     """Run a cell compiled (eager backend), from a clean Dynamo: (value, report)."""
@@ -377,15 +379,10 @@ def test_on_torch_2_11_the_logging_fix_warns_of_torchs_lost_metrics():
 
 
 def test_transformers_loss_logging_names_the_library_line_and_method():
-    transformers = pytest.importorskip("transformers")
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16,
-                                  bos_token_id=0, eos_token_id=0)
-    model = transformers.GPT2LMHeadModel(cfg).eval()
-    ns = {"model": model, "ids": torch.randint(0, 50, (1, 8), generator=torch.Generator().manual_seed(0))}
-    cell = "out = model(ids, labels=ids).loss\nout"
-    expected, report = run(cell, ns)
+    """The answer is read from the recorded log of the cell (``tests/inputs``); the setting is applied live."""
+    pytest.importorskip("transformers")
+    name = "break-transformers-loss-logging"
+    report = recorded.report(name)
     (gb,) = report.graph_breaks
     assert gb.break_frame.filename.endswith("transformers/modeling_utils.py") and gb.break_frame.function == "loss_function"
     assert report.where(gb.break_frame.filename, gb.break_frame.lineno).startswith("transformers/modeling_utils.py:")
@@ -393,6 +390,9 @@ def test_transformers_loss_logging_names_the_library_line_and_method():
     s = gb.suggestion
     assert s.kind == "ignore_logging_functions"
     assert 'logging.getLogger("transformers.modeling_utils").warning_once' in s.code
+    ns, cell = recorded.namespace(name), recorded.recipe(name).calls
+    with torch.no_grad():
+        expected = ns["model"](ns["ids"], labels=ns["ids"]).loss
     method = logging.getLogger("transformers.modeling_utils").warning_once
     with torch._dynamo.config.patch(ignore_logging_functions={method}):
         got, after = run(cell, ns)
@@ -1233,11 +1233,8 @@ def test_breaks_inside_ddps_own_forward_are_named_as_by_design():
     """A real two-process gloo job compiling ``torch.compile(DDP(model))``: Dynamo breaks in DDP's
     ``_pre_forward`` (GB0156) and at its skipped ``_inside_ddp_forward`` (GB0007). The doctor names
     them "ddp_wrapper" (by design, no code), not a skipped function of the user's, and the module's own
-    forward has no break: its graph is DDP's to split."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    from trace_jobs import ddp_logs
-
-    report = ipycompile.load_trace(ddp_logs(), rank=0)
+    forward has no break: its graph is DDP's to split. Rank 0's log of that job, recorded (``tests/inputs``)."""
+    report = recorded.report("break-ddp-rank0")
     kinds = {(b.gb_code, b.suggestion.kind) for b in report.graph_breaks}
     assert kinds == {("GB0156", "ddp_wrapper"), ("GB0007", "ddp_wrapper")}, kinds
     for b in report.graph_breaks:

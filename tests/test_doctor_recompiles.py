@@ -1,11 +1,16 @@
 """The doctor's recompile explanations and fixes, proven.
 
-Each suggestion kind (``ipycompile.analysis.recompiles.SUGGESTION_KINDS``) has a test
-that takes a recompiling function, reads the doctor's suggestion from the report,
-applies it as a user would (written out here), and shows zero recompiles afterwards
-(or, for the recompile limit, no eager fallback) with the same outputs. The changes
-that need no fix (dtype, rank, training flag, grad mode, ...) are checked for their
-plain words and for having no suggestion. Real compiles, backend "eager": guards and
+Each suggestion kind (``ipycompile.analysis.recompiles.SUGGESTION_KINDS``) has a test that
+reads the doctor's suggestion from the report of a recompiling function, applies it as a user
+would (written out here) and shows zero recompiles afterwards (or, for the recompile limit, no
+eager fallback) with the eager outputs. The changes that need no fix (dtype, rank, training flag,
+grad mode, ...) are checked for their plain words and their named kind.
+
+The reports read are the recorded logs of ``tests/inputs/`` (``recorded.report``: a recipe of
+``tests/inputs/recipes.py`` recorded by ``ipycompile.capture(trace_dir=...)``, loaded by
+``ipycompile.load_trace`` with the doctor applied; ``tests/test_recorded_truth.py`` checks that
+today's torch still writes them). A fix is proven live: the recipe's own functions
+(``recorded.definitions``) compiled again with the fix applied. backend "eager": guards and
 recompiles are Dynamo's, the same with any backend.
 """
 
@@ -15,12 +20,12 @@ import re
 
 import pytest
 import torch
-from torch import nn
 
 import ipycompile
 from ipycompile import CompileReport
 from ipycompile.analysis.recompiles import SUGGESTION_KINDS, explain_recompiles
 from ipycompile.capture.parse.guards import guard_path, parse_guard_failure
+from recorded import definitions, report
 from tracefile import gpu_records
 
 
@@ -47,53 +52,9 @@ def same(a, b) -> None:
         torch.testing.assert_close(x, y)
 
 
-# -- the functions that recompile ------------------------------------------------------
-def double(x):
-    return x * 2 + 1
-
-
-def scaled(x, k):
-    return x * k
-
-
-SCALE = 2
-
-
-def global_scaled(x):
-    return x * SCALE
-
-
-def smooth(v, steps: int):
-    for _ in range(steps):
-        v = 0.5 * (v + v.roll(1, dims=-1))
-    return v
-
-
-def smooth_commented(v, steps: int):
-    for _ in range(steps):  # unrolled: a comment closing the loop's header, as the tutorial writes it
-        v = 0.5 * (v + v.roll(1, dims=-1))
-    return v
-
-
-def smooth_body(v):
-    return 0.5 * (v + v.roll(1, dims=-1))
-
-
-class Scale(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.scale = 2
-
-    def forward(self, x):
-        return x * self.scale
-
-
 # -- mark_dynamic ---------------------------------------------------------------------------
 def test_size_change_is_explained_and_mark_dynamic_removes_the_recompile():
-    xs = [torch.randn(n, 3) for n in (8, 16, 24)]
-    f = torch.compile(double, backend="eager")
-    r, before = captured(*(lambda x=x: f(x) for x in xs))
-    rc = only(r)
+    rc = only(report("recompile-size"))
     (ch,) = rc.changes
     assert (ch.kind, ch.subject, ch.dim, ch.before, ch.after) == ("size", "x", 0, "8", "16")
     assert "size=[8, 3]" in ch.failed_guard and "size=[None, 3]" in ch.new_guard  # the guards, side by side
@@ -102,58 +63,55 @@ def test_size_change_is_explained_and_mark_dynamic_removes_the_recompile():
     assert rc.suggestion.code.splitlines()[0].startswith("torch._dynamo.mark_dynamic(x, 0)")
 
     # the fix, as the user writes it: mark dim 0 of the first input before the first call
+    double = definitions("recompile-size").double
+    xs = [torch.randn(n, 3) for n in (8, 16, 24)]
     first = xs[0].clone()
     torch._dynamo.mark_dynamic(first, 0)
     f = torch.compile(double, backend="eager")
     fixed, after = captured(lambda: f(first), *(lambda x=x: f(x) for x in xs[1:]))
     assert not fixed.recompiles and len(fixed.compiles) == 1
-    same(before, after)
+    same([double(x) for x in xs], after)
 
     # the alternative the suggestion names: dynamic=True
     f = torch.compile(double, backend="eager", dynamic=True)
     fixed, after = captured(*(lambda x=x: f(x) for x in xs))
     assert not fixed.recompiles
-    same(before, after)
+    same([double(x) for x in xs], after)
 
 
 def test_static_compiles_say_each_new_size_compiles_again():
-    f = torch.compile(double, backend="eager", dynamic=False)
-    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
-    rc = only(r)
+    rc = only(report("recompile-size-static"))
     assert "static again" in rc.explanation and kind(rc.suggestion) == "mark_dynamic"
 
 
 # -- mark_unbacked ------------------------------------------------------------------------
 def test_size_1_is_explained_and_mark_unbacked_removes_the_recompile():
-    first, one = torch.randn(8, 3), torch.randn(1, 3)
-    marked = first.clone()
-    torch._dynamo.mark_dynamic(marked, 0)
-    f = torch.compile(double, backend="eager")
-    r, before = captured(lambda: f(marked), lambda: f(torch.randn(16, 3)), lambda: f(one))
-    rc = only(r)
+    rc = only(report("recompile-size-1"))
     ch = rc.changes[0]
     assert ch.kind == "size_0_1" and ch.after == "1" and "0 or 1" in rc.explanation
     assert "2 <= L['x'].size()[0]" in ch.failed_guard and "size=[1, 3]" in ch.new_guard
     assert kind(rc.suggestion) == "mark_unbacked"
     assert "torch._dynamo.decorators.mark_unbacked(x, 0)" in rc.suggestion.code
 
+    double = definitions("recompile-size-1").double
+    first, one = torch.randn(8, 3), torch.randn(1, 3)
     unbacked = first.clone()
     torch._dynamo.decorators.mark_unbacked(unbacked, 0)  # the fix
     f = torch.compile(double, backend="eager")
     fixed, after = captured(lambda: f(unbacked), lambda: f(torch.randn(16, 3)), lambda: f(one))
     assert not fixed.recompiles
-    torch.testing.assert_close(after[2], before[2])
-    torch.testing.assert_close(after[0], before[0])
+    torch.testing.assert_close(after[2], double(one))
+    torch.testing.assert_close(after[0], double(first))
 
 
 # -- contiguous ---------------------------------------------------------------------------
 def test_stride_change_is_explained_and_contiguous_removes_the_recompile():
-    a, b = torch.randn(8, 4), torch.randn(4, 8).t()
-    f = torch.compile(double, backend="eager")
-    r, before = captured(lambda: f(a), lambda: f(b))
-    rc = only(r)
+    rc = only(report("recompile-stride"))
     assert rc.changes[0].kind == "stride" and "memory layout" in rc.explanation
     assert kind(rc.suggestion) == "contiguous" and rc.suggestion.code.startswith("x = x.contiguous()")
+
+    double = definitions("recompile-stride").double
+    a, b = torch.randn(8, 4), torch.randn(4, 8).t()
 
     def call(x):
         x = x.contiguous()  # the fix, before the call
@@ -162,16 +120,14 @@ def test_stride_change_is_explained_and_contiguous_removes_the_recompile():
     f = torch.compile(double, backend="eager")
     fixed, after = captured(lambda: call(a), lambda: call(b))
     assert not fixed.recompiles
-    same(before, after)
+    same([double(a), double(b)], after)
 
 
 # -- tensor_value -----------------------------------------------------------------------------
 @pytest.mark.parametrize("values", [(2, 3, 4), (2.0, 3.5, 0.25)], ids=["int", "float"])
 def test_python_number_change_is_explained_and_a_tensor_removes_the_recompile(values):
-    x = torch.randn(8)
-    f = torch.compile(scaled, backend="eager")
-    r, before = captured(*(lambda k=k: f(x, k) for k in values))
-    rc = only(r)
+    name = "recompile-int" if isinstance(values[0], int) else "recompile-float"
+    rc = only(report(name))
     (ch,) = rc.changes
     assert (ch.kind, ch.subject, ch.before, ch.after) == ("value", "k", str(values[0]), str(values[1]))
     what = "int" if isinstance(values[0], int) else "float"
@@ -179,6 +135,9 @@ def test_python_number_change_is_explained_and_a_tensor_removes_the_recompile(va
     assert "made `k` dynamic" in rc.explanation and f"L['k'] == {values[0]}" in ch.failed_guard
     assert kind(rc.suggestion) == "tensor_value" and rc.suggestion.code.startswith("k = torch.tensor(k)")
 
+    scaled = definitions(name).scaled
+    x = torch.randn(8)
+    before = [scaled(x, k) for k in values]
     f = torch.compile(scaled, backend="eager")
     fixed, after = captured(*(lambda k=k: f(x, torch.tensor(k)) for k in values))  # the fix
     assert not fixed.recompiles
@@ -191,67 +150,62 @@ def test_python_number_change_is_explained_and_a_tensor_removes_the_recompile(va
 
 
 def test_mutated_global_is_explained_and_a_tensor_global_removes_the_recompiles():
-    global SCALE
+    r = report("recompile-global")
+    assert len(r.recompiles) == 2  # globals never become dynamic: every value recompiles
+    rc = r.recompiles[0]
+    (ch,) = rc.changes
+    assert (ch.kind, ch.subject, ch.before, ch.after) == ("global", "SCALE", "2", "3")
+    assert rc.explanation.startswith("The global `SCALE` went 2 → 3") and "G['SCALE'] == 3" in ch.new_guard
+    assert kind(rc.suggestion) == "tensor_value"
+    assert rc.suggestion.code.startswith("SCALE = torch.tensor(SCALE)")
+
+    global_scaled = definitions("recompile-global").global_scaled
+    module_globals = global_scaled.__globals__  # the recipe's module, where `SCALE` lives
     x = torch.randn(8)
 
-    def call_with(value):
-        global SCALE
-        SCALE = value
-        return f(x)
+    def call_with(value, fn):
+        module_globals["SCALE"] = value
+        return fn(x)
 
-    f = torch.compile(global_scaled, backend="eager")
-    try:
-        r, before = captured(*(lambda v=v: call_with(v) for v in (2, 3, 4)))
-        assert len(r.recompiles) == 2  # globals never become dynamic: every value recompiles
-        rc = r.recompiles[0]
-        (ch,) = rc.changes
-        assert (ch.kind, ch.subject, ch.before, ch.after) == ("global", "SCALE", "2", "3")
-        assert rc.explanation.startswith("The global `SCALE` went 2 → 3") and "G['SCALE'] == 3" in ch.new_guard
-        assert kind(rc.suggestion) == "tensor_value"
-        assert rc.suggestion.code.startswith("SCALE = torch.tensor(SCALE)")
-
-        f = torch.compile(global_scaled, backend="eager")  # the fix: the global holds a tensor
-        fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v)) for v in (2, 3, 4)))
-        assert not fixed.recompiles
-        same(before, after)
-    finally:
-        SCALE = 2
+    before = [call_with(v, global_scaled) for v in (2, 3, 4)]  # eager
+    f = torch.compile(global_scaled, backend="eager")  # the fix: the global holds a tensor
+    fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v), f) for v in (2, 3, 4)))
+    assert not fixed.recompiles
+    same(before, after)
 
 
 def test_module_int_attribute_is_explained_and_a_tensor_attribute_removes_the_recompiles():
-    m = Scale()
-    x = torch.randn(4)
-
-    def call_with(value):
-        m.scale = value
-        return cm(x)
-
-    cm = torch.compile(m, backend="eager")
-    r, before = captured(*(lambda v=v: call_with(v) for v in (2, 3, 4)))
-    rc = r.recompiles[0]
+    rc = report("recompile-module-attribute").recompiles[0]
     assert rc.changes[0].kind == "value" and rc.changes[0].subject.endswith(".scale")
     assert kind(rc.suggestion) == "tensor_value"
     subject = rc.changes[0].subject
     assert rc.suggestion.code.startswith(f"{subject} = torch.tensor({subject})")
 
-    m = Scale()
+    m = definitions("recompile-module-attribute").Scale()
+    x = torch.randn(4)
+
+    def call_with(value, fn):
+        m.scale = value
+        return fn(x)
+
+    before = [call_with(v, m) for v in (2, 3, 4)]  # eager
     cm = torch.compile(m, backend="eager")
-    fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v)) for v in (2, 3, 4)))  # the fix
+    fixed, after = captured(*(lambda v=v: call_with(torch.tensor(v), cm) for v in (2, 3, 4)))  # the fix
     assert not fixed.recompiles
     same(before, after)
 
 
 # -- loop_body ----------------------------------------------------------------------------------
 def test_loop_count_is_explained_and_compiling_the_body_removes_the_recompiles():
-    v = torch.randn(4, 8)
-    f = torch.compile(smooth, backend="eager")
-    r, before = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3)))
+    r = report("recompile-loop-count")
     assert len(r.recompiles) == 2
     rc = r.recompiles[0]
     assert rc.changes[0].kind == "value" and "loop count" in rc.explanation
     assert kind(rc.suggestion) == "loop_body" and "for _ in range(steps):" in rc.suggestion.code
 
-    step = torch.compile(smooth_body, backend="eager")  # the fix: compile one step, loop in Python
+    code = definitions("recompile-loop-count")
+    v = torch.randn(4, 8)
+    step = torch.compile(code.smooth_body, backend="eager")  # the fix: compile one step, loop in Python
 
     def fixed_smooth(v, steps):
         for _ in range(steps):
@@ -260,13 +214,11 @@ def test_loop_count_is_explained_and_compiling_the_body_removes_the_recompiles()
 
     fixed, after = captured(*(lambda s=s: fixed_smooth(v, s) for s in (1, 2, 3)))
     assert not fixed.recompiles and len(fixed.compiles) == 1
-    same(before, after)
+    same([code.smooth(v, s) for s in (1, 2, 3)], after)
 
 
 def test_a_loop_count_is_recognised_when_a_comment_closes_the_loops_header():
-    v = torch.randn(4, 8)
-    f = torch.compile(smooth_commented, backend="eager")
-    r, _ = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3)))
+    r = report("recompile-loop-count-commented")
     assert r.recompiles and all("a loop count" in rc.explanation for rc in r.recompiles), \
         [rc.explanation for rc in r.recompiles]
     assert all("for _ in range(steps):" in rc.suggestion.code for rc in r.recompiles)
@@ -274,26 +226,26 @@ def test_a_loop_count_is_recognised_when_a_comment_closes_the_loops_header():
 
 # -- recompile_limit ---------------------------------------------------------------------------
 def test_recompile_limit_is_said_prominently_and_both_fixes_work():
+    r = report("recompile-limit")  # recorded under torch._dynamo.config.recompile_limit = 2
+    (rc,) = [x for x in r.recompiles if x.limit_hit]
+    assert rc.explanation.startswith("Recompile limit hit: torch stopped compiling `smooth` after 2 version(s)")
+    assert kind(rc.suggestion) == "recompile_limit" and "smooth" in rc.suggestion.title
+    assert "** Recompile limit hit: smooth (recompile-limit.py:" in r.summary()
+    first = [ln for ln in str(r).splitlines()[1:] if not ln.startswith("read from ")][0]  # after the log's origin
+    assert "recompile limit" in first.lower()  # the first screen leads with it too
+    from ipycompile.views.viewmodel import view_model
+
+    chip = view_model(r).chip("recompile_limit")
+    assert chip is not None and chip.warn and "smooth" in chip.text
+    limit = int(re.search(r"recompile_limit = (\d+)", rc.suggestion.code).group(1))
+    assert "for _ in range(steps):" in rc.suggestion.code  # the cause's fix comes first
+
+    code = definitions("recompile-loop-count")  # `smooth`, and its body as a function of its own
     v = torch.randn(4, 8)
-    old = torch._dynamo.config.recompile_limit
-    torch._dynamo.config.recompile_limit = 2
-    try:
-        f = torch.compile(smooth, backend="eager")
-        r, before = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3, 4)))
-        (rc,) = [x for x in r.recompiles if x.limit_hit]
-        assert rc.explanation.startswith("Recompile limit hit: torch stopped compiling `smooth` after 2 version(s)")
-        assert kind(rc.suggestion) == "recompile_limit" and "smooth" in rc.suggestion.title
-        assert "** Recompile limit hit: smooth (test_doctor_recompiles.py:" in r.summary()
-        assert "recompile limit" in str(r).splitlines()[1].lower()  # the first screen leads with it too
-        from ipycompile.views.viewmodel import view_model
-
-        chip = view_model(r).chip("recompile_limit")
-        assert chip is not None and chip.warn and "smooth" in chip.text
-        limit = int(re.search(r"recompile_limit = (\d+)", rc.suggestion.code).group(1))
-        assert "for _ in range(steps):" in rc.suggestion.code  # the cause's fix comes first
-
+    before = [code.smooth(v, s) for s in (1, 2, 3, 4)]
+    with torch._dynamo.config.patch(recompile_limit=2):
         # fix 1, the cause: compile the body (as above): no recompile at all, whatever the limit
-        step = torch.compile(smooth_body, backend="eager")
+        step = torch.compile(code.smooth_body, backend="eager")
 
         def fixed_smooth(v, steps):
             for _ in range(steps):
@@ -304,18 +256,12 @@ def test_recompile_limit_is_said_prominently_and_both_fixes_work():
         assert not fixed.recompiles
         same(before, after)
 
-        # fix 2, only when every version is needed: the limit it names; nothing falls back to eager
-        torch._dynamo.config.recompile_limit = limit
-        f = torch.compile(smooth, backend="eager")
+    # fix 2, only when every version is needed: the limit it names; nothing falls back to eager
+    with torch._dynamo.config.patch(recompile_limit=limit):
+        f = torch.compile(code.smooth, backend="eager")
         raised, after = captured(*(lambda s=s: f(v, s) for s in (1, 2, 3, 4)))
         assert raised.recompiles and not any(x.limit_hit for x in raised.recompiles) and not raised.failures
         same(before, after)
-    finally:
-        torch._dynamo.config.recompile_limit = old
-
-
-def add(x, y):
-    return x + y
 
 
 DTYPES = (torch.float32, torch.float64, torch.float16)
@@ -325,9 +271,7 @@ def test_a_limit_given_to_torch_compile_is_never_answered_with_the_global_settin
     """``torch.compile(recompile_limit=2)`` overrides the global setting for the function: raising
     ``torch._dynamo.config.recompile_limit`` changes nothing there, so it is not offered as code;
     the words say to raise it in the torch.compile call, and that works."""
-    calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in DTYPES]
-    f = torch.compile(add, backend="eager", recompile_limit=2)
-    r, before = captured(*(lambda a=a: f(*a) for a in calls))
+    r = report("recompile-limit-of-the-function")
     (rc,) = [x for x in r.recompiles if x.limit_hit]
     assert (rc.limit_type, rc.limit) == ("recompile_limit", 2)
     assert r.recompile_limits["recompile_limit"] == torch._dynamo.config.recompile_limit != 2
@@ -336,29 +280,25 @@ def test_a_limit_given_to_torch_compile_is_never_answered_with_the_global_settin
     m = re.search(r"`recompile_limit=(\d+)`", s.explanation)
     assert m and "torch.compile(..., recompile_limit=2)" in s.explanation, s.explanation
 
+    add = definitions("recompile-limit-of-the-function").add
+    calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in DTYPES]
     # the global line would not have helped: the function's own limit still wins
-    old = torch._dynamo.config.recompile_limit
-    torch._dynamo.config.recompile_limit = 16
-    try:
+    with torch._dynamo.config.patch(recompile_limit=16):
         f = torch.compile(add, backend="eager", recompile_limit=2)
         still, _ = captured(*(lambda a=a: f(*a) for a in calls))
         assert any(x.limit_hit for x in still.recompiles)
-    finally:
-        torch._dynamo.config.recompile_limit = old
     # what the words say does: the limit raised where it was given
     f = torch.compile(add, backend="eager", recompile_limit=int(m.group(1)))
     raised, after = captured(*(lambda a=a: f(*a) for a in calls))
     assert raised.recompiles and not any(x.limit_hit for x in raised.recompiles) and not raised.failures
-    same(before, after)
+    same([add(*a) for a in calls], after)
 
 
 def test_a_limit_whose_setting_is_unknown_is_answered_in_words_naming_both_ways():
     """A log torch wrote alone does not say the global setting: no code for the limit, both ways in words."""
-    calls = [(torch.randn(3, dtype=d), torch.randn(3, dtype=d)) for d in DTYPES]
-    f = torch.compile(add, backend="eager", recompile_limit=2)
-    r, _ = captured(*(lambda a=a: f(*a) for a in calls))
     import dataclasses
 
+    r = report("recompile-limit-of-the-function")
     unknown = explain_recompiles(dataclasses.replace(r, recompile_limits={}))
     (rc,) = [x for x in unknown.recompiles if x.limit_hit]
     s = rc.suggestion
@@ -367,35 +307,23 @@ def test_a_limit_whose_setting_is_unknown_is_answered_in_words_naming_both_ways(
     assert "torch._dynamo.config.recompile_limit = " in s.explanation
 
 
-def loop_torture(input, iters):
-    out = input
-    for _ in range(iters):  # a tensor count: a graph break, the loop runs in a resume function
-        out += input
-    return out
-
-
 def test_a_limit_on_a_value_torch_carries_across_a_break_gets_no_limit_code():
     """test_recompile_ux.py's loop_torture under recompile_limit=1: what changes is ``___stack0.stop``
     (torch's value, in the code after the break); with the limit raised, the next version is one torch
     gives up on (a frame runs without compiling), so the global line is not offered."""
-    old = torch._dynamo.config.recompile_limit
-    torch._dynamo.config.recompile_limit = 1
-    try:
-        f = torch.compile(loop_torture, backend="eager")
-        r, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
-        (rc,) = [x for x in r.recompiles if x.limit_hit]
-        assert r.recompile_limits["recompile_limit"] == rc.limit == 1
-        s = rc.suggestion
-        assert kind(s) == "recompile_limit" and "recompile_limit =" not in s.code, s.code
-        assert "a value torch carries across the graph break" in s.explanation and "fix the graph break first" in s.explanation
-        assert "___stack0" not in s.explanation + rc.explanation  # torch's internal name is not the user's
-        if torch.__version__ >= "2.13":  # what torch 2.13 does with the limit raised: it gives up on the frame
-            torch._dynamo.config.recompile_limit = 5
+    r = report("recompile-limit-carried")  # recorded under recompile_limit = 1
+    (rc,) = [x for x in r.recompiles if x.limit_hit]
+    assert r.recompile_limits["recompile_limit"] == rc.limit == 1
+    s = rc.suggestion
+    assert kind(s) == "recompile_limit" and "recompile_limit =" not in s.code, s.code
+    assert "a value torch carries across the graph break" in s.explanation and "fix the graph break first" in s.explanation
+    assert "___stack0" not in s.explanation + rc.explanation  # torch's internal name is not the user's
+    if torch.__version__ >= "2.13":  # what torch 2.13 does with the limit raised: it gives up on the frame
+        loop_torture = definitions("recompile-limit-carried").loop_torture
+        with torch._dynamo.config.patch(recompile_limit=5):
             f = torch.compile(loop_torture, backend="eager")
             raised, _ = captured(*(lambda i=i: f(torch.randn(3), torch.tensor(i)) for i in (5, 9, 17)))
-            assert raised.ran_without_compiling
-    finally:
-        torch._dynamo.config.recompile_limit = old
+        assert raised.ran_without_compiling
 
 
 def test_every_suggestion_kind_has_a_test_here():
@@ -412,50 +340,35 @@ def test_every_suggestion_kind_has_a_test_here():
 
 # -- changes that need no fix: plain words, no suggestion ---------------------------------------
 def test_dtype_rank_requires_grad_and_type_changes_are_explained_without_a_fix():
-    f = torch.compile(double, backend="eager")
-    for calls, k, words in (
-        ((torch.randn(8), torch.randn(8, dtype=torch.float16)), "dtype", "dtype of `x` went float32 → float16"),
-        ((torch.randn(8), torch.randn(8, 2)), "rank", "`x` went from 1 to 2 dimensions"),
-        ((torch.randn(8), torch.randn(8, requires_grad=True)), "requires_grad", "`x` requires grad now"),
-        ((torch.randn(8), 3), "type", "`x` was a Tensor when compiled, now an int"),
+    for name, k, words in (
+        ("recompile-dtype", "dtype", "dtype of `x` went float32 → float16"),
+        ("recompile-rank", "rank", "`x` went from 1 to 2 dimensions"),
+        ("recompile-requires-grad", "requires_grad", "`x` requires grad now"),
+        ("recompile-type", "type", "`x` was a Tensor when compiled, now an int"),
     ):
-        r, _ = captured(*(lambda a=a: f(a) for a in calls))
-        rc = only(r)
+        rc = only(report(name))
         assert rc.changes[0].kind == k and words.lower() in rc.explanation.lower(), rc.explanation
         # a named kind that says what to do, and no invented code (was: no suggestion at all)
         assert rc.suggestion.kind == f"{k}_change" and rc.suggestion.code == "", rc.suggestion
 
 
 def test_training_flag_grad_mode_identity_length_and_bool_changes_are_explained_without_a_fix():
-    drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
-    cd = torch.compile(drop, backend="eager")
-    x = torch.randn(2, 4)
-    r, _ = captured(lambda: cd(x), lambda: drop.eval(), lambda: cd(x))
-    (ch,) = only(r).changes
+    rc = only(report("recompile-train-eval"))
+    (ch,) = rc.changes
     assert ch.kind == "training" and (ch.before, ch.after) == ("True", "False")
-    assert "switched to eval()" in only(r).explanation and only(r).suggestion.kind == "train_eval"
+    assert "switched to eval()" in rc.explanation and rc.suggestion.kind == "train_eval"
 
-    f = torch.compile(double, backend="eager")
+    rc = only(report("recompile-grad-mode"))
+    assert rc.changes[0].kind == "global_state" and "grad mode" in rc.explanation
 
-    def no_grad():
-        with torch.no_grad():
-            return f(x)
+    rc = only(report("recompile-identity"))
+    assert rc.changes[0].kind == "identity" and rc.suggestion.kind == "identity_change"
 
-    r, _ = captured(lambda: f(x), no_grad)
-    assert only(r).changes[0].kind == "global_state" and "grad mode" in only(r).explanation
-
-    g = torch.compile(lambda t, fn: fn(t), backend="eager")
-    r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
-    assert only(r).changes[0].kind == "identity" and only(r).suggestion.kind == "identity_change"
-
-    h = torch.compile(lambda ts: sum(ts), backend="eager")
-    r, _ = captured(lambda: h([x] * 2), lambda: h([x] * 3))
-    ch = only(r).changes[0]
+    ch = only(report("recompile-list-length")).changes[0]
     assert (ch.kind, ch.before, ch.after) == ("length", "2", "3")
 
-    s = torch.compile(scaled, backend="eager")
-    r, _ = captured(lambda: s(x, True), lambda: s(x, False))
-    assert "bool `k` went True → False" in only(r).explanation and only(r).suggestion.kind == "flag_value"
+    rc = only(report("recompile-bool"))
+    assert "bool `k` went True → False" in rc.explanation and rc.suggestion.kind == "flag_value"
 
 
 def test_unknown_reasons_keep_torch_words_and_get_no_fix():
@@ -485,8 +398,7 @@ def test_a_type_guard_is_read_as_torch_2_13_and_2_14_word_it():
 
 
 def test_the_diagnosis_survives_the_json_round_trip():
-    f = torch.compile(double, backend="eager")
-    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    r = report("recompile-size")
     back = CompileReport.from_json(r.to_json())
     assert back == r and back.recompiles[0].changes[0].kind == "size" and back.recompiles[0].suggestion is not None
 
@@ -513,8 +425,7 @@ def test_explanations_and_fixes_show_in_the_html_and_the_widget():
 
     from ipycompile.views.html import render_html
 
-    f = torch.compile(double, backend="eager")
-    r, _ = captured(lambda: f(torch.randn(8, 3)), lambda: f(torch.randn(16, 3)))
+    r = report("recompile-size")
     page = html.unescape(re.sub(r"<[^>]+>", "", render_html(r)))  # the text, highlighting spans dropped
     assert "Size of dim 0 of `x` went 8 → 16" in page and "torch._dynamo.mark_dynamic(x, 0)" in page
     assert "The failed guard beside the new one" in page and "size=[None, 3]" in page
@@ -534,17 +445,8 @@ def test_explanations_and_fixes_show_in_the_html_and_the_widget():
 
 
 # -- never wrong: a fix only where its preconditions hold (issue 20, item 2) --------------------
-W = torch.nn.Parameter(torch.randn(3, 2))
-
-
-def param_matmul(x):
-    return x @ W
-
-
 def test_a_parameter_gets_torchs_setting_not_a_mark_dynamic_torch_ignores():
-    xs = [torch.nn.Parameter(torch.randn(n, 3)) for n in (2, 10, 11, 15)]
-    f = torch.compile(param_matmul, backend="eager")
-    r, before = captured(*(lambda x=x: f(x) for x in xs))
+    r = report("recompile-parameter")
     assert len(r.recompiles) == 3
     rc = r.recompiles[0]
     assert rc.changes[0].after == "10" and "10." not in rc.explanation  # torch's "actual 10." read as 10
@@ -552,6 +454,9 @@ def test_a_parameter_gets_torchs_setting_not_a_mark_dynamic_torch_ignores():
     assert rc.suggestion.code.startswith("torch._dynamo.config.force_parameter_static_shapes = False")
     assert "torch._dynamo.mark_dynamic(x, 0)" in rc.suggestion.code
 
+    param_matmul = definitions("recompile-parameter").param_matmul
+    xs = [torch.nn.Parameter(torch.randn(n, 3)) for n in (2, 10, 11, 15)]
+    before = [param_matmul(x) for x in xs]
     # the class of mistake: mark_dynamic alone is ignored on a parameter (all recompiles stay)
     first = torch.nn.Parameter(xs[0].detach().clone())
     torch._dynamo.mark_dynamic(first, 0)
@@ -573,13 +478,6 @@ def test_a_parameter_gets_torchs_setting_not_a_mark_dynamic_torch_ignores():
         same(before, after)
 
 
-def closing(k):
-    def g(y):
-        return y + k
-
-    return g
-
-
 def closing_fixed(k):
     k = torch.tensor(k)  # the fix, where `k` is set, before `g` is defined
 
@@ -589,15 +487,8 @@ def closing_fixed(k):
     return g
 
 
-def apply_g(x, g):
-    return g(x)
-
-
 def test_a_closed_over_int_is_named_as_in_the_users_code_not_by_torchs_guard_source():
-    x = torch.randn(5)
-    f = torch.compile(apply_g, backend="eager")
-    r, before = captured(*(lambda i=i: f(x, closing(i)) for i in range(3)))
-    rc = r.recompiles[0]
+    rc = report("recompile-closure-int").recompiles[0]
     ch = rc.changes[0]
     assert ch.subject == "k" and "`k` (a variable `g` closes over)" in rc.explanation
     s = rc.suggestion
@@ -605,10 +496,12 @@ def test_a_closed_over_int_is_named_as_in_the_users_code_not_by_torchs_guard_sou
     # the line belongs where `g` is made, which the call does not show: words that say where, no code placed
     # before the call (there it would not reach the closure's cell); what the words say is proven here
     assert s.code == "" and "(`k = torch.tensor(k)`)" in s.explanation and "before `g` is defined" in s.explanation
-    f = torch.compile(apply_g, backend="eager")
+    code = definitions("recompile-closure-int")
+    x = torch.randn(5)
+    f = torch.compile(code.apply_g, backend="eager")
     fixed, after = captured(*(lambda i=i: f(x, closing_fixed(i)) for i in range(3)))
     assert not fixed.recompiles
-    same(before, after)
+    same([code.apply_g(x, code.closing(i)) for i in range(3)], after)
 
 
 def test_suggested_code_names_only_what_the_users_code_has():
@@ -627,20 +520,16 @@ def test_suggested_code_names_only_what_the_users_code_has():
                 assert s is None or (s.code == "" and subject not in s.code), (subject, s)
 
 
-def pair(x, y):
-    return x * y
-
-
 @pytest.mark.parametrize("config", [{}, {"automatic_dynamic_shapes": False}], ids=["automatic", "static"])
 def test_mark_dynamic_marks_every_size_that_changes_together(config):
+    name = "recompile-sizes-together-static" if config else "recompile-sizes-together"
+    rc = report(name).recompiles[0]
+    assert kind(rc.suggestion) == "mark_dynamic"
+    lines = [ln for ln in rc.suggestion.code.splitlines() if ln.startswith("torch._dynamo.mark_dynamic")]
+    assert [ln.split("  #")[0] for ln in lines] == ["torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.mark_dynamic(y, 0)"]
+    pair = definitions(name).pair
     calls = [(torch.randn(n), torch.randn(n)) for n in (2, 3, 4, 5)]
     with torch._dynamo.config.patch(**config):
-        f = torch.compile(pair, backend="eager")
-        r, before = captured(*(lambda a=a, b=b: f(a, b) for a, b in calls))
-        rc = r.recompiles[0]
-        assert kind(rc.suggestion) == "mark_dynamic"
-        lines = [ln for ln in rc.suggestion.code.splitlines() if ln.startswith("torch._dynamo.mark_dynamic")]
-        assert [ln.split("  #")[0] for ln in lines] == ["torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.mark_dynamic(y, 0)"]
         if config:  # marking `x` alone is the mistake: torch finds the sizes equal and refuses the mark
             a, b = calls[0][0].clone(), calls[0][1].clone()
             torch._dynamo.mark_dynamic(a, 0)
@@ -653,187 +542,104 @@ def test_mark_dynamic_marks_every_size_that_changes_together(config):
         f = torch.compile(pair, backend="eager")
         fixed, after = captured(lambda: f(a, b), *(lambda a=a, b=b: f(a, b) for a, b in calls[1:]))
         assert not fixed.recompiles
-        same(before, after)
-
-
-HOLDER = {"tensor": torch.randn(4, 2)}
-
-
-def from_global_dict(x):
-    return x.sin() + HOLDER["tensor"].sum(0)
+        same([pair(a, b) for a, b in calls], after)
 
 
 def test_a_tensor_in_a_global_dict_gets_mark_dynamic_on_it():
-    x = torch.randn(2)
-    sizes = (4, 5, 6)
-    tensors = [torch.randn(n, 2) for n in sizes]
-
-    def call(t):
-        HOLDER["tensor"] = t
-        return f(x)
-
-    f = torch.compile(from_global_dict, backend="eager")
-    r, before = captured(*(lambda t=t: call(t) for t in tensors))
-    rc = r.recompiles[0]
+    rc = report("recompile-global-dict").recompiles[0]
     assert kind(rc.suggestion) == "mark_dynamic"
     assert rc.suggestion.code.startswith("torch._dynamo.mark_dynamic(HOLDER['tensor'], 0)")
+
+    from_global_dict = definitions("recompile-global-dict").from_global_dict
+    holder = from_global_dict.__globals__["HOLDER"]  # the recipe's global dict
+    x = torch.randn(2)
+    tensors = [torch.randn(n, 2) for n in (4, 5, 6)]
+
+    def call(t, fn):
+        holder["tensor"] = t
+        return fn(x)
+
+    before = [call(t, from_global_dict) for t in tensors]  # eager
     f = torch.compile(from_global_dict, backend="eager")
     first = tensors[0].clone()
     torch._dynamo.mark_dynamic(first, 0)  # the fix, on the dict's tensor before the first call
-    fixed, after = captured(lambda: call(first), *(lambda t=t: call(t) for t in tensors[1:]))
+    fixed, after = captured(lambda: call(first, f), *(lambda t=t: call(t, f) for t in tensors[1:]))
     assert not fixed.recompiles
     same(before, after)
 
 
 def test_an_int_under_dynamic_false_is_held_in_a_tensor():
-    x = torch.randn(3)
-    f = torch.compile(scaled, backend="eager", dynamic=False)
-    r, before = captured(*(lambda k=k: f(x, k) for k in (2, 3, 4)))
-    rc = r.recompiles[0]
+    rc = report("recompile-int-static").recompiles[0]
     assert "specialised on 3 again" in rc.explanation and kind(rc.suggestion) == "tensor_value"
+    scaled = definitions("recompile-int-static").scaled
+    x = torch.randn(3)
     f = torch.compile(scaled, backend="eager", dynamic=False)
     fixed, after = captured(*(lambda k=k: f(x, torch.tensor(k)) for k in (2, 3, 4)))
     assert not fixed.recompiles
-    same(before, after)
-
-
-def sized(x, n):
-    return x.sum() + torch.zeros(n).sum()
+    same([scaled(x, k) for k in (2, 3, 4)], after)
 
 
 def test_an_int_used_as_a_size_gets_no_tensor_and_says_what_to_do():
-    f = torch.compile(sized, backend="eager", dynamic=False)
-    r, _ = captured(lambda: f(torch.randn(3), 2), lambda: f(torch.randn(3), 3))
-    rc = only(r)
+    rc = only(report("recompile-int-as-size"))
     assert kind(rc.suggestion) == "specialized_number" and rc.suggestion.code == ""
     assert "dynamic=None" in rc.suggestion.explanation
 
 
 # -- named no-fix kinds: what changed, and what to do ---------------------------------------------
-def add(a, b):
-    return a + b
-
-
-def flagged(x, flag):
-    return x + 1 if flag else x - 1
-
-
-def mutate_and_add(a, b, c):
-    a.add_(b)
-    return c + 1
-
-
 def test_each_change_that_needs_no_code_change_gets_a_named_kind_saying_what_to_do():
-    a, p, t = torch.rand(3), torch.nn.Parameter(torch.rand(3)), torch.rand(3)
-    f = torch.compile(add, backend="eager")
-    r, _ = captured(lambda: f(a, p), lambda: f(a, t))
-    rc = only(r)
+    rc = only(report("recompile-parameter-to-tensor"))
     assert "`b` was a Parameter when compiled, now a Tensor" in rc.explanation  # was: "a Tensor ... now torch.Tensor"
     assert kind(rc.suggestion) == "type_change" and ".detach()" in rc.suggestion.explanation
-    r, _ = captured(lambda: f(a, 3), lambda: f(a, t))
-    assert "went 3 → a tensor" in only(r).explanation  # was: "→ another value"
+    assert "went 3 → a tensor" in only(report("recompile-number-to-tensor")).explanation  # was: "→ another value"
 
-    g = torch.compile(flagged, backend="eager")
-    r, _ = captured(lambda: g(a, True), lambda: g(a, None))
-    rc = only(r)
+    rc = only(report("recompile-flag-to-none"))
     assert "`flag` went True → None" in rc.explanation  # was: "→ another value"
     assert kind(rc.suggestion) == "flag_value"
 
-    g = torch.compile(lambda t: t * 2, backend="eager")
-    r, _ = captured(lambda: g(torch.randn(3)), lambda: g(torch.randn(3, device="meta")))
-    rc = only(r)
+    rc = only(report("recompile-device"))
     assert kind(rc.suggestion) == "device_change" and ".to(device)" in rc.suggestion.explanation
 
-    x = torch.randn(3)
-    m = torch.compile(mutate_and_add, backend="eager")
-    r, _ = captured(lambda: m(x.clone(), x.clone(), x.clone()), lambda: (lambda c: m(c, x.clone(), c))(x.clone()))
-    rc = only(r)
+    rc = only(report("recompile-aliasing"))
     assert rc.changes[0].kind == "aliasing" and "`a` and `c` are now the same tensor" in rc.explanation
     assert kind(rc.suggestion) == "aliasing" and ".clone()" in rc.suggestion.explanation
 
-    d = torch.compile(double, backend="eager")
-    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, dtype=torch.float16)))
-    rc = only(r)
+    rc = only(report("recompile-dtype"))
     assert kind(rc.suggestion) == "dtype_change" and ".to(torch.float32)" in rc.suggestion.explanation
-    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, 2)))
-    rc = only(r)
+    rc = only(report("recompile-rank"))
     assert kind(rc.suggestion) == "rank_change" and "reshape" in rc.suggestion.explanation
-    r, _ = captured(lambda: d(torch.randn(8)), lambda: d(torch.randn(8, requires_grad=True)))
-    rc = only(r)
+    rc = only(report("recompile-requires-grad"))
     assert kind(rc.suggestion) == "requires_grad_change" and "torch.no_grad()" in rc.suggestion.explanation
 
 
 def test_grad_mode_length_train_eval_and_identity_say_what_to_do():
-    x = torch.randn(2, 4)
-    f = torch.compile(double, backend="eager")
-
-    def no_grad():
-        with torch.no_grad():
-            return f(x)
-
-    r, _ = captured(lambda: f(x), no_grad)
-    rc = only(r)
+    rc = only(report("recompile-grad-mode"))
     assert kind(rc.suggestion) == "global_state_change" and "torch.no_grad()" in rc.suggestion.explanation
-    h = torch.compile(lambda ts: sum(ts), backend="eager")
-    r, _ = captured(lambda: h([x] * 2), lambda: h([x] * 3))
-    rc = only(r)
+    rc = only(report("recompile-list-length"))
     assert kind(rc.suggestion) == "list_length" and "torch.stack(ts)" in rc.suggestion.explanation
-    drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
-    cd = torch.compile(drop, backend="eager")
-    r, _ = captured(lambda: cd(x), lambda: drop.eval(), lambda: cd(x))
-    rc = only(r)
+    rc = only(report("recompile-train-eval"))
     assert kind(rc.suggestion) == "train_eval" and "Nothing to fix" in rc.suggestion.explanation
-    g = torch.compile(lambda t, fn: fn(t), backend="eager")
-    r, _ = captured(lambda: g(x, torch.relu), lambda: g(x, torch.sigmoid))
-    rc = only(r)
+    rc = only(report("recompile-identity"))
     assert kind(rc.suggestion) == "identity_change" and "`fn`" in rc.suggestion.explanation
 
 
 def test_a_size_change_beside_a_type_change_gets_no_mark_dynamic():
     """``y`` is a tensor, then an int: marking ``x`` dynamic would not help (and torch refuses
     it while ``x * y`` ties the sizes); the type change is said."""
-    f = torch.compile(pair, backend="eager")
-    r, _ = captured(lambda: f(torch.randn(2), torch.randn(2)), lambda: f(torch.randn(3), 3))
-    rc = only(r)
+    rc = only(report("recompile-size-beside-type"))
     assert kind(rc.suggestion) == "type_change" and "one type every call" in rc.suggestion.explanation
     assert "mark_dynamic" not in rc.suggestion.code
-
-
-def closing_tensor(t):
-    def g(y):
-        return y + t.sum()
-
-    return g
 
 
 def test_a_size_torch_made_dynamic_on_a_value_no_code_can_mark_says_nothing_to_fix():
     """A closed-over tensor's size: torch's guard source (``g.__closure__[0].cell_contents``) is
     no name to mark; torch made the size dynamic after one recompile, and says so."""
-    f = torch.compile(apply_g, backend="eager")
-    r, _ = captured(*(lambda n=n: f(torch.randn(3), closing_tensor(torch.randn(n))) for n in (2, 3, 4)))
-    rc = only(r)
+    rc = only(report("recompile-closure-tensor"))
     assert kind(rc.suggestion) == "automatic_dynamic" and rc.suggestion.code == ""
     assert "__closure__" not in rc.suggestion.code and "Nothing to fix" in rc.suggestion.explanation
 
 
-class Cfg:
-    def __init__(self) -> None:
-        self.val = 0.5
-
-
-def with_cfg(x, cfg):
-    if getattr(cfg, "just_add_7", False):
-        return x + 7
-    return x + cfg.val
-
-
 def test_an_attribute_that_appears_says_what_changed_and_what_to_do():
-    x = torch.zeros(1)
-    a, b = Cfg(), Cfg()
-    b.just_add_7 = True
-    f = torch.compile(with_cfg, backend="eager")
-    r, _ = captured(lambda: f(x, a), lambda: f(x, b))
-    rc = only(r)
+    rc = only(report("recompile-attribute-appears"))
     ch = rc.changes[0]
     assert (ch.kind, ch.subject, ch.before, ch.after) == ("attribute", "cfg.just_add_7", "absent", "present")
     assert "`cfg.just_add_7` was absent when compiled, present now" in rc.explanation
@@ -841,16 +647,7 @@ def test_an_attribute_that_appears_says_what_changed_and_what_to_do():
 
 
 # -- a condition on a dynamic size: no mark removes the recompile (tests/test_doctor_dynamic_classes.py has the class) --
-def clip_to_window(x, window: int = 6):
-    if x.shape[0] > window:  # a size compared with a constant: one version for each side
-        x = x[-window:]
-    return x * 2
-
-
 def test_a_branch_on_a_size_is_said_and_no_mark_is_written():
-    f = torch.compile(clip_to_window, backend="eager")
-    r, before = captured(*(lambda n=n: f(torch.arange(float(n))) for n in (4, 9, 12)))
-    rc = only(r)
+    rc = only(report("recompile-size-condition"))
     assert kind(rc.suggestion) == "size_condition" and not rc.suggestion.code, rc.suggestion
     assert "> 6" in rc.suggestion.title and "bounded" in rc.suggestion.explanation
-    same(before, [clip_to_window(torch.arange(float(n))) for n in (4, 9, 12)])

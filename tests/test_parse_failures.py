@@ -1,9 +1,10 @@
 """Capture reads a failed compile's text into the fields a Failure carries (its kind, GB code,
 explanation, hints, developer context, user frames), as it does for a graph break; the doctor
-reads those fields, not torch's text. A recorded torch 2.13 message."""
+reads those fields, not torch's text. A recorded torch 2.13 message, and a recorded log."""
 
 from __future__ import annotations
 
+import recorded
 from ipycompile.capture.parse.failures import parse_failure
 from ipycompile.capture.parse.graph_breaks import debug_context
 from ipycompile.report.model import CompileId, UserFrame
@@ -46,30 +47,10 @@ def test_bad_text_gives_a_failure_with_empty_fields_never_an_error():
 def test_a_constraint_violation_is_placed_at_the_line_its_user_stack_names():
     """A ConstraintViolationError raised while torch builds guards carries its frames after
     "User stack:", not "from user code:": the failure is at the `if` that specialised the size
-    (was: the function's `def` line, for want of a frame). A real compile."""
-    import torch
-
-    import ipycompile
-
-    def my_dyn_fn(x):
-        if x.shape[0] == 3:  # the line
-            return x.sin()
-        return x.cos()
-
-    import inspect
-
-    lines, first = inspect.getsourcelines(my_dyn_fn)
-    line = first + next(i for i, ln in enumerate(lines) if "# the line" in ln)
-    y = torch.randn(3, 3, 3)
-    torch._dynamo.mark_dynamic(y, 0)
-    torch._dynamo.reset()
-    with ipycompile.capture() as cap:
-        try:
-            torch.compile(my_dyn_fn, backend="eager")(y)
-        except Exception as exc:  # noqa: BLE001
-            assert type(exc).__name__ == "ConstraintViolationError", exc
-    torch._dynamo.reset()
-    (f,) = cap.report.failures
+    (was: the function's `def` line, for want of a frame). A real compile's recorded log."""
+    name = "failure-constraint-violation"
+    line = 1 + next(i for i, ln in enumerate(recorded.recipe(name).source.splitlines()) if "# the line" in ln)
+    (f,) = recorded.report(name).failures
     assert f.type == "ConstraintViolationError"
-    assert (f.frame.filename, f.frame.lineno, f.frame.function) == (__file__, line, "my_dyn_fn")
+    assert (f.frame.filename, f.frame.lineno, f.frame.function) == (recorded.filename(name), line, "my_dyn_fn")
     assert [(u.lineno, u.function) for u in f.user_stack] == [(line, "my_dyn_fn")]

@@ -1,12 +1,10 @@
-"""Kernels from Inductor's output code: real H100 traces (torch 2.11) and a real CPU compile."""
+"""Kernels from Inductor's output code: real H100 traces (torch 2.11) and a real CPU compile's recorded log."""
 
 from __future__ import annotations
 
-import logging
-
 import pytest
-import torch
-from tracefile import gpu_records
+import recorded
+from tracefile import gpu_records, read_records
 
 from ipycompile.capture.parse.kernels import ops_from_kernel_name, parse_output_code
 from ipycompile.report.model import KERNEL_BACKENDS, KERNEL_KINDS, CompileId, Kernel
@@ -127,35 +125,12 @@ def test_ops_from_descriptive_kernel_names(name, ops):
 
 @pytest.fixture(scope="module")
 def cpu_kernels() -> list[Kernel]:
-    """One real Inductor compile on CPU, with a data-dependent ``torch.cond``."""
-
-    def f(x, w):
-        y = torch.relu(x) @ w + x.sin().sum(dim=1, keepdim=True)
-        return torch.cond(y.sum() > 0, lambda t: t.cos(), lambda t: t * 2, (y,))
-
-    payloads: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "inductor_output_code" in getattr(record, "metadata", {}):
-                payloads.append(record.payload)
-
-    trace = logging.getLogger("torch.__trace")
-    handler, level = Keep(), trace.level
-    torch._dynamo.reset()
-    trace.addHandler(handler)
-    trace.setLevel(logging.DEBUG)
-    try:
-        torch.compile(f)(torch.randn(32, 32), torch.randn(32, 32))
-    finally:
-        trace.removeHandler(handler)
-        trace.setLevel(level)
-        torch._dynamo.reset()
-    (payload,) = payloads
+    """One real Inductor compile on CPU, with a data-dependent ``torch.cond``: its output code as the recorded
+    log keeps it (``tests/inputs``, recipe ``kernels-cpu-cond``)."""
+    (payload,) = [p for m, p in read_records(recorded.log_path("kernels-cpu-cond")) if "inductor_output_code" in m]
     return parse_output_code(payload, CompileId(0, 0), "inference")
 
 
-@pytest.mark.slow
 def test_cpu_compile_gives_cpp_kernels_with_fused_ops(cpu_kernels):
     cpp = [k for k in cpu_kernels if k.backend == "cpp"]
     assert cpp and all('extern "C"' in k.source and k.launches == 1 for k in cpp)
@@ -174,7 +149,6 @@ def test_cpu_compile_gives_cpp_kernels_with_fused_ops(cpu_kernels):
     assert not fused & set(extern.aten_ops), extern.aten_ops  # the C++ kernels' ops are not the extern call's
 
 
-@pytest.mark.slow
 def test_cpu_cond_subgraph_kernels_are_found(cpu_kernels):
     true_branch = [k for k in cpu_kernels if "aten.cos" in k.aten_ops]
     false_branch = [k for k in cpu_kernels if "aten.mul" in k.aten_ops and k.backend == "cpp"]
