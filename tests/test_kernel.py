@@ -3,9 +3,6 @@
 One kernel, one Inductor compile on CPU: load the extension, run a cell with a
 graph break, look at what the user sees (the report's text and HTML, Out[n],
 the history table), then unload the extension and check it left nothing behind.
-In the same kernel, the extension loaded again: a run's live status line, read off
-iopub while the cell runs (issue 29 §1; the other views of progress are in
-tests/test_progress.py).
 """
 
 from __future__ import annotations
@@ -19,8 +16,6 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
-
-from test_progress import SLOW_CELL  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = "python3"
@@ -93,62 +88,43 @@ def run_in_kernel(sources: list[str], path, env: dict | None = None, record: boo
     return cells, received
 
 
-# -- the run's live status (issue 29 §1), read off iopub while the cell runs --------------------------------
-#: cells run after CELLS in the same kernel: the extension loaded again, a %%compile cell and a run_cell with the
-#: notebook display of the status (no widget), each with a first call that takes a while (SLOW_CELL)
-PROGRESS_CELLS = {
-    "setup": "import time, torch, ipycompile\n%load_ext ipycompile",
-    # 400 unrolled multiplications: Dynamo's tracing lasts long enough (about a second) to be seen
-    # whatever the machine, where a three-line cell's tracing may end between two updates
-    "widget": "%%compile --backend eager --runs 1\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
-    "display": ("from ipycompile.views.progress import NotebookStatus\n"
-                f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, record=False, "
-                "progress=NotebookStatus(widget=False));"),
-}
-
-
-def _sent_at(msg) -> float:
-    date = msg["header"]["date"]
-    return date.timestamp() if hasattr(date, "timestamp") else float(date)
-
-
-def _assert_live(updates: list[tuple[float, str]], compiling: str = "") -> None:
-    texts = [text for _, text in updates]
-    assert not compiling or any(compiling in t for t in texts), texts
-    first = [t for t, text in updates if "first call" in text]
-    assert first and first[-1] - first[0] >= 2.0, texts
-    # the ticker shows the first call's time going by (every 0.25 s): several updates while it sleeps,
-    # counted, not timed (a loaded machine may send them late, never not at all)
-    assert len(set(t for t, text in updates if "first call" in text)) >= 4, texts
-    assert any("timing" in t for t in texts), texts
-
-
-#: this checkout first on the path of the kernel (as of any child process of the tests)
-PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-
-#: the notebook's code cells by name, in order (PROGRESS_CELLS after them)
-CELLS = {
-    "plain_capture": PLAIN_CAPTURE_CELL,  # before any %load_ext
-    "load": "%load_ext ipycompile",
-    "imports": "import torch",
-    "compile": COMPILE_CELL,
-    "history": "%compile_history",
-    "plot": "%compile_history --plot run_median_s --by label",
-    "sweep": SWEEP_CELL,
-    "unload": "%unload_ext ipycompile",
-    "unloaded": UNLOADED_CELL,
-}
-
-
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    """The notebook of CELLS, then PROGRESS_CELLS (the extension loaded again after its
-    unload, as a user does), executed in one real kernel, every iopub message recorded as it arrives:
-    ``(executed cells by name, their messages by name)``."""
-    names = list(CELLS) + [f"progress_{k}" for k in PROGRESS_CELLS]
-    cells, received = run_in_kernel([*CELLS.values(), *PROGRESS_CELLS.values()], tmp_path_factory.mktemp("kernel"),
-                                    env={"PYTHONPATH": PYTHONPATH}, record=True)
-    return dict(zip(names, cells)), {name: received.get(i, []) for i, name in enumerate(names)}
+    """The notebook below, executed in one real kernel; yields (notebook, code cells by name)."""
+    runner = _runner()
+    with pytest.MonkeyPatch.context() as mp:
+        # Put this interpreter's share/jupyter (the venv's kernelspec) first, as the runner does,
+        # and restore JUPYTER_PATH afterwards.
+        mp.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+        runner._prefer_this_prefix()
+        try:
+            runner.check_kernel(KERNEL)  # refuses a kernel that would run another python
+        except SystemExit as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+        v4 = nbformat.v4
+        cells = {
+            "plain_capture": v4.new_code_cell(PLAIN_CAPTURE_CELL),  # before any %load_ext
+            "load": v4.new_code_cell("%load_ext ipycompile"),
+            "imports": v4.new_code_cell("import torch"),
+            "compile": v4.new_code_cell(COMPILE_CELL),
+            "history": v4.new_code_cell("%compile_history"),
+            "plot": v4.new_code_cell("%compile_history --plot run_median_s --by label"),
+            "sweep": v4.new_code_cell(SWEEP_CELL),
+            "unload": v4.new_code_cell("%unload_ext ipycompile"),
+            "unloaded": v4.new_code_cell(UNLOADED_CELL),
+        }
+        nb = v4.new_notebook(cells=[v4.new_markdown_cell("# %%compile in a kernel"), *cells.values()])
+        workdir = tmp_path_factory.mktemp("kernel")
+        client = nbclient.NotebookClient(
+            nb,
+            kernel_name=KERNEL,
+            timeout=600,
+            allow_errors=False,
+            resources={"metadata": {"path": str(workdir)}},
+        )
+        client.execute()
+    yield nb, cells
 
 
 def _outputs(cell, output_type):
@@ -164,7 +140,7 @@ def _no_errors(cell):
 def test_a_report_renders_as_html_without_load_ext(executed):
     """`cap.report` as a cell's last expression, in a kernel where `%load_ext ipycompile`
     has not run: HTML, like a pandas DataFrame, and the text summary beside it."""
-    cells, _ = executed
+    _, cells = executed
     cell = cells["plain_capture"]
     _no_errors(cell)
     (result,) = _outputs(cell, "execute_result")
@@ -180,7 +156,7 @@ def test_a_report_renders_as_html_without_load_ext(executed):
 
 @pytest.mark.notebook
 def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(executed):
-    cells, _ = executed
+    _, cells = executed
     cell = cells["compile"]
     _no_errors(cell)
     # three outputs: one line of what the run took (its live status line, replaced once done), the
@@ -206,7 +182,7 @@ def test_compile_cell_shows_the_report_with_the_graph_break_at_the_cell_line(exe
 
 @pytest.mark.notebook
 def test_compile_cell_final_expression_is_out(executed):
-    cells, _ = executed
+    _, cells = executed
     cell = cells["compile"]
     (result,) = _outputs(cell, "execute_result")
     assert result.execution_count == cell.execution_count
@@ -215,7 +191,7 @@ def test_compile_cell_final_expression_is_out(executed):
 
 @pytest.mark.notebook
 def test_compile_history_is_a_dataframe_with_the_run(executed):
-    cells, _ = executed
+    _, cells = executed
     cell = cells["history"]
     _no_errors(cell)
     (result,) = _outputs(cell, "execute_result")
@@ -238,7 +214,7 @@ def test_compile_history_is_a_dataframe_with_the_run(executed):
 
 @pytest.mark.notebook
 def test_compile_history_plot_is_an_image(executed):
-    cells, _ = executed
+    _, cells = executed
     _no_errors(cells["plot"])
     (result,) = _outputs(cells["plot"], "execute_result")
     assert result.data["image/png"] and "run_median_s" in result.data["text/plain"]
@@ -246,7 +222,7 @@ def test_compile_history_plot_is_an_image(executed):
 
 @pytest.mark.notebook
 def test_sweep_shows_progress_in_place_and_returns_its_table(executed):
-    cells, _ = executed
+    _, cells = executed
     cell = cells["sweep"]
     _no_errors(cell)
     (progress,) = _outputs(cell, "display_data")  # one display, updated in place
@@ -262,40 +238,8 @@ def test_sweep_shows_progress_in_place_and_returns_its_table(executed):
 
 @pytest.mark.notebook
 def test_unload_removes_the_magic_and_the_trace_handler(executed):
-    cells, _ = executed
+    _, cells = executed
     _no_errors(cells["unload"])
     _no_errors(cells["unloaded"])
     stdout = "".join(o.text for o in _outputs(cells["unloaded"], "stream") if o.name == "stdout")
     assert "ipycompile unloaded cleanly" in stdout
-
-
-@pytest.mark.notebook
-def test_in_a_kernel_the_widget_status_line_updates_while_the_cell_runs_and_leaves_one_line(executed):
-    cells, received = executed
-    cell, messages = cells["progress_widget"], received["progress_widget"]
-    shown = [m for m in messages if m["msg_type"] == "display_data"
-             and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
-    model_id = shown[0]["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
-    updates = [(_sent_at(m), m["content"]["data"]["state"]["value"]) for m in messages
-               if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == model_id
-               and "value" in m["content"]["data"].get("state", {})]
-    _assert_live(updates, "compiling: Dynamo tracing")  # 400 unrolled multiplications: tracing takes a while
-    # saved: one line of what it took where the status line was, then the report
-    outputs = [o for o in cell.outputs if o.output_type == "display_data"]
-    line = outputs[0]
-    assert set(line.data) == {"text/plain", "text/html"}, line.data
-    assert line.data["text/plain"].startswith("ipycompile: took ") and "\n" not in line.data["text/plain"]
-    assert len(outputs) == 3  # the line, the report's static copy, the report's widget
-
-
-@pytest.mark.notebook
-def test_in_a_kernel_without_the_widget_one_display_is_updated_in_place(executed):
-    cells, received = executed
-    cell, messages = cells["progress_display"], received["progress_display"]
-    (shown,) = [m for m in messages if m["msg_type"] == "display_data"]
-    display_id = shown["content"]["transient"]["display_id"]
-    updates = [(_sent_at(m), m["content"]["data"]["text/plain"]) for m in messages
-               if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id]
-    _assert_live(updates[:-1])  # (a step shorter than the 0.05 s between updates may not show)
-    (saved,) = cell.outputs
-    assert saved.data["text/plain"] == updates[-1][1] and saved.data["text/plain"].startswith("ipycompile: took ")

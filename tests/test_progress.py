@@ -1,8 +1,7 @@
 """Progress while a run or a sweep runs (issue 29 §1): torch's own events read live into compile
-steps (capture), the phase machine with its ticker (run layer), and its views: a terminal's single
-updating line read off a pseudo-terminal, a sweep's point, phase and estimate of what is left. A real
-Jupyter kernel's live status line, read off iopub while the cell runs, is in tests/test_kernel.py
-(the kernel of its notebook, SLOW_CELL below)."""
+steps (capture), the phase machine with its ticker (run layer), and its views: a real Jupyter
+kernel's live status line read off iopub while the cell runs, a terminal's single updating line
+read off a pseudo-terminal, a sweep's point, phase and estimate of what is left."""
 
 from __future__ import annotations
 
@@ -196,3 +195,74 @@ def test_the_terminal_view_writes_a_line_per_sweep_point_off_a_terminal(capsys):
     view(Status(phase="", final=True, elapsed_s=9.0, point=SweepPoint(index=4, total=4)))
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["sweep 2/4: loop: n=8 (elapsed 3.0 s, about 6.0 s left)", "sweep done: 4/4 points in 9.0 s"]
+
+
+# -- a real Jupyter kernel, read while the cell runs ------------------------------------------
+
+KERNEL_CELLS = {
+    "setup": "import time, torch, ipycompile\n%load_ext ipycompile",
+    # 400 unrolled multiplications: Dynamo's tracing lasts long enough (about a second) to be seen
+    # whatever the machine, where a three-line cell's tracing may end between two updates
+    "widget": "%%compile --backend eager --runs 1\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
+    "display": ("from ipycompile.views.progress import NotebookStatus\n"
+                f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, record=False, "
+                "progress=NotebookStatus(widget=False));"),
+}
+
+
+@pytest.fixture(scope="module")
+def kernel_run(tmp_path_factory):
+    """The cells above, run by nbclient in a real kernel; every iopub message recorded as it arrives."""
+    pytest.importorskip("nbclient")
+    from test_kernel import run_in_kernel
+
+    cells, received = run_in_kernel(list(KERNEL_CELLS.values()), tmp_path_factory.mktemp("progress"),
+                                    env={"PYTHONPATH": PYTHONPATH}, record=True)
+    names = list(KERNEL_CELLS)
+    return {names[i]: (cells[i], received.get(i, [])) for i in range(len(names))}
+
+
+def _sent_at(msg) -> float:
+    date = msg["header"]["date"]
+    return date.timestamp() if hasattr(date, "timestamp") else float(date)
+
+
+def _assert_live(updates: list[tuple[float, str]], compiling: str = "") -> None:
+    texts = [text for _, text in updates]
+    assert not compiling or any(compiling in t for t in texts), texts
+    first = [t for t, text in updates if "first call" in text]
+    assert first and first[-1] - first[0] >= 2.0, texts
+    # the ticker shows the first call's time going by (every 0.25 s): several updates while it sleeps,
+    # counted, not timed (a loaded machine may send them late, never not at all)
+    assert len(set(t for t, text in updates if "first call" in text)) >= 4, texts
+    assert any("timing" in t for t in texts), texts
+
+
+@pytest.mark.notebook
+def test_in_a_kernel_the_widget_status_line_updates_while_the_cell_runs_and_leaves_one_line(kernel_run):
+    cell, messages = kernel_run["widget"]
+    shown = [m for m in messages if m["msg_type"] == "display_data"
+             and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
+    model_id = shown[0]["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    updates = [(_sent_at(m), m["content"]["data"]["state"]["value"]) for m in messages
+               if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == model_id
+               and "value" in m["content"]["data"].get("state", {})]
+    _assert_live(updates, "compiling: Dynamo tracing")  # the kernel's first compile: tracing takes a while
+    # saved: one line of what it took where the status line was, then the report
+    outputs = [o for o in cell.outputs if o.output_type == "display_data"]
+    line = outputs[0]
+    assert set(line.data) == {"text/plain", "text/html"}, line.data
+    assert line.data["text/plain"].startswith("ipycompile: took ") and "\n" not in line.data["text/plain"]
+    assert len(outputs) == 3  # the line, the report's static copy, the report's widget
+
+
+@pytest.mark.notebook
+def test_in_a_kernel_without_the_widget_one_display_is_updated_in_place(kernel_run):
+    cell, messages = kernel_run["display"]
+    (shown,) = [m for m in messages if m["msg_type"] == "display_data"]
+    display_id = shown["content"]["transient"]["display_id"]
+    updates = [(_sent_at(m), m["content"]["data"]["text/plain"]) for m in messages
+               if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id]
+    _assert_live(updates[:-1])  # (a step shorter than the 0.05 s between updates may not show)
+    (saved,) = cell.outputs
+    assert saved.data["text/plain"] == updates[-1][1] and saved.data["text/plain"].startswith("ipycompile: took ")
