@@ -238,17 +238,9 @@ def test_ctrl_c_stops_the_sweep_and_keeps_the_points_done():
     assert partial["n"].tolist() == [1, 2] and partial["status"].tolist() == ["ok", "error"]
 
 
-@pytest.fixture(scope="module")
-def inductor_sweep():
-    """A real Inductor sweep (the default backend), compared with eager and with its kernels profiled at
-    each point: one sweep for the Inductor tests below."""
-    return ipycompile.sweep({"loop": rnn_loop, "scan": rnn_scan}, steps=[2, 4], make_args=rnn_args,
-                            fullgraph=True, runs=2, compare_eager=True, profile_kernels=True, progress=False,
-                            record=False)
-
-
-def test_real_inductor_sweep_compiles_cpp_kernels_at_each_point(inductor_sweep):
-    df = inductor_sweep
+def test_real_inductor_sweep_compiles_cpp_kernels_at_each_point():
+    df = ipycompile.sweep({"loop": rnn_loop, "scan": rnn_scan}, steps=[2, 4], make_args=rnn_args,
+                          fullgraph=True, runs=2, compare_eager=True, progress=False, record=False)
     assert (df["status"] == "ok").all(), df["error"].tolist()
     for report in df["report"]:
         assert report.kernels and {k.backend for k in report.kernels} & {"cpp", "extern"}
@@ -361,12 +353,13 @@ def test_magic_sweep_failing_point_goes_on(ip):
     assert df["error"].iloc[1] == "AssertionError: n must not be 0"
 
 
-def test_sweep_profiles_kernels_at_each_point(inductor_sweep):
-    assert len(inductor_sweep["report"]) == 4
-    for report in inductor_sweep["report"]:
-        assert report.profile.settings.options.get("cpp.enable_kernel_profile") is True
-        assert report.profile.kernels.times and sum(t.share for t in report.profile.kernels.times) <= 1.0 + 1e-6
-        assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
+def test_sweep_profiles_kernels_at_each_point():
+    df = ipycompile.sweep({"scan": rnn_scan}, steps=[2], make_args=rnn_args, fullgraph=True, runs=2,
+                          profile_kernels=True, progress=False, record=False, warm_start=False)
+    (report,) = df["report"]
+    assert report.profile.settings.options.get("cpp.enable_kernel_profile") is True
+    assert report.profile.kernels.times and sum(t.share for t in report.profile.kernels.times) <= 1.0 + 1e-6
+    assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
 
 
 def test_sweep_result_shows_a_formatted_table_and_keeps_the_dataframe_in_df(rnn_sweep):
