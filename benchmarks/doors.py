@@ -40,6 +40,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 import torch  # noqa: E402
 
 import doors  # noqa: E402
+import shells  # noqa: E402
 
 REFERENCE = "cell"
 #: doors where torch compiles differently from a plain module by design of the wrapper
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
         names.insert(0, REFERENCE)
     results: dict = {}
     t0 = time.time()
-    with doors.ipython_shell() as ip:
+    with shells.loaded() as ip:
         doors.SHELL = ip
         for w in ws:
             row: dict = {}

@@ -142,3 +142,37 @@ def every_page_and_report_written_is_whole(request):
     _WRITTEN.clear()
     if found:
         pytest.fail("pages or reports written with problems:\n" + "\n".join(found[:20]), pytrace=False)
+
+
+# -- the fixtures the modules share ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ip():
+    """The process's one real IPython shell with ``%load_ext ipycompile`` and ``import torch`` run, for
+    the module's tests (``tests/shells.py``); unloaded when the module ends. Names a test defines stay
+    in its namespace: a test that needs them gone removes them."""
+    import shells
+
+    with shells.loaded() as shell:
+        shell.run_cell("import torch")
+        yield shell
+
+
+@pytest.fixture
+def clean_dynamo():
+    """Dynamo reset before and after the test: nothing compiled by another test is reused or counted."""
+    import torch
+
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Debian's, through Playwright) for the worker's browser modules: each test
+    opens a context of its own and closes it (``tests/browser_helpers.py``)."""
+    from browser_helpers import chromium, require_browser
+
+    require_browser()
+    with chromium() as b:
+        yield b

@@ -35,6 +35,8 @@ import torch
 
 import ipycompile
 
+import shells
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: transformers' families of the matrix: (config class, model class name, extra config).
@@ -377,21 +379,6 @@ def _merged(reports: list):
     return dataclasses.replace(reports[-1], graphs=list(graphs.values()), recompiles=list(recompiles.values()))
 
 
-@contextlib.contextmanager
-def ipython_shell():
-    """The test process's one real IPython shell, with ``%load_ext ipycompile``."""
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
-
-    start_ipython()
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
-
-
 #: the IPython shell the cell door runs in when a test module holds one open (else it opens one)
 SHELL = None
 
@@ -404,7 +391,7 @@ def door_cell(w: Workload, ns: dict, ip=None):
     torch._dynamo.reset()
     ipycompile.reset()
     own = ip is None
-    cm = ipython_shell() if own else contextlib.nullcontext(ip)
+    cm = shells.loaded() if own else contextlib.nullcontext(ip)  # the test process's one shell (tests/shells.py)
     reports = []
     with cm as shell:
         added = [k for k in ns if k not in shell.user_ns]
@@ -463,24 +450,40 @@ def _env() -> dict:
     return env
 
 
-def door_torch_trace(w: Workload, ns: dict | None = None, *, cli: bool = False):
-    """A script run with ``TORCH_TRACE=dir`` (torch writes the log), then ``ipycompile.load_trace``
-    (or, with ``cli``, ``python -m ipycompile report LOG --json``) on that log."""
-    with tempfile.TemporaryDirectory() as d:
-        d = Path(d)
+#: the TORCH_TRACE log a workload's script wrote, by workload name: the TORCH_TRACE and CLI doors read
+#: the same log (one run of the script for both), kept in a folder removed when the process exits
+_TRACE_LOGS: dict[str, Path] = {}
+
+
+def _torch_trace_log(w: Workload) -> Path:
+    """The log of ``w``'s script run with ``TORCH_TRACE=dir`` (torch writes it), run once per process."""
+    if w.name not in _TRACE_LOGS:
+        import atexit
+        import shutil
+
+        d = Path(tempfile.mkdtemp(prefix="ipyc-doors-trace-"))
+        atexit.register(shutil.rmtree, d, True)
         env = _env()
         env["TORCH_TRACE"] = str(d / "trace")
         subprocess.run([sys.executable, str(_job_script(w, d))], env=env, check=True, capture_output=True,
                        timeout=600)
-        (log,) = sorted((d / "trace").iterdir())
-        if not cli:
-            return ipycompile.load_trace(log)
-        out = subprocess.run([sys.executable, "-m", "ipycompile", "report", str(log), "--json", str(d / "r.json")],
-                             env=env, capture_output=True, text=True, timeout=600)
+        (_TRACE_LOGS[w.name],) = sorted((d / "trace").iterdir())
+    return _TRACE_LOGS[w.name]
+
+
+def door_torch_trace(w: Workload, ns: dict | None = None, *, cli: bool = False):
+    """A script run with ``TORCH_TRACE=dir`` (torch writes the log), then ``ipycompile.load_trace``
+    (or, with ``cli``, ``python -m ipycompile report LOG --json``) on that log."""
+    log = _torch_trace_log(w)
+    if not cli:
+        return ipycompile.load_trace(log)
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([sys.executable, "-m", "ipycompile", "report", str(log), "--json", str(Path(d) / "r.json")],
+                             env=_env(), capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr
         from ipycompile.report import CompileReport
 
-        return CompileReport.from_json((d / "r.json").read_text())
+        return CompileReport.from_json((Path(d) / "r.json").read_text())
 
 
 def door_torchrun(w: Workload, ns: dict | None = None, ranks: int = 2):

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import VSCODE_THEMES, chromium, lab_server, require_browser, vscode_page, widget_dom  # noqa: E402
+from browser_helpers import VSCODE_THEMES, lab_server, require_browser, vscode_page, widget_dom  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -86,13 +86,6 @@ def lab(tmp_path_factory):
     nbformat.write(nb, root / NOTEBOOK)
     with lab_server(root, base / "jupyter-lab.log") as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -594,23 +587,15 @@ _TEXT_ELEMENTS = ("() => [...document.querySelectorAll('.ipyc *')].filter(e => e
 def shell_display():
     """The HTML a real ``%%compile`` displays in an IPython shell that shows HTML but has no
     widgets (the compact page with its tabs), for VSCODE_CELLS."""
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
 
-    start_ipython()
-    ip = get_ipython()
-    types = list(ip.display_formatter.active_types)
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        ip.display_formatter.active_types = [*types, "text/html"]  # a frontend that shows HTML
+    import shells
+
+    with shells.loaded(html=True) as ip:  # a frontend that shows HTML
         assert ip.run_cell(VSCODE_CELLS[0]).success
         with capture_output() as out:
             res = ip.run_cell(VSCODE_CELLS[1], store_history=True)
         assert res.success, res.error_in_exec
-    finally:
-        ip.display_formatter.active_types = types
-        ip.run_line_magic("unload_ext", "ipycompile")
     (shown,) = out.outputs
     return shown.data["text/html"]
 
@@ -753,21 +738,24 @@ def test_vscode_shows_the_kernels_outputs_saved_by_jupyterlab_with_aa_contrast(b
 
 
 # -- clean-up -------------------------------------------------------------------------------
-def test_server_and_its_kernels_are_shut_down(tmp_path):
-    """What the fixtures rely on: stopping the server ends it and every kernel it started."""
-    require_browser()
+def test_server_and_its_kernels_are_shut_down(lab):
+    """What the fixtures rely on: stopping the server ends it and every kernel it started. The module's
+    own server, stopped here, after the tests that use it (this test is the module's last; the
+    fixture's stop at the end of the module then finds nothing left to stop)."""
     import psutil
 
-    with lab_server(tmp_path, tmp_path / "lab.log") as server:
-        server.api("kernels", method="POST", body={"name": "python3"})
-        deadline = time.monotonic() + 30
-        while not server.kernel_pids() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert server.kernel_pids(), "the kernel did not start"
-        # the kernel runs in a session of its own (jupyter_client starts it so): not the server's group
-        (kernel,) = server.kernel_pids()
-        assert os.getpgid(kernel) != os.getpgid(server.proc.pid)
-        procs = [psutil.Process(server.proc.pid), *psutil.Process(server.proc.pid).children(recursive=True)]
+    server = lab
+    before = set(server.kernel_pids())  # the notebook's kernel, when a test above started it
+    server.api("kernels", method="POST", body={"name": "python3"})
+    deadline = time.monotonic() + 30
+    while not set(server.kernel_pids()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    kernels = server.kernel_pids()
+    assert set(kernels) - before, "the kernel did not start"
+    # each kernel runs in a session of its own (jupyter_client starts it so): not the server's group
+    assert all(os.getpgid(k) != os.getpgid(server.proc.pid) for k in kernels), kernels
+    procs = [psutil.Process(server.proc.pid), *psutil.Process(server.proc.pid).children(recursive=True)]
+    server.stop()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs):
         time.sleep(0.2)

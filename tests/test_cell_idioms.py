@@ -12,8 +12,6 @@ import re
 
 import pytest
 import torch
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 MAGIC = "%%compile --backend eager --runs 2 --quiet\n"
@@ -64,14 +62,6 @@ IDIOMS = {
 }
 
 
-def _shell():
-    start_ipython()
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    return shell
-
-
 def _plain(value):
     """A value as comparable data (tensors as lists)."""
     if isinstance(value, torch.Tensor):
@@ -101,13 +91,6 @@ def _run_both_ways(ip, setup: str, cell: str, probe: str, magic: str):
         assert after.error_in_exec is None, (head, after.error_in_exec)
         outcome.append((type(err).__name__ if err is not None else _plain(res.result), _plain(after.result)))
     return outcome
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = _shell()
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
 
 
 @pytest.mark.parametrize("idiom", sorted(IDIOMS))

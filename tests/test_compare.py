@@ -246,17 +246,6 @@ def test_find_run_by_number_index_and_label_with_clear_errors():
         history_log._ROWS[:] = saved
 
 
-@pytest.fixture(scope="module")
-def ip():
-    from test_magic import shell_
-
-    shell = shell_()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
-
-
 def test_compile_diff_in_an_ipython_shell(ip, shows_html):
     ipycompile.clear_history()
     ip.run_cell("x = torch.arange(8.0)")

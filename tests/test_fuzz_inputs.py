@@ -340,11 +340,11 @@ def test_any_o_name_is_taken_or_refused_in_one_line(name):
     import keyword
 
     from IPython.core.error import UsageError
-    from IPython.testing.globalipapp import start_ipython
 
+    import shells
     from ipycompile.magics.arguments import output_name
 
-    shell = start_ipython() or __import__("IPython").get_ipython()
+    shell = shells.ipython()
     try:
         taken = output_name(shell, name, "compile")
     except UsageError as exc:

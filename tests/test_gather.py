@@ -22,6 +22,8 @@ from ipycompile.analysis.ranks import rank_divergence
 from ipycompile.cli.torchrun import split_arguments
 from ipycompile.report import CompileReport
 
+import written_checks
+
 pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).parent
@@ -60,9 +62,20 @@ def torchrun(tmp_path: Path, mode: str, *, launcher: bool = False, env: dict | N
     return proc, out
 
 
-def test_the_gathered_job_equals_load_trace_of_the_same_processes(tmp_path):
+@pytest.fixture(scope="module")
+def diverged(tmp_path_factory):
+    """``python -m ipycompile torchrun --trace-dir trace -o job.html`` of the ``diverge`` job, run once for the
+    module: (the launcher's process, the gathered JSON rank 0 wrote, the ranks' TORCH_TRACE folder, the page)."""
+    tmp_path = tmp_path_factory.mktemp("diverge")
     trace = tmp_path / "trace"
-    proc, out = torchrun(tmp_path, "diverge", env={"TORCH_TRACE": str(trace)})
+    proc, out = torchrun(tmp_path, "diverge", launcher=True, trace=trace)
+    return proc, out, trace, tmp_path / "job.html"
+
+
+def test_the_gathered_job_equals_load_trace_of_the_same_processes(diverged):
+    """What rank 0 gathered equals ``load_trace`` of the TORCH_TRACE logs the same processes wrote (the
+    launcher's --trace-dir: torchrun's ranks with TORCH_TRACE set)."""
+    proc, out, trace, _ = diverged
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = json.loads(out.read_text())
     loaded = load_trace(trace)
@@ -114,14 +127,14 @@ def test_a_rank_whose_block_failed_is_named_with_its_error(tmp_path):
     assert got["missing"]["1"].startswith("failed in the block (RuntimeError: rank 1 broke inside the block)")
 
 
-def test_the_launcher_runs_the_job_with_its_trace_and_prints_the_divergence(tmp_path):
-    trace = tmp_path / "trace"
-    proc, _ = torchrun(tmp_path, "diverge", launcher=True, trace=trace)
+def test_the_launcher_runs_the_job_with_its_trace_and_prints_the_divergence(diverged):
+    proc, _, trace, page = diverged
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"the ranks' TORCH_TRACE logs go to {trace}" in proc.stderr
     assert f"2 rank logs in {trace} (ranks 0-1)" in proc.stdout
     assert str(rank_divergence(load_trace(trace))) in proc.stdout
-    assert (tmp_path / "job.html").read_text().count('role="tablist"') == 1 + 2  # the job's tabs, one full report's per behaviour
+    assert page.read_text().count('role="tablist"') == 1 + 2  # the job's tabs, one full report's per behaviour
+    assert written_checks.problems(str(page)) == []  # the page's links and data whole (as conftest.py checks each page)
 
 
 def test_the_launcher_passes_torchruns_exit_status_through(tmp_path):
@@ -227,7 +240,22 @@ def _launch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120, cwd=cwd)
 
 
-def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path):
+def _launch_in_process(*args: str, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """``python -m ipycompile torchrun ARGS`` through the command line's own entry point in this process
+    (``ipycompile.cli.main``, what ``python -m ipycompile`` calls): its exit status, stdout and stderr."""
+    from ipycompile.cli import main
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    status = main(["torchrun", *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["python", "-m", "ipycompile", "torchrun", *args], status, out, err)
+
+
+def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path, capsys, monkeypatch):
+    """Each refusal before anything runs. The first through the whole door (a process of its own, its exit
+    status); the others through the same entry point in this process (each process would import torch
+    only to refuse)."""
     job = tmp_path / "job.py"
     job.write_text("open('ran', 'w').write('the job ran')\n")
     data = tmp_path / "data.txt"
@@ -246,11 +274,13 @@ def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(
         (["-o", "", "--nproc-per-node", "1", "job.py"], "-o: give a file name"),
         (["--trace-dir=", "--nproc-per-node", "1", "job.py"], "--trace-dir: give a folder name"),
     ]:
-        p = _launch(*args, cwd=tmp_path)
+        p = _launch(*args, cwd=tmp_path) if args[1] == "job.py" else _launch_in_process(
+            *args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
         assert p.returncode == 2 and not p.stdout, (args, p.stderr)
         assert p.stderr.startswith(f"ipycompile torchrun: error: {words}"), (args, p.stderr)
         assert len(p.stderr.splitlines()) == 1 and p.stderr.rstrip().endswith("(usage: python -m ipycompile torchrun --help)")
-    p = _launch("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path)
+    p = _launch_in_process("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path, capsys=capsys,
+                           monkeypatch=monkeypatch)
     assert p.returncode == 1 and p.stderr == (f"ipycompile torchrun: error: cannot write missing/r.html: "
                                               f"no folder {tmp_path / 'missing'}\n"), p.stderr
     assert job.read_text() == "open('ran', 'w').write('the job ran')\n" and data.read_text() == "the job's data\n"

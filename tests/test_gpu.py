@@ -197,25 +197,17 @@ def test_slowest_kernel_leads_to_a_line_of_the_cell():
 
 
 # -- %%compile in an IPython shell on the GPU ------------------------------------------
-def test_magic_memory_timeline_option_on_the_gpu():
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
+def test_magic_memory_timeline_option_on_the_gpu(ip):
     from IPython.utils.capture import capture_output
 
-    start_ipython()
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        ip.user_ns.update(torch=torch, g=torch.randn(1024, 1024, device="cuda"))
-        with capture_output():
-            res = ip.run_cell("%%compile --memory-timeline --runs 3 -o rep\nh = (g @ g).tanh()\nh.sum()",
-                              store_history=True)
-        assert res.error_in_exec is None, res.error_in_exec
-        rep: CompileReport = ip.user_ns["rep"]
-        assert [t.label for t in rep.profile.memory.timelines] == ["compiling call", "steady-state call"]
-        assert statistics.median(rep.profile.steady.device_times_s) == pytest.approx(rep.profile.steady.device_median_s)
-    finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
+    ip.user_ns.update(torch=torch, g=torch.randn(1024, 1024, device="cuda"))
+    with capture_output():
+        res = ip.run_cell("%%compile --memory-timeline --runs 3 -o rep\nh = (g @ g).tanh()\nh.sum()",
+                          store_history=True)
+    assert res.error_in_exec is None, res.error_in_exec
+    rep: CompileReport = ip.user_ns["rep"]
+    assert [t.label for t in rep.profile.memory.timelines] == ["compiling call", "steady-state call"]
+    assert statistics.median(rep.profile.steady.device_times_s) == pytest.approx(rep.profile.steady.device_median_s)
 
 
 # -- issue 21, item 3: where each call's time goes on the GPU -----------------------------

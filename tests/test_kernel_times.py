@@ -226,31 +226,20 @@ def test_extern_ops_as_the_profiler_names_them():
 
 
 # -- %%compile --profile-kernels ------------------------------------------------------
-def test_magic_profile_kernels(run):
-    IPython = pytest.importorskip("IPython")
-    from IPython.testing.globalipapp import start_ipython
+def test_magic_profile_kernels(run, ip, shows_html):
     from IPython.utils.capture import capture_output
 
-    start_ipython()
-    ip = IPython.get_ipython()
-    ip.run_line_magic("load_ext", "ipycompile")
-    types = list(ip.display_formatter.active_types)
-    ip.display_formatter.active_types = [*types, "text/html"]  # a frontend that shows HTML (the test shell is a terminal's)
-    try:
-        ip.user_ns.update(namespace())
-        with capture_output() as out:  # the same graph as the fixture's: the FX graph cache holds it
-            res = ip.run_cell(f"%%compile --profile-kernels --runs 2\n{SOURCE}", store_history=True)
-        assert res.error_in_exec is None, res.error_in_exec
-        p = ipycompile.history()["report"].iloc[-1].profile
-        assert p.settings.options == {KERNEL_PROFILE_OPTION: True} and p.steady.runs == 2
-        assert p.kernels.device == "cpu" and any(t.kernel == "extern_kernels.mm" for t in p.kernels.times)
-        (shown,) = out.outputs
-        assert "CPU time (us/call)" in shown.data["text/html"]
-        with pytest.raises(Exception, match="--profile-kernels: not with --observe"):
-            ip.run_cell("%%compile --profile-kernels --observe\n1", store_history=False).raise_error()
-    finally:
-        ip.display_formatter.active_types = types
-        ip.run_line_magic("unload_ext", "ipycompile")
+    ip.user_ns.update(namespace())
+    with capture_output() as out:  # the same graph as the fixture's: the FX graph cache holds it
+        res = ip.run_cell(f"%%compile --profile-kernels --runs 2\n{SOURCE}", store_history=True)
+    assert res.error_in_exec is None, res.error_in_exec
+    p = ipycompile.history()["report"].iloc[-1].profile
+    assert p.settings.options == {KERNEL_PROFILE_OPTION: True} and p.steady.runs == 2
+    assert p.kernels.device == "cpu" and any(t.kernel == "extern_kernels.mm" for t in p.kernels.times)
+    (shown,) = out.outputs  # HTML, as a notebook frontend shows it (shows_html: the test shell is a terminal's)
+    assert "CPU time (us/call)" in shown.data["text/html"]
+    with pytest.raises(Exception, match="--profile-kernels: not with --observe"):
+        ip.run_cell("%%compile --profile-kernels --observe\n1", store_history=False).raise_error()
 
 
 # -- a real GPU run -------------------------------------------------------------------

@@ -7,30 +7,15 @@ import re
 
 import pytest
 import torch
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 import ipycompile
 from ipycompile.report.report import _renderers
 from ipycompile.views.viewmodel import view_model
 
+import shells
+
 TRACE = logging.getLogger("torch.__trace")
-
-
-def shell_():
-    """The real IPython shell of the test process (started once)."""
-    start_ipython()
-    return get_ipython()
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = shell_()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
 
 
 def run(ip, cell: str):
@@ -45,7 +30,7 @@ def last_report() -> ipycompile.CompileReport:
 
 
 def test_load_unload_reload_leave_nothing_behind():
-    shell = shell_()
+    shell = shells.ipython()
     handlers = list(TRACE.handlers)
     shell.run_line_magic("load_ext", "ipycompile")
     try:
@@ -432,13 +417,9 @@ def test_run_options_are_named_once_as_fields_and_the_calls_take_them_as_keyword
     with pytest.raises(TypeError, match="unknown option 'rns'; the options are mode, backend"):
         RunOptions.build(rns=3)
     # a sweep's untimed warm start is one variant of the options, the same for functions and cells
-    from ipycompile.run import sweeps
-
     warm = RunOptions.build(backend="eager", runs=5, compare_eager=True, profile_kernels=True).warm_start()
     assert (warm.runs, warm.warmup, warm.compare_eager, warm.profile_kernels, warm.memory_timeline, warm.record) == \
         (1, 0, False, False, False, False)
-    assert inspect.getsource(sweeps.sweep).count(".warm_start()") == inspect.getsource(sweeps.sweep_cell).count(
-        ".warm_start()") == 1
 
 
 def test_torchs_lines_kept_out_of_the_output_are_the_reports_raw_log(ip):

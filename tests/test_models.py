@@ -34,8 +34,6 @@ from typing import Any, Callable
 import pytest
 import torch
 import transformers as tf
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 import ipycompile
@@ -201,18 +199,11 @@ def test_mixtral_grouped_mm_experts_compile_whole(tmp_path, input_ids):
     assert report.graph_break_count == 0 == t.tl["graph_breaks"]
 
 
-def _shell():
-    start_ipython()  # the test process's one real IPython shell (as tests/test_magic.py)
-    return get_ipython()
-
-
-def test_bert_encoder_through_compile_magic(tmp_path):
+def test_bert_encoder_through_compile_magic(tmp_path, ip):
     torch.manual_seed(0)
     config = tf.BertConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=2,
                            vocab_size=VOCAB, max_position_embeddings=64)
     model = tf.BertModel(config).eval()
-    ip = _shell()
-    ip.run_line_magic("load_ext", "ipycompile")
     try:
         ip.user_ns.update(torch=torch, bert=model, ids=torch.randint(0, VOCAB, (BATCH, SEQ)),
                           mask=torch.ones(BATCH, SEQ, dtype=torch.long))
@@ -233,7 +224,6 @@ def test_bert_encoder_through_compile_magic(tmp_path):
         assert "\nSummary\n-------\n" in shown.outputs[0].data["text/plain"]  # then the tabs
         assert ip.user_ns["hidden"].shape == (BATCH, SEQ, 64)
     finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
         for name in ("bert", "ids", "mask", "hidden", "bert_report"):
             ip.user_ns.pop(name, None)
     check(t, report, "BERT via %%compile")

@@ -25,8 +25,6 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -35,6 +33,8 @@ from ipycompile.views import html as html_view
 from ipycompile.views.first_screen import problems
 from ipycompile.views.widget import ReportWidget
 from ipycompile.views.viewmodel import header
+
+import shells
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,12 +53,9 @@ def group(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ip(group):
-    start_ipython()
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
+    with shells.loaded() as shell:
+        shell.run_cell("import torch")
+        yield shell
 
 
 def sequential() -> torch.nn.Module:

@@ -1,6 +1,7 @@
-"""The run layer's phases (issue 21, item 5): each phase of ``measure`` returns its own record
-(and its notes and noise lines), tested here on a real CPU compile; ``measure`` assembles the
-``Profile`` from the records of the phases that finished."""
+"""The run layer's phases (issue 21, item 5): each phase of ``measure`` fills its own record of the
+profile (the first call, the steady state, the eager comparison, the kernel times) with its notes and
+noise lines, checked here on a real CPU compile run as the user runs it (``ipycompile.run_cell``);
+``measure`` assembles the ``Profile`` from the records of the phases that finished."""
 
 from __future__ import annotations
 
@@ -13,106 +14,86 @@ import torch
 import ipycompile
 from ipycompile.report import EagerComparison, FirstCall, KernelTimes, Memory, OutputCheck, PROFILE_FIELDS_V1, SteadyState
 from ipycompile.run import pipeline
-from ipycompile.run.activity import CompileActivity
 from ipycompile.run.options import RunOptions
 
 RUN = pathlib.Path(ipycompile.__file__).parent / "run"
+CELL = "y = torch.relu(x @ w).sum(dim=1)"
 
 
-def _mlp(x, w):
-    return torch.relu(x @ w).sum(dim=1)
-
-
-@pytest.fixture(scope="module")
-def target():
-    """One real compile (the eager backend: Dynamo, no Inductor) shared by the phase tests."""
+def _namespace() -> dict:
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(32, 64, generator=g), torch.randn(64, 64, generator=g)
-    compiled = torch.compile(_mlp, backend="eager")
-    return pipeline.Target(lambda: compiled(x, w), lambda: _mlp(x, w), lambda value: value)
+    return {"torch": torch, "x": torch.randn(32, 64, generator=g), "w": torch.randn(64, 64, generator=g)}
 
 
 @pytest.fixture(scope="module")
-def settings():
-    return RunOptions.build(backend="eager").settings
+def measured():
+    """One real compile (the eager backend: Dynamo, no Inductor), measured with every CPU phase: the
+    first call, warm-up, run time and latency, the eager comparison and the kernel profile."""
+    ns = _namespace()
+    run = ipycompile.run_cell(CELL, ns, backend="eager", runs=12, warmup=2, compare_eager=True, profile_kernels=True,
+                              record=False)
+    return run, ns
 
 
-@pytest.fixture(scope="module")
-def first(target, settings):
-    with CompileActivity():
-        return pipeline._first_call(target, settings, one_time_s=None, memory_timeline=False, keep_expected=True)
-
-
-@pytest.fixture(scope="module")
-def steady(target, first):
-    with CompileActivity() as activity:
-        warmed = pipeline._warm_up(target.compiled, 2, activity)
-        return pipeline._run_time(target.compiled, 12, activity, warmed)
-
-
-def test_first_call_returns_its_record_and_what_it_hands_on(first, target):
-    rec = first.record
+def test_the_first_call_phase_fills_its_record(measured):
+    run, ns = measured
+    rec = run.report.profile.first_call
     assert isinstance(rec, FirstCall) and rec.compile_s > 0 and rec.compile_wall_s >= rec.compile_s
     assert rec.peak_host_bytes is None or rec.peak_host_bytes > 0
-    assert torch.allclose(first.value, target.eager()) and first.expected is first.value  # no CUDA graphs: no copy
-    assert not first.device_work and first.host_method in ("vmhwm", "sampling", "unavailable")
-    assert first.recorder is None
+    assert torch.allclose(ns["y"], torch.relu(ns["x"] @ ns["w"]).sum(dim=1))  # the cell ran, its name bound
 
 
-def test_warm_up_counts_its_calls():
-    calls = []
-    with CompileActivity() as activity:
-        assert pipeline._warm_up(lambda: calls.append(1), 3, activity) == 3
-    assert len(calls) == 3
-
-
-def test_run_time_returns_a_filled_steady_state(steady):
-    s = steady.record
+def test_the_timing_phases_fill_a_steady_state(measured):
+    run, _ = measured
+    s = run.report.profile.steady
     assert isinstance(s, SteadyState) and s.run_median_s > 0 and s.runs >= 6 and s.run_block_calls >= 1
     assert s.run_min_s <= s.run_median_s <= s.run_max_s and len(s.run_times_s) * s.run_block_calls == s.runs
     assert s.warmup >= 2 and s.timing_method.startswith("run time: median over")
-    assert s.latency_median_s is None and s.busy is None  # later phases' figures
-    assert all(n.startswith("run time:") for n in steady.noise)
+    # the latency phase added its figures and its part of the method; no CUDA: no device time, no busy phase
+    assert s.latency_median_s > 0 and len(s.latency_times_s) >= 3 and s.device_median_s is None and s.busy is None
+    assert "; latency: " in s.timing_method
+    assert s.recorded_in_timing == {} and s.run_dropped_blocks == 0  # nothing compiled while it was timed
 
 
-def test_latency_and_device_time_return_a_new_record(steady, target):
-    s = steady.record
-    more = pipeline._latency_and_device_time(s, target.compiled, 12, cuda=False).record
-    assert more.latency_median_s > 0 and len(more.latency_times_s) >= 3 and more.device_median_s is None
-    assert more.timing_method.startswith(s.timing_method) and "; latency: " in more.timing_method
-    assert s.latency_median_s is None  # the record handed in is not changed
-    one = pipeline._latency_and_device_time(s, target.compiled, 1, cuda=False).record
-    assert one.latency_median_s is None and one.timing_method.endswith("not measured (--runs 1)")
-    assert pipeline._gpu_busy(s, target.compiled, RunOptions.build(backend="eager").settings, 12,
-                            cuda=False).record is s  # no CUDA: no busy phase
+def test_one_run_measures_no_latency():
+    run = ipycompile.run_cell(CELL, _namespace(), backend="eager", runs=1, record=False)
+    s = run.report.profile.steady
+    assert s.latency_median_s is None and s.timing_method.endswith("not measured (--runs 1)"), s.timing_method
 
 
-def test_recorded_in_timing_is_counted_from_the_callbacks_and_noted(steady):
-    quiet = pipeline._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 1})
-    assert quiet.record is steady.record and not quiet.notes
-    loud = pipeline._recorded_in_timing(steady.record, {"DYNAMO": 1}, {"DYNAMO": 3, "CUDAGRAPH_RECORDING": 1})
-    assert loud.record.recorded_in_timing == {"DYNAMO": 2, "CUDAGRAPH_RECORDING": 1}
-    assert loud.notes == [f"torch compiled or recorded during the timed runs (2 dynamo, 1 cudagraph recording): "
-                          f"{steady.record.run_dropped_blocks} block(s) with it were dropped and re-run"]
+def test_compiles_during_the_timed_runs_are_counted_and_noted():
+    """A cell whose input grows from its fourth call on (after the first call and two warm-up calls), not
+    compiled dynamic: torch recompiles during the timed runs (up to its recompile limit). The steady
+    state counts those compiles and the profile says that the blocks with them were dropped and re-run."""
+    import itertools
+
+    calls = itertools.count()
+    pick = torch._dynamo.disable(lambda: torch.randn(4 + max(0, next(calls) - 3)))
+    run = ipycompile.run_cell("y = pick().sin() * 2", {"torch": torch, "pick": pick}, backend="eager", runs=12,
+                              warmup=2, dynamic=False, record=False)
+    s = run.report.profile.steady
+    assert s.recorded_in_timing.get("DYNAMO", 0) >= 1, s
+    assert (f"torch compiled or recorded during the timed runs ({s.recorded_in_timing['DYNAMO']} dynamo): "
+            f"{s.run_dropped_blocks} block(s) with it were dropped and re-run") in run.report.profile.notes
 
 
-def test_kernel_profile_returns_kernel_times_and_events(steady, target):
-    kernels, events = pipeline._kernel_profile(target.compiled, steady.record.run_median_s).record
-    assert isinstance(kernels, KernelTimes) and kernels.device == "cpu" and kernels.calls == 5 and events
-    timed = pipeline._attributed(kernels, events, [])
-    assert timed.times and timed.calls == 5 and kernels.times == []  # no report kernels: all "other CPU time"
+def test_the_kernel_profile_phase_fills_kernel_times(measured):
+    run, _ = measured
+    kernels = run.report.profile.kernels
+    assert isinstance(kernels, KernelTimes) and kernels.device == "cpu" and kernels.calls == 5
+    # the eager backend makes no kernels of its own: the profiled time is all "other CPU time"
+    assert kernels.times and not run.report.kernels
 
 
-def test_compare_eager_returns_its_record_notes_and_noise(first, steady, target):
-    m = pipeline._compare_eager(target, first.expected, runs=12, warmup=1, device_work=False, first=first.record,
-                              steady=steady.record)
-    e = m.record
+def test_the_eager_comparison_phase_fills_its_record_and_method(measured):
+    run, _ = measured
+    p = run.report.profile
+    e = p.eager
     assert isinstance(e, EagerComparison) and e.check.match and e.pairs == 6 and e.speedup > 0
     assert isinstance(e.check, OutputCheck) and e.check.method == "equal"  # what run/accuracy.py returned, kept whole
     assert e.run_median_s > 0 and e.latency_median_s > 0 and e.busy is None and len(e.block_calls) == 2
     assert e.break_even_calls is None or e.break_even_calls >= 1
-    assert not m.notes and all(n.startswith(("speedup vs eager:", "eager run time:")) for n in m.noise)
-    assert pipeline._eager_method(e).startswith(f"; vs eager: 6 pairs of blocks (compiled {e.block_calls[0]} calls")
+    assert f"; vs eager: 6 pairs of blocks (compiled {e.block_calls[0]} calls" in p.steady.timing_method
 
 
 def test_measure_assembles_the_records_of_the_phases_that_finished():

@@ -52,17 +52,12 @@ def test_covered_lines_are_kept_out_only_during_the_block_and_logging_is_left_as
     assert all(h.filters == filters for h, filters in before)
 
 
-def test_a_users_handlers_receive_torchs_lines_while_a_compile_cell_runs(tmp_path):
+def test_a_users_handlers_receive_torchs_lines_while_a_compile_cell_runs(tmp_path, ip):
     """In a real IPython shell: ``torch._logging.set_logs(graph_breaks=True, recompiles=True)`` and the
     user's own handlers on ``torch._dynamo`` (a file, a stream of theirs): a ``%%compile`` cell's graph
     break and recompile lines reach them as they do outside ``%%compile``."""
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
 
-    ip = start_ipython() or get_ipython()  # the test process's one shell: started once, by whichever test is first
-    ip.run_line_magic("load_ext", "ipycompile")
-    ip.user_ns["torch"] = torch
     log_file = tmp_path / "dynamo.log"
     to_file = logging.FileHandler(log_file)
     own = io.StringIO()
@@ -78,7 +73,6 @@ def test_a_users_handlers_receive_torchs_lines_while_a_compile_cell_runs(tmp_pat
         with capture_output():
             ip.run_cell_magic("compile", "--runs 1 --backend eager", cell)
     finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
         torch._logging.set_logs()
         logger.removeHandler(to_file)
         logger.removeHandler(to_stream)

@@ -61,22 +61,15 @@ def test_a_guard_failure_makes_the_recompile_the_new_origin():
     assert reused.reused_from == "an earlier run" and reused.recompiles == recompiled.recompiles
 
 
-def test_compile_magic_rerun_shows_the_diagnosis_in_the_shell():
-    from test_magic import shell_
-
-    ip = shell_()
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        ip.run_cell("import torch\nx = torch.arange(8.0)")
-        cell = "%%compile --backend eager --runs 2\n" + CELL
-        with capture_output():
-            first = ip.run_cell(cell, store_history=True)
-        with capture_output() as out:
-            again = ip.run_cell(cell, store_history=True)
-        assert first.success and again.success
-        text = out.outputs[0].data["text/plain"]
-        assert "Reused compiled code: nothing was compiled in this run" in text  # the Summary tab, as text
-        assert f"In [{first.execution_count}], which compiled it" in text
-        assert f"In [{first.execution_count}], line 3" in text  # the break, at the compiling cell's line
-    finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
+def test_compile_magic_rerun_shows_the_diagnosis_in_the_shell(ip):
+    ip.run_cell("x = torch.arange(8.0)")
+    cell = "%%compile --backend eager --runs 2\n" + CELL
+    with capture_output():
+        first = ip.run_cell(cell, store_history=True)
+    with capture_output() as out:
+        again = ip.run_cell(cell, store_history=True)
+    assert first.success and again.success
+    text = out.outputs[0].data["text/plain"]
+    assert "Reused compiled code: nothing was compiled in this run" in text  # the Summary tab, as text
+    assert f"In [{first.execution_count}], which compiled it" in text
+    assert f"In [{first.execution_count}], line 3" in text  # the break, at the compiling cell's line

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.browser
 
 nbformat = pytest.importorskip("nbformat")
 
-from browser_helpers import LabServer, chromium, require_browser  # noqa: E402
+from browser_helpers import LabServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -172,13 +172,6 @@ def assert_report_shown(page, where: str) -> None:
 
 
 # -- the live run and the three saves ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium() as b:
-        yield b
-
-
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory, browser):
     """Run the notebook live in JupyterLab and save it three ways; returns (root, home)."""

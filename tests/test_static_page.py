@@ -4,7 +4,8 @@ GitHub and an untrusted notebook strip them), a place's link lands on its line i
 source, and every text keeps WCAG AA contrast in the light and dark schemes.
 
 One real compile (backend "eager": a data-dependent ``if``, a graph break) in a file of its
-own; one Chromium for the module (Debian's, ``/usr/bin/chromium``), a context per case.
+own; the worker's one Chromium (Debian's, ``/usr/bin/chromium``: the ``browser`` fixture of
+``conftest.py``), a context per case.
 Screenshots go to ``build/static-*.png``.
 """
 
@@ -16,8 +17,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.browser
-
-from browser_helpers import chromium, require_browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -76,13 +75,6 @@ def pages(report, tmp_path_factory):
     fallback.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
                         f'{fallback_bundle(view_model(report), "")["text/html"]}</body></html>')
     return {"full": full, "compact": compact, "fallback": fallback}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium() as b:
-        yield b
 
 
 def _open(browser, path: Path, *, script: bool = True, scheme: str = "light", width: int = 1100):

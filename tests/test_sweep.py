@@ -14,8 +14,6 @@ import re
 
 import pytest
 import torch
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from torch._higher_order_ops.scan import scan
 
@@ -207,7 +205,7 @@ def test_make_args_forms_and_a_failing_make_args():
         return torch.tensor(float(a + b))
 
     kw = dict(backend="eager", runs=1, progress=False, record=False, warm_start=False)
-    assert ipycompile.sweep(f, a=[1])["status"].tolist() == ["ok"]  # f(**point)
+    assert ipycompile.sweep(f, a=[1], **kw)["status"].tolist() == ["ok"]  # f(**point)
     assert ipycompile.sweep(f, make_args=lambda a: (a, 1), a=[1], **kw)["status"].tolist() == ["ok"]
     assert ipycompile.sweep(f, make_args=lambda a: {"a": a, "b": 2}, a=[1], **kw)["status"].tolist() == ["ok"]
     assert ipycompile.sweep(f, make_args=lambda a: a, a=[1], **kw)["status"].tolist() == ["ok"]
@@ -286,16 +284,6 @@ def test_plot_sweep_errors_and_failed_points():
 
 
 # -- %%compile --sweep in a real IPython shell ------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def ip():
-    start_ipython()
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
 
 
 LOOP_CELL = """y = torch.ones(3)

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 import ipycompile
@@ -135,17 +133,7 @@ def test_run_cell_writes_its_capture_and_names_the_log(tmp_path):
     assert [c.compile_id for c in back.compiles] == [c.compile_id for c in run.report.compiles]
 
 
-# -- the magics, in a real IPython shell ------------------------------------------------
-@pytest.fixture(scope="module")
-def ip():
-    start_ipython()
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "ipycompile")
-    shell.run_cell("import torch")
-    yield shell
-    shell.run_line_magic("unload_ext", "ipycompile")
-
-
+# -- the magics, in a real IPython shell (the shared ``ip`` fixture of conftest.py) ----------------
 def run(ip, cell: str):
     with capture_output() as out:
         res = ip.run_cell(cell, store_history=True)

@@ -10,7 +10,6 @@ import pytest
 import torch
 from IPython.utils.capture import capture_output
 
-import doors
 import ipycompile
 from ipycompile.views.first_screen import problems
 
@@ -41,20 +40,19 @@ def _plain(ns: dict) -> dict:
     return ref
 
 
-def test_a_training_step_in_a_compile_cell_trains_once():
+def test_a_training_step_in_a_compile_cell_trains_once(ip):
     ns = _namespace()
     torch.manual_seed(1)
     ref = _plain(ns)
     torch.manual_seed(1)
-    with doors.ipython_shell() as ip:
-        ip.user_ns.update(ns)
-        with capture_output() as shown:
-            res = ip.run_cell("%%compile --backend aot_eager --runs 5 --compare-eager -o _train_report\n" + CELL)
-        assert res.error_in_exec is None, res.error_in_exec
-        report = ip.user_ns.pop("_train_report")
-        for k in ns:
-            ip.user_ns.pop(k, None)
-        ip.user_ns.pop("loss", None)
+    ip.user_ns.update(ns)
+    with capture_output() as shown:
+        res = ip.run_cell("%%compile --backend aot_eager --runs 5 --compare-eager -o _train_report\n" + CELL)
+    assert res.error_in_exec is None, res.error_in_exec
+    report = ip.user_ns.pop("_train_report")
+    for k in ns:
+        ip.user_ns.pop(k, None)
+    ip.user_ns.pop("loss", None)
     model, opt, sched = ns["model"], ns["opt"], ns["sched"]
     p0 = next(iter(model.parameters()))
     assert int(opt.state[p0]["step"]) == 1  # one optimizer step, not one per timed call
@@ -97,15 +95,14 @@ class _Counting(torch.nn.Module):
         return self.lin(x)
 
 
-def test_a_tensor_a_module_holds_as_a_plain_attribute_counts_one_call():
+def test_a_tensor_a_module_holds_as_a_plain_attribute_counts_one_call(ip):
     m = _Counting()
-    with doors.ipython_shell() as ip:
-        ip.user_ns.update(torch=torch, m=m, x=torch.randn(2, 4))
-        with capture_output():
-            res = ip.run_cell("%%compile --backend eager --runs 4 -o _count_report\nout = m(x)\n")
-        assert res.error_in_exec is None, res.error_in_exec
-        report = ip.user_ns.pop("_count_report")
-        for k in ("torch", "m", "x", "out"):
-            ip.user_ns.pop(k, None)
+    ip.user_ns.update(torch=torch, m=m, x=torch.randn(2, 4))
+    with capture_output():
+        res = ip.run_cell("%%compile --backend eager --runs 4 -o _count_report\nout = m(x)\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    report = ip.user_ns.pop("_count_report")
+    for k in ("torch", "m", "x", "out"):
+        ip.user_ns.pop(k, None)
     assert report.profile.steady.runs >= 4
     assert int(m.calls) == 1 and report.profile.kept.restored == ["m"]

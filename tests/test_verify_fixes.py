@@ -554,94 +554,76 @@ def test_a_cell_that_raises_is_not_verified():
     assert v.not_verified == "the cell raised ZeroDivisionError: verify its fixes once it runs" and v.compiles == 0
 
 
-def test_the_magic_verifies_fixes_in_a_real_shell(request):
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
+def test_the_magic_verifies_fixes_in_a_real_shell(ip, shows_html):
     from IPython.utils.capture import capture_output
 
-    start_ipython()
-    request.getfixturevalue("shows_html")  # the shell now exists: its HTML on, as a notebook has it
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        ip.run_cell("import torch\nx = torch.tensor([0.0, 2.0, 0.0, 1.0])")
-        with capture_output() as out:
-            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\nidx = torch.nonzero(x)\n"
-                              "z = idx.float().sum()\nz")
-        assert res.error_in_exec is None, res.error_in_exec
-        rep = ip.user_ns["rep"]
-        (check,) = _checks(rep)
-        assert check.status == FixStatus.VERIFIED
-        assert "verified on your cell: the break is gone" in out.outputs[0].data["text/html"]
-        assert float(res.result) == 4.0 and torch._dynamo.config.capture_dynamic_output_shape_ops is False
-        # a rewrite: the cell's lines as the editor numbers them (the %%compile line is line 1)
-        ip.run_cell("y0 = torch.randn(6)")
-        before = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
-        with capture_output():
-            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep2\ny = y0 * 2\n"
-                              "if y.sum() > 0:\n    w = y + 1\nelse:\n    w = y - 1\n")
-        assert res.error_in_exec is None, res.error_in_exec
-        (b,) = ip.user_ns["rep2"].graph_breaks
-        assert (b.suggestion.kind, b.suggestion.first_line, b.suggestion.last_line) == ("torch.where", 3, 6)
-        assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
-        assert b.suggestion.check.applied == ["lines 3-6 of the cell rewritten as suggested"]
-        after = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
-        assert {k: v for k, v in after.items() if k in before and k not in ("y", "w", "rep2")} == \
-            {k: v for k, v in before.items() if k not in ("y", "w", "rep2")}
-        res = ip.run_cell("%%compile --backend eager --verify-fixes --verify-budget 0\nz = x + 1")
-        assert "--verify-budget: 0.0 is not allowed" in str(res.error_in_exec)
-    finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
+    ip.run_cell("import torch\nx = torch.tensor([0.0, 2.0, 0.0, 1.0])")
+    with capture_output() as out:
+        res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\nidx = torch.nonzero(x)\n"
+                          "z = idx.float().sum()\nz")
+    assert res.error_in_exec is None, res.error_in_exec
+    rep = ip.user_ns["rep"]
+    (check,) = _checks(rep)
+    assert check.status == FixStatus.VERIFIED
+    assert "verified on your cell: the break is gone" in out.outputs[0].data["text/html"]
+    assert float(res.result) == 4.0 and torch._dynamo.config.capture_dynamic_output_shape_ops is False
+    # a rewrite: the cell's lines as the editor numbers them (the %%compile line is line 1)
+    ip.run_cell("y0 = torch.randn(6)")
+    before = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+    with capture_output():
+        res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep2\ny = y0 * 2\n"
+                          "if y.sum() > 0:\n    w = y + 1\nelse:\n    w = y - 1\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    (b,) = ip.user_ns["rep2"].graph_breaks
+    assert (b.suggestion.kind, b.suggestion.first_line, b.suggestion.last_line) == ("torch.where", 3, 6)
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+    assert b.suggestion.check.applied == ["lines 3-6 of the cell rewritten as suggested"]
+    after = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+    assert {k: v for k, v in after.items() if k in before and k not in ("y", "w", "rep2")} == \
+        {k: v for k, v in before.items() if k not in ("y", "w", "rep2")}
+    res = ip.run_cell("%%compile --backend eager --verify-fixes --verify-budget 0\nz = x + 1")
+    assert "--verify-budget: 0.0 is not allowed" in str(res.error_in_exec)
 
 
-def test_the_magic_verifies_from_the_first_calls_state_and_withdraws_fixes_that_add_breaks_or_drop_changes(request):
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
+def test_the_magic_verifies_from_the_first_calls_state_and_withdraws_fixes_that_add_breaks_or_drop_changes(ip, shows_html):
     from IPython.utils.capture import capture_output
 
-    start_ipython()
-    request.getfixturevalue("shows_html")
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "ipycompile")
-    try:
-        # a module of the notebook that makes an attribute (and prints) on its first call only
-        ip.run_cell("import torch, math, types\n"
-                    "class Lazy(torch.nn.Module):\n"
-                    "    def __init__(self):\n"
-                    "        super().__init__(); self.lin = torch.nn.Linear(4, 4); self.scale = None\n"
-                    "    def forward(self, x):\n"
-                    "        if self.scale is None:\n"
-                    "            print('first forward')\n"
-                    "            self.scale = x.new_full((4,), 2.0)  # no global: the test shell's __main__ is not its namespace\n"
-                    "        return self.lin(x) * self.scale\n"
-                    "model = Lazy()\nx = torch.randn(2, 4)\n")
-        with capture_output():
-            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\ny = model(x)\n")
-        assert res.error_in_exec is None, res.error_in_exec
-        (b,) = ip.user_ns["rep"].graph_breaks
-        assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
-        assert torch.equal(ip.user_ns["model"].scale, torch.full((4,), 2.0))
-        # a fix that removes the recompiles of each size but adds a break
-        ip.run_cell("v = torch.randn(8)\ndef grow():\n    global v\n    v = torch.cat([v, v[:1]])\n")
-        with capture_output():
-            res = ip.run_cell("%%compile --backend eager --runs 1 --warmup 1 --no-dynamic --verify-fixes -o rep2\n"
-                              "grow()\nw = v.sin() * math.factorial(v.shape[0] % 5)\n")
-        assert res.error_in_exec is None, res.error_in_exec
-        checks = [rc.suggestion.check for rc in ip.user_ns["rep2"].recompiles
-                  if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
-        assert checks and all(c.status == FixStatus.FAILED and "a new break: " in c.reason for c in checks), checks
-        # a fix that drops the in-place change a print made
-        ip.run_cell("st = types.SimpleNamespace(count=torch.zeros(1))\n")
-        with capture_output() as out:
-            res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep3\n"
-                              "y = model(x)\nprint('call', st.count.add_(1), model)\n")
-        assert res.error_in_exec is None, res.error_in_exec
-        (b,) = ip.user_ns["rep3"].graph_breaks
-        assert b.suggestion.kind == "remove_print" and b.suggestion.check.status == FixStatus.FAILED
-        assert "it drops the in-place change of `st.count`" in b.suggestion.check.reason
-        assert "drops the in-place change of" in out.outputs[0].data["text/html"]
-    finally:
-        ip.run_line_magic("unload_ext", "ipycompile")
+    # a module of the notebook that makes an attribute (and prints) on its first call only
+    ip.run_cell("import torch, math, types\n"
+                "class Lazy(torch.nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__(); self.lin = torch.nn.Linear(4, 4); self.scale = None\n"
+                "    def forward(self, x):\n"
+                "        if self.scale is None:\n"
+                "            print('first forward')\n"
+                "            self.scale = x.new_full((4,), 2.0)  # no global: the test shell's __main__ is not its namespace\n"
+                "        return self.lin(x) * self.scale\n"
+                "model = Lazy()\nx = torch.randn(2, 4)\n")
+    with capture_output():
+        res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep\ny = model(x)\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    (b,) = ip.user_ns["rep"].graph_breaks
+    assert b.suggestion.check.status == FixStatus.VERIFIED, b.suggestion.check
+    assert torch.equal(ip.user_ns["model"].scale, torch.full((4,), 2.0))
+    # a fix that removes the recompiles of each size but adds a break
+    ip.run_cell("v = torch.randn(8)\ndef grow():\n    global v\n    v = torch.cat([v, v[:1]])\n")
+    with capture_output():
+        res = ip.run_cell("%%compile --backend eager --runs 1 --warmup 1 --no-dynamic --verify-fixes -o rep2\n"
+                          "grow()\nw = v.sin() * math.factorial(v.shape[0] % 5)\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    checks = [rc.suggestion.check for rc in ip.user_ns["rep2"].recompiles
+              if rc.suggestion is not None and rc.suggestion.kind == "mark_dynamic"]
+    assert checks and all(c.status == FixStatus.FAILED and "a new break: " in c.reason for c in checks), checks
+    # a fix that drops the in-place change a print made
+    ip.run_cell("st = types.SimpleNamespace(count=torch.zeros(1))\n")
+    with capture_output() as out:
+        res = ip.run_cell("%%compile --backend eager --runs 1 --verify-fixes -o rep3\n"
+                          "y = model(x)\nprint('call', st.count.add_(1), model)\n")
+    assert res.error_in_exec is None, res.error_in_exec
+    (b,) = ip.user_ns["rep3"].graph_breaks
+    assert b.suggestion.kind == "remove_print" and b.suggestion.check.status == FixStatus.FAILED
+    assert "it drops the in-place change of `st.count`" in b.suggestion.check.reason
+    assert "drops the in-place change of" in out.outputs[0].data["text/html"]
 
 
 # -- a fix is a record (Suggestion.fix): what the rule filled is what its code says, and what verify applies ------
