@@ -21,9 +21,10 @@ from .views import sweep_table_view as _sweep_table
 
 # The capture subpackage, imported now, so that no later import of it binds ``ipycompile.capture``
 # (an import binds a subpackage in its parent the first time only); the name is then the
-# function, run.observe.capture, imported on first use.
+# function, run.observe.capture, imported on first use. On a reload (``%reload_ext ipycompile``) the
+# subpackage is imported already, and the import binds nothing: there is no name to drop.
 _import_module(".capture", __name__)
-del globals()["capture"]
+globals().pop("capture", None)
 
 _install_views()  # reports render as HTML in any notebook, with or without %load_ext
 _register_progress_view(_progress_view)  # runs and sweeps show a live status line (the run layer draws nothing)
