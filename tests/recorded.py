@@ -183,13 +183,17 @@ _OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\((?:[^(),]|\([^()]*\))+, )\d
 #: the machine's thread count, quoted in torch's global-state guard (``"num_threads":2``): the recording
 #: machine's (or the xdist worker's OMP_NUM_THREADS), not what the recipe did
 _NUM_THREADS = re.compile(r'("num_threads":)\d+')
+#: where the recording machine installed torch and the libraries (the stack trace in a recompile's reason names
+#: their files by absolute path: ``/work/main/.venv/lib/python3.11/site-packages/torch/...``)
+_INSTALLED = re.compile(r'[^\s"\'(]*/(?:site|dist)-packages/')
 
 
 def _without_ids(value):
     """``value`` with the object ids torch's identity guards quote (``___check_obj_id(L['fn'], 1402...)``) as ``ID``:
-    an address of the recording process, never the same twice; and the thread count of the global-state guard as ``N``."""
+    an address of the recording process, never the same twice; the thread count of the global-state guard as ``N``;
+    the folder packages are installed in as ``site-packages/``."""
     if isinstance(value, str):
-        return _NUM_THREADS.sub(r"\1N", _OBJECT_ID.sub(r"\1ID", value))
+        return _INSTALLED.sub("site-packages/", _NUM_THREADS.sub(r"\1N", _OBJECT_ID.sub(r"\1ID", value)))
     if isinstance(value, dict):
         return {k: _without_ids(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
