@@ -21,7 +21,6 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-from browser_helpers import chromium, require_browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COPIES = 3
@@ -62,13 +61,6 @@ def pages(tmp_path_factory):
         write_body(report, f.write)
         f.write("\n</body></html>\n")
     return {"whole": whole, "split": split, "files": sorted((folder / "split_files").iterdir())}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium() as b:
-        yield b
 
 
 def _open(browser, path: Path, script: bool = True):
