@@ -26,6 +26,7 @@ from torch.testing import assert_close
 from torch.torch_version import TorchVersion
 
 import ipycompile
+from doctor_cells import assert_clean, run
 from ipycompile import CompileReport
 from ipycompile.analysis import diagnose
 from ipycompile.analysis.breaks import KINDS, suggest_break_fixes
@@ -36,35 +37,12 @@ from ipycompile.views.viewmodel import view_model
 import recorded
 
 
-def run(src: str, ns: dict, **kw):
-    """Run a cell compiled (eager backend), from a clean Dynamo: (value, report)."""
-    ipycompile.reset()
-    try:
-        r = ipycompile.run_cell(src, ns, backend="eager", runs=1, warmup=0, record=False, **kw)
-        return r.value, r.report
-    except Exception as exc:  # noqa: BLE001 - the failing cell's report is what the doctor reads
-        report = getattr(exc, "ipycompile_report", None)
-        if report is None:
-            raise
-        return exc, report
-    finally:
-        ipycompile.reset()
-
-
 def only_suggestion(report: CompileReport):
     items = report.graph_breaks + report.failures
     assert items, report.summary()
     kinds = {i.suggestion.kind for i in items}
     assert len(kinds) == 1, [(type(i).__name__, i.suggestion.kind, i.suggestion.title) for i in items]
     return items[0].suggestion
-
-
-def assert_clean(report: CompileReport) -> None:
-    """The fix worked: no break, no failure, nothing ran without compiling (not merely moved)."""
-    assert report.graph_break_count == 0, report.summary()
-    assert not report.failures, report.summary()
-    assert not report.ran_without_compiling, report.summary()
-    assert report.compiles and any(c.graph_op_count for c in report.compiles), report.summary()
 
 
 def ns_with(x: torch.Tensor, **more) -> dict:

@@ -24,23 +24,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+import doctor_cells
 import ipycompile
+from doctor_cells import run
 from ipycompile.analysis.source import apply_suggestion
-
-
-def run(src: str, ns: dict, **kw):
-    """Run a cell compiled (eager backend), from a clean Dynamo: (value, report)."""
-    ipycompile.reset()
-    try:
-        r = ipycompile.run_cell(textwrap.dedent(src), ns, backend="eager", runs=1, warmup=0, record=False, **kw)
-        return r.value, r.report
-    except Exception as exc:  # noqa: BLE001 - the failing cell's report is what the doctor reads
-        report = getattr(exc, "ipycompile_report", None)
-        if report is None:
-            raise
-        return exc, report
-    finally:
-        ipycompile.reset()
 
 
 def eager(src: str, ns: dict):
@@ -58,9 +45,7 @@ def suggestions(report):
 
 
 def assert_clean(report) -> None:
-    assert report.graph_break_count == 0, report.summary()
-    assert not report.failures, report.summary()
-    assert not report.ran_without_compiling, report.summary()
+    doctor_cells.assert_clean(report, graphs=False)
 
 
 @pytest.fixture(autouse=True)
