@@ -200,6 +200,10 @@ except ImportError:
 try:
     main()
 except SignalException as exc:
+    # the ranks are stopped: a later Ctrl-C would only cut torch's exit handlers with a traceback
+    import signal
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
     sys.exit(128 + int(exc.sigval))
 """
 
@@ -270,7 +274,9 @@ class _Signals:
 
     def __exit__(self, *exc: object) -> None:
         for s, handler in self._old.items():
-            signal.signal(s, handler)
+            # stopped by a signal, the launcher is on its way out: one more Ctrl-C would only cut the exit
+            # handlers of what it imported (torch's, to check torchrun's arguments) with a traceback
+            signal.signal(s, signal.SIG_IGN if self.got else handler)
 
     def started(self, proc: subprocess.Popen) -> None:
         self.proc = proc
