@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: this checkout first on the path of a child process (a script, a kernel)
 PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
-# a first call that takes a while, as a slow cell does: Dynamo traces, then the cell sleeps
+# a first call that takes a while, as a slow cell does: Dynamo traces, then the cell sleeps. Its runs
+# make no warm-up call (``warmup=0``: the warm-up phase is still entered and shown, only its one sleeping
+# call is left out), so a run sleeps twice (the first call, the timed call), not three times.
 SLOW_CELL = "y = torch.ones(3)\ntime.sleep(2.5)\ny.sum()"
 
 
@@ -82,8 +84,8 @@ def _collect():
 
 def test_a_run_says_its_phase_at_least_every_second_and_ends_with_what_it_took():
     seen, show = _collect()
-    run = ipycompile.run_cell(SLOW_CELL, {"torch": torch, "time": time}, backend="eager", runs=1, record=False,
-                              progress=show)
+    run = ipycompile.run_cell(SLOW_CELL, {"torch": torch, "time": time}, backend="eager", runs=1, warmup=0,
+                              record=False, progress=show)
     assert run.error is None
     live = [(t, s) for t, s in seen if not s.final]
     run_phases = list(dict.fromkeys(s.run_phase for _, s in live))
@@ -138,7 +140,7 @@ def _terminal_script(tmp_path):
         import time, warnings, torch, ipycompile
         warnings.simplefilter("ignore")  # torch's warning about time.sleep would print amid the line
         ipycompile.run_cell({SLOW_CELL!r}, {{"torch": torch, "time": time}}, backend="eager", runs=1,
-                            record=False, progress=True)
+                            warmup=0, record=False, progress=True)
         print("ran", flush=True)
     """))
     env = {**os.environ, "PYTHONPATH": PYTHONPATH}
@@ -203,9 +205,9 @@ KERNEL_CELLS = {
     "setup": "import time, torch, ipycompile\n%load_ext ipycompile",
     # 400 unrolled multiplications: Dynamo's tracing lasts long enough (about a second) to be seen
     # whatever the machine, where a three-line cell's tracing may end between two updates
-    "widget": "%%compile --backend eager --runs 1\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
+    "widget": "%%compile --backend eager --runs 1 --warmup 0\nfor _ in range(400):\n    torch.ones(3).mul_(1.0001)\n" + SLOW_CELL,
     "display": ("from ipycompile.views.progress import NotebookStatus\n"
-                f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, record=False, "
+                f"ipycompile.run_cell({SLOW_CELL!r}, globals(), backend='eager', runs=1, warmup=0, record=False, "
                 "progress=NotebookStatus(widget=False));"),
 }
 
