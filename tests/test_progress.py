@@ -148,29 +148,51 @@ def _terminal_script(tmp_path):
     return script, env
 
 
-def test_on_a_terminal_one_line_is_rewritten_in_place_then_ends_with_what_it_took(tmp_path):
-    script, env = _terminal_script(tmp_path)
-    master, slave = pty.openpty()  # stderr is a terminal, as in a shell
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=slave, env=env)
-    os.close(slave)
-    chunks = []
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
+@pytest.fixture(scope="module")
+def script_runs(tmp_path_factory):
+    """The slow run as a script, twice at once (most of each is the cell's sleeps): its stderr a pipe
+    (``subprocess.CompletedProcess``, text) and a pseudo-terminal (``(returncode, stdout, what the
+    terminal received)``, bytes)."""
+    script, env = _terminal_script(tmp_path_factory.mktemp("slow_run"))
+    procs = []  # killed if still running when this ends (a failure)
+    try:
+        piped = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env)
+        procs.append(piped)
+        master, slave = pty.openpty()  # stderr is a terminal, as in a shell
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=slave, env=env)
+        procs.append(proc)
+        os.close(slave)
+        chunks = []
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
                 break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    out, _ = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 0 and out.strip() == b"ran"
-    text = b"".join(chunks).decode()
+        out, _ = proc.communicate(timeout=60)
+        os.close(master)
+        pipe_out, pipe_err = piped.communicate(timeout=300)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return {"terminal": (proc.returncode, out, b"".join(chunks)),
+            "pipe": subprocess.CompletedProcess(piped.args, piped.returncode, pipe_out, pipe_err)}
+
+
+def test_on_a_terminal_one_line_is_rewritten_in_place_then_ends_with_what_it_took(script_runs):
+    returncode, out, received = script_runs["terminal"]
+    assert returncode == 0 and out.strip() == b"ran"
+    text = received.decode()
     ours = text[text.index("\ripycompile: "):]  # torch's own warnings may come first
     updates, _, rest = ours.rpartition("\r\x1b[K")
     frames = [f for f in updates.split("\r") if f]
@@ -179,9 +201,8 @@ def test_on_a_terminal_one_line_is_rewritten_in_place_then_ends_with_what_it_too
     assert rest.startswith("ipycompile: took ") and rest.count("\n") == 1
 
 
-def test_on_a_pipe_only_the_line_of_what_it_took_is_written(tmp_path):
-    script, env = _terminal_script(tmp_path)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+def test_on_a_pipe_only_the_line_of_what_it_took_is_written(script_runs):
+    proc = script_runs["pipe"]
     assert proc.returncode == 0, proc.stderr
     ours = [line for line in proc.stderr.splitlines() if line.startswith("ipycompile:")]
     assert len(ours) == 1 and ours[0].startswith("ipycompile: took ") and "\r" not in proc.stderr
