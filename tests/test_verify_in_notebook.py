@@ -102,6 +102,13 @@ def test_the_report_shows_first_then_its_first_screen_updates_in_place_with_the_
     # the saved notebook keeps the updated static copy
     saved = [o.data["text/html"] for o in cell.outputs if o.output_type == "display_data" and "text/html" in o.data]
     assert any("verified on your cell" in h for h in saved) and not any("being tried" in h for h in saved), saved
+    # the live status line left one line of what the run took (the fix is tried after it, as the report
+    # shows), before the report's static copy and its widget
+    took, static_copy, widget = [o for o in cell.outputs if o.output_type == "display_data"]
+    assert set(took.data) == {"text/plain", "text/html"}, took.data
+    line = took.data["text/plain"]
+    assert line.startswith("ipycompile: took ") and "\n" not in line, line
+    assert "ipyc-static" in static_copy.data["text/html"] and "application/vnd.jupyter.widget-view+json" in widget.data
     facts = _printed(kernel_run["nonzero_check"][0])
     assert facts == {"pending": False, "status": "verified", "flag": False, "z": 4.0, "history": True}, facts
 
