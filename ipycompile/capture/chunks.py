@@ -1,0 +1,200 @@
+"""Reading one large log in parallel: its spans read by forked processes, merged in file order.
+
+A first-pass summary of a large plain log is mostly reading (splitting lines, decoding the JSON
+envelopes, checking payloads' md5, parsing the chromium events); the builder's share is small.
+:func:`records_in_spans` cuts the log into byte ranges where an event's line starts
+(:func:`~ipycompile.capture.tracefile.cut_points`); each span after the first is read by a forked
+process (:class:`~ipycompile.capture.forked.Forked`: the reader's own code,
+``iter_records(span=...)``, with the builder's pure parsing,
+:data:`~ipycompile.capture.builder.PREPARE_SPAN`), which sends its records back once its span is
+read; this process reads the first span itself while they work, then builds from their records in
+file order. The first span is the smaller one (:data:`BUILD_PER_READ`): this process builds every
+span's records besides.
+
+What crosses a cut is resolved here or in the builder: ``str`` events (interned filenames) are
+records built in file order; each span's problems name lines of the file (``_Reader.line``); its
+counts, problems, unread kinds and the artifacts the reader keeps are merged in file order; the
+log's code layout is applied where it was read; ``--strict`` raises the first span's error in
+file order. Where a span's reading depended on the spans before it (the log's rank, first named
+in an earlier span, differs from the one a span saw; a line cut short before a span with problems;
+a first span with no event), :class:`SpansDepend` is raised and the log is read again in one
+process: the report is always the one-process read's (``tests/test_readahead.py`` compares them).
+
+Used where forking is safe (:func:`~ipycompile.capture.forked.can_fork`), for a first-pass
+summary (``read_trace(summary=True)``) of a plain log of at least :data:`MIN_BYTES`, with one
+process per :data:`BYTES_PER_PROCESS` of log, at most one per usable CPU, within a memory budget
+(:func:`span_count`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator, Optional
+
+from ..report.owners import CodeLayout
+from .records import TraceRecord
+
+#: Logs smaller than this are read in one process (docs/benchmarks.md, "Reading one log in parallel").
+MIN_BYTES = 16 << 20
+#: The bytes of log that make one more reading process worth starting.
+BYTES_PER_PROCESS = 8 << 20
+#: The builder's CPU per byte of a summary, over a span reader's (both measured on the renumbered
+#: H100 logs of ``benchmarks/trace_load.py``): this process reads the first span and builds every
+#: span, so its span is the smaller, to end with the others.
+BUILD_PER_READ = 0.35
+#: What one span's reader holds beyond what it shares with this process (its records until this
+#: process takes them), per byte of its span, and at least.
+SPAN_BYTES_PER_LOG_BYTE = 0.5
+SPAN_BASE_BYTES = 16 << 20
+#: Records per message.
+_BATCH = 512
+
+
+class SpansDepend(Exception):
+    """A span's reading depended on the spans before it: read the log in one process."""
+
+
+def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus: Optional[int] = None,
+               available: Optional[int] = None) -> int:
+    """How many processes read a plain log of ``size`` bytes (this one included; 1: no other).
+    ``workers``, when given, is the caller's choice. By default, the fewest of the usable CPUs
+    (``cpus``), one per :data:`BYTES_PER_PROCESS`, and what the memory budget allows (a quarter of
+    the ``available`` memory, :func:`~ipycompile.capture.tracedir.available_memory`, or less where
+    unknown); 1 below :data:`MIN_BYTES`, for a full read, or where forking is not safe."""
+    if workers is not None:
+        n = workers
+    else:
+        if not summary or size < MIN_BYTES:
+            return 1
+        from .tracedir import available_memory, usable_cpus
+
+        n = min(cpus if cpus is not None else usable_cpus(), size // BYTES_PER_PROCESS)
+        room = available if available is not None else available_memory()
+        budget = (room if room is not None else 1 << 30) // 4
+        each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
+        n = min(n, 1 + budget // each)
+    if n < 2:
+        return 1
+    from .forked import can_fork  # imported here: a small log's summary never forks (pickle, signal unloaded)
+
+    return n if can_fork() else 1
+
+
+def span_shares(n: int) -> list[float]:
+    """Where ``n`` spans end, as shares of the log: the first (this process's) smaller by
+    :data:`BUILD_PER_READ`, so that it ends reading and building it as the others end reading."""
+    first = 1.0 / (1.0 + (n - 1) * (1.0 + BUILD_PER_READ))
+    rest = (1.0 - first) / (n - 1)
+    return [first + i * rest for i in range(n - 1)]
+
+
+def records_in_spans(
+    path: str,
+    iter_records: Callable[..., Iterator[TraceRecord]],
+    spans: list[tuple[int, int]],
+    *,
+    strict: bool,
+    summary: bool,
+    lazy: bool,
+    payload_file: Any = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+    origin: Optional[list] = None,
+    layout: Optional[CodeLayout] = None,
+    prepare: Optional[Callable[[TraceRecord], Any]] = None,
+    alone: frozenset = frozenset(),
+) -> Iterator[TraceRecord]:
+    """The records of ``path`` as one ``iter_records`` pass gives them, its ``spans`` after the
+    first read by forked processes (``prepare``: the builder's part they run; ``alone``: the kinds
+    whose payload they do not send once prepared). ``origin`` receives the merged reader state;
+    ``layout`` is set where the log's layout was read. Raises :class:`SpansDepend` where the spans
+    cannot be read apart (the caller reads the log in one process), and the reader's
+    :class:`~ipycompile.capture.logfile.TraceFileError` of the first span, in file order, that has one."""
+    from .forked import Forked, ForkedError
+    from .logfile import TraceFileError
+    from .readahead import _unpack, set_layout
+
+    children: list = []
+    try:
+        for span in spans[1:]:
+            children.append(Forked(lambda send, span=span: _read_span(
+                path, iter_records, span, strict, summary, lazy, prepare, alone, send)))
+        holder: list = []
+        yield from iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
+                                layout=layout, lazy=lazy, span=spans[0])
+        merged = holder[0]
+        if not merged.seen_event:
+            raise SpansDepend("no event in the first span")
+        total = merged.origin.size_bytes
+        for child, span in zip(children, spans[1:]):
+            try:
+                msg = child.receive()
+                if msg is Forked.END:
+                    raise ForkedError("it ended before its span did")
+            except ForkedError as exc:
+                raise TraceFileError(f"{path}: the process reading bytes {span[0]:,}-{span[1]:,} stopped ({exc}); "
+                                     "read_trace(..., workers=1) reads it in one process") from None
+            if msg[0] == "error":
+                _, text, first_rank = msg
+                if _ranks_differ(merged.first_rank, first_rank):
+                    raise SpansDepend("the log's rank")
+                raise TraceFileError(text)
+            reader = msg[1]
+            if _ranks_differ(merged.first_rank, reader.first_rank) or (
+                    not merged.ended_cleanly and reader.origin.problem_count):
+                raise SpansDepend("the log's rank, or a line cut short before a span with problems")
+            while (msg := child.receive()) is not Forked.END:
+                if msg[0] == "layout":
+                    if layout is not None:
+                        set_layout(layout, msg[1])
+                    continue
+                for rec in msg[1]:
+                    yield _unpack(rec, payload_file)
+            merged.merge(reader)
+            if progress is not None:
+                progress(span[1], total)
+        if progress is not None:
+            progress(total, total)
+        if origin is not None:
+            origin.append(merged)
+    finally:
+        for child in children:
+            child.close()
+
+
+def _ranks_differ(before: Optional[int], here: Optional[int]) -> bool:
+    return before is not None and here is not None and before != here
+
+
+def _read_span(path: str, iter_records, span: tuple[int, int], strict: bool, summary: bool, lazy: bool,
+               prepare, alone: frozenset, send: Callable[[Any], None]) -> None:
+    """A reader process's work: its span read whole, then its reader state and its records sent."""
+    import copy
+
+    from .logfile import TraceFileError
+    from .readahead import _pack
+
+    holder: list = []
+    layout = CodeLayout()
+    out: list = []  # ("records", packed) and ("layout", the layout read there), in file order
+    batch: list = []
+    reads = 0
+    try:
+        for rec in iter_records(path, strict=strict, summary=summary, origin=holder, layout=layout, lazy=lazy,
+                                span=span):
+            if holder[0].layout_reads != reads:  # the layout was read just before this record
+                reads = holder[0].layout_reads
+                out.extend([("records", batch), ("layout", copy.deepcopy(layout))])
+                batch = []
+            batch.append(_pack(rec, prepare, alone))
+            if len(batch) >= _BATCH:
+                out.append(("records", batch))
+                batch = []
+    except TraceFileError as exc:
+        send(("error", str(exc), holder[0].first_rank if holder else None))
+        return
+    out.append(("records", batch))
+    if holder and holder[0].layout_reads != reads:
+        out.append(("layout", copy.deepcopy(layout)))
+    send(("reader", holder[0]))
+    for msg in out:
+        send(msg)
