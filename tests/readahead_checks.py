@@ -77,10 +77,13 @@ elif CHECK == "spans":  # LOG [--strict]: the report read in spans (2 and 3 proc
     except chunks.SpansDepend:
         facts["read_apart"] = None
     facts["count"] = {"small": chunks.span_count(8 << 20, summary=True), "full": chunks.span_count(1 << 30, summary=False),
-                      "large": chunks.span_count(1 << 30, summary=True, cpus=2),
-                      "by_memory": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 20),
-                      "many": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30),
-                      "forced": chunks.span_count(1 << 10, summary=False, workers=3)}
+                      "large": chunks.span_count(1 << 30, summary=True, cpus=2, load=0.0),
+                      "one_busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=1.0),
+                      "busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=2.0),
+                      "by_memory": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 20, load=0.0),
+                      "many": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=0.0),
+                      "many_busy": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=40.0),
+                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0)}
     facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
 
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped

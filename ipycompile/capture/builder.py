@@ -619,6 +619,13 @@ def _is_ignored(key: str) -> bool:
     return key in IGNORED or any(p.match(key) for p in _IGNORED_PATTERNS)
 
 
+def counted_only(key: str) -> bool:
+    """Whether the builder only counts the events of kind ``key`` (no handler, ignored): a reader
+    process sends them without their metadata or payload (torch's compile metrics at run time are
+    a few large dicts a compile)."""
+    return key not in HANDLERS and _is_ignored(key)
+
+
 def _finish(st: _State) -> CompileReport:
     r = st.report
     for cid, layers in st.cache.items():

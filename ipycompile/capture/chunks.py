@@ -55,12 +55,13 @@ class SpansDepend(Exception):
 
 
 def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus: Optional[int] = None,
-               available: Optional[int] = None) -> int:
+               available: Optional[int] = None, load: Optional[float] = None) -> int:
     """How many processes read a plain log of ``size`` bytes (this one included; 1: no other).
     ``workers``, when given, is the caller's choice. By default, the fewest of the usable CPUs
-    (``cpus``), one per :data:`BYTES_PER_PROCESS`, and what the memory budget allows (a quarter of
-    the ``available`` memory, :func:`~ipycompile.capture.tracedir.available_memory`, or less where
-    unknown); 1 below :data:`MIN_BYTES`, for a full read, or where forking is not safe."""
+    (``cpus``), the CPUs left idle by the machine's ``load`` (:func:`idle_cpus`), one per
+    :data:`BYTES_PER_PROCESS`, and what the memory budget allows (a quarter of the ``available``
+    memory, :func:`~ipycompile.capture.tracedir.available_memory`, or 1 GiB where unknown);
+    1 below :data:`MIN_BYTES`, for a full read, or where forking is not safe."""
     if workers is not None:
         n = workers
     else:
@@ -68,7 +69,8 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
             return 1
         from .tracedir import available_memory, usable_cpus
 
-        n = min(cpus if cpus is not None else usable_cpus(), size // BYTES_PER_PROCESS)
+        cpus = cpus if cpus is not None else usable_cpus()
+        n = min(cpus, idle_cpus(cpus, load), size // BYTES_PER_PROCESS)
         room = available if available is not None else available_memory()
         budget = (room if room is not None else 1 << 30) // 4
         each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
@@ -78,6 +80,19 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
     from .forked import can_fork  # imported here: a small log's summary never forks (pickle, signal unloaded)
 
     return n if can_fork() else 1
+
+
+def idle_cpus(cpus: int, load: Optional[float] = None) -> int:
+    """The processes that may read at once without waiting on other work: ``cpus`` plus this one,
+    less the run queue's ``load`` (default: the 1-minute load average), at least 1. Reading in spans
+    costs about a fifth more CPU than in one process (the records sent back, the builder waiting on
+    them): on busy cores it is slower (docs/benchmarks.md, "Reading one log in parallel")."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    return max(1, min(cpus, int(cpus + 1 - load + 0.5)))
 
 
 def span_shares(n: int) -> list[float]:
@@ -102,10 +117,12 @@ def records_in_spans(
     layout: Optional[CodeLayout] = None,
     prepare: Optional[Callable[[TraceRecord], Any]] = None,
     alone: frozenset = frozenset(),
+    counted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[TraceRecord]:
     """The records of ``path`` as one ``iter_records`` pass gives them, its ``spans`` after the
     first read by forked processes (``prepare``: the builder's part they run; ``alone``: the kinds
-    whose payload they do not send once prepared). ``origin`` receives the merged reader state;
+    whose payload they do not send once prepared; ``counted(key)``: the kinds the builder only
+    counts, sent with no metadata or payload). ``origin`` receives the merged reader state;
     ``layout`` is set where the log's layout was read. Raises :class:`SpansDepend` where the spans
     cannot be read apart (the caller reads the log in one process), and the reader's
     :class:`~ipycompile.capture.logfile.TraceFileError` of the first span, in file order, that has one."""
@@ -117,7 +134,7 @@ def records_in_spans(
     try:
         for span in spans[1:]:
             children.append(Forked(lambda send, span=span: _read_span(
-                path, iter_records, span, strict, summary, lazy, prepare, alone, send)))
+                path, iter_records, span, strict, summary, lazy, prepare, alone, counted, send)))
         holder: list = []
         yield from iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
                                 layout=layout, lazy=lazy, span=spans[0])
@@ -166,7 +183,7 @@ def _ranks_differ(before: Optional[int], here: Optional[int]) -> bool:
 
 
 def _read_span(path: str, iter_records, span: tuple[int, int], strict: bool, summary: bool, lazy: bool,
-               prepare, alone: frozenset, send: Callable[[Any], None]) -> None:
+               prepare, alone: frozenset, counted, send: Callable[[Any], None]) -> None:
     """A reader process's work: its span read whole, then its reader state and its records sent."""
     import copy
 
@@ -185,7 +202,7 @@ def _read_span(path: str, iter_records, span: tuple[int, int], strict: bool, sum
                 reads = holder[0].layout_reads
                 out.extend([("records", batch), ("layout", copy.deepcopy(layout))])
                 batch = []
-            batch.append(_pack(rec, prepare, alone))
+            batch.append(_pack(rec, prepare, alone, counted))
             if len(batch) >= _BATCH:
                 out.append(("records", batch))
                 batch = []

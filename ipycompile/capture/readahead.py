@@ -142,8 +142,12 @@ def set_layout(layout: CodeLayout, new: CodeLayout) -> None:
         setattr(layout, f.name, getattr(new, f.name))
 
 
-def _pack(rec: TraceRecord, prepare, alone: frozenset = frozenset()) -> tuple:
-    """``rec`` as a tuple to send; ``alone``: the kinds whose payload is not sent once prepared."""
+def _pack(rec: TraceRecord, prepare, alone: frozenset = frozenset(),
+          counted: Optional[Callable[[str], bool]] = None) -> tuple:
+    """``rec`` as a tuple to send; ``alone``: the kinds whose payload is not sent once prepared;
+    ``counted(key)``: whether the receiver only counts the kind (sent with no metadata or payload)."""
+    if counted is not None and counted(rec.key):
+        return (rec.kind, rec.name, {}, None, None, 0, None, None)
     prepared = None
     if prepare is not None:
         try:

@@ -41,7 +41,7 @@ from typing import Any, Callable, IO, Iterable, Iterator, Optional
 from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
-from .builder import PREPARED_ALONE, build_report, prepare_record, prepare_span_record
+from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
 from .chunks import SpansDepend, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
@@ -799,7 +799,7 @@ def read_trace(
                 records = records_in_spans(name, iter_records, list(zip(cuts, cuts[1:])), strict=strict,
                                            summary=summary, lazy=lazy, payload_file=source, progress=seen,
                                            origin=holder, layout=layout, prepare=prepare_span_record,
-                                           alone=PREPARED_ALONE)
+                                           alone=PREPARED_ALONE, counted=counted_only)
                 return _report(build_report(records, layout), holder[0], layout, summary)
             except SpansDepend:  # read in one process below, its progress shown from where it was
                 if progress is not None:
