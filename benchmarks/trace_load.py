@@ -22,6 +22,9 @@ the machine falls on both alike:
 * the full report: ``report LOG --full`` (every event parsed, the summary printed);
 * the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
   (its HTML output);
+* with ``--workers N ...``, the summary again with its reading processes forced to N
+  (``report LOG --workers N``: 1 reads in one process, 2 or more in spans), beside the default
+  (which starts them only on idle CPUs), each against ``tlparse --plain-text``;
 * CPU per MB on one core (``cpu``): ``report LOG``, ``report LOG --full``, ``tlparse --plain-text``
   and ``tlparse`` (HTML), each pinned to one core (``taskset -c 0`` where there is one), their
   user + system time; the CPU per MB is the slope of the medians between the sizes (the fixed
@@ -54,6 +57,7 @@ Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
                                     [--copies-per-rank 1] [--startup-mb 1] [--label after] [--keep DIR]
+                                    [--workers 1 2]
                                     [--groups summary full full_html page cpu ranks startup]
 """
 
