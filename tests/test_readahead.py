@@ -196,3 +196,21 @@ def test_a_log_whose_rank_changes_across_a_cut_is_read_in_one_process(tmp_path):
     origin = json.loads(facts["True 1"]["json"])["origin"]
     assert origin["rank"] == 0 and "an event of rank 1 in a log of rank 0" in origin["problems"][0]
     assert facts["read_apart"] is None  # the spans depended on each other: read again in one process
+
+
+def test_the_command_line_summary_is_the_same_read_in_spans_or_in_one_process(tmp_path):
+    log = renumbered_log(tmp_path / "job.log")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+    def report(*flags: str) -> str:
+        p = subprocess.run([sys.executable, "-m", "ipycompile", "report", str(log), *flags], capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return p.stdout
+
+    summary = report("--workers", "1")
+    assert report("--workers", "3") == summary and "first-pass summary" in summary
+    # the full read (--json) in spans too, where it is asked for
+    report("--workers", "1", "--json", str(tmp_path / "one.json"))
+    report("--workers", "3", "--json", str(tmp_path / "spans.json"))
+    assert (tmp_path / "spans.json").read_text() == (tmp_path / "one.json").read_text()

@@ -42,7 +42,7 @@ BYTES_PER_PROCESS = 8 << 20
 #: The builder's CPU per byte of a summary, over a span reader's (both measured on the renumbered
 #: H100 logs of ``benchmarks/trace_load.py``): this process reads the first span and builds every
 #: span, so its span is the smaller, to end with the others.
-BUILD_PER_READ = 0.35
+BUILD_PER_READ = 0.15
 #: What one span's reader holds beyond what it shares with this process (its records, pickled,
 #: until this process takes them), per byte of its span, and at least (measured: the reader of
 #: 110 MB of the 200 MB log peaked at 35 MB of RSS, the pages it shares with this process included).
