@@ -108,7 +108,7 @@ def span_shares(n: int) -> list[float]:
 def records_in_spans(
     path: str,
     iter_records: Callable[..., Iterator[TraceRecord]],
-    spans: list[tuple[int, int]],
+    spans: "list[tuple[int, Optional[int]]]",
     *,
     strict: bool,
     summary: bool,
@@ -151,7 +151,7 @@ def records_in_spans(
                     raise ForkedError("it ended before its span did")
                 msg = pickle.loads(msg)
             except ForkedError as exc:
-                raise TraceFileError(f"{path}: the process reading bytes {span[0]:,}-{span[1]:,} stopped ({exc}); "
+                raise TraceFileError(f"{path}: the process reading it from byte {span[0]:,} stopped ({exc}); "
                                      "read_trace(..., workers=1) reads it in one process") from None
             if msg[0] == "error":
                 _, text, first_rank = msg
@@ -171,7 +171,7 @@ def records_in_spans(
                 for rec in msg[1]:
                     yield _unpack(rec, payload_file)
             merged.merge(reader)
-            if progress is not None:
+            if progress is not None and span[1] is not None:
                 progress(span[1], total)
         if progress is not None:
             progress(total, total)
@@ -186,7 +186,7 @@ def _ranks_differ(before: Optional[int], here: Optional[int]) -> bool:
     return before is not None and here is not None and before != here
 
 
-def _read_span(path: str, iter_records, span: tuple[int, int], strict: bool, summary: bool, lazy: bool,
+def _read_span(path: str, iter_records, span: "tuple[int, Optional[int]]", strict: bool, summary: bool, lazy: bool,
                prepare, alone: frozenset, counted, send: Callable[[Any], None]) -> None:
     """A reader process's work: its span read whole, then its reader state and its records sent
     (each message pickled as it is made: the bytes hold less than the objects until they are sent)."""

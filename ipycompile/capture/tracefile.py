@@ -34,6 +34,7 @@ import json
 import os
 import stat
 import re
+import sys
 import time
 import zlib
 from typing import Any, Callable, IO, Iterable, Iterator, Optional
@@ -373,7 +374,7 @@ def iter_records(
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
     lazy: bool = False,
-    span: Optional[tuple[int, int]] = None,
+    span: Optional[tuple[int, Optional[int]]] = None,
 ) -> Iterator[TraceRecord]:
     """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
 
@@ -396,7 +397,8 @@ def iter_records(
     file too (``TraceRecord.payload_ref``, a :class:`~ipycompile.report.model.LazyText`), so
     that the report can keep the place of a bulky payload instead of its text.
 
-    ``span=(start, end)`` reads only the bytes ``[start, end)`` of a plain log, cut where an
+    ``span=(start, end)`` reads only the bytes ``[start, end)`` of a plain log (``end`` None: to
+    its end), cut where an
     event's line starts (:func:`~ipycompile.capture.chunks.cut_points`): the read of one piece
     of a log read in parallel (:mod:`~ipycompile.capture.chunks`). Its problems name the lines
     of the file (the lines before ``start`` are counted when one needs a number); the origin
@@ -438,11 +440,12 @@ def iter_records(
 
 
 class _Span:
-    """The bytes ``[start, end)`` of a file, read as a stream (what :func:`_bounded_lines` reads)."""
+    """The bytes ``[start, end)`` of a file (``end`` None: to its end, also past the size it had when
+    it was opened, as a log still being written), read as a stream (what :func:`_bounded_lines` reads)."""
 
-    def __init__(self, f: IO[bytes], start: int, end: int) -> None:
+    def __init__(self, f: IO[bytes], start: int, end: Optional[int]) -> None:
         f.seek(start)
-        self.f, self.left = f, max(0, end - start)
+        self.f, self.left = f, sys.maxsize if end is None else max(0, end - start)
 
     def read(self, n: int = -1) -> bytes:
         n = self.left if n < 0 else min(n, self.left)
@@ -475,7 +478,8 @@ def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
 
 
 def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress],
-             source: "Optional[PayloadFile]" = None, span: Optional[tuple[int, int]] = None) -> Iterator[TraceRecord]:
+             source: "Optional[PayloadFile]" = None,
+             span: Optional[tuple[int, Optional[int]]] = None) -> Iterator[TraceRecord]:
     o = rd.origin
     total = o.size_bytes
     summary = rd.summary
@@ -796,7 +800,9 @@ def read_trace(
                     progress(done, total)
 
             try:
-                records = records_in_spans(name, iter_records, list(zip(cuts, cuts[1:])), strict=strict,
+                spans: list = list(zip(cuts, cuts[1:]))
+                spans[-1] = (spans[-1][0], None)  # the last to the log's end (a log still being written: as one pass)
+                records = records_in_spans(name, iter_records, spans, strict=strict,
                                            summary=summary, lazy=lazy, payload_file=source, progress=seen,
                                            origin=holder, layout=layout, prepare=prepare_span_record,
                                            alone=PREPARED_ALONE, counted=counted_only)
