@@ -76,7 +76,9 @@ elif CHECK == "spans":  # LOG [--strict]: the report read in spans (2 and 3 proc
         facts["read_apart"] = sorted(p for p in pids if p is not None and p != os.getpid())
     except chunks.SpansDepend:
         facts["read_apart"] = None
-    facts["count"] = {"small": chunks.span_count(8 << 20, summary=True), "full": chunks.span_count(1 << 30, summary=False),
+    facts["count"] = {"small": chunks.span_count(4 << 20, summary=True, cpus=2, load=0.0),
+                      "ten_mb": chunks.span_count(10 << 20, summary=True, cpus=8, load=0.0),
+                      "full": chunks.span_count(1 << 30, summary=False, cpus=2, load=0.0),
                       "large": chunks.span_count(1 << 30, summary=True, cpus=2, load=0.0),
                       "one_busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=1.0),
                       "busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=2.0),

@@ -153,10 +153,11 @@ def test_a_log_read_in_spans_gives_the_report_one_process_gives(tmp_path):
     assert facts["cut_at_event"] and len(facts["cuts"]) == 4  # three spans, each cut where an event starts
     if facts["can_fork"]:
         assert len(facts["read_apart"]) == 2 and facts["pid"] not in facts["read_apart"]
-    # by default: a summary of 16 MiB or more, one process per 8 MiB and idle CPU, within the memory
+    # by default: a summary of 8 MiB or more, one process per 8 MiB and idle CPU, within the memory
     count = facts["count"]
     assert count["small"] == 1 and count["full"] == 1
     if facts["can_fork"]:
+        assert count["ten_mb"] == 2
         assert count["large"] == 2 and count["one_busy"] == 2 and count["busy"] == 1 and count["forced"] == 3
         assert count["by_memory"] == 1 and count["many"] == 64 and count["many_busy"] == 25
 

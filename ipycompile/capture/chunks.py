@@ -22,8 +22,8 @@ process: the report is always the one-process read's (``tests/test_readahead.py`
 
 Used where forking is safe (:func:`~ipycompile.capture.forked.can_fork`), for a first-pass
 summary (``read_trace(summary=True)``) of a plain log of at least :data:`MIN_BYTES`, with one
-process per :data:`BYTES_PER_PROCESS` of log, at most one per usable CPU, within a memory budget
-(:func:`span_count`).
+process per :data:`BYTES_PER_PROCESS` of log, at most one per idle usable CPU, within a memory
+budget (:func:`span_count`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from typing import Any, Callable, Iterator, Optional
 from ..report.owners import CodeLayout
 from .records import TraceRecord
 
-#: Logs smaller than this are read in one process (docs/benchmarks.md, "Reading one log in parallel").
-MIN_BYTES = 16 << 20
-#: The bytes of log that make one more reading process worth starting.
+#: Logs smaller than this are read in one process (docs/benchmarks.md, "Reading one log in parallel":
+#: from 10 MB a second process pays, this one's CPU 0.139 s to 0.103 s for the summary of 10 MB, the
+#: other's 0.070 s; a fork costs 2 to 3 ms of CPU).
+MIN_BYTES = 8 << 20
+#: The bytes of log that make one more reading process worth starting (two from MIN_BYTES).
 BYTES_PER_PROCESS = 8 << 20
 #: The builder's CPU per byte of a summary, over a span reader's (both measured on the renumbered
 #: H100 logs of ``benchmarks/trace_load.py``): this process reads the first span and builds every
@@ -72,7 +74,7 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
         from .tracedir import available_memory, usable_cpus
 
         cpus = cpus if cpus is not None else usable_cpus()
-        n = min(cpus, idle_cpus(cpus, load), size // BYTES_PER_PROCESS)
+        n = min(cpus, idle_cpus(cpus, load), max(2, size // BYTES_PER_PROCESS))
         room = available if available is not None else available_memory()
         budget = (room if room is not None else 1 << 30) // 4
         each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))

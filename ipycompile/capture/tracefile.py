@@ -771,8 +771,8 @@ def read_trace(
     True or False forces it on (where the read is lazy and full) or off.
 
     A first-pass summary of a large plain log is read in parallel, by spans
-    (:mod:`~ipycompile.capture.chunks`: Linux, one thread, 16 MiB or more, one process per
-    8 MiB and usable CPU); ``workers``, the number of processes reading it (this one included),
+    (:mod:`~ipycompile.capture.chunks`: Linux, one thread, 8 MiB or more, one process per
+    8 MiB and idle usable CPU); ``workers``, the number of processes reading it (this one included),
     forces it: 1 reads in one process, 2 or more read by spans (a full read too).
     """
     name = os.fspath(path)
