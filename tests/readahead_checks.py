@@ -45,11 +45,13 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
     if len(ARGS) > 1 and ARGS[1].endswith(".gz"):
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 
-elif CHECK == "spans":  # LOG [--strict]: the report read in spans (2 and 3 processes) and in one process
+elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in spans (2 and 3 processes) and in one
     from ipycompile.capture.tracefile import TraceFileError, cut_points, iter_records, read_trace
 
     chunks = importlib.import_module("ipycompile.capture.chunks")
     path, strict = ARGS[0], "--strict" in ARGS
+    if "--max-line" in ARGS:  # a smaller cap on a line's length, so that a small log holds a longer one
+        importlib.import_module("ipycompile.capture.tracefile").MAX_LINE_BYTES = int(ARGS[ARGS.index("--max-line") + 1])
     size = os.path.getsize(path)
     for summary in (True, False):
         for workers in (1, 2, 3):

@@ -199,6 +199,23 @@ def test_a_log_whose_rank_changes_across_a_cut_is_read_in_one_process(tmp_path):
     assert facts["read_apart"] is None  # the spans depended on each other: read again in one process
 
 
+def test_a_line_cut_short_before_a_span_with_problems_is_read_in_one_process(tmp_path):
+    """A line longer than the cap is read through, and the file counts as not ending cleanly from
+    there on, which a later payload's md5 problem says: that span depends on the ones before it."""
+    log = renumbered_log(tmp_path / "long.log")
+    data = bytearray(log.read_bytes())
+    at = data.index(b"\nV", len(data) // 5) + 1  # in the first span: a line of 200 KB, no glog prefix
+    data[at:at] = b"x" * 200_000 + b"\n"
+    log.write_bytes(bytes(data))
+    break_lines(log, [0.85, 0.9, 0.95])  # in the last span
+    facts = check("spans", log, "--max-line", 100_000)
+    same_reports(facts)
+    problems = json.loads(facts["False 1"]["json"])["origin"]["problems"]
+    assert "longer than the 100,000 bytes" in problems[0] and len(problems) == 4, problems
+    assert "does not match its md5 (the file ends inside it: truncated)" in problems[1]  # as one pass says it
+    assert facts["read_apart"] is None
+
+
 def test_the_command_line_summary_is_the_same_read_in_spans_or_in_one_process(tmp_path):
     log = renumbered_log(tmp_path / "job.log")
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
