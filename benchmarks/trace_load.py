@@ -22,6 +22,9 @@ the machine falls on both alike:
 * the full report: ``report LOG --full`` (every event parsed, the summary printed);
 * the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
   (its HTML output);
+* with ``--workers N ...``, the summary again with its reading processes forced to N
+  (``report LOG --workers N``: 1 reads in one process, 2 or more in spans), beside the default
+  (which starts them only on idle CPUs), each against ``tlparse --plain-text``;
 * CPU per MB on one core (``cpu``): ``report LOG``, ``report LOG --full``, ``tlparse --plain-text``
   and ``tlparse`` (HTML), each pinned to one core (``taskset -c 0`` where there is one), their
   user + system time; the CPU per MB is the slope of the medians between the sizes (the fixed
@@ -54,6 +57,7 @@ Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
                                     [--copies-per-rank 1] [--startup-mb 1] [--label after] [--keep DIR]
+                                    [--workers 1 2]
                                     [--groups summary full full_html page cpu ranks startup]
 """
 
@@ -519,12 +523,14 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
              ("startup_page", "ipycompile report LOG -o page.html", "tlparse (HTML)")]
     if args.baseline:
         pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
+    pairs += [("summary", f"ipycompile report LOG --workers {n}", "tlparse --plain-text") for n in args.workers]
     for group, mine, theirs in pairs:
         for key, by in results.get(group, {}).items():
             if mine not in by or theirs not in by:
                 continue
             a, b = by[mine], by[theirs]
-            ratios.setdefault(group, {}).setdefault(key, {})["baseline" if mine.startswith("baseline") else "ours"] = {
+            who = "baseline" if mine.startswith("baseline") else mine.split("report LOG ")[1] if "--workers" in mine else "ours"
+            ratios.setdefault(group, {}).setdefault(key, {})[who] = {
                 "time": round(a["wall_s"]["median"] / b["wall_s"]["median"], 3),
                 "user_cpu": round(a["user_s"]["median"] / max(b["user_s"]["median"], 1e-9), 3),
                 # every process of the command (a forked reader, rank workers), by PSS: a page two
@@ -681,6 +687,9 @@ def main() -> None:
                     help="also time the ipycompile of this checkout (e.g. an earlier commit's `git archive`), "
                          "in the same rounds, as 'baseline: ...' (the full report with HTML, the summary, the cpu group, the start-up, the ranks)")
     ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
+    ap.add_argument("--workers", type=int, nargs="*", default=[], metavar="N",
+                    help="also time the summary with its reading processes forced to N (`report LOG --workers N`; "
+                         "1: one process), as 'ipycompile report LOG --workers N'")
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
     args = ap.parse_args()
@@ -731,6 +740,8 @@ def main() -> None:
                 ("full_html", mb, "ipycompile report LOG -o page.html", lambda p=path: ours(p, out, "-o", str(page))),
                 ("full_html", mb, "tlparse (HTML)", lambda p=path: tlparse(p, out)),
             ]
+            plan += [("summary", mb, f"ipycompile report LOG --workers {n}",
+                      lambda p=path, n=n: ours(p, out, "--workers", str(n))) for n in args.workers]
         pin = one_core()
         for mb, path in logs.items():
             for label, who, flags in CPU_RUNS:

@@ -45,6 +45,51 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
     if len(ARGS) > 1 and ARGS[1].endswith(".gz"):
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 
+elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in spans (2 and 3 processes) and in one
+    from ipycompile.capture.tracefile import TraceFileError, cut_points, iter_records, read_trace
+
+    chunks = importlib.import_module("ipycompile.capture.chunks")
+    path, strict = ARGS[0], "--strict" in ARGS
+    if "--max-line" in ARGS:  # a smaller cap on a line's length, so that a small log holds a longer one
+        importlib.import_module("ipycompile.capture.tracefile").MAX_LINE_BYTES = int(ARGS[ARGS.index("--max-line") + 1])
+    size = os.path.getsize(path)
+    for summary in (True, False):
+        for workers in (1, 2, 3):
+            seen: list = []
+            try:
+                r = read_trace(path, strict=strict, summary=summary, workers=workers,
+                               progress=lambda done, total: seen.append((done, total)))
+                facts[f"{summary} {workers}"] = {"json": r.to_json(), "origin": repr(r.origin),
+                                                 "torch_version": r.torch_version, "layout": repr(r.code_layout),
+                                                 "progress": seen}
+            except TraceFileError as exc:
+                facts[f"{summary} {workers}"] = {"error": str(exc)}
+    cuts = cut_points(path, [int(share * size) for share in chunks.span_shares(3)])
+    facts["cuts"] = cuts
+    with open(path, "rb") as f:
+        data = f.read()
+    facts["lines_before_cuts"] = [data.count(b"\n", 0, c) for c in cuts]
+    facts["cut_at_event"] = all(c == 0 or c == size or data[c - 1:c] == b"\n" and data[c:c + 1] != b"\t" for c in cuts)
+    # the spans after the first are read by other processes (one each), unless they depend on each other
+    try:
+        pids = {rec.prepared for rec in chunks.records_in_spans(
+            path, iter_records, list(zip(cuts, cuts[1:])), strict=False, summary=True, lazy=False,
+            prepare=lambda rec: os.getpid())}
+        facts["read_apart"] = sorted(p for p in pids if p is not None and p != os.getpid())
+    except chunks.SpansDepend:
+        facts["read_apart"] = None
+    facts["count"] = {"small": chunks.span_count(4 << 20, summary=True, cpus=2, load=0.0),
+                      "ten_mb": chunks.span_count(10 << 20, summary=True, cpus=8, load=0.0),
+                      "full": chunks.span_count(1 << 30, summary=False, cpus=2, load=0.0),
+                      "large": chunks.span_count(1 << 30, summary=True, cpus=2, load=0.0),
+                      "one_busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=1.0),
+                      "busy": chunks.span_count(1 << 30, summary=True, cpus=2, load=2.0),
+                      "by_memory": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 20, load=0.0),
+                      "many": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=0.0),
+                      "many_busy": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=40.0),
+                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0)}
+    facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
+
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped
     from ipycompile.capture.forked import Forked, ForkedError
 

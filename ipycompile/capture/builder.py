@@ -557,10 +557,23 @@ PREPARE: dict[str, Callable[[TraceRecord], Any]] = {
 }
 
 
-def prepare_record(rec: TraceRecord) -> Any:
-    """What :data:`PREPARE` gives for ``rec`` (None for a kind it has no part for)."""
-    fn = PREPARE.get(rec.key)
+#: What a reader of one span of a log (``capture.chunks``) prepares: there the builder is the
+#: slower process (it builds the records of every span), so the readers parse the chromium events too.
+PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {**PREPARE, "chromium_event": _chromium_entry}
+#: The kinds whose handler reads only the prepared value where there is one: a reader process need
+#: not send their payload back.
+PREPARED_ALONE = frozenset({"chromium_event"})
+
+
+def prepare_record(rec: TraceRecord, table: Optional[dict[str, Callable[[TraceRecord], Any]]] = None) -> Any:
+    """What :data:`PREPARE` (or ``table``) gives for ``rec`` (None for a kind it has no part for)."""
+    fn = (PREPARE if table is None else table).get(rec.key)
     return None if fn is None else fn(rec)
+
+
+def prepare_span_record(rec: TraceRecord) -> Any:
+    """What :data:`PREPARE_SPAN` gives for ``rec``."""
+    return prepare_record(rec, PREPARE_SPAN)
 
 
 def _prepared(rec: TraceRecord, fn: Callable[[TraceRecord], Any]) -> Any:
@@ -604,6 +617,13 @@ _IGNORED_PATTERNS = (re.compile(r"^artifact:torch_dynamo_resume_in_.*_BYTECODE$"
 
 def _is_ignored(key: str) -> bool:
     return key in IGNORED or any(p.match(key) for p in _IGNORED_PATTERNS)
+
+
+def counted_only(key: str) -> bool:
+    """Whether the builder only counts the events of kind ``key`` (no handler, ignored): a reader
+    process sends them without their metadata or payload (torch's compile metrics at run time are
+    a few large dicts a compile)."""
+    return key not in HANDLERS and _is_ignored(key)
 
 
 def _finish(st: _State) -> CompileReport:

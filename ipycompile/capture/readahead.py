@@ -87,8 +87,7 @@ def records_read_ahead(
             if kind == "records":
                 _, packed, done_bytes, total, new_layout = msg
                 if new_layout is not None and layout is not None:
-                    for f in dataclasses.fields(CodeLayout):
-                        setattr(layout, f.name, getattr(new_layout, f.name))
+                    set_layout(layout, new_layout)
                 for rec in packed:
                     yield _unpack(rec, payload_file)
                 if progress is not None and done_bytes is not None:
@@ -137,7 +136,18 @@ def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], 
     send(("end", holder[0]))
 
 
-def _pack(rec: TraceRecord, prepare) -> tuple:
+def set_layout(layout: CodeLayout, new: CodeLayout) -> None:
+    """``layout`` made ``new`` in place (the builder holds it)."""
+    for f in dataclasses.fields(CodeLayout):
+        setattr(layout, f.name, getattr(new, f.name))
+
+
+def _pack(rec: TraceRecord, prepare, alone: frozenset = frozenset(),
+          counted: Optional[Callable[[str], bool]] = None) -> tuple:
+    """``rec`` as a tuple to send; ``alone``: the kinds whose payload is not sent once prepared;
+    ``counted(key)``: whether the receiver only counts the kind (sent with no metadata or payload)."""
+    if counted is not None and counted(rec.key):
+        return (rec.kind, rec.name, {}, None, None, 0, None, None)
     prepared = None
     if prepare is not None:
         try:
@@ -146,7 +156,8 @@ def _pack(rec: TraceRecord, prepare) -> tuple:
             prepared = None
     cid = rec.compile_id
     ref = rec.payload_ref
-    return (rec.kind, rec.name, rec.metadata, rec.payload,
+    payload = None if prepared is not None and rec.key in alone else rec.payload
+    return (rec.kind, rec.name, rec.metadata, payload,
             None if cid is None else (cid.frame_id, cid.frame_compile_id, cid.compiled_autograd_id),
             rec.attempt, None if ref is None else (ref.offset, ref.length, ref.md5), prepared)
 

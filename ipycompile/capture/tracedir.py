@@ -295,7 +295,8 @@ def load_trace(
     quick first pass (bulky payloads left unread: no kernels, no graphs after
     Dynamo's). ``workers``: processes reading a directory's rank logs (default: by the CPUs,
     the logs' size and a memory budget that follows it: :func:`reading_workers`; none for a
-    small directory). ``progress(bytes_read, total)``
+    small directory), or one log's spans, this process included (default: for a first-pass
+    summary of a large plain log, by the CPUs, its size and the memory: :func:`~.chunks.span_count`). ``progress(bytes_read, total)``
     is called as the reading goes.
 
     ``finish`` is applied to every full report returned (``ipycompile.load_trace``
@@ -308,7 +309,7 @@ def load_trace(
     done = finish or (lambda r: r)
     name = os.fspath(path)
     if not stat.S_ISDIR(check_path(name).st_mode):
-        report = read_trace(name, strict=strict, summary=summary, progress=progress)
+        report = read_trace(name, strict=strict, summary=summary, progress=progress, workers=workers)
         got = report.origin.rank if report.origin is not None else None
         if rank is not None and got is None:
             raise TraceFileError(f"{name} is the log of one process, without a rank: rank= (--rank) picks a log "
@@ -323,14 +324,14 @@ def load_trace(
         if rank is not None:
             raise TraceFileError(f"{name} holds the log of one process, without a rank ({unranked[0]}); "
                                  "leave out the rank to read it")
-        return load_trace(os.path.join(name, unranked[0]), strict=strict, summary=summary, progress=progress,
-                          finish=finish)
+        return load_trace(os.path.join(name, unranked[0]), strict=strict, summary=summary, workers=workers,
+                          progress=progress, finish=finish)
     if not files:
         raise TraceFileError(_no_rank_logs(name, ignored))
     if rank is not None:
         if rank not in files:
             raise TraceFileError(f"{name} holds no log of rank {rank} (ranks: {rank_ranges(files)})")
-        return done(read_trace(files[rank], strict=strict, summary=summary, progress=progress))
+        return done(read_trace(files[rank], strict=strict, summary=summary, progress=progress, workers=workers))
     summaries = read_summaries(files, strict=strict, workers=workers, progress=progress)
     return RankReports(name, files, ignored, summaries, strict=strict, finish=finish)
 

@@ -34,6 +34,7 @@ import json
 import os
 import stat
 import re
+import sys
 import time
 import zlib
 from typing import Any, Callable, IO, Iterable, Iterator, Optional
@@ -41,7 +42,8 @@ from typing import Any, Callable, IO, Iterable, Iterator, Optional
 from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
-from .builder import build_report, prepare_record
+from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
+from .chunks import SpansDepend, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
@@ -192,8 +194,59 @@ class _Reader:
         self.recompile_limits: dict[str, int] = {}
         self.op_schemas: list[dict] = []
         self.layout = CodeLayout()  # filled in place from LAYOUT_ARTIFACT (the builder holds the same object)
+        self.layout_reads = 0  # how many times the log's layout was read (a span's reader sends it on)
+        #: where the span read starts (``iter_records(span=...)``), and the lines before it: counted
+        #: only when a problem needs a line number (the lines of a span are numbered from its start)
+        self.span_start = 0
+        self._lines_before: Optional[int] = None
+        #: the first rank an event named, and whether a line was cut short (read through, past
+        #: MAX_LINE_BYTES): what one span's reading may depend on in the spans before it
+        self.first_rank: Optional[int] = None
+        self.ended_cleanly = True
+        self.seen_event = False
+
+    def line(self, lineno: int) -> int:
+        """The line number in the file of the ``lineno``-th line read."""
+        if not self.span_start:
+            return lineno
+        if self._lines_before is None:
+            n = 0
+            with open(self.name, "rb") as f:
+                left = self.span_start
+                while left > 0:
+                    block = f.read(min(left, _BLOCK_BYTES))
+                    if not block:
+                        break
+                    n += block.count(b"\n")
+                    left -= len(block)
+            self._lines_before = n
+        return self._lines_before + lineno
+
+    def merge(self, rd: "_Reader") -> None:
+        """The state of the reader of the next span of the log (``iter_records(span=...)``) added to
+        this one's, as one reader of both spans would have it."""
+        o, p = self.origin, rd.origin
+        o.lines += p.lines
+        o.records += p.records
+        o.skipped_lines += p.skipped_lines
+        o.problem_count += p.problem_count
+        o.problems.extend(p.problems[:max(0, MAX_PROBLEMS - len(o.problems))])
+        for key, n in p.unread.items():
+            o.unread[key] = o.unread.get(key, 0) + n
+        o.size_bytes = max(o.size_bytes, p.size_bytes)
+        o.rank = p.rank if o.rank is None else o.rank
+        o.pid = p.pid if o.pid is None else o.pid
+        self.first_rank = rd.first_rank if self.first_rank is None else self.first_rank
+        self.ended_cleanly = self.ended_cleanly and rd.ended_cleanly
+        self.seen_event = self.seen_event or rd.seen_event
+        self.torch_version = rd.torch_version or self.torch_version
+        self.sources.update(rd.sources)
+        self.source_context.extend(rd.source_context)
+        self.recompile_limits.update(rd.recompile_limits)
+        self.op_schemas.extend(rd.op_schemas)
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
+        lineno = self.line(lineno)
         if self.strict:
             raise TraceFileError(f"{self.name}, line {lineno}: {what}")
         o = self.origin
@@ -321,6 +374,7 @@ def iter_records(
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
     lazy: bool = False,
+    span: Optional[tuple[int, Optional[int]]] = None,
 ) -> Iterator[TraceRecord]:
     """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
 
@@ -342,6 +396,14 @@ def iter_records(
     ``lazy=True`` (a plain file, not gzip) gives each record with a payload its place in the
     file too (``TraceRecord.payload_ref``, a :class:`~ipycompile.report.model.LazyText`), so
     that the report can keep the place of a bulky payload instead of its text.
+
+    ``span=(start, end)`` reads only the bytes ``[start, end)`` of a plain log (``end`` None: to
+    its end), cut where an
+    event's line starts (:func:`~ipycompile.capture.chunks.cut_points`): the read of one piece
+    of a log read in parallel (:mod:`~ipycompile.capture.chunks`). Its problems name the lines
+    of the file (the lines before ``start`` are counted when one needs a number); the origin
+    counts its own lines; a span after the first takes the log as one (no check that the file
+    is a trace log) and leaves the checks of the whole file to whoever merges the spans.
     """
     name = os.fspath(path)
     st = check_path(name)
@@ -360,12 +422,36 @@ def iter_records(
     except OSError as exc:
         raise TraceFileError(f"{name}: cannot be read ({os_reason(exc)})") from None
     with raw, stream:
-        head = _head(name, stream, stream is not raw)
-        if not _PREFIX.search(head):  # refuse at once, before reading a large file through
-            raise TraceFileError(_not_a_trace(name, None))
-        stream.seek(0)
+        if span is not None and stream is not raw:
+            raise TraceFileError(f"{name}: a gzip log is read whole, not by spans")
+        if span is None or span[0] == 0:
+            head = _head(name, stream, stream is not raw)
+            if not _PREFIX.search(head):  # refuse at once, before reading a large file through
+                raise TraceFileError(_not_a_trace(name, None))
         source = PayloadFile(name, st.st_size, st.st_mtime_ns) if lazy and stream is raw and not summary else None
-        yield from _records(stream, raw, reader, progress, source)
+        if span is None:
+            stream.seek(0)
+            yield from _records(stream, raw, reader, progress, source)
+        else:
+            part = _Span(raw, *span)
+            reader.span_start = span[0]
+            reader.seen_event = span[0] > 0  # a later span: the file's start was a trace log's
+            yield from _records(part, part, reader, progress, source, span=span)
+
+
+class _Span:
+    """The bytes ``[start, end)`` of a file (``end`` None: to its end, also past the size it had when
+    it was opened, as a log still being written), read as a stream (what :func:`_bounded_lines` reads)."""
+
+    def __init__(self, f: IO[bytes], start: int, end: Optional[int]) -> None:
+        f.seek(start)
+        self.f, self.left = f, sys.maxsize if end is None else max(0, end - start)
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n) if n > 0 else b""
+        self.left -= len(data)
+        return data
 
 
 def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
@@ -392,14 +478,16 @@ def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
 
 
 def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress],
-             source: "Optional[PayloadFile]" = None) -> Iterator[TraceRecord]:
+             source: "Optional[PayloadFile]" = None,
+             span: Optional[tuple[int, Optional[int]]] = None) -> Iterator[TraceRecord]:
     o = rd.origin
     total = o.size_bytes
     summary = rd.summary
     lineno = 0
-    next_progress = _PROGRESS_STEP
-    read_bytes = 0
-    at = 0  # where the current line (or run of payload lines) starts in the file
+    start_at = span[0] if span is not None else 0
+    next_progress = start_at + _PROGRESS_STEP
+    read_bytes = start_at
+    at = start_at  # where the current line (or run of payload lines) starts in the file
     payload_at = payload_end = 0  # where the current event's payload lines start and end in the file
     # the event being read: its line, metadata, key, payload lines (None: payload not kept), md5, line count
     cur_line = 0
@@ -410,7 +498,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
     cur_lines = 0
     cur_skip = False  # the current envelope was bad: step over its payload lines
     rank: Optional[int] = None
-    seen_event = False
+    seen_event = rd.seen_event
     ended_cleanly = True
 
     def finish() -> Optional[TraceRecord]:
@@ -446,7 +534,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 rd.problem(cur_line, f"the rank of this {cur_key} event is {r!r:.40}, not a whole number >= 0", cur_lines)
                 return None
             if rank is None:
-                rank = r
+                rank = rd.first_rank = r
                 o.rank = rank if o.rank is None else o.rank
             elif r != rank:
                 rd.problem(cur_line, f"an event of rank {r} in a log of rank {rank} (one log holds one rank's events)", cur_lines)
@@ -470,6 +558,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                     for f in dataclasses.fields(CodeLayout):
                         value = data.get(f.name)
                         setattr(rd.layout, f.name, [str(d) for d in value if isinstance(d, str)] if isinstance(value, list) else [])
+                    rd.layout_reads += 1
             elif cur_key == "artifact:" + LIMITS_ARTIFACT:  # written by ipycompile.capture: the global limits
                 if isinstance(data, dict):
                     rd.recompile_limits.update({str(k): v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)})
@@ -491,7 +580,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         for line, n_lines, too_long in _bounded_lines(stream, MAX_LINE_BYTES):
             lineno += n_lines
             n_raw = len(line)
-            if lineno == 1 and line.startswith(_BOM):  # saved by an editor: not part of the log
+            if at == 0 and line.startswith(_BOM):  # saved by an editor: not part of the log
                 line = line[len(_BOM):]
             read_bytes += too_long or len(line)
             start, at = at, at + (too_long or n_raw)
@@ -499,7 +588,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 limit = f"{MAX_LINE_BYTES >> 20} MiB" if MAX_LINE_BYTES % (1 << 20) == 0 else f"{MAX_LINE_BYTES:,} bytes"
                 what = f"a line of {too_long:,} bytes, longer than the {limit} a log's line may have"
                 if line[:1] == b"\t" and cur_meta is not None:  # in a payload: the event cannot be read
-                    rd.problem(cur_line, f"this {cur_key or 'event'} event's payload has {what} (line {lineno}): "
+                    rd.problem(cur_line, f"this {cur_key or 'event'} event's payload has {what} (line {rd.line(lineno)}): "
                                "not read", cur_lines + 1)
                     cur_meta, cur_payload, cur_skip = None, None, True
                 elif line[:1] == b"\t":
@@ -593,12 +682,51 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         else:
             rd.problem(lineno + 1, f"the gzip stream breaks off here ({exc})")
     o.lines = lineno
+    rd.ended_cleanly, rd.seen_event = ended_cleanly, seen_event
     if raw is stream:  # a plain log still being written: the bytes read, past the size it had when opened
         o.size_bytes = max(o.size_bytes, at)
+    if span is not None:  # one piece of the log: the checks of the whole file are the merger's
+        return
     if not seen_event and lineno:
         raise TraceFileError(_not_a_trace(o.path, lineno))
     if progress is not None:
         progress(total, total)
+
+
+#: Where an event's line starts: the newline before it (a cut between two spans of a log).
+_EVENT_START = re.compile(rb"\n(?=" + _PREFIX.pattern + rb")")
+#: How far past where a cut is wanted one is looked for.
+_CUT_SEARCH_BYTES = 64 << 20
+
+
+def cut_points(path: str, wanted: list[int]) -> list[int]:
+    """``[0, cuts..., size]``: the log's bytes cut into spans, each cut the start of the first line
+    at or after a ``wanted`` offset that holds one of torch's line prefixes (so never inside an
+    event's payload), within :data:`_CUT_SEARCH_BYTES` of it; a wanted cut with none there is left out."""
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for want in sorted(wanted):
+            pos = max(want, cuts[-1] + 1) - 1  # the newline before a line that starts at ``want``
+            limit = min(size, pos + _CUT_SEARCH_BYTES)
+            f.seek(pos)
+            tail = b""
+            while pos < limit:
+                block = f.read(min(_BLOCK_BYTES, limit - pos))
+                if not block:
+                    break
+                data = tail + block
+                m = _EVENT_START.search(data)
+                if m is not None:
+                    cut = pos - len(tail) + m.start() + 1
+                    if cut < size:
+                        cuts.append(cut)
+                    break
+                tail = data[-256:]  # a prefix split between two blocks is found in the next
+                pos += len(block)
+            if cuts[-1] >= size:
+                break
+    return cuts + [size]
 
 
 def _cut(line: bytes, n: int = 60) -> str:
@@ -623,6 +751,7 @@ def read_trace(
     progress: Optional[Progress] = None,
     lazy: bool = True,
     read_ahead: Optional[bool] = None,
+    workers: Optional[int] = None,
 ) -> CompileReport:
     """The :class:`CompileReport` of one TORCH_TRACE log (plain or gzip), in one streaming pass.
 
@@ -640,10 +769,50 @@ def read_trace(
     A large plain log is read by a second process while this one builds the report
     (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more); ``read_ahead``
     True or False forces it on (where the read is lazy and full) or off.
+
+    A first-pass summary of a large plain log is read in parallel, by spans
+    (:mod:`~ipycompile.capture.chunks`: Linux, one thread, 8 MiB or more, one process per
+    8 MiB and idle usable CPU); ``workers``, the number of processes reading it (this one included),
+    forces it: 1 reads in one process, 2 or more read by spans (a full read too).
     """
-    holder: list = []
-    layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     name = os.fspath(path)
+    n = 1
+    if workers != 1 and hasattr(os, "fork"):
+        st = check_path(name)
+        if stat.S_ISREG(st.st_mode):
+            n = span_count(st.st_size, summary=summary, workers=workers)
+        if n > 1:
+            try:
+                n = 1 if is_gzip(name) else n  # gzip: read where it is unpacked
+            except OSError:
+                n = 1  # the one-process read says why
+    if n > 1:
+        cuts = cut_points(name, [int(share * st.st_size) for share in span_shares(n)])
+        if len(cuts) > 2:
+            holder: list = []
+            layout = CodeLayout()
+            source = PayloadFile(name, st.st_size, st.st_mtime_ns) if lazy and not summary else None
+            shown = [0]
+
+            def seen(done: int, total: int) -> None:  # what was shown (a second read goes on from there)
+                shown[0] = max(shown[0], done)
+                if progress is not None:
+                    progress(done, total)
+
+            try:
+                spans: list = list(zip(cuts, cuts[1:]))
+                spans[-1] = (spans[-1][0], None)  # the last to the log's end (a log still being written: as one pass)
+                records = records_in_spans(name, iter_records, spans, strict=strict,
+                                           summary=summary, lazy=lazy, payload_file=source, progress=seen,
+                                           origin=holder, layout=layout, prepare=prepare_span_record,
+                                           alone=PREPARED_ALONE, counted=counted_only)
+                return _report(build_report(records, layout), holder[0], layout, summary)
+            except SpansDepend:  # read in one process below, its progress shown from where it was
+                if progress is not None:
+                    outer = progress
+                    progress = lambda done, total: outer(max(done, shown[0]), total)  # noqa: E731
+    holder = []
+    layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     if read_ahead is None:
         read_ahead = can_read_ahead(name, summary=summary, lazy=lazy)
     if read_ahead and lazy and not summary and hasattr(os, "fork"):
@@ -653,8 +822,11 @@ def read_trace(
     else:
         records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy)
-    report = build_report(records, layout)
-    reader: _Reader = holder[0]
+    return _report(build_report(records, layout), holder[0], layout, summary)
+
+
+def _report(report: CompileReport, reader: "_Reader", layout: CodeLayout, summary: bool) -> CompileReport:
+    """``report`` given what its reader read besides the events (the file's own artifacts)."""
     report.code_layout = layout if layout.recorded else None
     report.origin = reader.origin
     report.torch_version = reader.torch_version
