@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import trace_inputs
+from cli_runs import in_this_process
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG = Path(__file__).parent / "data" / "gpu-h100" / "max_autotune.log.gz"
@@ -154,24 +155,9 @@ IN_A_PROCESS = {"no command", "report unknown flag", "html over its input", "mis
                 "torchrun without a script", "torchrun unknown flag", "torchrun -o into a missing folder"}
 
 
-def _in_this_process(args: list[str], cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
-    """``python -m ipycompile ARGS`` through ``ipycompile.cli.main`` in this process: its exit status, stdout, stderr."""
-    from ipycompile.cli import main
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("TORCH_TRACE", raising=False)
-    capsys.readouterr()
-    try:
-        status = main(args)
-    except SystemExit as exc:  # argparse's usage errors, as python -m ipycompile exits on them
-        status = exc.code
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["python", "-m", "ipycompile", *args], status, out, err)
-
-
 @pytest.mark.parametrize("make, status, words, process", [(*c[1:], c[0] in IN_A_PROCESS) for c in CASES],
                          ids=[c[0] for c in CASES])
-def test_every_error_is_one_line_and_an_exit_status(tmp_path, make, status, words, process, capsys, monkeypatch):
+def test_every_error_is_one_line_and_an_exit_status(tmp_path, make, status, words, process):
     args = [str(a) for a in make(tmp_path)]
     before = sorted(os.listdir(tmp_path))
     if process:
@@ -180,7 +166,7 @@ def test_every_error_is_one_line_and_an_exit_status(tmp_path, make, status, word
         p = subprocess.run([sys.executable, "-m", "ipycompile", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
                            timeout=300, preexec_fn=_fsize_limit if "r.json" in " ".join(args) else None)
     else:
-        p = _in_this_process(args, tmp_path, capsys, monkeypatch)
+        p = in_this_process(*args, cwd=tmp_path)
     lines = p.stderr.splitlines()
     assert p.returncode == status, (args, p.returncode, p.stderr[-3000:])
     assert len(lines) == 1 and "Traceback" not in p.stderr, (args, p.stderr[-3000:])
