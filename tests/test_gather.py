@@ -23,6 +23,7 @@ from ipycompile.cli.torchrun import split_arguments
 from ipycompile.report import CompileReport
 
 import written_checks
+from cli_runs import in_this_process
 
 pytestmark = pytest.mark.slow
 
@@ -265,19 +266,12 @@ def _launch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120, cwd=cwd)
 
 
-def _launch_in_process(*args: str, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
-    """``python -m ipycompile torchrun ARGS`` through the command line's own entry point in this process
-    (``ipycompile.cli.main``, what ``python -m ipycompile`` calls): its exit status, stdout and stderr."""
-    from ipycompile.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    status = main(["torchrun", *args])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["python", "-m", "ipycompile", "torchrun", *args], status, out, err)
+def _launch_in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m ipycompile torchrun ARGS`` through the command line's own entry point in this process."""
+    return in_this_process("torchrun", *args, cwd=cwd)
 
 
-def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path, capsys, monkeypatch):
+def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path):
     """Each refusal before anything runs. The first through the whole door (a process of its own, its exit
     status); the others through the same entry point in this process."""
     job = tmp_path / "job.py"
@@ -298,13 +292,11 @@ def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(
         (["-o", "", "--nproc-per-node", "1", "job.py"], "-o: give a file name"),
         (["--trace-dir=", "--nproc-per-node", "1", "job.py"], "--trace-dir: give a folder name"),
     ]:
-        p = _launch(*args, cwd=tmp_path) if args[1] == "job.py" else _launch_in_process(
-            *args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+        p = _launch(*args, cwd=tmp_path) if args[1] == "job.py" else _launch_in_process(*args, cwd=tmp_path)
         assert p.returncode == 2 and not p.stdout, (args, p.stderr)
         assert p.stderr.startswith(f"ipycompile torchrun: error: {words}"), (args, p.stderr)
         assert len(p.stderr.splitlines()) == 1 and p.stderr.rstrip().endswith("(usage: python -m ipycompile torchrun --help)")
-    p = _launch_in_process("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path, capsys=capsys,
-                           monkeypatch=monkeypatch)
+    p = _launch_in_process("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path)
     assert p.returncode == 1 and p.stderr == (f"ipycompile torchrun: error: cannot write missing/r.html: "
                                               f"no folder {tmp_path / 'missing'}\n"), p.stderr
     assert job.read_text() == "open('ran', 'w').write('the job ran')\n" and data.read_text() == "the job's data\n"
