@@ -1,8 +1,10 @@
 """The command line's contract: every error the suite can provoke is one line on stderr and an
 exit status (2 for a usage error, 1 for an input that cannot be read or an output that cannot be
-written), never a traceback, and nothing on stdout. Each case is a real ``python -m ipycompile``
-process, as a user runs it; the cases are those the other CLI tests provoke (``test_trace_cli.py``,
-``test_gather.py``'s launcher tests), gathered here with the bad flags they do not try.
+written), never a traceback, and nothing on stdout. The cases are those the other CLI tests provoke
+(``test_trace_cli.py``, ``test_gather.py``'s launcher tests), gathered here with the bad flags they do
+not try. One case of each command and exit status (:data:`IN_A_PROCESS`) is a real ``python -m
+ipycompile`` process, as a user runs it; the others go through the same entry point in this process
+(``ipycompile.cli.main``, what ``python -m ipycompile`` calls), where a traceback would fail the test.
 (A log cut short or rewritten while it is read is ``test_growing_log.py``'s: it needs the moment.)
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import trace_inputs
+from cli_runs import in_this_process
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG = Path(__file__).parent / "data" / "gpu-h100" / "max_autotune.log.gz"
@@ -146,14 +149,24 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("make, status, words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_every_error_is_one_line_and_an_exit_status(tmp_path, make, status, words):
+#: The cases run as a process of their own: one of each command and exit status (the torchrun launcher's
+#: usage errors both before the job and from torchrun's own process), and the full disk (a size limit).
+IN_A_PROCESS = {"no command", "report unknown flag", "html over its input", "missing log", "a full disk",
+                "torchrun without a script", "torchrun unknown flag", "torchrun -o into a missing folder"}
+
+
+@pytest.mark.parametrize("make, status, words, process", [(*c[1:], c[0] in IN_A_PROCESS) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_every_error_is_one_line_and_an_exit_status(tmp_path, make, status, words, process):
     args = [str(a) for a in make(tmp_path)]
     before = sorted(os.listdir(tmp_path))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
-    env.pop("TORCH_TRACE", None)
-    p = subprocess.run([sys.executable, "-m", "ipycompile", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
-                       timeout=300, preexec_fn=_fsize_limit if "r.json" in " ".join(args) else None)
+    if process:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+        env.pop("TORCH_TRACE", None)
+        p = subprocess.run([sys.executable, "-m", "ipycompile", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=300, preexec_fn=_fsize_limit if "r.json" in " ".join(args) else None)
+    else:
+        p = in_this_process(*args, cwd=tmp_path)
     lines = p.stderr.splitlines()
     assert p.returncode == status, (args, p.returncode, p.stderr[-3000:])
     assert len(lines) == 1 and "Traceback" not in p.stderr, (args, p.stderr[-3000:])

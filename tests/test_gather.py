@@ -23,6 +23,7 @@ from ipycompile.cli.torchrun import split_arguments
 from ipycompile.report import CompileReport
 
 import written_checks
+from cli_runs import in_this_process
 
 pytestmark = pytest.mark.slow
 
@@ -163,6 +164,31 @@ def test_the_launchers_options_are_read_before_the_script_only():
     assert rest == ["--nnodes", "2", "train.py", "-o", "x", "--trace-dir", "y"]
     with pytest.raises(ValueError, match="--trace-dir needs a value"):
         split_arguments(["--trace-dir"])
+    # a flag is followed by the script; a flag's abbreviation (argparse takes it) too
+    assert split_arguments(["--standalone", "train.py", "-o", "x"]) == ({}, ["--standalone", "train.py", "-o", "x"])
+    assert split_arguments(["--stand", "-o", "r.html", "train.py"]) == ({"output": "r.html"}, ["--stand", "train.py"])
+
+
+def test_the_launchers_table_of_torchruns_flags_is_torchruns():
+    """The launcher reads its arguments without torch, from its own list of torchrun's options that take no
+    value: the list is the parser's of the torch installed."""
+    from torch.distributed.run import get_args_parser
+
+    from ipycompile.cli.torchrun import TORCHRUN_FLAGS
+
+    assert TORCHRUN_FLAGS == {opt for a in get_args_parser()._actions if a.nargs == 0 for opt in a.option_strings}
+
+
+def test_the_launcher_leaves_torch_to_torchruns_process(tmp_path):
+    """Arguments torchrun refuses are refused by torchrun's own process, before any rank starts, as the
+    launcher's usage error; the launcher itself never imports torch (it starts in a fraction of the time)."""
+    code = ("import json, sys\nfrom ipycompile.cli import main\nstatus = main(['torchrun', '--nnodes', '1:x', 'job.py'])\n"
+            "print(json.dumps([status, 'torch' in sys.modules]))")
+    (tmp_path / "job.py").write_text("open('ran', 'w').write('the job ran')\n")
+    p = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [2, False], p.stdout + p.stderr
+    assert p.stderr.startswith("ipycompile torchrun: error: torchrun: ") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["job.py"]  # nothing ran
 
 
 @pytest.mark.parametrize("kwargs, error, words", [
@@ -240,22 +266,14 @@ def _launch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120, cwd=cwd)
 
 
-def _launch_in_process(*args: str, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
-    """``python -m ipycompile torchrun ARGS`` through the command line's own entry point in this process
-    (``ipycompile.cli.main``, what ``python -m ipycompile`` calls): its exit status, stdout and stderr."""
-    from ipycompile.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    status = main(["torchrun", *args])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["python", "-m", "ipycompile", "torchrun", *args], status, out, err)
+def _launch_in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m ipycompile torchrun ARGS`` through the command line's own entry point in this process."""
+    return in_this_process("torchrun", *args, cwd=cwd)
 
 
-def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path, capsys, monkeypatch):
+def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(tmp_path):
     """Each refusal before anything runs. The first through the whole door (a process of its own, its exit
-    status); the others through the same entry point in this process (each process would import torch
-    only to refuse)."""
+    status); the others through the same entry point in this process."""
     job = tmp_path / "job.py"
     job.write_text("open('ran', 'w').write('the job ran')\n")
     data = tmp_path / "data.txt"
@@ -274,13 +292,11 @@ def test_the_launcher_refuses_outputs_it_must_not_write_before_running_anything(
         (["-o", "", "--nproc-per-node", "1", "job.py"], "-o: give a file name"),
         (["--trace-dir=", "--nproc-per-node", "1", "job.py"], "--trace-dir: give a folder name"),
     ]:
-        p = _launch(*args, cwd=tmp_path) if args[1] == "job.py" else _launch_in_process(
-            *args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+        p = _launch(*args, cwd=tmp_path) if args[1] == "job.py" else _launch_in_process(*args, cwd=tmp_path)
         assert p.returncode == 2 and not p.stdout, (args, p.stderr)
         assert p.stderr.startswith(f"ipycompile torchrun: error: {words}"), (args, p.stderr)
         assert len(p.stderr.splitlines()) == 1 and p.stderr.rstrip().endswith("(usage: python -m ipycompile torchrun --help)")
-    p = _launch_in_process("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path, capsys=capsys,
-                           monkeypatch=monkeypatch)
+    p = _launch_in_process("-o", "missing/r.html", "--nproc-per-node", "1", "job.py", cwd=tmp_path)
     assert p.returncode == 1 and p.stderr == (f"ipycompile torchrun: error: cannot write missing/r.html: "
                                               f"no folder {tmp_path / 'missing'}\n"), p.stderr
     assert job.read_text() == "open('ran', 'w').write('the job ran')\n" and data.read_text() == "the job's data\n"

@@ -1,4 +1,6 @@
-"""``python -m ipycompile report``: a fresh process, as a user runs it on a shell."""
+"""``python -m ipycompile report``: a fresh process, as a user runs it on a shell; the errors of arguments
+and inputs through the same entry point in this process (:mod:`cli_runs`; ``test_cli_errors.py`` runs one of
+each exit status as a process)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 import ipycompile
 from ipycompile import CompileReport
+from cli_runs import in_this_process
 from trace_jobs import dist_logs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,25 +74,25 @@ def test_a_rank_directory_shows_how_the_ranks_differ_and_one_rank_on_request(tmp
 
 
 def test_unreadable_input_exits_non_zero_with_the_reason(tmp_path):
-    p = cli("report", tmp_path / "missing.log")
+    p = in_this_process("report", tmp_path / "missing.log")
     assert p.returncode == 1 and "no such file or directory" in p.stderr and not p.stdout
     notes = tmp_path / "notes.txt"
     notes.write_text("hello\n" * 300)
-    p = cli("report", notes)
+    p = in_this_process("report", notes)
     assert p.returncode == 1 and "is not a TORCH_TRACE log" in p.stderr
     cut = tmp_path / "cut.log"
     data = gzip.decompress((DATA / "max_autotune.log.gz").read_bytes())
     cut.write_bytes(data[: len(data) // 2])
-    p = cli("report", cut)
+    p = in_this_process("report", cut)
     assert p.returncode == 0 and "1 unreadable trace event skipped" in p.stdout
-    p = cli("report", cut, "--strict")
+    p = in_this_process("report", cut, "--strict")
     assert p.returncode == 1 and "cut.log, line " in p.stderr
     only_notes = tmp_path / "notes"
     only_notes.mkdir()
     (only_notes / "notes.txt").write_text("hello\n")
-    p = cli("report", only_notes, "--json", tmp_path / "out.json")
+    p = in_this_process("report", only_notes, "--json", tmp_path / "out.json")
     assert p.returncode == 1 and "holds no rank logs" in p.stderr
-    p = cli("report")
+    p = in_this_process("report")
     assert p.returncode == 2 and "TRACE_OR_DIR" in p.stderr
 
 
@@ -102,7 +105,7 @@ def test_the_progress_bar_goes_to_stderr(tmp_path):
 
 @pytest.mark.parametrize("args, expected", [(("report", "--help"), "--rank R"), (("--help",), "read a TORCH_TRACE log or a directory of rank logs")])
 def test_help(args, expected):
-    p = cli(*args)
+    p = in_this_process(*args)
     assert p.returncode == 0 and expected in p.stdout
 
 
@@ -134,10 +137,10 @@ def test_a_torch_trace_directory_of_one_process_is_read_as_its_log(tmp_path):
 def test_deeply_nested_json_is_a_counted_problem_not_a_traceback(tmp_path):
     path = trace_inputs.write_log(tmp_path / "deep.log", trace_inputs.records(),
                                   trace_inputs.deep_envelope_line() + trace_inputs.deep_payload_event())
-    p = cli("report", path)
+    p = in_this_process("report", path)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert "2 unreadable trace events skipped" in p.stdout and "nested too deeply" in p.stdout
-    p = cli("report", path, "--strict")
+    p = in_this_process("report", path, "--strict")
     assert p.returncode == 1 and "nested too deeply" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -145,7 +148,7 @@ def test_deeply_nested_json_is_a_counted_problem_not_a_traceback(tmp_path):
 def test_an_empty_file_or_broken_gzip_exits_1(tmp_path, content):
     path = tmp_path / "trace.log"
     path.write_bytes(content)
-    p = cli("report", path)
+    p = in_this_process("report", path)
     assert p.returncode == 1 and "not a TORCH_TRACE log" in p.stderr and str(path) in p.stderr, p.stderr
 
 
@@ -155,14 +158,14 @@ def test_unreadable_rank_logs_and_symlink_loops_say_so(tmp_path):
     for rank in (0, 1):
         shutil.copy(trace_inputs.one_process_trace_dir().iterdir().__next__(), d / f"dedicated_log_torch_trace_rank_{rank}_x.log")
     os.symlink(d / "gone.log", d / "dedicated_log_torch_trace_rank_2_x.log")
-    p = cli("report", d)
+    p = in_this_process("report", d)
     assert p.returncode == 0, p.stderr
     assert "unreadable rank log: a broken symlink" in p.stdout and "covers ranks 0-1 only" in p.stdout
-    p = cli("report", d, "--strict")
+    p = in_this_process("report", d, "--strict")
     assert p.returncode == 1 and "rank_2_x.log: a rank log that cannot be read: a broken symlink" in p.stderr
     loop = tmp_path / "loop.log"
     os.symlink(loop, loop)
-    p = cli("report", loop)
+    p = in_this_process("report", loop)
     assert p.returncode == 1 and "a symlink loop" in p.stderr
 
 
@@ -209,7 +212,7 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
                        ((log, "-o", "-", "--json", "-"), "both write to stdout"),
                        ((log, "-o", tmp_path / "x", "--json", tmp_path / "x"), "name the same file"),
                        ((log, "--workers", "0"), "--workers: 0: give 1 or more")]:
-        p = cli("report", *args)
+        p = in_this_process("report", *args)
         assert p.returncode == 2 and what in p.stderr and "usage:" in p.stderr and not p.stdout, (args, p.stderr)
     assert log.read_bytes() == before and (tmp_path / "hard.json").read_bytes() == before
     assert sorted(os.listdir(d)) == ["dedicated_log_torch_trace_rank_0_x.log.gz"]
@@ -245,7 +248,7 @@ def test_a_failed_write_leaves_the_earlier_output_as_it_was(tmp_path):
 
 
 def test_rank_on_a_log_without_ranks_is_refused():
-    p = cli("report", DATA / "max_autotune.log.gz", "--rank", "3")
+    p = in_this_process("report", DATA / "max_autotune.log.gz", "--rank", "3")
     assert p.returncode == 1 and "without a rank" in p.stderr and "leave it out" in p.stderr and not p.stdout
 
 
@@ -308,7 +311,7 @@ def test_an_output_into_a_missing_folder_fails_before_anything_is_read(tmp_path)
     for opt, target, why in [("-o", "missing/dir/r.html", f"no folder {tmp_path / 'missing' / 'dir'}"),
                              ("--json", "file/r.json", f"{tmp_path / 'file'} is not a folder"),
                              ("-o", ".", "it is a folder")]:
-        p = cli("report", log, opt, target, cwd=tmp_path)
+        p = in_this_process("report", log, opt, target, cwd=tmp_path)
         assert p.returncode == 1 and not p.stdout, (opt, p.stdout[-500:], p.stderr)  # no summary: nothing was read
         assert p.stderr == f"ipycompile report: error: cannot write {target}: {why}\n"
     assert sorted(os.listdir(tmp_path)) == ["file"]

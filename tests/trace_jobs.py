@@ -17,12 +17,16 @@ its environment (torch reads it at import), as a user's job would run:
   ``uneven`` rank 1 uses 2 MiB buckets, so the ranks split differently.
 
 The tests call :func:`feature_logs` and :func:`dist_logs`; both run once per
-test process and share their logs. Run as a script, this file is the job.
+test process and share their logs; under xdist the distributed jobs run once per
+test run (:func:`_once_per_run`: the first worker to ask runs the job, the other
+reads its logs). Run as a script, this file is the job.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import functools
 import os
 import shutil
@@ -45,6 +49,69 @@ def _work() -> Path:
         _WORK = Path(tempfile.mkdtemp(prefix="ipycompile-trace-jobs-"))
         atexit.register(shutil.rmtree, _WORK, True)
     return _WORK
+
+
+def _once_per_run(name: str, make) -> Path:
+    """``make(folder)`` run once per test run: in the test process alone (``_work() / name``), or, under xdist,
+    by the first worker that asks, in a folder the workers of this run share (the others wait for it, then
+    read the same logs; the last worker of the run to end removes it)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        d = _work() / name
+        make(d)
+        return d
+    shared = Path(tempfile.gettempdir()) / f"ipycompile-trace-jobs-{os.getuid()}-{run}"
+    with _locked(shared):
+        if shared not in _USING:  # this worker counts as a user of the folder until it exits
+            _USING.add(shared)
+            _users(shared, +1)
+            atexit.register(_leave, shared)
+    done = shared / name
+    with open(shared / f"{name}.lock", "a+") as lock:  # one job at a time; the folder stays while this worker uses it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_dir():
+            partial = shared / f"{name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)  # a worker that failed half-way
+            make(partial)
+            partial.rename(done)
+    return done
+
+
+_USING: set[Path] = set()
+
+
+@contextlib.contextmanager
+def _locked(shared: Path):
+    """The shared folder, made if missing, under its lock (released when the file is closed, also by a worker
+    that died); taken again where the last user removed the folder while this one waited."""
+    while True:
+        shared.mkdir(exist_ok=True)
+        with open(shared / "lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = os.stat(shared / "lock").st_ino == os.fstat(lock.fileno()).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                yield
+                return
+
+
+def _users(shared: Path, change: int) -> int:
+    count = shared / "users"
+    n = (int(count.read_text() or 0) if count.exists() else 0) + change
+    count.write_text(str(n))
+    return n
+
+
+def _leave(shared: Path) -> None:
+    with _locked(shared):
+        if _users(shared, -1) <= 0:
+            for entry in shared.iterdir():  # the lock last: a worker waiting for it finds the folder gone, and makes it again
+                if entry.name != "lock":
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            (shared / "lock").unlink()
+            shared.rmdir()
 
 
 def _env(trace_dir: Path, **extra: str) -> dict:
@@ -103,32 +170,34 @@ def _free_port() -> int:
 @functools.cache
 def ddp_logs(uneven: bool = False) -> Path:
     """A directory with the TORCH_TRACE logs of a two-process gloo DDP training job."""
-    d = _work() / ("ddp-uneven" if uneven else "ddp")
-    d.mkdir(parents=True)
-    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
-    procs = [
-        (f"rank {r}", subprocess.Popen([sys.executable, __file__, "ddp", str(r), "2", "uneven" if uneven else "even"],
-                                       env=_env(d, **extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        for r in range(2)
-    ]
-    _wait(procs)
-    return d
+    def make(d: Path) -> None:
+        d.mkdir(parents=True)
+        extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
+        procs = [
+            (f"rank {r}", subprocess.Popen([sys.executable, __file__, "ddp", str(r), "2", "uneven" if uneven else "even"],
+                                           env=_env(d, **extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            for r in range(2)
+        ]
+        _wait(procs)
+
+    return _once_per_run("ddp-uneven" if uneven else "ddp", make)
 
 
 @functools.cache
 def dist_logs(world: int) -> Path:
     """A directory with the TORCH_TRACE logs of a ``world``-process gloo job (plus a stray file)."""
-    d = _work() / f"dist{world}"
-    d.mkdir(parents=True)
-    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
-    procs = [
-        (f"rank {r}", subprocess.Popen([sys.executable, __file__, "dist", str(r), str(world)], env=_env(d, **extra),
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        for r in range(world)
-    ]
-    _wait(procs)
-    (d / "launcher.out").write_text("torchrun-free launch: one process per rank\n")
-    return d
+    def make(d: Path) -> None:
+        d.mkdir(parents=True)
+        extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
+        procs = [
+            (f"rank {r}", subprocess.Popen([sys.executable, __file__, "dist", str(r), str(world)], env=_env(d, **extra),
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            for r in range(world)
+        ]
+        _wait(procs)
+        (d / "launcher.out").write_text("torchrun-free launch: one process per rank\n")
+
+    return _once_per_run(f"dist{world}", make)
 
 
 # -- the jobs --------------------------------------------------------------------

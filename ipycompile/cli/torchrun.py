@@ -8,7 +8,9 @@ the job's summary and how its ranks differ are printed (``python -m ipycompile r
 on the folder; ``-o`` also writes it as HTML), and torchrun's exit status is passed
 through (the report's own failure never hides the job's).
 
-Every output is checked before the job starts, and the job is not run when one fails:
+Every output is checked before the job starts, and the job is not run when one fails (nor when
+torchrun refuses its arguments: torchrun's own process checks them first, where torch is imported
+anyway, and the launcher says torchrun's message as a usage error; the launcher imports no torch):
 ``-o`` must not be the script, a file the script's arguments name, anything inside
 ``--trace-dir``, or an existing file other than an earlier report of ipycompile's
 (exit 2); its folder must exist and be writable (exit 1). ``--trace-dir`` must name a
@@ -54,7 +56,6 @@ def split_arguments(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     script's own ``-o`` is left alone. Raises ``ValueError`` for an option without a value."""
     own: dict[str, str] = {}
     rest: list[str] = []
-    takes_value = _torchrun_options()
     i = 0
     argv = list(argv)
     while i < len(argv):
@@ -72,21 +73,26 @@ def split_arguments(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
             own[_OWN[name]] = value
         else:
             rest.append(arg)
-            if not eq and takes_value.get(name, False) and i + 1 < len(argv):
+            if not eq and _takes_value(name, argv[i + 1] if i + 1 < len(argv) else None):
                 rest.append(argv[i + 1])  # the option's value, not the script
                 i += 1
         i += 1
     return own, rest
 
 
-def _torchrun_options() -> dict[str, bool]:
-    """torchrun's option strings, each with whether it takes a value (from torchrun's own parser)."""
-    try:
-        from torch.distributed.run import get_args_parser
+#: torchrun's options that take no value (``torch.distributed.run``'s parser, torch 2.11 to 2.14; every other
+#: option takes one). Kept here so that the launcher reads its arguments without importing torch;
+#: ``tests/test_gather.py`` checks it against the parser of the torch installed.
+TORCHRUN_FLAGS = frozenset({"-h", "--help", "-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path",
+                            "--standalone", "--virtual-local-rank", "--virtual_local_rank"})
 
-        return {opt: action.nargs != 0 for action in get_args_parser()._actions for opt in action.option_strings}
-    except Exception:  # a torch without it: every option taken as a flag
-        return {}
+
+def _takes_value(option: str, following: Optional[str]) -> bool:
+    """Whether torchrun's ``option`` (given without ``=``) takes ``following``, the next argument, as its
+    value: an option that is not a flag (nor a flag's abbreviation, which argparse accepts), when the
+    next argument is not an option itself. An option torchrun does not know is refused by torchrun."""
+    return (following is not None and not following.startswith("-")
+            and not any(flag.startswith(option) for flag in TORCHRUN_FLAGS))
 
 
 def check_torchrun_arguments(rest: Sequence[str]) -> None:
@@ -123,7 +129,6 @@ def check_torchrun_arguments(rest: Sequence[str]) -> None:
 def job_files(rest: Sequence[str]) -> list[str]:
     """The files the job reads, as far as its command line names them: the script and every
     script argument (or ``--option=VALUE`` value) that names an existing file."""
-    takes_value = _torchrun_options()
     i, found, rest = 0, [], list(rest)
     while i < len(rest):  # torchrun's options, up to the script
         arg = rest[i]
@@ -132,7 +137,7 @@ def job_files(rest: Sequence[str]) -> list[str]:
             break
         if not arg.startswith("-"):
             break
-        if "=" not in arg and takes_value.get(arg, False):
+        if "=" not in arg and _takes_value(arg, rest[i + 1] if i + 1 < len(rest) else None):
             i += 1
         i += 1
     for arg in rest[i:]:
@@ -186,26 +191,69 @@ def _trace_dir(given: Optional[str]) -> str:
 #: The signals the launcher passes on to the job (torchrun's process group; torchrun stops its ranks).
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 
-#: torchrun's own ``main`` (as ``python -m torch.distributed.run``), ended quietly by the signal it was
-#: sent: torchrun stops its ranks on it and then raises ``SignalException``, whose traceback (two,
-#: chained, for a second signal during its shutdown) tells the user nothing the launcher does not say.
-TORCHRUN = """
-import sys
-sys.argv[0] = "torchrun"
-from torch.distributed.run import main
-try:
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-except ImportError:
-    SignalException = ()
-try:
-    main()
-except SignalException as exc:
-    # the ranks are stopped: a later Ctrl-C would only cut torch's exit handlers with a traceback
-    import signal
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, signal.SIG_IGN)
-    sys.exit(128 + int(exc.sigval))
-"""
+#: The torchrun process: :func:`torchrun_process` (its arguments: the pipe's descriptor, the launcher's notes, torchrun's).
+TORCHRUN = "from ipycompile.cli.torchrun import torchrun_process; torchrun_process()"
+
+#: What the torchrun process answers on its pipe before the job starts.
+_GO, _REFUSED, _EXITED = "go", "refused", "exited"
+
+
+def torchrun_process() -> None:
+    """torchrun's own ``main`` (as ``python -m torch.distributed.run``), in the process the launcher starts
+    (``python -c`` :data:`TORCHRUN` ``FD NOTES torchrun's arguments``), where torch is imported anyway:
+
+    - torchrun's arguments are checked first (:func:`check_torchrun_arguments`); the answer goes to the
+      launcher on the pipe ``FD``: ``go``, ``refused`` and torchrun's message (the launcher says it as a
+      usage error: no rank is started), or ``exited`` and a status (``-h``: torchrun's help was printed);
+    - then the launcher's ``NOTES`` are printed on stderr (after the answer, before anything of the job's);
+    - a signal that stopped the job ends torchrun quietly: torchrun stops its ranks on it and then raises
+      ``SignalException``, whose traceback (two, chained, for a second signal during its shutdown) tells
+      the user nothing the launcher does not say.
+    """
+    fd, notes, rest = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    try:
+        try:
+            check_torchrun_arguments(rest)
+            answer = _GO
+        except ValueError as exc:
+            answer = f"{_REFUSED}\t{exc}"
+        except SystemExit as exc:  # torchrun's -h (or --print-completion) printed what it asked and exited
+            answer = f"{_EXITED}\t{exc.code if isinstance(exc.code, int) else 1}"
+    except KeyboardInterrupt:  # Ctrl-C before the job started (the launcher passed it on): nothing to stop
+        sys.exit(128 + signal.SIGINT)
+    os.write(fd, answer.encode("utf-8", "replace"))
+    os.close(fd)  # the ranks never hold it: the launcher reads until it is closed
+    if answer != _GO:
+        sys.exit(0)
+    if notes:
+        print(notes, file=sys.stderr, flush=True)
+    sys.argv = ["torchrun", *rest]
+    from torch.distributed.run import main as torchrun_main
+
+    try:
+        from torch.distributed.elastic.multiprocessing.api import SignalException
+    except ImportError:
+        SignalException = ()  # type: ignore[assignment,misc]
+    try:
+        torchrun_main()
+    except SignalException as exc:  # type: ignore[misc]
+        # the ranks are stopped: a later Ctrl-C would only cut torch's exit handlers with a traceback
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+        sys.exit(128 + int(exc.sigval))
+
+
+def _answer(fd: int) -> tuple[str, str]:
+    """The torchrun process's answer (:func:`torchrun_process`), read until it closes the pipe: ``(kind,
+    detail)``; ``("", "")`` when it ended without one (it failed before: torchrun's exit status says it)."""
+    data = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    finally:
+        os.close(fd)
+    kind, _, detail = data.decode("utf-8", "replace").partition("\t")
+    return kind, detail
 
 
 def _started_at(pid: int) -> Optional[int]:
@@ -275,7 +323,7 @@ class _Signals:
     def __exit__(self, *exc: object) -> None:
         for s, handler in self._old.items():
             # stopped by a signal, the launcher is on its way out: one more Ctrl-C would only cut the exit
-            # handlers of what it imported (torch's, to check torchrun's arguments) with a traceback
+            # handlers of what it imported with a traceback
             signal.signal(s, signal.SIG_IGN if self.got else handler)
 
     def started(self, proc: subprocess.Popen) -> None:
@@ -331,7 +379,6 @@ def main(argv: Sequence[str]) -> int:
                 print(__doc__.strip().splitlines()[0].strip("`. ") + "\n\n" + USAGE)
                 return 0
             raise ValueError("no script to run")
-        check_torchrun_arguments(rest)
         if "trace_dir" in own and not own["trace_dir"].strip():
             raise ValueError("--trace-dir: give a folder name (an empty one would put the logs in the working directory)")
         if "output" in own:
@@ -341,31 +388,52 @@ def main(argv: Sequence[str]) -> int:
     why = unwritable(own["output"]) if "output" in own else None
     if why:
         return fail(PROG, why)
+    made = "trace_dir" not in own or not os.path.exists(os.path.expanduser(own["trace_dir"]))
     try:
         trace_dir = _trace_dir(own.get("trace_dir"))
     except (ValueError, OSError) as exc:
         return usage_error(PROG, str(exc))
     env = dict(os.environ)
+    notes = []
     if env.get("TORCH_TRACE") and env["TORCH_TRACE"] != trace_dir:
-        _say(f"ipycompile torchrun: TORCH_TRACE={env['TORCH_TRACE']} replaced by {trace_dir} for this job", sys.stderr)
+        notes.append(f"ipycompile torchrun: TORCH_TRACE={env['TORCH_TRACE']} replaced by {trace_dir} for this job")
     env["TORCH_TRACE"] = trace_dir
-    _say(f"ipycompile torchrun: the ranks' TORCH_TRACE logs go to {trace_dir}", sys.stderr)
+    notes.append(f"ipycompile torchrun: the ranks' TORCH_TRACE logs go to {trace_dir}")
     with _Signals() as signals:
         try:
-            return _run_and_report(rest, env, trace_dir, own, signals)
+            return _run_and_report(rest, env, trace_dir, own, signals, notes, made)
         except _Interrupted as stop:
             _say(f"ipycompile torchrun: stopped by {signal.Signals(stop.signum).name} while reading the job's logs; "
                  f"they are in {trace_dir} (python -m ipycompile report {trace_dir})", sys.stderr)
             return 128 + (signals.got[0] if signals.got else stop.signum)
 
 
-def _run_and_report(rest: list[str], env: dict, trace_dir: str, own: dict[str, str], signals: _Signals) -> int:
-    """Run torchrun, then print (and write, with ``-o``) the report of what its ranks logged."""
-    from .output import say as _say
+def _run_and_report(rest: list[str], env: dict, trace_dir: str, own: dict[str, str], signals: _Signals,
+                    notes: list[str], made: bool) -> int:
+    """Run torchrun (its arguments checked first, in its own process: :func:`torchrun_process`), then print
+    (and write, with ``-o``) the report of what its ranks logged. ``made``: the launcher made ``trace_dir``."""
+    from ..report.text import printable
+    from .output import say as _say, usage_error
 
-    # its own process group: a signal to the launcher (or Ctrl-C at the terminal) reaches the job once, through it
-    proc = subprocess.Popen([sys.executable, "-c", TORCHRUN, *rest], env=env, process_group=0)
+    read, write = os.pipe()
+    # ipycompile found as the launcher found it (appended: the job's own modules come first)
+    child = f"import sys; sys.path.append({os.path.dirname(os.path.dirname(os.path.dirname(__file__)))!r}); {TORCHRUN}"
+    try:
+        # its own process group: a signal to the launcher (or Ctrl-C at the terminal) reaches the job once, through it
+        proc = subprocess.Popen([sys.executable, "-c", child, str(write), "\n".join(printable(n) for n in notes), *rest],
+                                env=env, process_group=0, pass_fds=(write,))
+    finally:
+        os.close(write)
     signals.started(proc)
+    kind, detail = _answer(read)
+    if kind in (_REFUSED, _EXITED):  # nothing was run: the folder made for the job goes
+        proc.wait()
+        signals.ended()
+        if made and os.path.isdir(trace_dir) and not os.listdir(trace_dir):
+            os.rmdir(trace_dir)
+        if kind == _REFUSED:
+            return usage_error(PROG, detail)
+        return int(detail) if detail.lstrip("-").isdigit() else 1
     status = proc.wait()
     signals.ended()
     stopped = signals.got[0] if signals.got else None
