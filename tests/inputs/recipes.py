@@ -431,6 +431,28 @@ RECIPES += [
         """, truth=False),
 ]
 
+# -- tests/test_doctor_dynamic_classes.py: Llama's forward compiled, then generate(): the prompt's length, then one
+# token per step (sizes 5, then 1); with dynamic=True, the size 1 still specialised. The truth module records the
+# dynamic=True log again: what torch does there is the ground of the answer (no dynamic=True) ------------------------
+LLAMA_FORWARD = """
+from transformers import LlamaConfig, LlamaForCausalLM
+
+torch.manual_seed(0)
+cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+model = LlamaForCausalLM(cfg).eval()
+prompt = torch.randint(3, 64, (1, 5), generator=torch.Generator().manual_seed(0))
+"""
+
+RECIPES += [
+    recipe(name, LLAMA_FORWARD, f"""
+        model.forward = torch.compile(LlamaForCausalLM.forward.__get__(model), backend="eager"{opts})
+        model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)
+        """, truth=truth)
+    for name, opts, truth in (("recompile-generate-sizes-0-1", "", False),
+                              ("recompile-generate-sizes-0-1-dynamic", ", dynamic=True", True))
+]
+
 # -- tests/test_doctor_loops.py: transformers' layer stacks (3 layers, tiny configs, random weights), the whole model
 # compiled; left out of the truth module (a model's compile each; the llama cell there covers transformers' code) ---
 LAYER_STACK = """
