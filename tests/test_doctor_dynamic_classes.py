@@ -71,8 +71,9 @@ def test_a_library_function_compiled_on_its_own_gets_no_mark_on_the_librarys_par
 def test_a_size_that_goes_to_1_gets_no_dynamic_true_and_dynamic_true_keeps_the_recompiles():
     """Llama's forward compiled, then ``generate()`` (https://huggingface.co/docs/transformers/llm_optims):
     the prompt's length, then one token per step: transformers passes `input_ids` of length 5, then 1.
-    Read from the recorded logs of the calls (``tests/inputs``); ``test_recorded_truth`` records the one with
-    ``dynamic=True`` again, live: what torch does there is what the answer rests on."""
+    Read from the recorded logs of the calls (``tests/inputs``); what torch does with ``dynamic=True`` on a size
+    that goes from 1 (the answer rests on it) is run live by ``test_doctor_recompiles_real``'s
+    ``test_a_size_that_goes_1_to_2_gets_mark_unbacked_and_only_that_removes_the_recompile``."""
     r = recorded.report("recompile-generate-sizes-0-1")
     assert any(g.kind == "size_0_1" for rc in r.recompiles for g in rc.guards)
     for rc in r.recompiles:
