@@ -357,10 +357,11 @@ def test_on_torch_2_11_the_logging_fix_warns_of_torchs_lost_metrics():
 
 
 def test_transformers_loss_logging_names_the_library_line_and_method():
-    """The answer is read from the recorded log of the cell (``tests/inputs``); the setting is applied live."""
-    pytest.importorskip("transformers")
-    name = "break-transformers-loss-logging"
-    report = recorded.report(name)
+    """The answer is read from the recorded log of the cell (``tests/inputs``). The setting it writes is proven
+    live by ``test_a_logger_inside_a_library_is_ignored_by_the_exact_importable_method`` (a library's logger,
+    through ``run_cell``) and, on transformers' own ``warning_once``, by the corpus slice's
+    ``real_training::llama_gradient_checkpointing`` (``test_doctor_corpus_real``: the harness applies it)."""
+    report = recorded.report("break-transformers-loss-logging")
     (gb,) = report.graph_breaks
     assert gb.break_frame.filename.endswith("transformers/modeling_utils.py") and gb.break_frame.function == "loss_function"
     assert report.where(gb.break_frame.filename, gb.break_frame.lineno).startswith("transformers/modeling_utils.py:")
@@ -368,14 +369,6 @@ def test_transformers_loss_logging_names_the_library_line_and_method():
     s = gb.suggestion
     assert s.kind == "ignore_logging_functions"
     assert 'logging.getLogger("transformers.modeling_utils").warning_once' in s.code
-    ns, cell = recorded.namespace(name), recorded.recipe(name).calls
-    with torch.no_grad():
-        expected = ns["model"](ns["ids"], labels=ns["ids"]).loss
-    method = logging.getLogger("transformers.modeling_utils").warning_once
-    with torch._dynamo.config.patch(ignore_logging_functions={method}):
-        got, after = run(cell, ns)
-    assert_clean(after)
-    assert_close(got, expected)
 
 
 DEEPCOPY_BROKEN = "h = x * 2\nskip = copy.deepcopy(h)\nh.relu_()\nh + skip"

@@ -70,30 +70,18 @@ def test_a_library_function_compiled_on_its_own_gets_no_mark_on_the_librarys_par
 # -- sizes 0 and 1: dynamic=True leaves a 1 <-> n recompile -------------------------------------------
 def test_a_size_that_goes_to_1_gets_no_dynamic_true_and_dynamic_true_keeps_the_recompiles():
     """Llama's forward compiled, then ``generate()`` (https://huggingface.co/docs/transformers/llm_optims):
-    the prompt's length, then one token per step: transformers passes `input_ids` of length 5, then 1."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
-    model = LlamaForCausalLM(cfg).eval()
-    prompt = torch.randint(3, 64, (1, 5), generator=torch.Generator().manual_seed(0))
-
-    def generate(**opts):
-        model.forward = torch.compile(LlamaForCausalLM.forward.__get__(model), backend="eager", **opts)
-        try:
-            return model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)
-        finally:
-            del model.forward
-
-    r, _ = captured(generate)
+    the prompt's length, then one token per step: transformers passes `input_ids` of length 5, then 1.
+    Read from the recorded logs of the calls (``tests/inputs``); what torch does with ``dynamic=True`` on a size
+    that goes from 1 (the answer rests on it) is run live by ``test_doctor_recompiles_real``'s
+    ``test_a_size_that_goes_1_to_2_gets_mark_unbacked_and_only_that_removes_the_recompile``."""
+    r = recorded.report("recompile-generate-sizes-0-1")
     assert any(g.kind == "size_0_1" for rc in r.recompiles for g in rc.guards)
     for rc in r.recompiles:
         assert "dynamic=True" not in (rc.suggestion.code if rc.suggestion else ""), said(rc)
     libs = [rc for rc in r.recompiles if rc.suggestion is not None and rc.suggestion.kind == "library_value"]
     assert libs and any("specialises sizes 0 and 1" in rc.suggestion.explanation for rc in libs)
     # what torch does: dynamic=True leaves recompiles (the size 1 is specialised)
-    dyn, _ = captured(lambda: generate(dynamic=True))
+    dyn = recorded.report("recompile-generate-sizes-0-1-dynamic")
     assert dyn.recompiles
 
 

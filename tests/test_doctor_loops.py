@@ -4,7 +4,8 @@ Positive: the chunked cross-entropy loss and the RNN of benchmarks/scan_vs_loop.
 workloads of tutorial 04), a ``range`` loop, a loop with independent iterations, a loop
 in a notebook-style cell, a loop over an ``nn.ModuleList`` of identical layers, and the
 decoder/encoder layer loops of transformers' GPT-2, BERT, Llama and Qwen2 (tiny configs,
-random weights), each placed at the ``for`` over the layers in the model's own file.
+random weights; their recorded logs, ``tests/inputs``), each placed at the ``for`` over the layers
+in the model's own file.
 Negative: a CNN's stages of different shapes (in a loop) and a transformer's distinct
 blocks of different sizes written out by hand. Each suggestion (``scan``, ``map``,
 ``nested_compile_region``) is applied as a user would and the detector then finds
@@ -27,6 +28,8 @@ from ipycompile import CompileReport
 from ipycompile.analysis.loops import MIN_REPEATS
 from ipycompile.capture.parse.fx import graph_nodes
 from tracefile import gpu_records
+
+import recorded
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import scan_vs_loop  # noqa: E402
@@ -293,45 +296,44 @@ def test_torch_2_11_graphs_parse_with_their_source_places_and_hold_no_loop():
 
 
 # -- transformers' layer stacks ---------------------------------------------------------------
-def _tiny(name: str):
-    tf = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    common = dict(vocab_size=100, bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    if name == "gpt2":
-        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=3, n_embd=32, n_head=2, n_positions=32, **common)), tf.GPT2Model
-    if name == "bert":
-        config = tf.BertConfig(num_hidden_layers=3, hidden_size=32, intermediate_size=64, num_attention_heads=2,
-                               max_position_embeddings=32, **common)
-        return tf.BertModel(config), tf.models.bert.modeling_bert.BertEncoder
-    cls = {"llama": (tf.LlamaConfig, tf.LlamaForCausalLM, "LlamaModel"), "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, "Qwen2Model")}
-    config_cls, model_cls, inner = cls[name]
-    config = config_cls(num_hidden_layers=3, hidden_size=32, intermediate_size=64, num_attention_heads=2,
-                        num_key_value_heads=2, max_position_embeddings=32, **common)
-    return model_cls(config), getattr(sys.modules[model_cls.__module__], inner)
+#: the model class whose ``forward`` loops over the layers, and its file in the transformers package
+OWNERS = {"gpt2": ("models/gpt2/modeling_gpt2.py", "GPT2Model"), "bert": ("models/bert/modeling_bert.py", "BertEncoder"),
+          "llama": ("models/llama/modeling_llama.py", "LlamaModel"), "qwen2": ("models/qwen2/modeling_qwen2.py", "Qwen2Model")}
 
 
-def _for_over_layers(owner: type) -> tuple[str, int, str]:
-    """The ``for`` over the layer container in ``owner.forward``, found in its source (not from a report)."""
-    import inspect
+def _for_over_layers(name: str) -> tuple[str, int, str]:
+    """The ``for`` over the layer container in the owner's ``forward``, found in the installed transformers' source
+    (not from a report): (its file from the package's folder on, its line, its text)."""
+    import ast
+    import importlib.util
 
-    lines, first = inspect.getsourcelines(owner.forward)
-    hits = [(first + i, ln.strip()) for i, ln in enumerate(lines)
+    spec = importlib.util.find_spec("transformers")  # the package's folder; transformers itself is not imported
+    if spec is None:
+        pytest.skip("transformers is not installed")
+    relative, owner = OWNERS[name]
+    path = Path(spec.submodule_search_locations[0]) / relative
+    text = path.read_text()
+    (cls,) = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == owner]
+    (forward,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    lines = text.splitlines()[forward.lineno - 1:forward.end_lineno]
+    hits = [(forward.lineno + i, ln.strip()) for i, ln in enumerate(lines)
             if re.match(r"\s*for\b.*\bin\b.*\bself\.(layers|layer|h)\b", ln)]
-    (line, text), = hits
-    return inspect.getsourcefile(owner), line, text
+    (line, source), = hits
+    return f"transformers/{relative}", line, source
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "qwen2"])
+@pytest.mark.parametrize("name", sorted(OWNERS))
 def test_transformer_layer_loop_is_placed_at_the_models_for_over_its_layers(name):
-    model, owner = _tiny(name)
-    ids = torch.randint(3, 100, (1, 8))
-    with torch.no_grad():
-        r, _ = compiled(model.eval(), ids)
-    filename, line, text = _for_over_layers(owner)
+    """The whole model compiled (3 layers, tiny config, random weights): read from its recorded log
+    (``tests/inputs``, recipe ``loop-layers-<name>``); the live detector on real Dynamo graphs is this module's
+    other tests."""
+    r = recorded.report(f"loop-layers-{name}")
+    filename, line, text = _for_over_layers(name)
     loops = [u for u in r.unrolled_loops if u.repeats == 3]
     assert loops, r.summary()
     loop = max(loops, key=lambda u: u.ops_in_loop)
-    assert (loop.filename, loop.lineno, loop.source_line) == (filename, line, text)
+    assert (loop.filename.rsplit("site-packages/", 1)[-1], loop.lineno, loop.source_line) == (filename, line, text), (
+        f"recorded with another transformers? record again: `{recorded.RECORD_COMMAND} --only loop-layers-{name}`")
     assert kind(loop) == "nested_compile_region" and "scan" not in loop.suggestion.title
     assert "@torch.compiler.nested_compile_region" in loop.suggestion.code
     assert loop.ops_in_loop > loop.ops_total / 2

@@ -307,10 +307,11 @@ def run_layers(layers):
     return x
 
 
+@torch._dynamo.config.patch(recompile_limit=4)  # torch's default is 8: twelve layers would show the same
 def test_an_int_attribute_per_layer_warns_of_the_limit_and_torchs_setting_removes_the_fallback():
-    layers = stack_of(12)
+    layers = stack_of(7)
     r, before = captured(lambda: run_layers(layers))
-    assert any(rc.limit_hit for rc in r.recompiles)  # 12 layers, 8 versions: the last layers ran eagerly
+    assert any(rc.limit_hit for rc in r.recompiles)  # 7 layers, 4 versions: the last layers ran eagerly
     rc = next(rc for rc in r.recompiles if rc.suggestion and rc.suggestion.kind == "module_int_attribute")
     assert kind(rc.suggestion) == "module_int_attribute"
     assert rc.guards[0].name == "layer.idx"  # `self.idx` of the forward, as the user's loop names the layer
@@ -319,11 +320,11 @@ def test_an_int_attribute_per_layer_warns_of_the_limit_and_torchs_setting_remove
     no_torch_words(said(rc))
 
     # dynamic=True does not change it: module int attributes stay static
-    layers = stack_of(12, dynamic=True)
+    layers = stack_of(7, dynamic=True)
     kept, _ = captured(lambda: run_layers(layers))
     assert any(rc.limit_hit for rc in kept.recompiles)
     with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):  # the fix as written
-        layers = stack_of(12)
+        layers = stack_of(7)
         fixed, after = captured(lambda: run_layers(layers))
     assert not any(rc.limit_hit for rc in fixed.recompiles) and len(fixed.recompiles) <= 2
     same(before, after)
@@ -341,11 +342,17 @@ def llama_layers_compiled_one_by_one(n_layers: int):
     return model
 
 
+#: the layers of the model, past a recompile limit lowered for the test (torch's default is 8: ten layers would
+#: show the same, at twice the compiles)
+LAYERS, LIMIT = 5, 3
+
+
 def test_transformers_layers_compiled_one_by_one_recompile_per_layer_and_a_higher_limit_keeps_them_compiled():
-    model = llama_layers_compiled_one_by_one(10)
     ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
-    r, (before,) = captured(lambda: model(ids, use_cache=True).logits)
-    assert any(rc.limit_hit for rc in r.recompiles)  # 10 layers, limit 8: two layers ran eagerly
+    with torch._dynamo.config.patch(recompile_limit=LIMIT):
+        model = llama_layers_compiled_one_by_one(LAYERS)
+        r, (before,) = captured(lambda: model(ids, use_cache=True).logits)
+    assert any(rc.limit_hit for rc in r.recompiles)  # 5 layers, limit 3: two layers ran eagerly
     rc = r.recompiles[0]
     g = rc.guards[0]
     assert g.origin == "library" and g.name == ""  # the cache is transformers', passed by its own loop
@@ -359,12 +366,12 @@ def test_transformers_layers_compiled_one_by_one_recompile_per_layer_and_a_highe
     no_torch_words(said(hit))
 
     # what torch does: neither dynamic=True nor allow_unspec_int_on_nn_module removes the per-layer versions
-    with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
-        model = llama_layers_compiled_one_by_one(10)
+    with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True, recompile_limit=LIMIT):
+        model = llama_layers_compiled_one_by_one(LAYERS)
         kept, _ = captured(lambda: model(ids, use_cache=True).logits)
     assert any(rc.limit_hit for rc in kept.recompiles)
     with torch._dynamo.config.patch(recompile_limit=64):  # the fix as written
-        model = llama_layers_compiled_one_by_one(10)
+        model = llama_layers_compiled_one_by_one(LAYERS)
         fixed, (after,) = captured(lambda: model(ids, use_cache=True).logits)
     assert not any(rc.limit_hit for rc in fixed.recompiles) and not fixed.failures
     same([before], [after])

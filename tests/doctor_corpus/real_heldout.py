@@ -9,8 +9,7 @@ downloaded, called the way their documentation shows.
 
 Each case names the issue or page its code comes from. CPU, ``backend="eager"``.
 
-The cases are in an order that puts the cheap ones where the suite's slice of every third case falls
-(``tests/test_doctor_corpus_real.py``). Tried and left out: a tiny Swin on images of two sizes (one recompile, but its compile takes minutes
+The suite runs the few of them its slice names (``SLICE`` in ``tests/test_doctor_corpus_real.py``). Tried and left out: a tiny Swin on images of two sizes (one recompile, but its compile takes minutes
 on a CPU: too slow for the suite's slice).
 """
 

@@ -431,6 +431,56 @@ RECIPES += [
         """, truth=False),
 ]
 
+# -- tests/test_doctor_dynamic_classes.py: Llama's forward compiled, then generate(): the prompt's length, then one
+# token per step (sizes 5, then 1); with dynamic=True, the size 1 still specialised. Left out of the truth module (a
+# generate() each, 10 s of CPU): what torch does with dynamic=True on a size 1 then 2 is run live by
+# test_doctor_recompiles_real's mark_unbacked test, and the llama cell there covers transformers' code ---------------
+LLAMA_FORWARD = """
+from transformers import LlamaConfig, LlamaForCausalLM
+
+torch.manual_seed(0)
+cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+model = LlamaForCausalLM(cfg).eval()
+prompt = torch.randint(3, 64, (1, 5), generator=torch.Generator().manual_seed(0))
+"""
+
+RECIPES += [
+    recipe(name, LLAMA_FORWARD, f"""
+        model.forward = torch.compile(LlamaForCausalLM.forward.__get__(model), backend="eager"{opts})
+        model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)
+        """, truth=False)
+    for name, opts in (("recompile-generate-sizes-0-1", ""), ("recompile-generate-sizes-0-1-dynamic", ", dynamic=True"))
+]
+
+# -- tests/test_doctor_loops.py: transformers' layer stacks (3 layers, tiny configs, random weights), the whole model
+# compiled; left out of the truth module (a model's compile each; the llama cell there covers transformers' code) ---
+LAYER_STACK = """
+import transformers as tf
+
+torch.manual_seed(0)
+common = dict(vocab_size=100, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+model = {model}.eval()
+ids = torch.randint(3, 100, (1, 8))
+"""
+
+LAYER_STACKS = {
+    "gpt2": "tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=3, n_embd=32, n_head=2, n_positions=32, **common))",
+    "bert": "tf.BertModel(tf.BertConfig(num_hidden_layers=3, hidden_size=32, intermediate_size=64, "
+            "num_attention_heads=2, max_position_embeddings=32, **common))",
+    **{name: f"tf.{prefix}ForCausalLM(tf.{prefix}Config(num_hidden_layers=3, hidden_size=32, intermediate_size=64, "
+             "num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32, **common))"
+       for name, prefix in (("llama", "Llama"), ("qwen2", "Qwen2"))},
+}
+
+RECIPES += [
+    recipe(f"loop-layers-{name}", LAYER_STACK.format(model=model), """
+        with torch.no_grad():
+            torch.compile(model, backend="eager")(ids)
+        """, truth=False)
+    for name, model in LAYER_STACKS.items()
+]
+
 # -- tests/test_doctor_breaks.py ----------------------------------------------------------------------------
 RECIPES += [
     cell("break-transformers-loss-logging", """
