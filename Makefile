@@ -153,7 +153,7 @@ browser-note:
 	(install Debian's chromium and fonts-liberation, or set CHROMIUM=/path/to/chromium)")
 
 tutorials: venv
-	$(PY) tools/run_notebook.py tutorials/*.ipynb --out $(BUILD)/tutorials --timeout $(TIMEOUT)
+	$(PY) tools/run_notebook.py tutorials/*.ipynb --out $(BUILD)/tutorials --timeout $(TIMEOUT) --cell-times
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

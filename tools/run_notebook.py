@@ -4,6 +4,9 @@
     python tools/run_notebook.py tutorials/01_quickstart.ipynb --out build
     python tools/run_notebook.py tutorials/*.ipynb --out build/tutorials
 
+``--cell-times`` prints where each notebook's time went (each code cell, the kernel start,
+the HTML export).
+
 For each notebook NAME.ipynb this writes OUT/NAME.ipynb (executed, with
 outputs) and OUT/NAME.html (nbconvert HTML). Each notebook runs with its own
 directory as the working directory. If any cell raises, the failing cell's
@@ -79,7 +82,37 @@ def _failing_cell(nb) -> "tuple[int, object] | None":
     return None
 
 
-def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int) -> bool:
+def _seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def cell_times(nb) -> "list[tuple[int, float, str]]":
+    """(index, seconds, first line) of each executed code cell, from the timestamps nbclient
+    records (``record_timing``): from the kernel's ``execute_input`` to its ``execute_reply``."""
+    rows = []
+    for i, cell in enumerate(nb.cells):
+        stamps = cell.get("metadata", {}).get("execution", {})
+        start, end = stamps.get("iopub.execute_input"), stamps.get("shell.execute_reply")
+        if cell.get("cell_type") != "code" or not (start and end):
+            continue
+        first = next((ln for ln in cell.source.splitlines() if ln.strip()), "")
+        rows.append((i, _seconds(end) - _seconds(start), first))
+    return rows
+
+
+def _print_cell_times(path: Path, nb, total: float, export: float) -> None:
+    rows = cell_times(nb)
+    in_cells = sum(s for _, s, _ in rows)
+    print(f"run_notebook: time of {path.name}: {total:.1f}s executing (kernel start and "
+          f"between cells {max(total - in_cells, 0.0):.1f}s), HTML export {export:.1f}s; by cell:")
+    for i, seconds, first in rows:
+        print(f"  cell {i:3d} {seconds:7.1f}s  {first[:90]}")
+
+
+def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int,
+            show_times: bool = False) -> bool:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -119,6 +152,7 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int) -> bool:
     out_nb = out_dir / path.name
     out_html = out_dir / (path.stem + ".html")
     nbformat.write(nb, out_nb)
+    exported = time.monotonic()
     try:
         body, _ = HTMLExporter().from_notebook_node(nb)
         out_html.write_text(body, encoding="utf-8")
@@ -128,6 +162,8 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int) -> bool:
         print(f"run_notebook: HTML export of {path} failed: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         wrote = str(out_nb)
+    if show_times:
+        _print_cell_times(path, nb, elapsed, time.monotonic() - exported)
     status = "ok" if ok else "FAILED"
     print(f"run_notebook: {status} {path} in {elapsed:.1f}s; wrote {wrote}", flush=True)
     return ok
@@ -142,6 +178,9 @@ def main(argv: "list[str] | None" = None) -> int:
                         help="seconds one cell may run (default: 1200)")
     parser.add_argument("--kernel", default="python3",
                         help="kernelspec name (default: python3)")
+    parser.add_argument("--cell-times", action="store_true",
+                        help="print where each notebook's time went: each code cell's seconds, "
+                             "the kernel start and the HTML export")
     args = parser.parse_args(argv)
 
     missing = [str(p) for p in args.notebooks if not p.is_file()]
@@ -157,7 +196,7 @@ def main(argv: "list[str] | None" = None) -> int:
     exe = check_kernel(args.kernel)
     print(f"run_notebook: kernel {args.kernel!r} runs {exe}", flush=True)
 
-    failed = [p for p in args.notebooks if not run_one(p, args.out, args.kernel, args.timeout)]
+    failed = [p for p in args.notebooks if not run_one(p, args.out, args.kernel, args.timeout, args.cell_times)]
     total = len(args.notebooks)
     if failed:
         print(f"run_notebook: {len(failed)} of {total} notebook(s) failed: "

@@ -175,7 +175,8 @@ def make_settings(
         raise SettingsError("--mode", mode, f"choose one of {', '.join(MODES)}")
     backend = backend or "inductor"
     if isinstance(backend, str):
-        known = available_backends()
+        # the default is always there: listing the backends imports each one's module (about a second)
+        known = ["inductor"] if backend == "inductor" else available_backends()
         if backend not in known:
             close = difflib.get_close_matches(backend, known, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
