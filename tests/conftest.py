@@ -35,9 +35,9 @@ class _NotTorchsTrace(logging.Filter):
 #: with its shared servers and compiled models, and workers take modules in collection order).
 #: Started last, one of them would run alone at the end while the other worker idles.
 LONG_MODULES = (
-    "test_doctor_corpus_real.py", "test_tutorials.py", "test_gather.py", "test_saved_notebook.py",
-    "test_fuzz_inputs.py", "test_sweep.py", "test_browser.py", "test_doctor_breaks.py", "test_models.py",
-    "test_static_page.py",
+    "test_tutorials.py", "test_doors.py", "test_gather.py", "test_saved_notebook.py", "test_progress.py",
+    "test_browser.py", "test_doctor_corpus_real.py", "test_doctor_breaks.py", "test_models.py", "test_verify_fixes.py",
+    "test_trace_cli.py", "test_noise.py", "test_trace_tlparse.py", "test_trace_ranks.py", "test_sweep.py",
 )
 
 
