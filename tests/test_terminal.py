@@ -1,4 +1,4 @@
-"""%%compile in the IPython terminal app, and what ``import ipycompile`` alone loads.
+"""%%compile in the IPython terminal app (what ``import ipycompile`` alone loads: tests/test_startup.py).
 
 The terminal session is fed on stdin, as a user would type it: with stdin not a
 TTY the terminal app reads cells with its simple prompt, so each line is its own
@@ -74,22 +74,6 @@ def test_compile_magic_in_the_terminal_app(session):
     assert out.index("ipycompile: what to fix (1") < out.index("\nGraph breaks (1)") < out.index("Out[3]: tensor(16.)")
     # the run is in the history: 1 run, In [3], eager, 2 timed runs, 1 graph break
     assert "history: 1 3 eager 2 1 ok" in out, out
-
-
-def test_import_ipycompile_loads_no_heavy_modules(tmp_path):
-    heavy = ("IPython", "ipywidgets", "matplotlib", "pandas", "torch")
-    code = (
-        "import sys, ipycompile\n"
-        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
-        "print(ipycompile.__version__)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    loaded, version = proc.stdout.splitlines()
-    assert loaded == "[]", f"import ipycompile loaded {loaded}"
-    assert version
 
 
 # -- what a session prints at exit -------------------------------------------------------
