@@ -87,7 +87,15 @@ elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in span
                       "by_memory": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 20, load=0.0),
                       "many": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=0.0),
                       "many_busy": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=40.0),
-                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0)}
+                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0),
+                      # a full read: spans only from three idle CPUs, one process per 12 MiB, a memory budget
+                      # that grows with the log's size
+                      "full_three": chunks.span_count(100_000_000, summary=False, cpus=16, available=64 << 30, load=0.0),
+                      "full_small": chunks.span_count(30 << 20, summary=False, cpus=16, available=64 << 30, load=0.0),
+                      "full_busy": chunks.span_count(1 << 30, summary=False, cpus=16, available=64 << 30, load=15.0),
+                      "full_by_log": [chunks.span_count(mb << 20, summary=False, cpus=64, available=64 << 30, load=0.0)
+                                      for mb in (200, 400, 1024)],
+                      "full_by_memory": chunks.span_count(1 << 30, summary=False, cpus=64, available=128 << 20, load=0.0)}
     facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
 
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped

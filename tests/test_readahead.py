@@ -160,6 +160,9 @@ def test_a_log_read_in_spans_gives_the_report_one_process_gives(tmp_path):
         assert count["ten_mb"] == 2
         assert count["large"] == 2 and count["one_busy"] == 2 and count["busy"] == 1 and count["forced"] == 3
         assert count["by_memory"] == 1 and count["many"] == 64 and count["many_busy"] == 25
+        # the page's full read: 3 processes or none (the read-ahead does as well as 2), more as the log grows
+        assert count["full_three"] == 3 and count["full_small"] == 1 and count["full_busy"] == 1
+        assert count["full_by_log"] == [5, 7, 13] and count["full_by_memory"] == 1
 
 
 def test_a_renumbered_log_read_in_spans_resolves_interned_names_across_the_cuts(tmp_path):

@@ -772,14 +772,17 @@ def read_trace(
 
     A first-pass summary of a large plain log is read in parallel, by spans
     (:mod:`~ipycompile.capture.chunks`: Linux, one thread, 8 MiB or more, one process per
-    8 MiB and idle usable CPU); ``workers``, the number of processes reading it (this one included),
-    forces it: 1 reads in one process, 2 or more read by spans (a full read too).
+    8 MiB and idle usable CPU), and so is a full, lazy read where three or more idle CPUs and the
+    log's size allow it (:func:`~ipycompile.capture.chunks.span_count`: one process per 12 MiB,
+    within a memory budget that grows with the log; else the read-ahead); ``workers``, the number
+    of processes reading it (this one included), forces it: 1 reads in one process, 2 or more read
+    by spans.
     """
     name = os.fspath(path)
     n = 1
     if workers != 1 and hasattr(os, "fork"):
         st = check_path(name)
-        if stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode) and (summary or lazy or workers is not None):  # a full read's text kept: one process
             n = span_count(st.st_size, summary=summary, workers=workers)
         if n > 1:
             try:
