@@ -42,6 +42,12 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
     facts["chosen"] = {"plain": readahead.can_read_ahead(path, summary=False, lazy=True, min_bytes=0),
                        "summary": readahead.can_read_ahead(path, summary=True, lazy=True, min_bytes=0),
                        "small": readahead.can_read_ahead(path, summary=False, lazy=True)}
+    # a log under MIN_BYTES: read ahead only from IDLE_MIN_BYTES (here the test log's size), with a second CPU idle
+    readahead.IDLE_MIN_BYTES = os.path.getsize(path)
+    facts["chosen"]["idle"] = [readahead.can_read_ahead(path, summary=False, lazy=True, idle=lambda n=n: n)
+                               for n in (1, 2)]
+    readahead.IDLE_MIN_BYTES = os.path.getsize(path) + 1
+    facts["chosen"]["idle_smaller"] = readahead.can_read_ahead(path, summary=False, lazy=True, idle=lambda: 2)
     if len(ARGS) > 1 and ARGS[1].endswith(".gz"):
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 

@@ -55,8 +55,10 @@ def test_a_log_read_ahead_gives_the_report_one_process_gives(tmp_path):
     # the records were read and prepared by another process, and are the records one process reads
     assert facts["prepared_in"] and facts["pid"] not in facts["prepared_in"] and len(facts["prepared_in"]) == 1
     assert facts["same_records"]
-    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log
-    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False}
+    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log (a log
+    # from IDLE_MIN_BYTES: where a second CPU is idle)
+    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False,
+                               "idle": [False, facts["can_fork"]], "idle_smaller": False}
 
 
 def test_a_broken_log_read_ahead_counts_the_same_problems_and_strict_fails_alike(tmp_path):

@@ -130,6 +130,13 @@ def idle_cpus(cpus: int, load: Optional[float] = None) -> int:
     return max(1, min(cpus, int(cpus + 1 - load + 0.5)))
 
 
+def idle_usable_cpus() -> int:
+    """:func:`idle_cpus` of the CPUs this process may use, at the 1-minute load average."""
+    from .tracedir import usable_cpus
+
+    return idle_cpus(usable_cpus())
+
+
 def span_shares(n: int) -> list[float]:
     """Where ``n`` spans end, as shares of the log: the first (this process's) smaller by
     :data:`BUILD_PER_READ`, so that it ends reading and building it as the others end reading."""

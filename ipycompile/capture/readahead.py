@@ -13,7 +13,8 @@ one-process read's (``tests/test_readahead.py`` compares their JSON).
 It is used only where forking is safe and pays (:func:`can_read_ahead`): where
 :func:`~ipycompile.capture.forked.can_fork` holds (Linux, one thread: a command line or a
 script, not a Jupyter kernel), for a full (not summary), lazy read of a plain (not gzip)
-log of at least :data:`MIN_BYTES`. Anything else is read in this process.
+log of at least :data:`MIN_BYTES` (:data:`IDLE_MIN_BYTES` where a second CPU is idle). Anything
+else is read in this process.
 """
 
 from __future__ import annotations
@@ -29,14 +30,21 @@ from ..report.owners import CodeLayout
 from .records import TraceRecord
 
 #: Logs smaller than this are read in one process (what a fork saves grows with the log;
-#: ``benchmarks/trace_load.py``: a third of the reading time of a 300 MB log).
+#: ``benchmarks/trace_load.py``: a third of the reading time of a 300 MB log)...
 MIN_BYTES = 32 << 20
+#: ...unless a second CPU is idle (:func:`~ipycompile.capture.chunks.idle_cpus`), from this size: the page
+#: of the 10 MB benchmark log, this process's read 0.21 s to 0.12-0.13 s of CPU, the reader's 0.13 s, the
+#: peak memory 34 to 35 MB (on busy CPUs the fork's 0.05 s of CPU would only add).
+IDLE_MIN_BYTES = 8 << 20
 #: Records per message.
 _BATCH = 256
 
 
-def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None) -> bool:
-    """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
+def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None,
+                   idle: Optional[Callable[[], int]] = None) -> bool:
+    """Whether :func:`records_read_ahead` should read ``path`` in a second process. ``idle()``: the idle
+    usable CPUs (:func:`~ipycompile.capture.chunks.idle_usable_cpus`), asked for a log under
+    :data:`MIN_BYTES` (none given: such a log is read in one process)."""
     from .logfile import is_gzip
 
     if summary or not lazy:
@@ -46,8 +54,10 @@ def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[
     if not can_fork():
         return False
     try:
-        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
-            return False
+        size = os.path.getsize(path)
+        if size < (MIN_BYTES if min_bytes is None else min_bytes):
+            if min_bytes is not None or size < IDLE_MIN_BYTES or idle is None or idle() < 2:
+                return False
         return not is_gzip(path)  # gzip: read where it is unpacked
     except OSError:
         return False  # the one-process read says why

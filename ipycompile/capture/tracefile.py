@@ -43,7 +43,7 @@ from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
-from .chunks import SpansDepend, records_in_spans, span_count, span_shares
+from .chunks import SpansDepend, idle_usable_cpus, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
@@ -767,7 +767,8 @@ def read_trace(
     reads them in. ``lazy=False`` keeps their text in the report instead.
 
     A large plain log is read by a second process while this one builds the report
-    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more); ``read_ahead``
+    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more, 8 MiB where a second
+    CPU is idle); ``read_ahead``
     True or False forces it on (where the read is lazy and full) or off.
 
     A first-pass summary of a large plain log is read in parallel, by spans
@@ -817,7 +818,7 @@ def read_trace(
     holder = []
     layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     if read_ahead is None:
-        read_ahead = can_read_ahead(name, summary=summary, lazy=lazy)
+        read_ahead = can_read_ahead(name, summary=summary, lazy=lazy, idle=idle_usable_cpus)
     if read_ahead and lazy and not summary and hasattr(os, "fork"):
         st = check_path(name)
         records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
