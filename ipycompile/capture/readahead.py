@@ -73,11 +73,13 @@ def records_read_ahead(
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
     prepare: Optional[Callable[[TraceRecord], Any]] = None,
+    counted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[TraceRecord]:
     """The records of ``path`` as ``iter_records(path, lazy=True, ...)`` gives them, read by a
     forked process. ``prepare(record)`` (the builder's ``prepare_record``), run by that process,
     gives each record's ``prepared`` value (an exception there leaves it None: the builder
-    prepares it again, and reports what fails). ``payload_file`` is this process's ``PayloadFile`` for the log (the records'
+    prepares it again, and reports what fails); ``counted(key)``: the kinds the builder only counts,
+    sent with no metadata or payload (the builder's ``counted_only``). ``payload_file`` is this process's ``PayloadFile`` for the log (the records'
     :class:`LazyText` read through it). ``origin`` receives the reader's state when the pass
     ends; ``layout`` is filled in place as soon as the reader meets the log's layout. A
     :class:`~ipycompile.capture.tracefile.TraceFileError` in the reader is raised here, with
@@ -85,7 +87,7 @@ def records_read_ahead(
     from .forked import Forked, ForkedError
     from .logfile import TraceFileError
 
-    with Forked(lambda send: _read(path, iter_records, strict, prepare, send)) as child:
+    with Forked(lambda send: _read(path, iter_records, strict, prepare, counted, send)) as child:
         while True:
             try:
                 msg = child.receive()
@@ -113,7 +115,7 @@ def records_read_ahead(
                 raise TraceFileError(msg[1])
 
 
-def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], None]) -> None:
+def _read(path: str, iter_records, strict: bool, prepare, counted, send: Callable[[Any], None]) -> None:
     """The child's work: the log's records, prepared and packed, a batch a message."""
     from .logfile import TraceFileError
 
@@ -135,7 +137,7 @@ def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], 
     batch: list = []
     try:
         for rec in iter_records(path, strict=strict, origin=holder, layout=layout, lazy=True, progress=progress):
-            batch.append(_pack(rec, prepare))
+            batch.append(_pack(rec, prepare, counted=counted))
             if len(batch) >= _BATCH:
                 flush(batch)
                 batch = []

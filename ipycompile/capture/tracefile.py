@@ -822,7 +822,8 @@ def read_trace(
     if read_ahead and lazy and not summary and hasattr(os, "fork"):
         st = check_path(name)
         records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
-                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record)
+                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record,
+                                     counted=counted_only)
     else:
         records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy)
