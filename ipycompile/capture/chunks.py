@@ -57,6 +57,9 @@ SPAN_BASE_BYTES = 16 << 20
 #: :data:`FULL_BYTES_PER_PROCESS` of log, on idle CPUs.
 FULL_MIN_PROCESSES = 3
 FULL_BYTES_PER_PROCESS = 12 << 20
+#: :data:`BUILD_PER_READ` of a full read: this process reading and building its own span took 1.8 s per
+#: 100 MB, a reader 1.6 s (4 processes, the 100 MB log), so its span is the smaller by this much.
+FULL_BUILD_PER_READ = 0.15
 #: What one reader of a full read adds to the processes' summed memory (PSS), measured: its own
 #: pages (about 8 MB), and its records pickled until this process takes them (0.17 bytes per byte of
 #: its span on the benchmark's logs: the generated code, chromium events and caches are sent prepared,
@@ -137,10 +140,11 @@ def idle_usable_cpus() -> int:
     return idle_cpus(usable_cpus())
 
 
-def span_shares(n: int) -> list[float]:
+def span_shares(n: int, build_per_read: Optional[float] = None) -> list[float]:
     """Where ``n`` spans end, as shares of the log: the first (this process's) smaller by
-    :data:`BUILD_PER_READ`, so that it ends reading and building it as the others end reading."""
-    first = 1.0 / (1.0 + (n - 1) * (1.0 + BUILD_PER_READ))
+    ``build_per_read`` (:data:`BUILD_PER_READ`, a summary's, when not given; a full read's is
+    :data:`FULL_BUILD_PER_READ`), so that it ends reading and building it as the others end reading."""
+    first = 1.0 / (1.0 + (n - 1) * (1.0 + (BUILD_PER_READ if build_per_read is None else build_per_read)))
     rest = (1.0 - first) / (n - 1)
     return [first + i * rest for i in range(n - 1)]
 

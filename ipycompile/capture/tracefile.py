@@ -43,7 +43,7 @@ from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
-from .chunks import SpansDepend, idle_usable_cpus, records_in_spans, span_count, span_shares
+from .chunks import FULL_BUILD_PER_READ, SpansDepend, idle_usable_cpus, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
@@ -791,7 +791,8 @@ def read_trace(
             except OSError:
                 n = 1  # the one-process read says why
     if n > 1:
-        cuts = cut_points(name, [int(share * st.st_size) for share in span_shares(n)])
+        shares = span_shares(n, None if summary else FULL_BUILD_PER_READ)
+        cuts = cut_points(name, [int(share * st.st_size) for share in shares])
         if len(cuts) > 2:
             holder: list = []
             layout = CodeLayout()
