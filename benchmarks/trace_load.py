@@ -22,9 +22,11 @@ the machine falls on both alike:
 * the full report: ``report LOG --full`` (every event parsed, the summary printed);
 * the full report with its HTML page: ``report LOG -o page.html`` against ``tlparse``
   (its HTML output);
-* with ``--workers N ...``, the summary again with its reading processes forced to N
-  (``report LOG --workers N``: 1 reads in one process, 2 or more in spans), beside the default
-  (which starts them only on idle CPUs), each against ``tlparse --plain-text``;
+* with ``--workers N ...``, the summary and the full report with its page again with their reading
+  processes forced to N (``report LOG --workers N``, ``report LOG -o page.html --workers N``: 1 reads
+  in one process, 2 or more in spans), beside the default (which starts them only on idle CPUs, and
+  for the page only from :func:`~ipycompile.capture.chunks.span_count`'s size), each against tlparse's
+  same output (memory: the peak PSS summed over every process of the command, the span readers included);
 * CPU per MB on one core (``cpu``): ``report LOG``, ``report LOG --full``, ``tlparse --plain-text``
   and ``tlparse`` (HTML), each pinned to one core (``taskset -c 0`` where there is one), their
   user + system time; the CPU per MB is the slope of the medians between the sizes (the fixed
@@ -579,12 +581,13 @@ def write_results(args, logs: dict, dirs: dict, runs: dict, loads: list, rounds:
     if args.baseline:
         pairs += [(g, "baseline: " + a, b) for g, a, b in pairs]
     pairs += [("summary", f"ipycompile report LOG --workers {n}", "tlparse --plain-text") for n in args.workers]
+    pairs += [("full_html", f"ipycompile report LOG -o page.html --workers {n}", "tlparse (HTML)") for n in args.workers]
     for group, mine, theirs in pairs:
         for key, by in results.get(group, {}).items():
             if mine not in by or theirs not in by:
                 continue
             a, b = by[mine], by[theirs]
-            who = "baseline" if mine.startswith("baseline") else mine.split("report LOG ")[1] if "--workers" in mine else "ours"
+            who = "baseline" if mine.startswith("baseline") else mine[mine.index("--workers"):] if "--workers" in mine else "ours"
             ratios.setdefault(group, {}).setdefault(key, {})[who] = {
                 "time": round(a["wall_s"]["median"] / b["wall_s"]["median"], 3),
                 "user_cpu": round(a["user_s"]["median"] / max(b["user_s"]["median"], 1e-9), 3),
@@ -767,8 +770,9 @@ def main() -> None:
                          "in the same rounds, as 'baseline: ...' (the full report with HTML, the summary, the cpu group, the start-up, the ranks)")
     ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. its commit), for the JSON")
     ap.add_argument("--workers", type=int, nargs="*", default=[], metavar="N",
-                    help="also time the summary with its reading processes forced to N (`report LOG --workers N`; "
-                         "1: one process), as 'ipycompile report LOG --workers N'")
+                    help="also time the summary and the page with their reading processes forced to N "
+                         "(`report LOG [-o page.html] --workers N`; 1: one process), as "
+                         "'ipycompile report LOG [-o page.html] --workers N'")
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     ap.add_argument("--keep", default=None, metavar="DIR", help="build the traces in DIR and keep them (reused if there)")
     args = ap.parse_args()
@@ -821,6 +825,8 @@ def main() -> None:
             ]
             plan += [("summary", mb, f"ipycompile report LOG --workers {n}",
                       lambda p=path, n=n: ours(p, out, "--workers", str(n))) for n in args.workers]
+            plan += [("full_html", mb, f"ipycompile report LOG -o page.html --workers {n}",
+                      lambda p=path, n=n: ours(p, out, "-o", str(page), "--workers", str(n))) for n in args.workers]
         pin = one_core()
         for mb, path in logs.items():
             for label, who, flags in CPU_RUNS:

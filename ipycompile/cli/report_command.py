@@ -109,7 +109,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="processes reading a directory's rank logs (default: one per 24 MB of logs, at most one "
                      "per CPU, within a memory budget that follows the logs' size; none for a small directory), "
                      "or one log in spans, this process included (default, for the first-pass summary of a plain "
-                     "log of 8 MiB or more: one per 8 MiB, at most one per idle CPU; 1: one process)")
+                     "log of 8 MiB or more: one per 8 MiB, at most one per idle CPU; for the page or --json: one "
+                     "per 12 MiB where 3 or more CPUs are idle, within a memory budget that grows with the log; "
+                     "1: no spans)")
     rep.add_argument("--timings", action="store_true",
                      help="print where the time and memory went, stage by stage (start, imports, reading, summary, "
                      "page, JSON), on stderr")
