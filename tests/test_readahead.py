@@ -55,8 +55,10 @@ def test_a_log_read_ahead_gives_the_report_one_process_gives(tmp_path):
     # the records were read and prepared by another process, and are the records one process reads
     assert facts["prepared_in"] and facts["pid"] not in facts["prepared_in"] and len(facts["prepared_in"]) == 1
     assert facts["same_records"]
-    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log
-    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False}
+    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log (a log
+    # from IDLE_MIN_BYTES: where a second CPU is idle)
+    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False,
+                               "idle": [False, facts["can_fork"]], "idle_smaller": False}
 
 
 def test_a_broken_log_read_ahead_counts_the_same_problems_and_strict_fails_alike(tmp_path):
@@ -165,6 +167,9 @@ def test_a_log_read_in_spans_gives_the_report_one_process_gives(tmp_path):
         assert count["ten_mb"] == 2
         assert count["large"] == 2 and count["one_busy"] == 2 and count["busy"] == 1 and count["forced"] == 3
         assert count["by_memory"] == 1 and count["many"] == 64 and count["many_busy"] == 25
+        # the page's full read: 3 processes or none (the read-ahead does as well as 2), more as the log grows
+        assert count["full_three"] == 3 and count["full_small"] == 1 and count["full_busy"] == 1
+        assert count["full_by_log"] == [5, 7, 13] and count["full_by_memory"] == 1
 
 
 def test_a_renumbered_log_read_in_spans_resolves_interned_names_across_the_cuts(tmp_path):
