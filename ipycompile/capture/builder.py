@@ -46,8 +46,8 @@ from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_depth, check_value, describe, fast_loads
-from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, TraceRecord,
-                      compile_id_from_text)
+from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, ChromiumBatch,
+                      TraceRecord, compile_id_from_text, payload_json)
 
 RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
 _MAX_ERRORS = 20
@@ -61,6 +61,8 @@ class _State:
     compiles: dict[CompileId, Compile] = field(default_factory=dict)
     breaks: dict[tuple, GraphBreak] = field(default_factory=dict)
     chromium: list[dict[str, Any]] = field(default_factory=list)
+    #: the chromium events kept whole: max-autotune's spans (no other event's name is one of theirs)
+    autotune_spans: list[dict[str, Any]] = field(default_factory=list)
     cache: dict[CompileId, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
     errors: dict[CompileId, str] = field(default_factory=dict)  # dynamo_error tracebacks
     broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
@@ -291,18 +293,62 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
-def _chromium_json(rec: TraceRecord) -> tuple[Any, bool]:
+def _chromium_json(payload: Optional[str]) -> tuple[Any, bool]:
     """``(a chromium event's payload as JSON, whether it is plain)``: orjson's value where it
     is plain (:func:`_plain`), else the one bounded reader's (:meth:`TraceRecord.payload_json`),
     whose check for long integers costs a pass over the text that tens of thousands of events
     mostly do not need."""
     try:
-        ev = fast_loads(rec.payload)
+        ev = fast_loads(payload)
     except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
         ev = None
     if type(ev) is dict and _plain(ev):
         return ev, True
-    return rec.payload_json(bounded=False), False  # tens of thousands of events: the depth is checked on what is kept
+    return payload_json(payload, bounded=False), False  # tens of thousands of events: the depth is checked on what is kept
+
+
+def plain_chromium_entry(data: bytes, cid: Optional[CompileId]) -> Optional[tuple]:
+    """:func:`chromium_entry` of a payload given as bytes, where orjson reads it and it is plain
+    (:func:`_plain`): nearly every event, read in one pass and never decoded to text (orjson checks
+    that it is UTF-8); None where the exact reader decides (:func:`chromium_entry` of its text)."""
+    try:
+        ev = fast_loads(data)
+    except (ValueError, TypeError):
+        return None
+    if type(ev) is not dict:
+        return None
+    slim = {}
+    problem = None
+    for k in _CHROMIUM_KEYS:  # _plain's check and chromium_entry's, in one pass
+        if k in ev:
+            v = slim[k] = ev[k]
+            t = type(v)
+            if t is float:
+                if not -_LONG < v < _LONG:
+                    return None
+            elif t is not str and t is not int and v is not None and t is not bool:
+                return None
+            if problem is None and k in _CHROMIUM_TYPES and not _fits(_CHROMIUM_TYPES[k], v):
+                problem = k
+    args = ev.get("args")
+    if type(args) is dict and "compile_id" in args:
+        v = args["compile_id"]
+        t = type(v)
+        if t is float:
+            if not -_LONG < v < _LONG:
+                return None
+        elif t is not str and t is not int and v is not None and t is not bool:
+            return None
+        slim["args"] = {"compile_id": v}
+    if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
+        return None
+    if problem is not None:
+        return "problem", _type_problem(cid, problem, ev[problem])
+    return "slim", slim
+
+
+def _type_problem(cid: Optional[CompileId], key: str, value: Any) -> str:
+    return f"[{cid or '-'}] {key}: expected {describe(_CHROMIUM_TYPES[key])}, got {value!r:.40}"
 
 
 def _plain(ev: dict) -> bool:
@@ -325,15 +371,20 @@ _CHROMIUM_KEYS_AND_ID = (*_CHROMIUM_KEYS, "compile_id")  # compile_id: the one o
 
 
 def _chromium_entry(rec: TraceRecord) -> tuple:
-    """What the report keeps of a chromium event: ("whole", the event) for an autotune span,
-    ("slim", its compile-time fields), ("problem", why), or ("none", None) for a payload that is
-    not an event."""
-    ev, plain = _chromium_json(rec)
+    """What the report keeps of a chromium event (:func:`chromium_entry`)."""
+    return chromium_entry(rec.payload, rec.compile_id)
+
+
+def chromium_entry(payload: Optional[str], cid: Optional[CompileId]) -> tuple:
+    """What the report keeps of a chromium event with this ``payload`` of compile ``cid``: ("whole",
+    the event) for an autotune span, ("slim", its compile-time fields), ("problem", why), or ("none",
+    None) for a payload that is not an event."""
+    ev, plain = _chromium_json(payload)
     if not isinstance(ev, dict):
         return "none", None
-    for key, tp in _CHROMIUM_TYPES.items():
-        if key in ev and not _fits(tp, ev[key]):
-            return "problem", f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}"
+    for key in _CHROMIUM_TYPES:  # the first of them (in _CHROMIUM_KEYS' order) of another type
+        if key in ev and not _fits(_CHROMIUM_TYPES[key], ev[key]):
+            return "problem", _type_problem(cid, key, ev[key])
     if plain:  # nearly every event: no autotune span, no container kept (no depth to check)
         slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
         args = ev.get("args")
@@ -341,7 +392,7 @@ def _chromium_entry(rec: TraceRecord) -> tuple:
             slim["args"] = {"compile_id": args["compile_id"]}
         return "slim", slim
     if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
-        check_depth(ev, rec.payload)
+        check_depth(ev, payload)
         return "whole", ev
     slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
     args = ev.get("args")
@@ -350,16 +401,21 @@ def _chromium_entry(rec: TraceRecord) -> tuple:
         slim["args"] = {"compile_id": args["compile_id"]}
         kept.append(args["compile_id"])
     if any(isinstance(v, (dict, list)) for v in kept):
-        check_depth(ev, rec.payload)  # a container kept: bounded as every kept value is
+        check_depth(ev, payload)  # a container kept: bounded as every kept value is
     return "slim", slim
 
 
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
-    kind, ev = _prepared(rec, _chromium_entry)
+    _keep_chromium(st, *_prepared(rec, _chromium_entry))
+
+
+def _keep_chromium(st: _State, kind: str, ev: Any) -> None:
+    """One chromium event's entry (:func:`chromium_entry`) kept for compile time and autotuning."""
     if kind == "problem":
-        st.problem(rec.key, ev)
+        st.problem("chromium_event", ev)
     elif kind == "whole":
         st.chromium.append(ev)
+        st.autotune_spans.append(ev)
     elif kind == "slim":
         for key in ("name", "ph"):  # a few names over tens of thousands of events: one string each
             if type(ev.get(key)) is str:
@@ -678,7 +734,7 @@ def _finish(st: _State) -> CompileReport:
     node_maps = graph_node_lines(r.graphs)
     attach_user_lines(r.kernels, r.graphs, st.provenance, node_maps)
     r.node_lines = user_lines_by_node(node_maps)
-    r.autotuning = merge_feedback(autotune_from_events(st.chromium), st.autotune_feedback)
+    r.autotuning = merge_feedback(autotune_from_events(st.autotune_spans), st.autotune_feedback)
     link_kernels(r.autotuning, r.kernels)
     skip_reasons = {c.compile_id: str(c.metrics["cudagraph_skip_reason"]) for c in r.compiles
                     if c.metrics.get("cudagraph_skip_reason")}
@@ -757,6 +813,13 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
     st.report.code_layout = layout
     stats = st.report.stats
     for raw in records:
+        if type(raw) is ChromiumBatch:  # a reader's chromium events, each already prepared
+            if raw:
+                stats.records += len(raw)
+                stats.by_kind["chromium_event"] = stats.by_kind.get("chromium_event", 0) + len(raw)
+                for kind, ev in raw:
+                    _keep_chromium(st, kind, ev)
+            continue
         try:
             rec = raw if isinstance(raw, TraceRecord) else TraceRecord.from_raw(*raw)
         except Exception as exc:  # a malformed record is counted, never fatal

@@ -123,7 +123,7 @@ def records_in_spans(
     alone: frozenset = frozenset(),
     counted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[TraceRecord]:
-    """The records of ``path`` as one ``iter_records`` pass gives them, its ``spans`` after the
+    """The records of ``path`` as one ``iter_records(chromium_batches=True)`` pass gives them, its ``spans`` after the
     first read by forked processes (``prepare``: the builder's part they run; ``alone``: the kinds
     whose payload they do not send once prepared; ``counted(key)``: the kinds the builder only
     counts, sent with no metadata or payload). ``origin`` receives the merged reader state;
@@ -141,7 +141,7 @@ def records_in_spans(
                 path, iter_records, span, strict, summary, lazy, prepare, alone, counted, send)))
         holder: list = []
         yield from iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
-                                layout=layout, lazy=lazy, span=spans[0])
+                                layout=layout, lazy=lazy, span=spans[0], chromium_batches=True)
         merged = holder[0]
         if not merged.seen_event:
             raise SpansDepend("no event in the first span")
@@ -206,7 +206,7 @@ def _read_span(path: str, iter_records, span: "tuple[int, Optional[int]]", stric
 
     try:
         for rec in iter_records(path, strict=strict, summary=summary, origin=holder, layout=layout, lazy=lazy,
-                                span=span):
+                                span=span, chromium_batches=True):
             if holder[0].layout_reads != reads:  # the layout was read just before this record
                 reads = holder[0].layout_reads
                 keep(("records", batch))
