@@ -96,6 +96,8 @@ class _State:
     def typed(self, rec: TraceRecord, field: str, tp: Any, value: Any, default: Any = None) -> Any:
         """``value`` of the event's ``field`` if it has the report's type ``tp``; else ``default``,
         and a counted problem of the event: the report only ever holds well-typed values."""
+        if type(value) in _PLAIN_TYPES.get(tp, ()):  # nearly every value: what check_value gives back unchanged
+            return value
         try:
             return check_value(tp, value, field)
         except ReportFormatError as exc:
@@ -121,6 +123,11 @@ class _State:
             out.append(UserFrame(filename, line, str(fr.get("name") or ""), str(fr.get("loc") or "")))
         return out
 
+
+#: The scalar types the builder checks values against, with the types of the values that
+#: ``check_value`` gives back as they are (a bool is no int or float there; the rest take its path).
+_PLAIN_TYPES: dict[Any, tuple] = {int: (int,), float: (float, int), str: (str,), Optional[int]: (int, type(None)),
+                                  Optional[float]: (float, int, type(None)), Optional[str]: (str, type(None))}
 
 Handler = Callable[[_State, TraceRecord], None]
 
@@ -174,20 +181,49 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    g = st.keep(Graph(rec.compile_id, stage, code, _prepared(rec, _graph_ops), str(name or "")), "code", rec)
+    parts = rec.prepared if type(rec.prepared) is _DynamoGraph else None  # parsed by a span's reader
+    ops = parts.ops if parts is not None else _prepared(rec, _graph_ops)
+    g = st.keep(Graph(rec.compile_id, stage, code, ops, str(name or "")), "code", rec)
     if "c10d" in code:
-        g.collectives = collective_calls(code)
+        g.collectives = parts.collectives if parts is not None else collective_calls(code)
     if stage == "dynamo" and code:
-        g.nodes, g.places = graph_nodes(code)
-        g.layer_inputs = layer_inputs(g.nodes)
+        if parts is not None:
+            g.nodes, g.places, g.layer_inputs = parts.nodes, parts.places, parts.layer_inputs
+        else:
+            g.nodes, g.places = graph_nodes(code)
+            g.layer_inputs = layer_inputs(g.nodes)
     st.report.graphs.append(g)
-    if stage == "dynamo":
+    if parts is not None:
+        st.report.control_flow.extend(parts.control_flow)
+    elif stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))
 
 
 def _graph_ops(rec: TraceRecord) -> int:
     return count_ops(rec.payload) if rec.payload else 0
+
+
+class _DynamoGraph(typing.NamedTuple):
+    """What :func:`_on_graph` reads of Dynamo's graph, parsed from its code alone (:func:`_dynamo_graph`)."""
+
+    ops: int
+    collectives: Optional[list]  # where the code names c10d
+    nodes: Optional[list]  # None for a graph with no code
+    places: Optional[list]
+    layer_inputs: Any
+    control_flow: list
+
+
+def _dynamo_graph(rec: TraceRecord) -> _DynamoGraph:
+    """The pure parse of a ``dynamo_output_graph`` event's code (a span's reader runs it: ``PREPARE_SPAN``)."""
+    code = rec.payload or ""
+    nodes = places = inputs = None
+    if code:
+        nodes, places = graph_nodes(code)
+        inputs = layer_inputs(nodes)
+    flow = [*parse_control_flow(rec.payload, rec.compile_id), *inlined_control_flow(rec.payload, rec.compile_id)]
+    return _DynamoGraph(_graph_ops(rec), collective_calls(code) if "c10d" in code else None, nodes, places, inputs, flow)
 
 
 def _output_kernels(rec: TraceRecord) -> list:
@@ -614,8 +650,10 @@ PREPARE: dict[str, Callable[[TraceRecord], Any]] = {
 
 
 #: What a reader of one span of a log (``capture.chunks``) prepares: there the builder is the
-#: slower process (it builds the records of every span), so the readers parse the chromium events too.
-PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {**PREPARE, "chromium_event": _chromium_entry}
+#: slower process (it builds the records of every span), so the readers parse the chromium events
+#: (outside batches: a read's chromium events come in batches, prepared as read) and Dynamo's graphs too.
+PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {**PREPARE, "chromium_event": _chromium_entry,
+                                                         "dynamo_output_graph": _dynamo_graph}
 #: The kinds whose handler reads only the prepared value where there is one: a reader process need
 #: not send their payload back.
 PREPARED_ALONE = frozenset({"chromium_event"})
@@ -805,7 +843,8 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
     """Build a :class:`CompileReport` from structured-trace records.
 
     ``records`` are ``(metadata, payload)`` pairs as torch logs them (or
-    :class:`TraceRecord` objects), in the order they were emitted. ``layout`` is
+    :class:`TraceRecord` objects, or a reader's :class:`~ipycompile.capture.records.ChromiumBatch`
+    of chromium events), in the order they were emitted. ``layout`` is
     where code lived in the process that logged them (``capture.layout.current_layout()``
     for a live capture); None (a trace file from elsewhere) judges files by path shape.
     """

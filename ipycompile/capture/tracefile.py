@@ -651,7 +651,8 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                         ended_cleanly = False
                         line = line[1:]
                     if n_lines > 1:  # each line's tab dropped: all the tabs at once where no line holds another
-                        line = line.translate(None, b"\t") if line.count(9) == n_lines - 1 else line.replace(b"\n\t", b"\n")
+                        tabless = line.translate(None, b"\t")
+                        line = tabless if len(line) - len(tabless) == n_lines - 1 else line.replace(b"\n\t", b"\n")
                     cur_payload.append(line)
                 elif cur_meta is not None:
                     cur_lines += n_lines
