@@ -119,7 +119,10 @@ def payload_json(payload: Optional[str], bounded: bool = True) -> Any:
 def event_ids(metadata: dict[str, Any]) -> tuple[Optional[CompileId], int]:
     """``(compile id, attempt)`` of an event's metadata, as :meth:`TraceRecord.from_raw` reads them;
     ValueError where one is not a whole number >= 0."""
-    attempt = metadata.get("attempt")
+    frame, compile_, attempt = metadata.get("frame_id"), metadata.get("frame_compile_id"), metadata.get("attempt")
+    if (type(frame) is int and type(compile_) is int and frame >= 0 and compile_ >= 0  # nearly every event
+            and (attempt is None or type(attempt) is int and attempt >= 0) and "compiled_autograd_id" not in metadata):
+        return _shared_id(frame, compile_, None), attempt or 0
     return _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt")
 
 

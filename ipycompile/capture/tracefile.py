@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import gc
 import gzip
 import hashlib
 import io
@@ -825,7 +826,17 @@ def read_trace(
     8 MiB and idle usable CPU); ``workers``, the number of processes reading it (this one included),
     forces it: 1 reads in one process, 2 or more read by spans (a full read too).
     """
-    name = os.fspath(path)
+    collecting = gc.isenabled()
+    gc.disable()  # what is read is kept (records, then the report), not garbage: no collection finds any
+    try:
+        return _read_trace(os.fspath(path), strict, summary, progress, lazy, read_ahead, workers)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_trace(name: str, strict: bool, summary: bool, progress: Optional[Progress], lazy: bool,
+                read_ahead: Optional[bool], workers: Optional[int]) -> CompileReport:
     n = 1
     if workers != 1 and hasattr(os, "fork"):
         st = check_path(name)
@@ -870,7 +881,7 @@ def read_trace(
         records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
                                      progress=progress, origin=holder, layout=layout, prepare=prepare_record)
     else:
-        records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
+        records = iter_records(name, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy, chromium_batches=True)
     return _report(build_report(records, layout), holder[0], layout, summary)
 
