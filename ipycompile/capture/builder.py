@@ -364,7 +364,8 @@ def plain_chromium_entry(data: bytes, cid: Optional[CompileId]) -> Optional[tupl
                     return None
             elif t is not str and t is not int and v is not None and t is not bool:
                 return None
-            if problem is None and k in _CHROMIUM_TYPES and not _fits(_CHROMIUM_TYPES[k], v):
+            tp = _CHROMIUM_TYPES.get(k)
+            if tp is not None and t is not tp and not (tp is float and t is int) and problem is None and not _fits(tp, v):
                 problem = k
     args = ev.get("args")
     if type(args) is dict and "compile_id" in args:
@@ -443,6 +444,23 @@ def chromium_entry(payload: Optional[str], cid: Optional[CompileId]) -> tuple:
 
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
     _keep_chromium(st, *_prepared(rec, _chromium_entry))
+
+
+def _keep_chromium_batch(st: _State, batch: ChromiumBatch) -> None:
+    """:func:`_keep_chromium` of each entry of ``batch``, the plain ones (nearly all) here."""
+    keep, intern = st.chromium.append, sys.intern
+    for kind, ev in batch:
+        if kind != "slim":
+            _keep_chromium(st, kind, ev)
+            continue
+        name, ph, args = ev.get("name"), ev.get("ph"), ev.get("args")
+        if type(name) is str:
+            ev["name"] = intern(name)
+        if type(ph) is str:
+            ev["ph"] = intern(ph)
+        if args is not None and type(args["compile_id"]) is str:
+            args["compile_id"] = intern(args["compile_id"])
+        keep(ev)
 
 
 def _keep_chromium(st: _State, kind: str, ev: Any) -> None:
@@ -856,8 +874,7 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
             if raw:
                 stats.records += len(raw)
                 stats.by_kind["chromium_event"] = stats.by_kind.get("chromium_event", 0) + len(raw)
-                for kind, ev in raw:
-                    _keep_chromium(st, kind, ev)
+                _keep_chromium_batch(st, raw)
             continue
         try:
             rec = raw if isinstance(raw, TraceRecord) else TraceRecord.from_raw(*raw)
