@@ -329,54 +329,36 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
-def _chromium_json(payload: Optional[str]) -> tuple[Any, bool]:
-    """``(a chromium event's payload as JSON, whether it is plain)``: orjson's value where it
-    is plain (:func:`_plain`), else the one bounded reader's (:meth:`TraceRecord.payload_json`),
-    whose check for long integers costs a pass over the text that tens of thousands of events
-    mostly do not need."""
-    try:
-        ev = fast_loads(payload)
-    except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
-        ev = None
-    if type(ev) is dict and _plain(ev):
-        return ev, True
-    return payload_json(payload, bounded=False), False  # tens of thousands of events: the depth is checked on what is kept
-
-
-def plain_chromium_entry(data: bytes, cid: Optional[CompileId]) -> Optional[tuple]:
-    """:func:`chromium_entry` of a payload given as bytes, where orjson reads it and it is plain
-    (:func:`_plain`): nearly every event, read in one pass and never decoded to text (orjson checks
-    that it is UTF-8); None where the exact reader decides (:func:`chromium_entry` of its text)."""
+def plain_chromium_entry(data: "bytes | str | None", cid: Optional[CompileId]) -> Optional[tuple]:
+    """:func:`chromium_entry` of a payload (its bytes, or its text) where orjson reads it and what
+    the report keeps of it is plain: strings, booleans, None and numbers below 2**63 (a longer integer
+    is one orjson made a float), no autotune span. Nearly every event: read in one pass, from bytes
+    never decoded to text (orjson checks that they are UTF-8). None where the exact reader decides."""
     try:
         ev = fast_loads(data)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
         return None
     if type(ev) is not dict:
         return None
+    args = ev.get("args")
     slim = {}
     problem = None
-    for k in _CHROMIUM_KEYS:  # _plain's check and chromium_entry's, in one pass
-        if k in ev:
-            v = slim[k] = ev[k]
+    for k in _CHROMIUM_KEYS_AND_ID:  # each kept value's test, and the types the report needs, in one pass
+        if k in ev if k != "compile_id" else type(args) is dict and k in args:
+            v = ev[k] if k != "compile_id" else args[k]
             t = type(v)
             if t is float:
                 if not -_LONG < v < _LONG:
                     return None
             elif t is not str and t is not int and v is not None and t is not bool:
                 return None
+            if k == "compile_id":
+                slim["args"] = {"compile_id": v}
+                continue
+            slim[k] = v
             tp = _CHROMIUM_TYPES.get(k)
             if tp is not None and t is not tp and not (tp is float and t is int) and problem is None and not _fits(tp, v):
                 problem = k
-    args = ev.get("args")
-    if type(args) is dict and "compile_id" in args:
-        v = args["compile_id"]
-        t = type(v)
-        if t is float:
-            if not -_LONG < v < _LONG:
-                return None
-        elif t is not str and t is not int and v is not None and t is not bool:
-            return None
-        slim["args"] = {"compile_id": v}
     if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
         return None
     if problem is not None:
@@ -386,21 +368,6 @@ def plain_chromium_entry(data: bytes, cid: Optional[CompileId]) -> Optional[tupl
 
 def _type_problem(cid: Optional[CompileId], key: str, value: Any) -> str:
     return f"[{cid or '-'}] {key}: expected {describe(_CHROMIUM_TYPES[key])}, got {value!r:.40}"
-
-
-def _plain(ev: dict) -> bool:
-    """Whether the fields of a chromium event the report keeps hold only strings, booleans, None and
-    numbers below 2**63 (a longer integer is one orjson made a float) and it is no autotune span."""
-    args = ev.get("args")
-    for k in _CHROMIUM_KEYS_AND_ID:
-        v = ev.get(k) if k != "compile_id" else args.get(k) if type(args) is dict else None
-        t = type(v)
-        if t is float:
-            if not -_LONG < v < _LONG:
-                return False
-        elif t is not str and t is not int and v is not None and t is not bool:
-            return False
-    return not str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS)
 
 
 _LONG = float(2**63)
@@ -415,19 +382,19 @@ def _chromium_entry(rec: TraceRecord) -> tuple:
 def chromium_entry(payload: Optional[str], cid: Optional[CompileId]) -> tuple:
     """What the report keeps of a chromium event with this ``payload`` of compile ``cid``: ("whole",
     the event) for an autotune span, ("slim", its compile-time fields), ("problem", why), or ("none",
-    None) for a payload that is not an event."""
-    ev, plain = _chromium_json(payload)
+    None) for a payload that is not an event. A plain event is read by orjson alone
+    (:func:`plain_chromium_entry`); any other by the one bounded reader
+    (:meth:`TraceRecord.payload_json`), whose check for long integers costs a pass over the text that
+    tens of thousands of events mostly do not need."""
+    entry = plain_chromium_entry(payload, cid)
+    if entry is not None:
+        return entry
+    ev = payload_json(payload, bounded=False)  # the depth is checked on what is kept
     if not isinstance(ev, dict):
         return "none", None
     for key in _CHROMIUM_TYPES:  # the first of them (in _CHROMIUM_KEYS' order) of another type
         if key in ev and not _fits(_CHROMIUM_TYPES[key], ev[key]):
             return "problem", _type_problem(cid, key, ev[key])
-    if plain:  # nearly every event: no autotune span, no container kept (no depth to check)
-        slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
-        args = ev.get("args")
-        if type(args) is dict and "compile_id" in args:
-            slim["args"] = {"compile_id": args["compile_id"]}
-        return "slim", slim
     if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
         check_depth(ev, payload)
         return "whole", ev
