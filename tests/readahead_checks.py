@@ -53,6 +53,7 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
 
 elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in spans (2 and 3 processes) and in one
     from ipycompile.capture.tracefile import TraceFileError, cut_points, iter_records, read_trace
+    from ipycompile.capture.records import ChromiumBatch
 
     chunks = importlib.import_module("ipycompile.capture.chunks")
     path, strict = ARGS[0], "--strict" in ARGS
@@ -80,7 +81,7 @@ elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in span
     try:
         pids = {rec.prepared for rec in chunks.records_in_spans(
             path, iter_records, list(zip(cuts, cuts[1:])), strict=False, summary=True, lazy=False,
-            prepare=lambda rec: os.getpid())}
+            prepare=lambda rec: os.getpid()) if not isinstance(rec, ChromiumBatch)}  # a batch: prepared as read
         facts["read_apart"] = sorted(p for p in pids if p is not None and p != os.getpid())
     except chunks.SpansDepend:
         facts["read_apart"] = None

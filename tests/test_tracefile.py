@@ -481,3 +481,62 @@ def test_a_payloads_own_tabs_are_kept_and_only_each_lines_first_tab_dropped(tmp_
     assert got == texts
     report = read_trace(log, lazy=lazy, read_ahead=False)
     assert report.origin.problem_count == 0 and [a.payload for a in report.artifacts] == texts
+
+
+# -- chromium events, read in batches --------------------------------------------------
+def chromium_line(payload: "str | bytes", **meta) -> bytes:
+    """A chromium event's line and payload (a valid md5 of the payload's bytes, whatever they are)."""
+    import hashlib
+
+    data = payload.encode() if isinstance(payload, str) else payload
+    meta = {"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0, **meta,
+            "has_payload": hashlib.md5(data).hexdigest()}
+    return f"{trace_inputs.PREFIX} {json.dumps(meta)}\n".encode() + b"".join(b"\t" + x + b"\n" for x in data.split(b"\n"))
+
+
+def hostile_chromium_events() -> bytes:
+    ev = {"name": "inductor_compile", "ph": "B", "ts": 1795417300463967.2, "pid": 0, "tid": 0,
+          "cat": "dynamo_timed", "args": {"compile_id": "0/0", "components": ["x" * 100] * 3}}
+    lines = [
+        chromium_line(json.dumps({**ev, "name": 7})),  # a type the report refuses: a problem of the event
+        chromium_line(json.dumps({**ev, "ts": "soon"})),
+        chromium_line(json.dumps({**ev, "ts": 2**64})),  # past what orjson holds exactly: json's value
+        chromium_line('{"name": "dynamo", "ph": "B", "ts": NaN}'),  # not JSON to orjson
+        chromium_line(b'{"name": "dyn\xff", "ph": "B", "ts": 1}'),  # not UTF-8: a problem of the line
+        chromium_line("[1, 2]"),  # not an event
+        chromium_line(""),
+        chromium_line(json.dumps(ev), frame_id=-1),  # an unreadable compile id
+        chromium_line(json.dumps({**ev, "args": {"compile_id": ["0/0"]}})),  # a container kept
+        chromium_line(json.dumps({**ev, "name": "mm_template_autotuning", "ph": "E",
+                                  "args": {"compile_id": "0/0", "autotune_shape": "8x8"}})),  # kept whole
+        chromium_line(json.dumps({**ev, "name": "mm_template_autotuning", "args": {"deep": json.loads("[" * 80 + "]" * 80)}})),
+        f'{trace_inputs.PREFIX} {{"chromium_event": {{}}, "frame_id": 0, "frame_compile_id": 0}}\n'.encode(),  # no payload
+        chromium_line(json.dumps(ev), rank=3),  # another rank than the log's
+        chromium_line(json.dumps(ev)).replace(b'"dynamo_timed"', b'"dynamo_timex"'),  # its md5 no longer matches
+    ]
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_chromium_events_read_in_batches_give_the_report_a_record_each_gives(tmp_path, summary):
+    from ipycompile.capture import tracefile
+    from ipycompile.capture.builder import build_report
+    from ipycompile.report.owners import CodeLayout
+
+    recs = trace_inputs.records()
+    path = trace_inputs.write_log(tmp_path / "chromium.log", recs[:40] + [({"rank": 0, **recs[40][0]}, recs[40][1])],
+                                  hostile_chromium_events())
+    rest = trace_inputs.write_log(tmp_path / "rest.log", recs[41:])  # after them: the batch comes before the next record
+    with open(path, "ab") as f:
+        f.write(rest.read_bytes())
+    batched = read_trace(path, summary=summary, workers=1)
+    holder: list = []
+    layout = CodeLayout()
+    one_each = tracefile._report(build_report(iter_records(path, summary=summary, origin=holder, layout=layout,
+                                                           lazy=True), layout), holder[0], layout, summary)
+    assert batched.to_json() == one_each.to_json() and repr(batched.origin) == repr(one_each.origin)
+    # what each hostile event gave: problems of the events, counted alike
+    assert batched.stats.parse_errors["chromium_event"] == 3, batched.stats.errors  # two types, one nested too deeply
+    assert batched.origin.problem_count == 4, batched.origin.problems  # not UTF-8, the compile id, the rank, the md5
+    assert any(a.kind == "chromium_event" for a in batched.artifacts)  # the one nested too deeply, kept raw
+    assert batched.compile_time.total_s > 0 and batched.autotuning

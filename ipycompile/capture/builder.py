@@ -46,8 +46,8 @@ from .parse.warnings import parse_torch_warning
 from .parse.recompiles import compile_status, is_skip_message, parse_recompile_reasons, recompile_limit_type, recompile_limit_value
 from .phases import compile_time
 from ..report.serialize import ReportFormatError, check_depth, check_value, describe, fast_loads
-from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, TraceRecord,
-                      compile_id_from_text)
+from .records import (AUTOTUNE_EVENT, CACHE_HIT_EVENT, CAPTURE_EVENT, CUDAGRAPH_EVENT, WARNING_EVENT, ChromiumBatch,
+                      TraceRecord, compile_id_from_text, payload_json)
 
 RawRecord = "tuple[dict[str, Any], Optional[str]] | TraceRecord"
 _MAX_ERRORS = 20
@@ -61,6 +61,8 @@ class _State:
     compiles: dict[CompileId, Compile] = field(default_factory=dict)
     breaks: dict[tuple, GraphBreak] = field(default_factory=dict)
     chromium: list[dict[str, Any]] = field(default_factory=list)
+    #: the chromium events kept whole: max-autotune's spans (no other event's name is one of theirs)
+    autotune_spans: list[dict[str, Any]] = field(default_factory=list)
     cache: dict[CompileId, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
     errors: dict[CompileId, str] = field(default_factory=dict)  # dynamo_error tracebacks
     broke: set[CompileId] = field(default_factory=set)  # compiles that logged a graph break
@@ -94,6 +96,8 @@ class _State:
     def typed(self, rec: TraceRecord, field: str, tp: Any, value: Any, default: Any = None) -> Any:
         """``value`` of the event's ``field`` if it has the report's type ``tp``; else ``default``,
         and a counted problem of the event: the report only ever holds well-typed values."""
+        if type(value) in _PLAIN_TYPES.get(tp, ()):  # nearly every value: what check_value gives back unchanged
+            return value
         try:
             return check_value(tp, value, field)
         except ReportFormatError as exc:
@@ -119,6 +123,11 @@ class _State:
             out.append(UserFrame(filename, line, str(fr.get("name") or ""), str(fr.get("loc") or "")))
         return out
 
+
+#: The scalar types the builder checks values against, with the types of the values that
+#: ``check_value`` gives back as they are (a bool is no int or float there; the rest take its path).
+_PLAIN_TYPES: dict[Any, tuple] = {int: (int,), float: (float, int), str: (str,), Optional[int]: (int, type(None)),
+                                  Optional[float]: (float, int, type(None)), Optional[str]: (str, type(None))}
 
 Handler = Callable[[_State, TraceRecord], None]
 
@@ -172,20 +181,49 @@ def _on_graph(st: _State, rec: TraceRecord) -> None:
     st.compile(rec.compile_id)
     code = rec.payload or ""
     name = rec.body.get("name") if stage == "ddp_bucket" and isinstance(rec.body, dict) else None  # submod_N
-    g = st.keep(Graph(rec.compile_id, stage, code, _prepared(rec, _graph_ops), str(name or "")), "code", rec)
+    parts = rec.prepared if type(rec.prepared) is _DynamoGraph else None  # parsed by a span's reader
+    ops = parts.ops if parts is not None else _prepared(rec, _graph_ops)
+    g = st.keep(Graph(rec.compile_id, stage, code, ops, str(name or "")), "code", rec)
     if "c10d" in code:
-        g.collectives = collective_calls(code)
+        g.collectives = parts.collectives if parts is not None else collective_calls(code)
     if stage == "dynamo" and code:
-        g.nodes, g.places = graph_nodes(code)
-        g.layer_inputs = layer_inputs(g.nodes)
+        if parts is not None:
+            g.nodes, g.places, g.layer_inputs = parts.nodes, parts.places, parts.layer_inputs
+        else:
+            g.nodes, g.places = graph_nodes(code)
+            g.layer_inputs = layer_inputs(g.nodes)
     st.report.graphs.append(g)
-    if stage == "dynamo":
+    if parts is not None:
+        st.report.control_flow.extend(parts.control_flow)
+    elif stage == "dynamo":
         st.report.control_flow.extend(parse_control_flow(rec.payload, rec.compile_id))
         st.report.control_flow.extend(inlined_control_flow(rec.payload, rec.compile_id))
 
 
 def _graph_ops(rec: TraceRecord) -> int:
     return count_ops(rec.payload) if rec.payload else 0
+
+
+class _DynamoGraph(typing.NamedTuple):
+    """What :func:`_on_graph` reads of Dynamo's graph, parsed from its code alone (:func:`_dynamo_graph`)."""
+
+    ops: int
+    collectives: Optional[list]  # where the code names c10d
+    nodes: Optional[list]  # None for a graph with no code
+    places: Optional[list]
+    layer_inputs: Any
+    control_flow: list
+
+
+def _dynamo_graph(rec: TraceRecord) -> _DynamoGraph:
+    """The pure parse of a ``dynamo_output_graph`` event's code (a span's reader runs it: ``PREPARE_SPAN``)."""
+    code = rec.payload or ""
+    nodes = places = inputs = None
+    if code:
+        nodes, places = graph_nodes(code)
+        inputs = layer_inputs(nodes)
+    flow = [*parse_control_flow(rec.payload, rec.compile_id), *inlined_control_flow(rec.payload, rec.compile_id)]
+    return _DynamoGraph(_graph_ops(rec), collective_calls(code) if "c10d" in code else None, nodes, places, inputs, flow)
 
 
 def _output_kernels(rec: TraceRecord) -> list:
@@ -291,33 +329,45 @@ _AUTOTUNE_SPANS = ("_template_autotuning", "_template_precompiling")
 _CHROMIUM_TYPES = {"name": str, "ph": str, "ts": float, "dur": float}
 
 
-def _chromium_json(rec: TraceRecord) -> tuple[Any, bool]:
-    """``(a chromium event's payload as JSON, whether it is plain)``: orjson's value where it
-    is plain (:func:`_plain`), else the one bounded reader's (:meth:`TraceRecord.payload_json`),
-    whose check for long integers costs a pass over the text that tens of thousands of events
-    mostly do not need."""
+def plain_chromium_entry(data: "bytes | str | None", cid: Optional[CompileId]) -> Optional[tuple]:
+    """:func:`chromium_entry` of a payload (its bytes, or its text) where orjson reads it and what
+    the report keeps of it is plain: strings, booleans, None and numbers below 2**63 (a longer integer
+    is one orjson made a float), no autotune span. Nearly every event: read in one pass, from bytes
+    never decoded to text (orjson checks that they are UTF-8). None where the exact reader decides."""
     try:
-        ev = fast_loads(rec.payload)
+        ev = fast_loads(data)
     except (ValueError, TypeError):  # not JSON, NaN, a lone surrogate, no payload: the exact reader decides
-        ev = None
-    if type(ev) is dict and _plain(ev):
-        return ev, True
-    return rec.payload_json(bounded=False), False  # tens of thousands of events: the depth is checked on what is kept
-
-
-def _plain(ev: dict) -> bool:
-    """Whether the fields of a chromium event the report keeps hold only strings, booleans, None and
-    numbers below 2**63 (a longer integer is one orjson made a float) and it is no autotune span."""
+        return None
+    if type(ev) is not dict:
+        return None
     args = ev.get("args")
-    for k in _CHROMIUM_KEYS_AND_ID:
-        v = ev.get(k) if k != "compile_id" else args.get(k) if type(args) is dict else None
-        t = type(v)
-        if t is float:
-            if not -_LONG < v < _LONG:
-                return False
-        elif t is not str and t is not int and v is not None and t is not bool:
-            return False
-    return not str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS)
+    slim = {}
+    problem = None
+    for k in _CHROMIUM_KEYS_AND_ID:  # each kept value's test, and the types the report needs, in one pass
+        if k in ev if k != "compile_id" else type(args) is dict and k in args:
+            v = ev[k] if k != "compile_id" else args[k]
+            t = type(v)
+            if t is float:
+                if not -_LONG < v < _LONG:
+                    return None
+            elif t is not str and t is not int and v is not None and t is not bool:
+                return None
+            if k == "compile_id":
+                slim["args"] = {"compile_id": v}
+                continue
+            slim[k] = v
+            tp = _CHROMIUM_TYPES.get(k)
+            if tp is not None and t is not tp and not (tp is float and t is int) and problem is None and not _fits(tp, v):
+                problem = k
+    if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
+        return None
+    if problem is not None:
+        return "problem", _type_problem(cid, problem, ev[problem])
+    return "slim", slim
+
+
+def _type_problem(cid: Optional[CompileId], key: str, value: Any) -> str:
+    return f"[{cid or '-'}] {key}: expected {describe(_CHROMIUM_TYPES[key])}, got {value!r:.40}"
 
 
 _LONG = float(2**63)
@@ -325,23 +375,28 @@ _CHROMIUM_KEYS_AND_ID = (*_CHROMIUM_KEYS, "compile_id")  # compile_id: the one o
 
 
 def _chromium_entry(rec: TraceRecord) -> tuple:
-    """What the report keeps of a chromium event: ("whole", the event) for an autotune span,
-    ("slim", its compile-time fields), ("problem", why), or ("none", None) for a payload that is
-    not an event."""
-    ev, plain = _chromium_json(rec)
+    """What the report keeps of a chromium event (:func:`chromium_entry`)."""
+    return chromium_entry(rec.payload, rec.compile_id)
+
+
+def chromium_entry(payload: Optional[str], cid: Optional[CompileId]) -> tuple:
+    """What the report keeps of a chromium event with this ``payload`` of compile ``cid``: ("whole",
+    the event) for an autotune span, ("slim", its compile-time fields), ("problem", why), or ("none",
+    None) for a payload that is not an event. A plain event is read by orjson alone
+    (:func:`plain_chromium_entry`); any other by the one bounded reader
+    (:meth:`TraceRecord.payload_json`), whose check for long integers costs a pass over the text that
+    tens of thousands of events mostly do not need."""
+    entry = plain_chromium_entry(payload, cid)
+    if entry is not None:
+        return entry
+    ev = payload_json(payload, bounded=False)  # the depth is checked on what is kept
     if not isinstance(ev, dict):
         return "none", None
-    for key, tp in _CHROMIUM_TYPES.items():
-        if key in ev and not _fits(tp, ev[key]):
-            return "problem", f"[{rec.compile_id or '-'}] {key}: expected {describe(tp)}, got {ev[key]!r:.40}"
-    if plain:  # nearly every event: no autotune span, no container kept (no depth to check)
-        slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
-        args = ev.get("args")
-        if type(args) is dict and "compile_id" in args:
-            slim["args"] = {"compile_id": args["compile_id"]}
-        return "slim", slim
+    for key in _CHROMIUM_TYPES:  # the first of them (in _CHROMIUM_KEYS' order) of another type
+        if key in ev and not _fits(_CHROMIUM_TYPES[key], ev[key]):
+            return "problem", _type_problem(cid, key, ev[key])
     if str(ev.get("name", "")).endswith(_AUTOTUNE_SPANS):
-        check_depth(ev, rec.payload)
+        check_depth(ev, payload)
         return "whole", ev
     slim = {k: ev[k] for k in _CHROMIUM_KEYS if k in ev}
     args = ev.get("args")
@@ -350,16 +405,38 @@ def _chromium_entry(rec: TraceRecord) -> tuple:
         slim["args"] = {"compile_id": args["compile_id"]}
         kept.append(args["compile_id"])
     if any(isinstance(v, (dict, list)) for v in kept):
-        check_depth(ev, rec.payload)  # a container kept: bounded as every kept value is
+        check_depth(ev, payload)  # a container kept: bounded as every kept value is
     return "slim", slim
 
 
 def _on_chromium(st: _State, rec: TraceRecord) -> None:
-    kind, ev = _prepared(rec, _chromium_entry)
+    _keep_chromium(st, *_prepared(rec, _chromium_entry))
+
+
+def _keep_chromium_batch(st: _State, batch: ChromiumBatch) -> None:
+    """:func:`_keep_chromium` of each entry of ``batch``, the plain ones (nearly all) here."""
+    keep, intern = st.chromium.append, sys.intern
+    for kind, ev in batch:
+        if kind != "slim":
+            _keep_chromium(st, kind, ev)
+            continue
+        name, ph, args = ev.get("name"), ev.get("ph"), ev.get("args")
+        if type(name) is str:
+            ev["name"] = intern(name)
+        if type(ph) is str:
+            ev["ph"] = intern(ph)
+        if args is not None and type(args["compile_id"]) is str:
+            args["compile_id"] = intern(args["compile_id"])
+        keep(ev)
+
+
+def _keep_chromium(st: _State, kind: str, ev: Any) -> None:
+    """One chromium event's entry (:func:`chromium_entry`) kept for compile time and autotuning."""
     if kind == "problem":
-        st.problem(rec.key, ev)
+        st.problem("chromium_event", ev)
     elif kind == "whole":
         st.chromium.append(ev)
+        st.autotune_spans.append(ev)
     elif kind == "slim":
         for key in ("name", "ph"):  # a few names over tens of thousands of events: one string each
             if type(ev.get(key)) is str:
@@ -567,12 +644,13 @@ PREPARE: dict[str, Callable[[TraceRecord], Any]] = {
 
 
 #: What a reader of one span of a log (``capture.chunks``) prepares: there the builder is the
-#: slower process (it builds the records of every span), so the readers parse the chromium events too,
+#: slower process (it builds the records of every span), so the readers parse the chromium events
+#: (outside batches: a read's chromium events come in batches, prepared as read), Dynamo's graphs,
 #: and, in a full read, Inductor's generated code (the builder's largest part there: a fifth of its
-#: CPU for the page of the 100 MB benchmark log when it parsed it itself).
+#: CPU for the page of the 100 MB benchmark log when it parsed it itself) and the caches' reasons.
 PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {
-    **PREPARE, "chromium_event": _chromium_entry, "inductor_output_code": _output_kernels,
-    **{key: _cache_reason for key in _CACHE_KINDS},
+    **PREPARE, "chromium_event": _chromium_entry, "dynamo_output_graph": _dynamo_graph,
+    "inductor_output_code": _output_kernels, **{key: _cache_reason for key in _CACHE_KINDS},
 }
 #: The kinds whose handler reads only the prepared value where there is one (never None): a reader
 #: process need not send their payload back (the caches' JSON payloads are half of what the readers
@@ -693,7 +771,7 @@ def _finish(st: _State) -> CompileReport:
     node_maps = graph_node_lines(r.graphs)
     attach_user_lines(r.kernels, r.graphs, st.provenance, node_maps)
     r.node_lines = user_lines_by_node(node_maps)
-    r.autotuning = merge_feedback(autotune_from_events(st.chromium), st.autotune_feedback)
+    r.autotuning = merge_feedback(autotune_from_events(st.autotune_spans), st.autotune_feedback)
     link_kernels(r.autotuning, r.kernels)
     skip_reasons = {c.compile_id: str(c.metrics["cudagraph_skip_reason"]) for c in r.compiles
                     if c.metrics.get("cudagraph_skip_reason")}
@@ -764,7 +842,8 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
     """Build a :class:`CompileReport` from structured-trace records.
 
     ``records`` are ``(metadata, payload)`` pairs as torch logs them (or
-    :class:`TraceRecord` objects), in the order they were emitted. ``layout`` is
+    :class:`TraceRecord` objects, or a reader's :class:`~ipycompile.capture.records.ChromiumBatch`
+    of chromium events), in the order they were emitted. ``layout`` is
     where code lived in the process that logged them (``capture.layout.current_layout()``
     for a live capture); None (a trace file from elsewhere) judges files by path shape.
     """
@@ -772,6 +851,12 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
     st.report.code_layout = layout
     stats = st.report.stats
     for raw in records:
+        if type(raw) is ChromiumBatch:  # a reader's chromium events, each already prepared
+            if raw:
+                stats.records += len(raw)
+                stats.by_kind["chromium_event"] = stats.by_kind.get("chromium_event", 0) + len(raw)
+                _keep_chromium_batch(st, raw)
+            continue
         try:
             rec = raw if isinstance(raw, TraceRecord) else TraceRecord.from_raw(*raw)
         except Exception as exc:  # a malformed record is counted, never fatal

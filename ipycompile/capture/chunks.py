@@ -5,7 +5,8 @@ envelopes, checking payloads' md5, parsing the chromium events); the builder's s
 :func:`records_in_spans` cuts the log into byte ranges where an event's line starts
 (:func:`~ipycompile.capture.tracefile.cut_points`); each span after the first is read by a forked
 process (:class:`~ipycompile.capture.forked.Forked`: the reader's own code,
-``iter_records(span=...)``, with the builder's pure parsing,
+``iter_records(span=..., chromium_batches=True)``, its chromium events prepared as read and sent
+in batches, with the builder's pure parsing of the other events,
 :data:`~ipycompile.capture.builder.PREPARE_SPAN`), which sends its records back once its span is
 read; this process reads the first span itself while they work, then builds from their records in
 file order. The first span is the smaller one (:data:`BUILD_PER_READ`): this process builds every
@@ -43,8 +44,11 @@ MIN_BYTES = 8 << 20
 BYTES_PER_PROCESS = 8 << 20
 #: The builder's CPU per byte of a summary, over a span reader's (both measured on the renumbered
 #: H100 logs of ``benchmarks/trace_load.py``): this process reads the first span and builds every
-#: span, so its span is the smaller, to end with the others.
-BUILD_PER_READ = 0.15
+#: span, so its span is the smaller, to end with the others. Since the chromium events come in
+#: batches prepared as read, the builder's share is small: with 0.05, this process ends its span as
+#: the other ends its own (100 MB, 2 processes: 0.37-0.46 s of CPU against 0.39-0.46 s; with 0.15 it
+#: waited, 0.36-0.43 s against 0.40-0.46 s), docs/benchmarks.md, "Reading one log in parallel".
+BUILD_PER_READ = 0.05
 #: What one span's reader holds beyond what it shares with this process (its records, pickled,
 #: until this process takes them), per byte of its span, and at least (measured: the reader of
 #: 110 MB of the 200 MB log peaked at 35 MB of RSS, the pages it shares with this process included).
@@ -165,7 +169,7 @@ def records_in_spans(
     alone: frozenset = frozenset(),
     counted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[TraceRecord]:
-    """The records of ``path`` as one ``iter_records`` pass gives them, its ``spans`` after the
+    """The records of ``path`` as one ``iter_records(chromium_batches=True)`` pass gives them, its ``spans`` after the
     first read by forked processes (``prepare``: the builder's part they run; ``alone``: the kinds
     whose payload they do not send once prepared; ``counted(key)``: the kinds the builder only
     counts, sent with no metadata or payload). ``origin`` receives the merged reader state;
@@ -183,7 +187,7 @@ def records_in_spans(
                 path, iter_records, span, strict, summary, lazy, prepare, alone, counted, send)))
         holder: list = []
         yield from iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
-                                layout=layout, lazy=lazy, span=spans[0])
+                                layout=layout, lazy=lazy, span=spans[0], chromium_batches=True)
         merged = holder[0]
         if not merged.seen_event:
             raise SpansDepend("no event in the first span")
@@ -248,7 +252,7 @@ def _read_span(path: str, iter_records, span: "tuple[int, Optional[int]]", stric
 
     try:
         for rec in iter_records(path, strict=strict, summary=summary, origin=holder, layout=layout, lazy=lazy,
-                                span=span):
+                                span=span, chromium_batches=True):
             if holder[0].layout_reads != reads:  # the layout was read just before this record
                 reads = holder[0].layout_reads
                 keep(("records", batch))

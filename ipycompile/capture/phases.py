@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import operator
 
 import re
 from typing import Any, Iterable, Optional
@@ -85,34 +86,44 @@ def spans_from_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Pair B/E (and take X) chromium events into spans: name, compile_id, start_us, dur_us, depth."""
     spans: list[dict[str, Any]] = []
     open_: dict[tuple, list[dict[str, Any]]] = {}
-    for ev in events:
-        ph, name = ev.get("ph"), ev.get("name", "")
+    for ev in events:  # tens of thousands: the lookups kept few
         ts = ev.get("ts")
         if not isinstance(ts, (int, float)):
             continue
-        cid = (ev.get("args") or {}).get("compile_id")
-        track = (ev.get("pid"), ev.get("tid"))
+        ph, name, args = ev.get("ph"), ev.get("name", ""), ev.get("args")
+        cid = args.get("compile_id") if args else None
         if ph == "B":
-            stack = open_.setdefault(track, [])
-            span = {"name": name, "compile_id": cid, "start_us": float(ts), "dur_us": 0.0, "depth": len(stack)}
-            stack.append(span)
+            stack = open_.get(track := (ev.get("pid"), ev.get("tid")))
+            if stack is None:
+                stack = open_[track] = []
+            stack.append({"name": name, "compile_id": cid, "start_us": float(ts), "dur_us": 0.0, "depth": len(stack)})
         elif ph == "E":
-            stack = open_.get(track, [])
-            for i in range(len(stack) - 1, -1, -1):
-                if stack[i]["name"] == name:
-                    span = stack.pop(i)
-                    del stack[i:]  # anything opened inside and never closed ends here
-                    span["dur_us"] = max(0.0, float(ts) - span["start_us"])
-                    if span["compile_id"] is None:
-                        span["compile_id"] = cid
-                    spans.append(span)
-                    break
+            stack = open_.get((ev.get("pid"), ev.get("tid")))
+            if not stack:
+                continue
+            if stack[-1]["name"] == name:  # nearly always: the innermost open span ends
+                span = stack.pop()
+            else:
+                for i in range(len(stack) - 2, -1, -1):
+                    if stack[i]["name"] == name:
+                        span = stack.pop(i)
+                        del stack[i:]  # anything opened inside and never closed ends here
+                        break
+                else:
+                    continue
+            span["dur_us"] = max(0.0, float(ts) - span["start_us"])
+            if span["compile_id"] is None:
+                span["compile_id"] = cid
+            spans.append(span)
         elif ph == "X":
             spans.append(
                 {"name": name, "compile_id": cid, "start_us": float(ts), "dur_us": float(ev.get("dur") or 0.0), "depth": 0}
             )
-    spans.sort(key=lambda s: (s["start_us"], s["depth"]))
+    spans.sort(key=_START_DEPTH)
     return spans
+
+
+_START_DEPTH = operator.itemgetter("start_us", "depth")
 
 
 def _exclusive_by_phase(spans: list[dict[str, Any]]) -> tuple[dict[str, float], float]:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..report import LazyText
 from ..report.model import CompileId
 from ..report.owners import CodeLayout
-from .records import TraceRecord
+from .records import ChromiumBatch, TraceRecord
 
 #: Logs smaller than this are read in one process (what a fork saves grows with the log;
 #: ``benchmarks/trace_load.py``: a third of the reading time of a 300 MB log)...
@@ -157,7 +157,10 @@ def set_layout(layout: CodeLayout, new: CodeLayout) -> None:
 def _pack(rec: TraceRecord, prepare, alone: frozenset = frozenset(),
           counted: Optional[Callable[[str], bool]] = None) -> tuple:
     """``rec`` as a tuple to send; ``alone``: the kinds whose payload is not sent once prepared;
-    ``counted(key)``: whether the receiver only counts the kind (sent with no metadata or payload)."""
+    ``counted(key)``: whether the receiver only counts the kind (sent with no metadata or payload).
+    A :class:`~ipycompile.capture.records.ChromiumBatch` is sent as it is."""
+    if type(rec) is ChromiumBatch:
+        return rec
     if counted is not None and counted(rec.key):
         return (rec.kind, rec.name, {}, None, None, 0, None, None)
     prepared = None
@@ -175,6 +178,8 @@ def _pack(rec: TraceRecord, prepare, alone: frozenset = frozenset(),
 
 
 def _unpack(t: tuple, payload_file: Any) -> TraceRecord:
+    if type(t) is ChromiumBatch:
+        return t
     kind, name, meta, payload, cid, attempt, ref, prepared = t
     return TraceRecord(kind, name, meta, payload, None if cid is None else CompileId(*cid), attempt,
                        None if ref is None else LazyText(payload_file, *ref), prepared)

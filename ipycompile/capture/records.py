@@ -81,14 +81,7 @@ class TraceRecord:
         """The payload parsed as JSON, or None when it is not JSON. JSON nested too deeply
         raises :class:`NestingError` (the builder counts it as a problem of this event);
         ``bounded=False``: see :func:`~ipycompile.report.serialize.loads`."""
-        if not self.payload:
-            return None
-        try:
-            return loads(self.payload, bounded=bounded)
-        except NestingError:
-            raise
-        except ValueError:
-            return None
+        return payload_json(self.payload, bounded)
 
     @classmethod
     def from_raw(cls, metadata: dict[str, Any], payload: Optional[str] = None,
@@ -108,9 +101,40 @@ class TraceRecord:
             name = str(body.get("name", "")) if isinstance(body, dict) else ""
         if payload is not None and not isinstance(payload, str):
             payload = json.dumps(payload)
-        attempt = metadata.get("attempt")
-        return cls(kind, name, metadata, payload, _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt"),
-                   payload_ref)
+        return cls(kind, name, metadata, payload, *event_ids(metadata), payload_ref)
+
+
+def payload_json(payload: Optional[str], bounded: bool = True) -> Any:
+    """:meth:`TraceRecord.payload_json` of a payload's text."""
+    if not payload:
+        return None
+    try:
+        return loads(payload, bounded=bounded)
+    except NestingError:
+        raise
+    except ValueError:
+        return None
+
+
+def event_ids(metadata: dict[str, Any]) -> tuple[Optional[CompileId], int]:
+    """``(compile id, attempt)`` of an event's metadata, as :meth:`TraceRecord.from_raw` reads them;
+    ValueError where one is not a whole number >= 0."""
+    frame, compile_, attempt = metadata.get("frame_id"), metadata.get("frame_compile_id"), metadata.get("attempt")
+    if (type(frame) is int and type(compile_) is int and frame >= 0 and compile_ >= 0  # nearly every event
+            and (attempt is None or type(attempt) is int and attempt >= 0) and "compiled_autograd_id" not in metadata):
+        return _shared_id(frame, compile_, None), attempt or 0
+    return _compile_id(metadata), 0 if attempt is None else _count(attempt, "attempt")
+
+
+class ChromiumBatch(list):
+    """The chromium events of a stretch of a log with no other event between them, as the builder
+    keeps each (``builder.chromium_entry``): what a reader gives in place of a record per event
+    (``iter_records(chromium_batches=True)``), counted by the builder as that many ``chromium_event``
+    records. Most of a log's events are chromium events: a record each costs more than the event."""
+
+    __slots__ = ()
+
+    key = "chromium_event"
 
 
 def _compile_id(metadata: dict[str, Any]) -> Optional[CompileId]:

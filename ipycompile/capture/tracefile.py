@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import gc
 import gzip
 import hashlib
 import io
@@ -42,11 +43,12 @@ from typing import Any, Callable, IO, Iterable, Iterator, Optional
 from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
-from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
+from .builder import (PREPARED_ALONE, build_report, chromium_entry, counted_only, plain_chromium_entry, prepare_record,
+                      prepare_span_record)
 from .chunks import FULL_BUILD_PER_READ, SpansDepend, idle_usable_cpus, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
-from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
+from .records import CONTEXT_KEYS, ChromiumBatch, NestingError, TraceRecord, event_ids, loads
 
 __all__ = [
     "TraceFileError",
@@ -303,6 +305,8 @@ def _open_binary(path: str) -> tuple[IO[bytes], IO[bytes]]:
         raise
 
 
+#: The most chromium events given in one batch (``iter_records(chromium_batches=True)``).
+_BATCH_EVENTS = 512
 #: Where a run of payload lines ends: a newline whose next line does not start with a tab (found
 #: by one search, ten times faster than matching the run line by line).
 _RUN_END = re.compile(rb"\n[^\t]")
@@ -375,6 +379,7 @@ def iter_records(
     layout: Optional[CodeLayout] = None,
     lazy: bool = False,
     span: Optional[tuple[int, Optional[int]]] = None,
+    chromium_batches: bool = False,
 ) -> Iterator[TraceRecord]:
     """The events of one TORCH_TRACE log (plain or gzip), in file order, one at a time.
 
@@ -404,6 +409,11 @@ def iter_records(
     of the file (the lines before ``start`` are counted when one needs a number); the origin
     counts its own lines; a span after the first takes the log as one (no check that the file
     is a trace log) and leaves the checks of the whole file to whoever merges the spans.
+
+    ``chromium_batches=True`` (for :func:`~ipycompile.capture.builder.build_report` alone) gives the
+    chromium events between two other events as one :class:`~ipycompile.capture.records.ChromiumBatch`
+    of what the builder keeps of each, in place of a record each: most events of a log are chromium
+    events, and a record costs more than what is kept of one.
     """
     name = os.fspath(path)
     st = check_path(name)
@@ -431,12 +441,12 @@ def iter_records(
         source = PayloadFile(name, st.st_size, st.st_mtime_ns) if lazy and stream is raw and not summary else None
         if span is None:
             stream.seek(0)
-            yield from _records(stream, raw, reader, progress, source)
+            yield from _records(stream, raw, reader, progress, source, batches=chromium_batches)
         else:
             part = _Span(raw, *span)
             reader.span_start = span[0]
             reader.seen_event = span[0] > 0  # a later span: the file's start was a trace log's
-            yield from _records(part, part, reader, progress, source, span=span)
+            yield from _records(part, part, reader, progress, source, span=span, batches=chromium_batches)
 
 
 class _Span:
@@ -479,7 +489,7 @@ def _head(name: str, stream: IO[bytes], gzipped: bool) -> bytes:
 
 def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[Progress],
              source: "Optional[PayloadFile]" = None,
-             span: Optional[tuple[int, Optional[int]]] = None) -> Iterator[TraceRecord]:
+             span: Optional[tuple[int, Optional[int]]] = None, batches: bool = False) -> Iterator[TraceRecord]:
     o = rd.origin
     total = o.size_bytes
     summary = rd.summary
@@ -500,12 +510,20 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
     rank: Optional[int] = None
     seen_event = rd.seen_event
     ended_cleanly = True
+    pending = ChromiumBatch()  # chromium events read since the last record given (``batches``)
 
     def finish() -> Optional[TraceRecord]:
         nonlocal rank
         meta = cur_meta
         payload: Optional[str] = None
         ref: Optional[LazyText] = None
+        entry: Optional[tuple] = None  # what the builder keeps of a chromium event (``batches``)
+        chromium = batches and cur_key == "chromium_event"
+        if chromium:
+            try:
+                cid, unreadable = event_ids(meta)[0], None
+            except Exception as exc:  # said below, where TraceRecord.from_raw says it
+                cid, unreadable = None, exc
         if cur_payload is not None:
             data = b"\n".join(cur_payload)  # each piece one or more of the payload's lines
             if cur_md5 is not None and hashlib.md5(data, usedforsecurity=False).hexdigest() != cur_md5:
@@ -519,11 +537,14 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                     return None
             elif source is not None and cur_md5 is not None and cur_payload:
                 ref = LazyText(source, payload_at, payload_end - payload_at, cur_md5)
-            try:
-                payload = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                rd.problem(cur_line, f"the payload of this {cur_key} event is not UTF-8 text ({exc.reason})", cur_lines)
-                return None
+            if chromium:  # nearly every event: read from its bytes, not decoded
+                entry = plain_chromium_entry(data, cid)
+            if entry is None:
+                try:
+                    payload = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    rd.problem(cur_line, f"the payload of this {cur_key} event is not UTF-8 text ({exc.reason})", cur_lines)
+                    return None
         elif cur_md5 is not None and cur_key not in _SUMMARY_WITHOUT_PAYLOAD:
             # a summary pass stepping over a bulky payload: the event is counted, not read
             o.unread[cur_key] = o.unread.get(cur_key, 0) + 1
@@ -568,6 +589,16 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
+        if chromium:  # kept in the batch given before the next record
+            if unreadable is not None:
+                rd.problem(cur_line, f"unreadable {cur_key} event ({unreadable})", cur_lines)
+                return None
+            try:
+                pending.append(entry if entry is not None else chromium_entry(payload, cid))
+                o.records += 1
+                return None
+            except Exception:  # noqa: BLE001 - the builder's handler reports it, with the event kept raw
+                pass
         try:
             rec = TraceRecord.from_raw(meta, payload, ref)
         except Exception as exc:  # e.g. an interned string that is not [text, id]
@@ -597,7 +628,13 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                     if cur_meta is not None:
                         rec = finish()
                         if rec is not None:
+                            if pending:
+                                yield pending
+                                pending = ChromiumBatch()
                             yield rec
+                        elif len(pending) >= _BATCH_EVENTS:
+                            yield pending
+                            pending = ChromiumBatch()
                         cur_meta = None
                     rd.problem(lineno, f"{what}: not read")
                     cur_skip = True
@@ -616,7 +653,8 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                         ended_cleanly = False
                         line = line[1:]
                     if n_lines > 1:  # each line's tab dropped: all the tabs at once where no line holds another
-                        line = line.translate(None, b"\t") if line.count(9) == n_lines - 1 else line.replace(b"\n\t", b"\n")
+                        tabless = line.translate(None, b"\t")
+                        line = tabless if len(line) - len(tabless) == n_lines - 1 else line.replace(b"\n\t", b"\n")
                     cur_payload.append(line)
                 elif cur_meta is not None:
                     cur_lines += n_lines
@@ -632,7 +670,13 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             if cur_meta is not None:
                 rec = finish()
                 if rec is not None:
+                    if pending:
+                        yield pending
+                        pending = ChromiumBatch()
                     yield rec
+                elif len(pending) >= _BATCH_EVENTS:
+                    yield pending
+                    pending = ChromiumBatch()
                 cur_meta = None
             if read_bytes >= next_progress and progress is not None:
                 next_progress = read_bytes + _PROGRESS_STEP
@@ -675,12 +719,20 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
         if cur_meta is not None:
             rec = finish()
             if rec is not None:
+                if pending:
+                    yield pending
+                    pending = ChromiumBatch()
                 yield rec
+            elif len(pending) >= _BATCH_EVENTS:
+                yield pending
+                pending = ChromiumBatch()
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         if cur_meta is not None:
             rd.problem(cur_line, f"the gzip stream breaks off inside this event ({exc})", cur_lines)
         else:
             rd.problem(lineno + 1, f"the gzip stream breaks off here ({exc})")
+    if pending:
+        yield pending
     o.lines = lineno
     rd.ended_cleanly, rd.seen_event = ended_cleanly, seen_event
     if raw is stream:  # a plain log still being written: the bytes read, past the size it had when opened
@@ -779,7 +831,17 @@ def read_trace(
     of processes reading it (this one included), forces it: 1 reads in one process, 2 or more read
     by spans.
     """
-    name = os.fspath(path)
+    collecting = gc.isenabled()
+    gc.disable()  # what is read is kept (records, then the report), not garbage: no collection finds any
+    try:
+        return _read_trace(os.fspath(path), strict, summary, progress, lazy, read_ahead, workers)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_trace(name: str, strict: bool, summary: bool, progress: Optional[Progress], lazy: bool,
+                read_ahead: Optional[bool], workers: Optional[int]) -> CompileReport:
     n = 1
     if workers != 1 and hasattr(os, "fork"):
         st = check_path(name)
@@ -826,8 +888,8 @@ def read_trace(
                                      progress=progress, origin=holder, layout=layout, prepare=prepare_record,
                                      counted=counted_only)
     else:
-        records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
-                               layout=layout, lazy=lazy)
+        records = iter_records(name, strict=strict, summary=summary, progress=progress, origin=holder,
+                               layout=layout, lazy=lazy, chromium_batches=True)
     return _report(build_report(records, layout), holder[0], layout, summary)
 
 
