@@ -137,8 +137,10 @@ def gpt2():
 
 
 def _mixtral(experts: str) -> tf.MixtralForCausalLM:
+    """One decoder layer: its experts' graph breaks are those of every layer (a second layer doubled the
+    compile time, each resume frame tracing the rest of the model, for one compile more of the same kinds)."""
     torch.manual_seed(0)
-    config = tf.MixtralConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+    config = tf.MixtralConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=4,
                               num_key_value_heads=2, vocab_size=VOCAB, num_local_experts=4, num_experts_per_tok=2,
                               max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     model = tf.MixtralForCausalLM(config).eval()
