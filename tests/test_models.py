@@ -124,8 +124,10 @@ def input_ids():
 
 
 def _gpt2() -> tf.GPT2LMHeadModel:
+    """One block: what generate, a training step and a forward compile (frames, breaks, recompiles) is the
+    same with more; each block more only adds tracing time."""
     torch.manual_seed(0)
-    config = tf.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=VOCAB, n_positions=64,
+    config = tf.GPT2Config(n_layer=1, n_embd=64, n_head=2, vocab_size=VOCAB, n_positions=64,
                            bos_token_id=1, eos_token_id=2, pad_token_id=0,
                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)  # training: no dropout, so steps compare
     return tf.GPT2LMHeadModel(config)
