@@ -205,7 +205,7 @@ def test_mixtral_grouped_mm_experts_compile_whole(tmp_path, input_ids):
 
 def test_bert_encoder_through_compile_magic(tmp_path, ip):
     torch.manual_seed(0)
-    config = tf.BertConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=2,
+    config = tf.BertConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2,
                            vocab_size=VOCAB, max_position_embeddings=64)
     model = tf.BertModel(config).eval()
     try:
@@ -236,7 +236,7 @@ def test_bert_encoder_through_compile_magic(tmp_path, ip):
 
 def test_vit_with_inductor_generates_kernels(tmp_path):
     torch.manual_seed(0)
-    config = tf.ViTConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=2,
+    config = tf.ViTConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2,
                           image_size=32, patch_size=8, num_channels=3)
     model = tf.ViTModel(config).eval()
     ns = {"torch": torch, "model": model, "pixels": torch.randn(BATCH, 3, 32, 32)}
