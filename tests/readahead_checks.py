@@ -42,6 +42,12 @@ if CHECK == "read":  # LOG [--strict]: the report read ahead and in one process
     facts["chosen"] = {"plain": readahead.can_read_ahead(path, summary=False, lazy=True, min_bytes=0),
                        "summary": readahead.can_read_ahead(path, summary=True, lazy=True, min_bytes=0),
                        "small": readahead.can_read_ahead(path, summary=False, lazy=True)}
+    # a log under MIN_BYTES: read ahead only from IDLE_MIN_BYTES (here the test log's size), with a second CPU idle
+    readahead.IDLE_MIN_BYTES = os.path.getsize(path)
+    facts["chosen"]["idle"] = [readahead.can_read_ahead(path, summary=False, lazy=True, idle=lambda n=n: n)
+                               for n in (1, 2)]
+    readahead.IDLE_MIN_BYTES = os.path.getsize(path) + 1
+    facts["chosen"]["idle_smaller"] = readahead.can_read_ahead(path, summary=False, lazy=True, idle=lambda: 2)
     if len(ARGS) > 1 and ARGS[1].endswith(".gz"):
         facts["chosen"]["gzip"] = readahead.can_read_ahead(ARGS[1], summary=False, lazy=True, min_bytes=0)
 
@@ -87,7 +93,15 @@ elif CHECK == "spans":  # LOG [--strict] [--max-line N]: the report read in span
                       "by_memory": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 20, load=0.0),
                       "many": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=0.0),
                       "many_busy": chunks.span_count(1 << 30, summary=True, cpus=64, available=64 << 30, load=40.0),
-                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0)}
+                      "forced": chunks.span_count(1 << 10, summary=False, workers=3, load=9.0),
+                      # a full read: spans only from three idle CPUs, one process per 12 MiB, a memory budget
+                      # that grows with the log's size
+                      "full_three": chunks.span_count(100_000_000, summary=False, cpus=16, available=64 << 30, load=0.0),
+                      "full_small": chunks.span_count(30 << 20, summary=False, cpus=16, available=64 << 30, load=0.0),
+                      "full_busy": chunks.span_count(1 << 30, summary=False, cpus=16, available=64 << 30, load=15.0),
+                      "full_by_log": [chunks.span_count(mb << 20, summary=False, cpus=64, available=64 << 30, load=0.0)
+                                      for mb in (200, 400, 1024)],
+                      "full_by_memory": chunks.span_count(1 << 30, summary=False, cpus=64, available=128 << 20, load=0.0)}
     facts["can_fork"] = importlib.import_module("ipycompile.capture.forked").can_fork()
 
 elif CHECK == "forked":  # Forked: values in order, errors named, a dead child said, an early close reaped

@@ -55,8 +55,10 @@ def test_a_log_read_ahead_gives_the_report_one_process_gives(tmp_path):
     # the records were read and prepared by another process, and are the records one process reads
     assert facts["prepared_in"] and facts["pid"] not in facts["prepared_in"] and len(facts["prepared_in"]) == 1
     assert facts["same_records"]
-    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log
-    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False}
+    # chosen for a plain, full read of a large log only: not a summary, a gzip log, or a small log (a log
+    # from IDLE_MIN_BYTES: where a second CPU is idle)
+    assert facts["chosen"] == {"plain": facts["can_fork"], "summary": False, "small": False, "gzip": False,
+                               "idle": [False, facts["can_fork"]], "idle_smaller": False}
 
 
 def test_a_broken_log_read_ahead_counts_the_same_problems_and_strict_fails_alike(tmp_path):
@@ -93,15 +95,20 @@ def test_forked_work_comes_back_in_order_and_its_failures_are_said():
 
 
 # -- one log read in spans, by several processes (ipycompile.capture.chunks) --------------
+#: the recorded logs a renumbered copy holds: two of benchmarks/trace_load.py's three (kernels, guards,
+#: graph breaks, CUDA graphs; 2 of its 6 MB: the spans and their cuts are shares of the file, whatever its size)
+RENUMBERED = ("max_autotune", "reduce_overhead")
+
+
 def renumbered_log(path: Path, copies: int = 2, rank_from: "int | None" = None) -> Path:
-    """A log built as ``benchmarks/trace_load.py`` builds its large ones (renumbered copies of the
-    three recorded logs), with the ``str`` events of the first copy only: the later copies' stacks
+    """A log built as ``benchmarks/trace_load.py`` builds its large ones (renumbered copies of
+    recorded logs, :data:`RENUMBERED`), with the ``str`` events of the first copy only: the later copies' stacks
     name their files through the table the first copy interned, across the cuts. ``rank_from``:
     the copies from that one on set ``rank`` 1, the earlier ones 0."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import trace_load
 
-    sources = [trace_load.source_records(w) for w in trace_load.WORKLOADS]
+    sources = [trace_load.source_records(w) for w in RENUMBERED]
 
     def chunks():
         offset = 0
@@ -160,6 +167,9 @@ def test_a_log_read_in_spans_gives_the_report_one_process_gives(tmp_path):
         assert count["ten_mb"] == 2
         assert count["large"] == 2 and count["one_busy"] == 2 and count["busy"] == 1 and count["forced"] == 3
         assert count["by_memory"] == 1 and count["many"] == 64 and count["many_busy"] == 25
+        # the page's full read: 3 processes or none (the read-ahead does as well as 2), more as the log grows
+        assert count["full_three"] == 3 and count["full_small"] == 1 and count["full_busy"] == 1
+        assert count["full_by_log"] == [5, 7, 13] and count["full_by_memory"] == 1
 
 
 def test_a_renumbered_log_read_in_spans_resolves_interned_names_across_the_cuts(tmp_path):

@@ -13,7 +13,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from ipycompile.capture.tracefile import glog_prefix, iter_records, write_trace
@@ -62,20 +61,25 @@ def write_log(path: Path, recs, extra_lines: bytes = b"") -> Path:
 
 @functools.cache
 def one_process_trace_dir() -> Path:
-    """``TORCH_TRACE=DIR python train.py``, as a user runs a script: DIR holds one log, without a rank."""
-    work = Path(tempfile.mkdtemp(prefix="ipycompile-one-process-"))
-    script = work / "train.py"
-    script.write_text(
-        "import torch\n"
-        "@torch.compile(backend='eager')\n"
-        "def f(x):\n"
-        "    if x.sum() > 0:\n"  # a graph break
-        "        return x.sin()\n"
-        "    return x.cos()\n"
-        "f(torch.randn(8))\n"
-    )
-    env = {**os.environ, "TORCH_TRACE": str(work / "traces")}
-    env.pop("TORCH_LOGS", None)
-    subprocess.run([sys.executable, str(script)], check=True, env=env, cwd=work, timeout=300,
-                   capture_output=True)
-    return work / "traces"
+    """``TORCH_TRACE=DIR python train.py``, as a user runs a script: DIR holds one log, without a rank.
+    Run once per test run (under xdist: by the first worker that asks; ``trace_jobs._once_per_run``)."""
+    from trace_jobs import _once_per_run
+
+    def make(work: Path) -> None:
+        work.mkdir(parents=True)
+        script = work / "train.py"
+        script.write_text(
+            "import torch\n"
+            "@torch.compile(backend='eager')\n"
+            "def f(x):\n"
+            "    if x.sum() > 0:\n"  # a graph break
+            "        return x.sin()\n"
+            "    return x.cos()\n"
+            "f(torch.randn(8))\n"
+        )
+        env = {**os.environ, "TORCH_TRACE": str(work / "traces")}
+        env.pop("TORCH_LOGS", None)
+        subprocess.run([sys.executable, str(script)], check=True, env=env, cwd=work, timeout=300,
+                       capture_output=True)
+
+    return _once_per_run("one-process", make) / "traces"

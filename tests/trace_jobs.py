@@ -1,11 +1,14 @@
 """Real TORCH_TRACE logs for the trace-file tests, made by real runs.
 
-Each log comes from a fresh Python process started with ``TORCH_TRACE=DIR`` in
-its environment (torch reads it at import), as a user's job would run:
+The distributed logs come from fresh Python processes started with ``TORCH_TRACE=DIR``
+in their environment (torch reads it at import), as a user's job would run; the
+feature logs from one process that writes each feature's log as ``TORCH_TRACE`` does
+(``tlparse_truth.torch_trace``, checked against ``TORCH_TRACE`` itself by
+``test_tlparse_truth.py``), from a reset Dynamo (compile ids from 0, as in a fresh process):
 
-* one process per feature (:data:`FEATURES`): graph breaks (one forcing a
+* one log per feature (:data:`FEATURES`): graph breaks (one forcing a
   restart), recompiles, the recompile limit, failures, FX-graph and AOTAutograd
-  cache hits (Inductor), control flow;
+  cache hits (Inductor, a cache folder of its own), control flow;
 * a ``torch.distributed`` job (gloo backend, four CPU processes writing to
   one directory): every rank runs the same steps (an ``all_reduce`` inside a
   compiled function, a ``dist.barrier()`` that breaks the graph), and rank 1
@@ -146,22 +149,16 @@ def _wait(procs: list[tuple[str, subprocess.Popen]], timeout: float = 300) -> No
 
 @functools.cache
 def feature_logs() -> dict[str, Path]:
-    """``{feature: its TORCH_TRACE log}``, two processes at a time."""
+    """``{feature: its trace log}``, written by one process (one import of torch for all of them)."""
+    d = _work() / "features"
+    env = _env(d, TORCHINDUCTOR_CACHE_DIR=str(_work() / "features-inductor-cache"))
+    del env["TORCH_TRACE"]  # each feature's log is its own file (torch_trace), not one file for the process
+    _wait([("features", subprocess.Popen([sys.executable, __file__, "features", str(d)], env=env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))])
     out: dict[str, Path] = {}
-    names = list(FEATURES)
-    while names:
-        batch, names = names[:2], names[2:]
-        procs = []
-        for name in batch:
-            d = _work() / "features" / name
-            d.mkdir(parents=True)
-            extra = {"TORCHINDUCTOR_CACHE_DIR": str(d.parent / f"{name}-inductor-cache")}
-            procs.append((name, subprocess.Popen([sys.executable, __file__, "feature", name], env=_env(d, **extra),
-                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
-        _wait(procs)
-        for name in batch:
-            (log,) = (_work() / "features" / name).glob("dedicated_log_torch_trace_*.log")
-            out[name] = log
+    for name in FEATURES:
+        (log,) = (d / name).glob("dedicated_log_torch_trace_*.log")
+        out[name] = log
     return out
 
 
@@ -226,6 +223,18 @@ def _dist_job() -> Path:
 
 
 # -- the jobs --------------------------------------------------------------------
+def _features(folder: str) -> None:
+    """Each feature's log in ``folder/NAME``, from a Dynamo reset as a fresh process has it."""
+    import torch
+
+    from tlparse_truth import torch_trace
+
+    for name in FEATURES:
+        torch._dynamo.reset()
+        with torch_trace(Path(folder) / name):
+            _feature(name)
+
+
 def _feature(name: str) -> None:
     import torch
 
@@ -340,11 +349,11 @@ def _ddp(rank: int, world: int) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "feature":
-        _feature(sys.argv[2])
+    if sys.argv[1] == "features":
+        _features(sys.argv[2])
     elif sys.argv[1] == "dist":
         _dist(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "ddp":
         _ddp(int(sys.argv[2]), int(sys.argv[3]))
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} feature NAME | dist RANK WORLD | ddp RANK WORLD")
+        raise SystemExit(f"usage: {sys.argv[0]} features DIR | dist RANK WORLD | ddp RANK WORLD")

@@ -425,11 +425,20 @@ def _on_cache(st: _State, rec: TraceRecord) -> None:
     if cid is None:
         return
     layer, _, status = rec.name.rpartition("_cache_")
+    st.cache.setdefault(cid, {}).setdefault(layer, []).append((status, _prepared(rec, _cache_reason)))
+
+
+def _cache_reason(rec: TraceRecord) -> str:
+    """Why a cache event missed or was bypassed ("" where its payload does not say)."""
     data = rec.payload_json() if rec.payload else None
-    reason = ""
     if isinstance(data, dict):
-        reason = str(data.get("cache_bypass_reason") or data.get("reason") or "")
-    st.cache.setdefault(cid, {}).setdefault(layer, []).append((status, reason))
+        return str(data.get("cache_bypass_reason") or data.get("reason") or "")
+    return ""
+
+
+#: The cache events' kinds (each a layer's hit, miss or bypass).
+_CACHE_KINDS = tuple(f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd")
+                     for status in ("hit", "miss", "bypass"))
 
 
 def _on_kernel_info(st: _State, rec: TraceRecord) -> None:
@@ -541,7 +550,7 @@ HANDLERS: dict[str, Handler] = {
     WARNING_EVENT: _on_warning,
     CACHE_HIT_EVENT: _on_cache_hit,
     CAPTURE_EVENT: _on_capture,
-    **{f"artifact:{layer}_cache_{status}": _on_cache for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss", "bypass")},
+    **{key: _on_cache for key in _CACHE_KINDS},
 }
 
 #: The pure part of a handler (a function of the record alone: parsing its payload), which a
@@ -558,11 +567,17 @@ PREPARE: dict[str, Callable[[TraceRecord], Any]] = {
 
 
 #: What a reader of one span of a log (``capture.chunks``) prepares: there the builder is the
-#: slower process (it builds the records of every span), so the readers parse the chromium events too.
-PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {**PREPARE, "chromium_event": _chromium_entry}
-#: The kinds whose handler reads only the prepared value where there is one: a reader process need
-#: not send their payload back.
-PREPARED_ALONE = frozenset({"chromium_event"})
+#: slower process (it builds the records of every span), so the readers parse the chromium events too,
+#: and, in a full read, Inductor's generated code (the builder's largest part there: a fifth of its
+#: CPU for the page of the 100 MB benchmark log when it parsed it itself).
+PREPARE_SPAN: dict[str, Callable[[TraceRecord], Any]] = {
+    **PREPARE, "chromium_event": _chromium_entry, "inductor_output_code": _output_kernels,
+    **{key: _cache_reason for key in _CACHE_KINDS},
+}
+#: The kinds whose handler reads only the prepared value where there is one (never None): a reader
+#: process need not send their payload back (the caches' JSON payloads are half of what the readers
+#: of a full read would send, and hold until this process takes it).
+PREPARED_ALONE = frozenset({"chromium_event", "inductor_output_code", *_CACHE_KINDS})
 
 
 def prepare_record(rec: TraceRecord, table: Optional[dict[str, Callable[[TraceRecord], Any]]] = None) -> Any:

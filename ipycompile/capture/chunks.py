@@ -50,6 +50,29 @@ BUILD_PER_READ = 0.15
 #: 110 MB of the 200 MB log peaked at 35 MB of RSS, the pages it shares with this process included).
 SPAN_BYTES_PER_LOG_BYTE = 0.25
 SPAN_BASE_BYTES = 16 << 20
+#: A full read (the page, ``--json``) in spans, against the read-ahead's two processes
+#: (:mod:`.readahead`), which it replaces where it pays (docs/benchmarks.md, "The full read in spans"):
+#: this process builds every record, so the readers only shorten its reading; with two processes it
+#: gains nothing on the read-ahead, so it takes at least :data:`FULL_MIN_PROCESSES`, one per
+#: :data:`FULL_BYTES_PER_PROCESS` of log, on idle CPUs.
+FULL_MIN_PROCESSES = 3
+FULL_BYTES_PER_PROCESS = 12 << 20
+#: :data:`BUILD_PER_READ` of a full read: this process reading and building its own span took 1.8 s per
+#: 100 MB, a reader 1.6 s (4 processes, the 100 MB log), so its span is the smaller by this much.
+FULL_BUILD_PER_READ = 0.15
+#: What one reader of a full read adds to the processes' summed memory (PSS), measured: its own
+#: pages (about 8 MB), and its records pickled until this process takes them (0.17 bytes per byte of
+#: its span on the benchmark's logs: the generated code, chromium events and caches are sent prepared,
+#: without their payloads). Three processes hold about what the read-ahead's two do (its reader holds
+#: a pipe's worth and its state): the sum over the read-ahead's was +1 and +10 MB with 3, +8 and +4 MB
+#: with 4, then about 8 MB a process more (100 and 200 MB logs, 4 to 16 processes).
+FULL_SPAN_BASE_BYTES = 8 << 20
+FULL_SPAN_BYTES_PER_LOG_BYTE = 0.2
+#: What the readers of a full read may add to its memory, as a share of the log's size: a process
+#: more than :data:`FULL_MIN_PROCESSES` per :data:`FULL_SPAN_BASE_BYTES` of it (the one-process page
+#: holds 0.4 to 0.65 of the log's size; tlparse's page 3.3 times it): 3 processes for 100 MB, 4 for
+#: 200 MB, 6 for 400 MB.
+FULL_MEMORY_SHARE = 0.08
 #: Records per message.
 _BATCH = 512
 
@@ -63,22 +86,33 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
     """How many processes read a plain log of ``size`` bytes (this one included; 1: no other).
     ``workers``, when given, is the caller's choice. By default, the fewest of the usable CPUs
     (``cpus``), the CPUs left idle by the machine's ``load`` (:func:`idle_cpus`), one per
-    :data:`BYTES_PER_PROCESS`, and what the memory budget allows (a quarter of the ``available``
-    memory, :func:`~ipycompile.capture.tracedir.available_memory`, or 1 GiB where unknown);
-    1 below :data:`MIN_BYTES`, for a full read, or where forking is not safe."""
+    :data:`BYTES_PER_PROCESS` (a full read: :data:`FULL_BYTES_PER_PROCESS`), and what the memory
+    budget allows (a quarter of the ``available`` memory,
+    :func:`~ipycompile.capture.tracedir.available_memory`, or 1 GiB where unknown; a full read's
+    readers also within :data:`FULL_MEMORY_SHARE` of the log's size); 1 below :data:`MIN_BYTES`, for
+    a full read that would get fewer than :data:`FULL_MIN_PROCESSES` (the read-ahead does as well
+    with less memory), or where forking is not safe."""
     if workers is not None:
         n = workers
     else:
-        if not summary or size < MIN_BYTES:
+        if size < MIN_BYTES:
             return 1
         from .tracedir import available_memory, usable_cpus
 
         cpus = cpus if cpus is not None else usable_cpus()
-        n = min(cpus, idle_cpus(cpus, load), max(2, size // BYTES_PER_PROCESS))
         room = available if available is not None else available_memory()
         budget = (room if room is not None else 1 << 30) // 4
-        each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
-        n = min(n, 1 + budget // each)
+        if summary:
+            n = min(cpus, idle_cpus(cpus, load), max(2, size // BYTES_PER_PROCESS))
+            each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
+            n = min(n, 1 + budget // each)
+        else:
+            n = min(cpus, idle_cpus(cpus, load), size // FULL_BYTES_PER_PROCESS,
+                    FULL_MIN_PROCESSES + int(FULL_MEMORY_SHARE * size) // FULL_SPAN_BASE_BYTES)
+            each = FULL_SPAN_BASE_BYTES + int(FULL_SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
+            n = min(n, 1 + budget // each)
+            if n < FULL_MIN_PROCESSES:
+                return 1
     if n < 2:
         return 1
     from .forked import can_fork  # imported here: a small log's summary never forks (pickle, signal unloaded)
@@ -99,10 +133,18 @@ def idle_cpus(cpus: int, load: Optional[float] = None) -> int:
     return max(1, min(cpus, int(cpus + 1 - load + 0.5)))
 
 
-def span_shares(n: int) -> list[float]:
+def idle_usable_cpus() -> int:
+    """:func:`idle_cpus` of the CPUs this process may use, at the 1-minute load average."""
+    from .tracedir import usable_cpus
+
+    return idle_cpus(usable_cpus())
+
+
+def span_shares(n: int, build_per_read: Optional[float] = None) -> list[float]:
     """Where ``n`` spans end, as shares of the log: the first (this process's) smaller by
-    :data:`BUILD_PER_READ`, so that it ends reading and building it as the others end reading."""
-    first = 1.0 / (1.0 + (n - 1) * (1.0 + BUILD_PER_READ))
+    ``build_per_read`` (:data:`BUILD_PER_READ`, a summary's, when not given; a full read's is
+    :data:`FULL_BUILD_PER_READ`), so that it ends reading and building it as the others end reading."""
+    first = 1.0 / (1.0 + (n - 1) * (1.0 + (BUILD_PER_READ if build_per_read is None else build_per_read)))
     rest = (1.0 - first) / (n - 1)
     return [first + i * rest for i in range(n - 1)]
 

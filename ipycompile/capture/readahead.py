@@ -13,7 +13,8 @@ one-process read's (``tests/test_readahead.py`` compares their JSON).
 It is used only where forking is safe and pays (:func:`can_read_ahead`): where
 :func:`~ipycompile.capture.forked.can_fork` holds (Linux, one thread: a command line or a
 script, not a Jupyter kernel), for a full (not summary), lazy read of a plain (not gzip)
-log of at least :data:`MIN_BYTES`. Anything else is read in this process.
+log of at least :data:`MIN_BYTES` (:data:`IDLE_MIN_BYTES` where a second CPU is idle). Anything
+else is read in this process.
 """
 
 from __future__ import annotations
@@ -29,14 +30,21 @@ from ..report.owners import CodeLayout
 from .records import TraceRecord
 
 #: Logs smaller than this are read in one process (what a fork saves grows with the log;
-#: ``benchmarks/trace_load.py``: a third of the reading time of a 300 MB log).
+#: ``benchmarks/trace_load.py``: a third of the reading time of a 300 MB log)...
 MIN_BYTES = 32 << 20
+#: ...unless a second CPU is idle (:func:`~ipycompile.capture.chunks.idle_cpus`), from this size: the page
+#: of the 10 MB benchmark log, this process's read 0.21 s to 0.12-0.13 s of CPU, the reader's 0.13 s, the
+#: peak memory 34 to 35 MB (on busy CPUs the fork's 0.05 s of CPU would only add).
+IDLE_MIN_BYTES = 8 << 20
 #: Records per message.
 _BATCH = 256
 
 
-def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None) -> bool:
-    """Whether :func:`records_read_ahead` should read ``path`` in a second process."""
+def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[int] = None,
+                   idle: Optional[Callable[[], int]] = None) -> bool:
+    """Whether :func:`records_read_ahead` should read ``path`` in a second process. ``idle()``: the idle
+    usable CPUs (:func:`~ipycompile.capture.chunks.idle_usable_cpus`), asked for a log under
+    :data:`MIN_BYTES` (none given: such a log is read in one process)."""
     from .logfile import is_gzip
 
     if summary or not lazy:
@@ -46,8 +54,10 @@ def can_read_ahead(path: str, *, summary: bool, lazy: bool, min_bytes: Optional[
     if not can_fork():
         return False
     try:
-        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
-            return False
+        size = os.path.getsize(path)
+        if size < (MIN_BYTES if min_bytes is None else min_bytes):
+            if min_bytes is not None or size < IDLE_MIN_BYTES or idle is None or idle() < 2:
+                return False
         return not is_gzip(path)  # gzip: read where it is unpacked
     except OSError:
         return False  # the one-process read says why
@@ -63,11 +73,13 @@ def records_read_ahead(
     origin: Optional[list] = None,
     layout: Optional[CodeLayout] = None,
     prepare: Optional[Callable[[TraceRecord], Any]] = None,
+    counted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[TraceRecord]:
     """The records of ``path`` as ``iter_records(path, lazy=True, ...)`` gives them, read by a
     forked process. ``prepare(record)`` (the builder's ``prepare_record``), run by that process,
     gives each record's ``prepared`` value (an exception there leaves it None: the builder
-    prepares it again, and reports what fails). ``payload_file`` is this process's ``PayloadFile`` for the log (the records'
+    prepares it again, and reports what fails); ``counted(key)``: the kinds the builder only counts,
+    sent with no metadata or payload (the builder's ``counted_only``). ``payload_file`` is this process's ``PayloadFile`` for the log (the records'
     :class:`LazyText` read through it). ``origin`` receives the reader's state when the pass
     ends; ``layout`` is filled in place as soon as the reader meets the log's layout. A
     :class:`~ipycompile.capture.tracefile.TraceFileError` in the reader is raised here, with
@@ -75,7 +87,7 @@ def records_read_ahead(
     from .forked import Forked, ForkedError
     from .logfile import TraceFileError
 
-    with Forked(lambda send: _read(path, iter_records, strict, prepare, send)) as child:
+    with Forked(lambda send: _read(path, iter_records, strict, prepare, counted, send)) as child:
         while True:
             try:
                 msg = child.receive()
@@ -103,7 +115,7 @@ def records_read_ahead(
                 raise TraceFileError(msg[1])
 
 
-def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], None]) -> None:
+def _read(path: str, iter_records, strict: bool, prepare, counted, send: Callable[[Any], None]) -> None:
     """The child's work: the log's records, prepared and packed, a batch a message."""
     from .logfile import TraceFileError
 
@@ -125,7 +137,7 @@ def _read(path: str, iter_records, strict: bool, prepare, send: Callable[[Any], 
     batch: list = []
     try:
         for rec in iter_records(path, strict=strict, origin=holder, layout=layout, lazy=True, progress=progress):
-            batch.append(_pack(rec, prepare))
+            batch.append(_pack(rec, prepare, counted=counted))
             if len(batch) >= _BATCH:
                 flush(batch)
                 batch = []

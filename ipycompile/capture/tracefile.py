@@ -43,7 +43,7 @@ from ..report import CompileReport, LazyText, TraceOrigin
 from ..report.files import atomic_writer
 from ..report.owners import CodeLayout
 from .builder import PREPARED_ALONE, build_report, counted_only, prepare_record, prepare_span_record
-from .chunks import SpansDepend, records_in_spans, span_count, span_shares
+from .chunks import FULL_BUILD_PER_READ, SpansDepend, idle_usable_cpus, records_in_spans, span_count, span_shares
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, NestingError, TraceRecord, loads
@@ -767,19 +767,23 @@ def read_trace(
     reads them in. ``lazy=False`` keeps their text in the report instead.
 
     A large plain log is read by a second process while this one builds the report
-    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more); ``read_ahead``
+    (:mod:`~ipycompile.capture.readahead`: Linux, one thread, 32 MiB or more, 8 MiB where a second
+    CPU is idle); ``read_ahead``
     True or False forces it on (where the read is lazy and full) or off.
 
     A first-pass summary of a large plain log is read in parallel, by spans
     (:mod:`~ipycompile.capture.chunks`: Linux, one thread, 8 MiB or more, one process per
-    8 MiB and idle usable CPU); ``workers``, the number of processes reading it (this one included),
-    forces it: 1 reads in one process, 2 or more read by spans (a full read too).
+    8 MiB and idle usable CPU), and so is a full, lazy read where three or more idle CPUs and the
+    log's size allow it (:func:`~ipycompile.capture.chunks.span_count`: one process per 12 MiB,
+    within a memory budget that grows with the log; else the read-ahead); ``workers``, the number
+    of processes reading it (this one included), forces it: 1 reads in one process, 2 or more read
+    by spans.
     """
     name = os.fspath(path)
     n = 1
     if workers != 1 and hasattr(os, "fork"):
         st = check_path(name)
-        if stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode) and (summary or lazy or workers is not None):  # a full read's text kept: one process
             n = span_count(st.st_size, summary=summary, workers=workers)
         if n > 1:
             try:
@@ -787,7 +791,8 @@ def read_trace(
             except OSError:
                 n = 1  # the one-process read says why
     if n > 1:
-        cuts = cut_points(name, [int(share * st.st_size) for share in span_shares(n)])
+        shares = span_shares(n, None if summary else FULL_BUILD_PER_READ)
+        cuts = cut_points(name, [int(share * st.st_size) for share in shares])
         if len(cuts) > 2:
             holder: list = []
             layout = CodeLayout()
@@ -814,11 +819,12 @@ def read_trace(
     holder = []
     layout = CodeLayout()  # empty (path shapes decide) until the log's own layout is read, at its head
     if read_ahead is None:
-        read_ahead = can_read_ahead(name, summary=summary, lazy=lazy)
+        read_ahead = can_read_ahead(name, summary=summary, lazy=lazy, idle=idle_usable_cpus)
     if read_ahead and lazy and not summary and hasattr(os, "fork"):
         st = check_path(name)
         records = records_read_ahead(name, iter_records, PayloadFile(name, st.st_size, st.st_mtime_ns), strict=strict,
-                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record)
+                                     progress=progress, origin=holder, layout=layout, prepare=prepare_record,
+                                     counted=counted_only)
     else:
         records = iter_records(path, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy)

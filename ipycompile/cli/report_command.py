@@ -109,7 +109,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="processes reading a directory's rank logs (default: one per 24 MB of logs, at most one "
                      "per CPU, within a memory budget that follows the logs' size; none for a small directory), "
                      "or one log in spans, this process included (default, for the first-pass summary of a plain "
-                     "log of 8 MiB or more: one per 8 MiB, at most one per idle CPU; 1: one process)")
+                     "log of 8 MiB or more: one per 8 MiB, at most one per idle CPU; for the page or --json: one "
+                     "per 12 MiB where 3 or more CPUs are idle, within a memory budget that grows with the log; "
+                     "1: no spans)")
+    rep.add_argument("--timings", action="store_true",
+                     help="print where the time and memory went, stage by stage (start, imports, reading, summary, "
+                     "page, JSON), on stderr")
     bar = rep.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
@@ -118,11 +123,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    stages = None
+    if getattr(args, "timings", False):
+        from .timings import Stages
+
+        stages = args.stages = Stages()
+    try:
+        return _report(args, stages)
+    finally:
+        if stages is not None:
+            stages.write()
+
+
+def _report(args: argparse.Namespace, stages) -> int:
     from ..capture.tracefile import TraceFileError, check_path
     from ..report import CompileReport
     from ..views.phrases import CLI_HINTS
     from ..run.traces import open_trace
 
+    if stages is not None:
+        stages.mark("imports")
     path = os.path.expanduser(args.path)
     check_outputs(args.parser, {"-o": args.output, "--json": args.json}, [path])  # exit 2: nothing read yet
     for target in (args.output, args.json):  # exit 1, still before anything is read
@@ -148,6 +168,8 @@ def report_command(args: argparse.Namespace) -> int:
         return fail(PROG, str(exc))
     except OSError as exc:
         return fail(PROG, f"{path}: {exc.strerror or exc}")
+    if stages is not None:
+        stages.mark("reading")
 
     try:
         return _write_outputs(args, path, loaded, shown)
@@ -168,8 +190,12 @@ def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
         say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
     else:
         say(f"{loaded}\n\n{shown}", text_out)
-    for target, write, note in ((args.json, _write_json, ""),
-                                (args.output, _write_html, " (it holds the model's code: share it as you would the code)")):
+    stages = getattr(args, "stages", None)
+    if stages is not None:
+        stages.mark("summary")
+    for target, write, note, stage in ((args.json, _write_json, "", "JSON"),
+                                       (args.output, _write_html, " (it holds the model's code: share it as you would "
+                                        "the code)", "page")):
         if not target:
             continue
         written = [target]
@@ -194,6 +220,8 @@ def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
                 note = (f" and its parts, built as they are opened, in {output_name(folder)} ({len(written) - 1} files, "
                         f"{size:.1f} MB: keep them together){note}")
             say(f"wrote {output_name(target)}{note}", text_out)
+        if stages is not None:
+            stages.mark(stage)
     return 0
 
 

@@ -209,12 +209,14 @@ def parse_output_code(code: str, compile_id: Optional[CompileId] = None, graph_s
     pending: Optional[_Origin] = None
     skipping = False
     for number, line in enumerate(skeleton.split("\n")):
-        if skipping and line.strip() and not line[0].isspace():
-            skipping = False
-        if _SKIPPED_BLOCK.match(line):
-            skipping = True
         stripped = line.strip()
-        if skipping or not stripped:
+        if not stripped:  # a blank line (a kernel's source is blank here) starts and ends no block
+            continue
+        if skipping and not line[0].isspace():
+            skipping = False
+        if line[0] in "di" and _SKIPPED_BLOCK.match(line):
+            skipping = True
+        if skipping:
             continue
         if stripped.startswith("#"):
             origin = _ORIGIN.search(stripped)
@@ -310,11 +312,16 @@ def _mask_sources(code: str) -> tuple[str, dict[int, tuple[str, str, str]]]:
             end = code.find(opening.group(1), start)
             end = len(code) if end < 0 else end
             source = code[start:end].strip("\n")
-            pieces += [code[done:start], re.sub(r"[^\n]", " ", code[start:end])]
+            pieces += [code[done:start], _blank(code[start:end])]
             done = end
         sources[code.count("\n", 0, match.start())] = (match.group("name"), backend, source)
     pieces.append(code[done:])
     return "".join(pieces), sources
+
+
+def _blank(text: str) -> str:
+    """``text`` with every character but its newlines a space."""
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _launched(launch: re.Match[str], found: dict[str, _Found]) -> Optional[_Found]:

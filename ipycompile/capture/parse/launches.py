@@ -81,37 +81,42 @@ class TensorTable:
     def __init__(self, code: str) -> None:
         self.tensors: dict[str, tuple[Optional[list[int]], str]] = {}
         self.results: dict[str, str] = {}  # a fallback op's result: the dtype of its first tensor argument
-        for m in _RAND_STRIDED.finditer(code):  # the graph's inputs, at the module's end
-            self.tensors[m.group("name")] = (_shape(m.group("shape")), m.group("dtype"))
+        first = code.find("rand_strided(")  # the graph's inputs, at the module's end
+        if first >= 0:
+            for m in _RAND_STRIDED.finditer(code, code.rfind("\n", 0, first) + 1):
+                self.tensors[m.group("name")] = (_shape(m.group("shape")), m.group("dtype"))
 
     def read(self, line: str) -> None:
-        """Take in one wrapper line's declaration, if it is one (in order: a later one wins)."""
-        m = _EMPTY.match(line)
+        """Take in one wrapper line's declaration, if it is one (in order: a later one wins). Each
+        pattern is tried only on a line holding its literal words (most lines hold none)."""
+        if "=" not in line and "assert_size_stride" not in line:
+            return
+        m = _EMPTY.match(line) if "empty_strided" in line else None
         if m:
             self.tensors[m.group("name")] = (_shape(m.group("shape")), m.group("dtype"))
             return
-        m = _ASSERT.match(line)
+        m = _ASSERT.match(line) if "assert_size_stride" in line else None
         if m:
             dtype = self.tensors.get(m.group("name"), (None, ""))[1]
             self.tensors[m.group("name")] = (_shape(m.group("shape")), dtype)
             return
-        m = _NAMED_VIEW.match(line)
+        m = _NAMED_VIEW.match(line) if "reinterpret_tensor(" in line else None
         if m:
             viewed = self._arg(m.group("view"))
             if viewed is not None:
                 self.tensors[m.group("name")] = viewed
             return
-        m = _ALIAS.match(line)
+        m = _ALIAS.match(line) if "del" in line else None
         if m and m.group("src") in self.tensors:
             self.tensors[m.group("name")] = self.tensors[m.group("src")]
             return
-        m = _OP_RESULT.match(line)
+        m = _OP_RESULT.match(line) if "torch.ops." in line else None
         if m:
             first = next((t for t in map(self._arg, _split_args(m.group("args"))) if t is not None), None)
             if first is not None and first[1]:
                 self.results[m.group("name")] = first[1]
             return
-        m = _FIRST_ITEM.match(line)
+        m = _FIRST_ITEM.match(line) if "[0]" in line else None
         if m and m.group("src") in self.results:
             # the first output of the fallback ops Inductor runs (attention's output, topk's and max's
             # values, a norm's output) has its first input's dtype; its shape comes from the assert after it
