@@ -4,7 +4,7 @@
 
 * ``alike``: both ranks compile the same function;
 * ``diverge``: rank 1 alone breaks the graph and recompiles on a shape of its own;
-* ``slow``: rank 1 ends its block well after rank 0's gather timeout;
+* ``slow``: rank 1 ends its block only once rank 0 has given up waiting for it (its gather timeout);
 * ``fail``: rank 1's block raises (it goes on after the block, as a job that catches it);
 * ``exit3``: rank 1 exits with status 3 after its block (the launcher's exit status test);
 * ``skip``: rank 1 skips a gathered block under ``if rank == 0:``, then both open more (see :func:`skip_a_block`);
@@ -13,7 +13,11 @@
   slowly): only a kill stops it;
 * ``run_cell``: every rank runs ``ipycompile.run_cell`` on a cell with a functional all-reduce
   (aot_eager), once plainly and once asking for ``compare_eager`` (refused); each rank writes
-  ``OUT.<rank>`` (its report's graphs, notes and the refusal).
+  ``OUT.<rank>`` (its report's graphs, notes and the refusal);
+* ``several``: one job for the suite, what ``skip``, ``fail``, ``slow``, ``run_cell`` and ``exit3`` do, in
+  turn, in the same two processes (Dynamo reset between them, as in a job of its own): the skipped block
+  (``OUT.skip``), rank 1's failing block (``OUT.fail``), rank 1's late block (``OUT.slow``), the run_cell cells
+  (``OUT.<rank>``), then rank 1 exits with status 3.
 
 Every rank opens ``ipycompile.capture(ranks="gather", timeout=GATHER_TIMEOUT)`` around the
 compiles; rank 0 writes ``OUT`` (JSON: the gathered summaries, the missing ranks, the
@@ -43,11 +47,12 @@ def odd(x):
 MODE = sys.argv[1]
 
 
-def run_cell_in_a_rank(out: str) -> int:
+def run_cell_in_a_rank(out: str, init: bool = True) -> int:
     import torch.distributed._functional_collectives as funcol
 
     nccl = os.environ.get("GATHER_BACKEND") == "nccl"  # on GPUs: NCCL, CUDA tensors, Inductor
-    dist.init_process_group("nccl" if nccl else "gloo")
+    if init:
+        dist.init_process_group("nccl" if nccl else "gloo")
     rank = dist.get_rank()
     dev = f"cuda:{rank}" if nccl else "cpu"
     if nccl:
@@ -67,8 +72,9 @@ def run_cell_in_a_rank(out: str) -> int:
                    "collectives": [g.collective_counts() for g in run.report.graphs if g.stage == "dynamo"],
                    "notes": run.report.profile.notes, "run_median_s": run.report.profile.steady.run_median_s,
                    "refused": refused}, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    if init:
+        dist.barrier()
+        dist.destroy_process_group()
     return 0
 
 
@@ -89,13 +95,14 @@ def sleep_after_compiling(out: str) -> int:
     return 0
 
 
-def skip_a_block(out: str) -> int:
+def skip_a_block(out: str, init: bool = True, timeout: float | None = None) -> int:
     """Rank 1 skips a gathered block (under ``if rank == 0:``); both ranks then open three more (two
     known by their lines, one by ``name=`` from a different line on each rank). Rank 0 writes ``OUT``:
     each block's place, wait, gathered ranks, missing ranks and mismatch."""
-    dist.init_process_group("gloo")
+    if init:
+        dist.init_process_group("gloo")
     rank = dist.get_rank()
-    timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))
+    timeout = float(os.environ.get("GATHER_TIMEOUT", "60")) if timeout is None else timeout
     step = torch.compile(lambda x: x.sin() * 2, backend="eager")
     blocks = []
 
@@ -128,12 +135,58 @@ def skip_a_block(out: str) -> int:
     if rank == 0:
         with open(out, "w") as f:
             json.dump(blocks, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    if init:
+        dist.barrier()
+        dist.destroy_process_group()
     return 0
 
 
+def one_block(out: str, mode: str, timeout: float) -> None:
+    """The gathered block of ``mode`` (``alike``, ``diverge``, ``slow``, ``fail``, ``exit3``); rank 0 writes ``OUT``."""
+    rank = dist.get_rank()
+    step = torch.compile(odd, backend="eager")
+    try:
+        with ipycompile.capture(ranks="gather", timeout=timeout) as cap:
+            step(torch.randn(4))
+            step(torch.randn(6 if rank == 1 and mode == "diverge" else 4))
+            if rank == 1 and mode == "slow":  # late on any machine: until rank 0 has given up on it (at most 120 s)
+                deadline = time.monotonic() + 120
+                while not os.path.exists(f"{out}.given-up") and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            if rank == 1 and mode == "fail":
+                raise RuntimeError("rank 1 broke inside the block")
+    except RuntimeError:
+        pass
+    if rank == 0:
+        with open(f"{out}.tmp", "w") as f:
+            json.dump({"summaries": {str(r): s.to_dict() for r, s in cap.ranks.summaries.items()},
+                       "missing": {str(r): why for r, why in cap.ranks.missing.items()},
+                       "divergence": str(cap.divergence), "waited_s": cap.gather_s,
+                       "ranks_text": str(cap.ranks), "timeout": timeout}, f)
+        os.replace(f"{out}.tmp", out)
+        open(f"{out}.given-up", "w").close()
+    else:
+        assert cap.ranks is None and cap.divergence is None
+
+
+def several(out: str) -> int:
+    """``skip``, ``fail``, ``slow``, ``run_cell`` and ``exit3`` in one job (see the module docstring)."""
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    skip_a_block(f"{out}.skip", init=False, timeout=30)
+    for mode, timeout in (("fail", 60), ("slow", 2)):
+        torch._dynamo.reset()
+        one_block(f"{out}.{mode}", mode, timeout)
+    torch._dynamo.reset()
+    run_cell_in_a_rank(out, init=False)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 3 if rank == 1 else 0
+
+
 def main(out: str) -> int:
+    if MODE == "several":
+        return several(out)
     if MODE == "skip":
         return skip_a_block(out)
     if MODE == "run_cell":
@@ -142,26 +195,7 @@ def main(out: str) -> int:
         return sleep_after_compiling(out)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    timeout = float(os.environ.get("GATHER_TIMEOUT", "60"))
-    step = torch.compile(odd, backend="eager")
-    try:
-        with ipycompile.capture(ranks="gather", timeout=timeout) as cap:
-            step(torch.randn(4))
-            step(torch.randn(6 if rank == 1 and MODE == "diverge" else 4))
-            if rank == 1 and MODE == "slow":
-                time.sleep(timeout + 5)
-            if rank == 1 and MODE == "fail":
-                raise RuntimeError("rank 1 broke inside the block")
-    except RuntimeError:
-        pass
-    if rank == 0:
-        with open(out, "w") as f:
-            json.dump({"summaries": {str(r): s.to_dict() for r, s in cap.ranks.summaries.items()},
-                       "missing": {str(r): why for r, why in cap.ranks.missing.items()},
-                       "divergence": str(cap.divergence), "waited_s": cap.gather_s,
-                       "ranks_text": str(cap.ranks)}, f)
-    else:
-        assert cap.ranks is None and cap.divergence is None
+    one_block(out, MODE, float(os.environ.get("GATHER_TIMEOUT", "60")))
     dist.barrier()
     dist.destroy_process_group()
     return 3 if rank == 1 and MODE == "exit3" else 0

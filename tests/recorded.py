@@ -127,7 +127,7 @@ def record(name: str, out_dir: "str | os.PathLike[str]"):
     ipycompile.reset()
     try:
         with tempfile.TemporaryDirectory(prefix="ipycompile-record-") as tmp:
-            if r.through == "ddp":  # a two-process gloo job that torch traces itself (TORCH_TRACE): rank 0's log
+            if r.through == "ddp":  # the gloo DDP job of trace_jobs.py, traced by torch itself (TORCH_TRACE): rank 0's log
                 from trace_jobs import ddp_logs
 
                 (trace,) = ddp_logs().glob("*rank_0*")

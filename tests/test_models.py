@@ -124,8 +124,10 @@ def input_ids():
 
 
 def _gpt2() -> tf.GPT2LMHeadModel:
+    """One block: what generate, a training step and a forward compile (frames, breaks, recompiles) is the
+    same with more; each block more only adds tracing time."""
     torch.manual_seed(0)
-    config = tf.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=VOCAB, n_positions=64,
+    config = tf.GPT2Config(n_layer=1, n_embd=64, n_head=2, vocab_size=VOCAB, n_positions=64,
                            bos_token_id=1, eos_token_id=2, pad_token_id=0,
                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)  # training: no dropout, so steps compare
     return tf.GPT2LMHeadModel(config)
@@ -137,8 +139,10 @@ def gpt2():
 
 
 def _mixtral(experts: str) -> tf.MixtralForCausalLM:
+    """One decoder layer: its experts' graph breaks are those of every layer (a second layer doubled the
+    compile time, each resume frame tracing the rest of the model, for one compile more of the same kinds)."""
     torch.manual_seed(0)
-    config = tf.MixtralConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+    config = tf.MixtralConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=4,
                               num_key_value_heads=2, vocab_size=VOCAB, num_local_experts=4, num_experts_per_tok=2,
                               max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     model = tf.MixtralForCausalLM(config).eval()
@@ -201,7 +205,7 @@ def test_mixtral_grouped_mm_experts_compile_whole(tmp_path, input_ids):
 
 def test_bert_encoder_through_compile_magic(tmp_path, ip):
     torch.manual_seed(0)
-    config = tf.BertConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=2,
+    config = tf.BertConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2,
                            vocab_size=VOCAB, max_position_embeddings=64)
     model = tf.BertModel(config).eval()
     try:
@@ -232,7 +236,7 @@ def test_bert_encoder_through_compile_magic(tmp_path, ip):
 
 def test_vit_with_inductor_generates_kernels(tmp_path):
     torch.manual_seed(0)
-    config = tf.ViTConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=2,
+    config = tf.ViTConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2,
                           image_size=32, patch_size=8, num_channels=3)
     model = tf.ViTModel(config).eval()
     ns = {"torch": torch, "model": model, "pixels": torch.randn(BATCH, 3, 32, 32)}

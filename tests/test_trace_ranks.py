@@ -1,9 +1,9 @@
 """Many ranks: where the ranks of a job compiled differently.
 
-The jobs are real: ``torch.distributed`` with the gloo backend, two and four
-CPU processes, each with ``TORCH_TRACE`` set, writing to one directory
-(:mod:`trace_jobs`); rank 1 breaks the graph and recompiles where the others
-do not. The analysis's finer points are checked on hand-built reports.
+The jobs are real: ``torch.distributed`` with the gloo backend, four CPU
+processes (and the logs of two of them, ranks 0 and 1, as a job of two), each
+with ``TORCH_TRACE`` set, writing to one directory (:mod:`trace_jobs`); rank 1
+breaks the graph and recompiles where the others do not. The analysis's finer points are checked on hand-built reports.
 """
 
 from __future__ import annotations
@@ -221,9 +221,9 @@ def test_ranks_that_split_alike_and_ranks_that_do_not(ddp_dirs):
     assert not alike.diverged and not alike.ddp_splits
     assert "alike on every rank: [" in str(alike) and "forward into 4 bucket subgraphs" in alike.ddp_alike
 
-    # rank 1's buckets: DDP's first bucket is always 1 MiB, then 2 MiB ones: 1 + 2 + 1 layers, 3 subgraphs
+    # rank 2's buckets: DDP's first bucket is always 1 MiB, then 2 MiB ones: 1 + 2 + 1 layers, 3 subgraphs
     differ = rank_divergence(load_trace(uneven))
-    assert differ.diverged and [g.ranks for g in differ.ddp_splits] == [[0], [1]]
+    assert differ.diverged and [g.ranks for g in differ.ddp_splits] == [[0, 1], [2]]
     assert "into 4 bucket subgraphs" in differ.ddp_splits[0].text and "into 3 bucket subgraphs" in differ.ddp_splits[1].text
     assert "other DDP graph splits" in str(differ) and "DDP graph splits differ:" in str(differ)
 

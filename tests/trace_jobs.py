@@ -9,15 +9,19 @@ feature logs from one process that writes each feature's log as ``TORCH_TRACE`` 
 * one log per feature (:data:`FEATURES`): graph breaks (one forcing a
   restart), recompiles, the recompile limit, failures, FX-graph and AOTAutograd
   cache hits (Inductor, a cache folder of its own), control flow;
-* a ``torch.distributed`` job (gloo backend, ``world`` CPU processes writing to
+* a ``torch.distributed`` job (gloo backend, four CPU processes writing to
   one directory): every rank runs the same steps (an ``all_reduce`` inside a
   compiled function, a ``dist.barrier()`` that breaks the graph), and rank 1
   compiles differently on purpose (a graph break on rank 1 only, a recompile
-  from a shape only rank 1 uses);
-* a ``DistributedDataParallel`` training job (gloo, two CPU processes): a model of
+  from a shape only rank 1 uses); the job of two ranks is ranks 0 and 1 of it
+  (their logs in a directory of their own: what each rank compiles does not
+  depend on the world's size);
+* a ``DistributedDataParallel`` training job (gloo, three CPU processes): a model of
   four 1 MiB layers under ``torch.compile(DDP(model))`` with 1 MiB gradient buckets,
-  so DDP's optimizer splits the compiled graph into one subgraph per bucket; with
-  ``uneven`` rank 1 uses 2 MiB buckets, so the ranks split differently.
+  so DDP's optimizer splits the compiled graph into one subgraph per bucket, except
+  on rank 2, which uses 2 MiB buckets and splits differently: the ranks that split
+  alike are ranks 0 and 1 (their logs in a directory of their own), the ranks that
+  do not, all three.
 
 The tests call :func:`feature_logs` and :func:`dist_logs`; both run once per
 test process and share their logs; under xdist the distributed jobs run once per
@@ -164,37 +168,58 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ranks(job: Path, ranks, d: Path) -> None:
+    """``d``: the logs of ``ranks`` of ``job`` (hard links; copies where links cannot be made), and its other files."""
+    d.mkdir(parents=True)
+    for f in job.iterdir():
+        rank = f.name.split("_rank_", 1)[1].split("_", 1)[0] if "_rank_" in f.name else None
+        if rank is None or int(rank) in ranks:
+            try:
+                os.link(f, d / f.name)
+            except OSError:
+                shutil.copy2(f, d / f.name)
+
+
+def _job(kind: str, world: int, d: Path, *args: str) -> None:
+    """``world`` processes of ``python trace_jobs.py KIND RANK WORLD ARGS``, their TORCH_TRACE logs in ``d``."""
+    d.mkdir(parents=True)
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
+    procs = [
+        (f"rank {r}", subprocess.Popen([sys.executable, __file__, kind, str(r), str(world), *args], env=_env(d, **extra),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for r in range(world)
+    ]
+    _wait(procs)
+
+
 @functools.cache
 def ddp_logs(uneven: bool = False) -> Path:
-    """A directory with the TORCH_TRACE logs of a two-process gloo DDP training job."""
-    def make(d: Path) -> None:
-        d.mkdir(parents=True)
-        extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
-        procs = [
-            (f"rank {r}", subprocess.Popen([sys.executable, __file__, "ddp", str(r), "2", "uneven" if uneven else "even"],
-                                           env=_env(d, **extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            for r in range(2)
-        ]
-        _wait(procs)
+    """A directory with the TORCH_TRACE logs of a gloo DDP training job: ranks 0 and 1, which split the
+    compiled graph alike, or, with ``uneven``, all three ranks (rank 2 splits it differently)."""
+    return _ddp_job() if uneven else _once_per_run("ddp", lambda d: _ranks(_ddp_job(), (0, 1), d))
 
-    return _once_per_run("ddp-uneven" if uneven else "ddp", make)
+
+@functools.cache
+def _ddp_job() -> Path:
+    return _once_per_run("ddp3", lambda d: _job("ddp", 3, d))
 
 
 @functools.cache
 def dist_logs(world: int) -> Path:
-    """A directory with the TORCH_TRACE logs of a ``world``-process gloo job (plus a stray file)."""
+    """A directory with the TORCH_TRACE logs of a ``world``-process gloo job (plus a stray file): 4, or 2 (ranks 0
+    and 1 of the job of four)."""
+    if world not in (2, 4):
+        raise ValueError(f"world={world}: the job has 4 ranks; its ranks 0-1 are the job of 2")
+    return _dist_job() if world == 4 else _once_per_run("dist2", lambda d: _ranks(_dist_job(), (0, 1), d))
+
+
+@functools.cache
+def _dist_job() -> Path:
     def make(d: Path) -> None:
-        d.mkdir(parents=True)
-        extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
-        procs = [
-            (f"rank {r}", subprocess.Popen([sys.executable, __file__, "dist", str(r), str(world)], env=_env(d, **extra),
-                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            for r in range(world)
-        ]
-        _wait(procs)
+        _job("dist", 4, d)
         (d / "launcher.out").write_text("torchrun-free launch: one process per rank\n")
 
-    return _once_per_run(f"dist{world}", make)
+    return _once_per_run("dist4", make)
 
 
 # -- the jobs --------------------------------------------------------------------
@@ -304,14 +329,14 @@ class DDPNet:  # the model of the DDP job, built in the job's process (torch imp
         return Net()
 
 
-def _ddp(rank: int, world: int, uneven: bool) -> None:
+def _ddp(rank: int, world: int) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
-    bucket_mb = 2 if uneven and rank == 1 else 1  # DDP's first bucket is 1 MiB: no bucket may be smaller
+    bucket_mb = 2 if rank == 2 else 1  # DDP's first bucket is 1 MiB: no bucket may be smaller
     model = DDP(DDPNet.build(), bucket_cap_mb=bucket_mb)
     step = torch.compile(model, backend="aot_eager")
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -329,6 +354,6 @@ if __name__ == "__main__":
     elif sys.argv[1] == "dist":
         _dist(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "ddp":
-        _ddp(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "uneven")
+        _ddp(int(sys.argv[2]), int(sys.argv[3]))
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} features DIR | dist RANK WORLD | ddp RANK WORLD even|uneven")
+        raise SystemExit(f"usage: {sys.argv[0]} features DIR | dist RANK WORLD | ddp RANK WORLD")
