@@ -263,8 +263,7 @@ SLICE = {
     "real_library_code::rcnn_batch_images_list", "real_library_code::stochastic_depth_train_eval",
     "real_library_code::whisper_pad_or_trim", "real_library_code::yolov5_nms_candidates",
     # real_transformers
-    "real_transformers::gpt2_output_attentions_flag", "real_transformers::gpt2_use_cache_flag",
-    "real_transformers::llama_generate_compiled_forward",
+    "real_transformers::gpt2_output_attentions_flag",
     # real_heldout
     "real_heldout::diffusers_ddim_step", "real_heldout::moe_experts_for_loop_tolist",
     "real_heldout::roberta_batch_one_then_eight", "real_heldout::wav2vec2_ctc_train_step",
