@@ -517,20 +517,6 @@ def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the
 
 
 # -- 3. code the user does not own: the library's own switch, one answer per problem -------------------------
-def _tiny_model(family: str, layers: int):
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from doctor_corpus import _tiny
-
-    torch.manual_seed(0)
-    if family == "llama":
-        return _tiny.llama(layers=layers)
-    from transformers import BertConfig, BertForSequenceClassification
-
-    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64, num_labels=2)
-    return BertForSequenceClassification(cfg).eval()
-
-
 def _cell_breaks(source: str, ns: dict):
     torch._dynamo.reset()
     run = ipycompile.run_cell(source, ns, backend="eager", runs=1, record=False)
