@@ -38,6 +38,8 @@ from ipycompile.analysis.doctor import doctor_errors
 
 import recorded
 
+pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
+
 _PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\]|\[(['\"])[^'\"\[\]]*\1\])*")
 
 
@@ -515,20 +517,6 @@ def test_a_dynamic_output_shape_setting_is_advised_only_where_the_code_after_the
 
 
 # -- 3. code the user does not own: the library's own switch, one answer per problem -------------------------
-def _tiny_model(family: str, layers: int):
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from doctor_corpus import _tiny
-
-    torch.manual_seed(0)
-    if family == "llama":
-        return _tiny.llama(layers=layers)
-    from transformers import BertConfig, BertForSequenceClassification
-
-    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64, num_labels=2)
-    return BertForSequenceClassification(cfg).eval()
-
-
 def _cell_breaks(source: str, ns: dict):
     torch._dynamo.reset()
     run = ipycompile.run_cell(source, ns, backend="eager", runs=1, record=False)
@@ -573,11 +561,14 @@ def test_a_library_break_under_a_switch_of_the_users_call_gets_that_switch_as_th
     assert getattr(ns2["out"], switch.replace("output_", "")) is None  # what the switch added is gone, as said
 
 
-def test_a_library_call_without_a_switch_gets_no_switch_lever():
-    """The same model called without a switch that guards its breaks gets no switch named (``use_cache=False``
-    guards none of them)."""
-    ns = {"torch": torch, "model": _tiny_model("llama", 2), "ids": torch.randint(3, 96, (1, 8))}
-    r = _cell_breaks("with torch.no_grad():\n    out = model(ids, use_cache=False)\n", ns)
+def test_a_keyword_of_the_users_call_that_guards_no_break_gets_no_switch_lever():
+    """A keyword of the call that guards none of the library's breaks is named as no lever: Llama called with
+    ``use_cache=False, output_hidden_states=True`` breaks under the second only (read from the recorded log of the
+    cell; called with ``use_cache=False`` alone, transformers 5's Llama has no break at all)."""
+    name = "library-switch-llama"
+    assert "use_cache=False" in recorded.recipe(name).calls
+    r = recorded.report(name)
+    assert r.graph_breaks
     assert not any(b.suggestion is not None and "use_cache" in b.suggestion.title for b in r.graph_breaks)
 
 

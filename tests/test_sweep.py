@@ -238,15 +238,23 @@ def test_ctrl_c_stops_the_sweep_and_keeps_the_points_done():
     assert partial["n"].tolist() == [1, 2] and partial["status"].tolist() == ["ok", "error"]
 
 
-def test_real_inductor_sweep_compiles_cpp_kernels_at_each_point():
-    df = ipycompile.sweep({"loop": rnn_loop, "scan": rnn_scan}, steps=[2], make_args=rnn_args,
-                          fullgraph=True, runs=2, compare_eager=True, progress=False, record=False)
+def test_real_inductor_sweep_compiles_cpp_kernels_at_each_point_and_profiles_them():
+    """The one Inductor sweep (both labels, compared with eager, ``profile_kernels``): C++ kernels compiled
+    afresh at each point, each point's kernels profiled as ``%%compile --profile-kernels`` profiles them.
+    Without the warm start (a compile of each label's first point more): the warm start is checked on the
+    ``aot_eager`` sweep above, and with Inductor in tutorial 04's sweeps."""
+    df = ipycompile.sweep({"loop": rnn_loop, "scan": rnn_scan}, steps=[2], make_args=rnn_args, fullgraph=True, runs=2,
+                          compare_eager=True, profile_kernels=True, progress=False, record=False, warm_start=False)
     assert (df["status"] == "ok").all(), df["error"].tolist()
     for report in df["report"]:
         assert report.kernels and {k.backend for k in report.kernels} & {"cpp", "extern"}
         caches = report.profile.caches
         assert "hit" not in caches.get("fx_graph", "") and "hit" not in caches.get("aot_autograd", "")  # fresh
         assert report.profile.eager.check.match, report.profile.eager.check.message
+        # the kernels profiled at each point
+        assert report.profile.settings.options.get("cpp.enable_kernel_profile") is True
+        assert report.profile.kernels.times and sum(t.share for t in report.profile.kernels.times) <= 1.0 + 1e-6
+        assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
     assert df["speedup"].notna().all() and (df["eager_run_median_s"] > 0).all()
     # break-even is a count where compiled is faster, and "never" (None) where it is not
     assert all((be is None or be != be) == (sp <= 1) for be, sp in zip(df["break_even_calls"], df["speedup"]))
@@ -351,15 +359,6 @@ def test_magic_sweep_failing_point_goes_on(ip):
     df = res.result
     assert df["status"].tolist() == ["ok", "error", "ok"]
     assert df["error"].iloc[1] == "AssertionError: n must not be 0"
-
-
-def test_sweep_profiles_kernels_at_each_point():
-    df = ipycompile.sweep({"scan": rnn_scan}, steps=[2], make_args=rnn_args, fullgraph=True, runs=2,
-                          profile_kernels=True, progress=False, record=False, warm_start=False)
-    (report,) = df["report"]
-    assert report.profile.settings.options.get("cpp.enable_kernel_profile") is True
-    assert report.profile.kernels.times and sum(t.share for t in report.profile.kernels.times) <= 1.0 + 1e-6
-    assert any("record-function" in n for n in report.profile.notes)  # the same note as %%compile gives
 
 
 def test_sweep_result_shows_a_formatted_table_and_keeps_the_dataframe_in_df(rnn_sweep):

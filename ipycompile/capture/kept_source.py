@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import linecache
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -200,37 +200,58 @@ def _function_ranges(lines: list[str], linenos: set[int], cap: int = WHOLE_FILE_
     """For a long file: the innermost function around each line (capped), and every
     top-level function that such a function's body names (a ``scan`` body, a ``cond`` branch).
     ``named=False``: not the functions it names; ``whole_only``: only functions of at most ``cap`` lines."""
-    import ast
-
     if not linenos:
         return []
-    try:
-        tree = ast.parse(parseable(lines))
-    except SyntaxError:
+    defs = _function_defs(parseable(lines))
+    if defs is None:
         return [] if whole_only else [(max(1, n - 20), min(len(lines), n + 20)) for n in _valid_lines(linenos, lines)]
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name: dict[str, list] = {}
     for d in defs:
         by_name.setdefault(d.name, []).append(d)
     out: list[tuple[int, int]] = []
     for n in _valid_lines(linenos, lines):
-        around = [d for d in defs if _first(d) <= n <= (d.end_lineno or d.lineno)]
+        around = [d for d in defs if d.first <= n <= d.last]
         if not around:
             if not whole_only:
                 out.append((max(1, n - 20), min(len(lines), n + 20)))
             continue
         inner = max(around, key=lambda d: d.lineno)
-        lo, hi = _first(inner), inner.end_lineno or inner.lineno
+        lo, hi = inner.first, inner.last
         if whole_only and hi - lo + 1 > cap:
             continue
         out.append((lo, min(hi, lo + cap - 1)))
         if not named:
             continue
-        names = {x.id for x in ast.walk(inner) if isinstance(x, ast.Name)}
-        for name in names:
+        for name in inner.names:
             for d in by_name.get(name, []):
-                out.append((_first(d), min(d.end_lineno or d.lineno, _first(d) + cap - 1)))
+                out.append((d.first, min(d.last, d.first + cap - 1)))
     return out
+
+
+class _Def(NamedTuple):
+    """A function definition of a file, as :func:`_function_ranges` reads it."""
+
+    name: str
+    lineno: int  # the ``def`` line
+    first: int  # its first decorator's line, else the ``def`` line
+    last: int
+    names: frozenset  # the names its body reads (``ast.Name``)
+
+
+@functools.lru_cache(maxsize=64)
+def _function_defs(text: str) -> "tuple[_Def, ...] | None":
+    """The function definitions of ``text`` (``None`` where it does not parse), in ``ast.walk``'s order. Cached on
+    the text, as :func:`_layer_loops` is: the same long files (the user's module, a library's) come back in every
+    report, and a file edited since is parsed again."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    return tuple(_Def(d.name, d.lineno, _first(d), d.end_lineno or d.lineno,
+                      frozenset(x.id for x in ast.walk(d) if isinstance(x, ast.Name)))
+                 for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _first(node) -> int:
