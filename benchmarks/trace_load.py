@@ -55,6 +55,10 @@ the run. Targets (issue 38), each checked in ``met``: the text summary of a 1 MB
 under 0.5 s; the full report with its page at most 0.3x tlparse's time and 0.15x its memory
 at every size from 10 MB, and never slower than tlparse from 1 MB (the start-up's page);
 a rank directory at most 0.3x tlparse's time and memory.
+Each run of this checkout's code is given ``report --timings`` (a few lines on stderr): its
+stages' medians land beside its figures (``stages``), and each missed target gets the profile
+that says why (``why_missed``: our time by stage, start, imports, reading, summary, page, or
+our memory by process, against the budget the target leaves).
 Writes ``benchmarks/results/trace_load-<host>[-<label>].json``.
 
     python benchmarks/trace_load.py [--sizes 50 100 200 400] [--ranks 8 64 512] [--reps 5]
