@@ -187,7 +187,12 @@ def no_guard_latency_profile():
     before; the module's compiles cost half. Restored when the module ends."""
     import torch._dynamo.guards as guards
 
-    timed = guards.profile_guard_manager
+    timed = getattr(guards, "profile_guard_manager", None)
+    if timed is None:  # a torch without the profile (or with it elsewhere): nothing to skip
+        yield
+        return
     guards.profile_guard_manager = lambda *args: 0.0
-    yield
-    guards.profile_guard_manager = timed
+    try:
+        yield
+    finally:
+        guards.profile_guard_manager = timed
