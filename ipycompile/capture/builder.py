@@ -414,20 +414,9 @@ def _on_chromium(st: _State, rec: TraceRecord) -> None:
 
 
 def _keep_chromium_batch(st: _State, batch: ChromiumBatch) -> None:
-    """:func:`_keep_chromium` of each entry of ``batch``, the plain ones (nearly all) here."""
-    keep, intern = st.chromium.append, sys.intern
+    """:func:`_keep_chromium` of each entry of ``batch``."""
     for kind, ev in batch:
-        if kind != "slim":
-            _keep_chromium(st, kind, ev)
-            continue
-        name, ph, args = ev.get("name"), ev.get("ph"), ev.get("args")
-        if type(name) is str:
-            ev["name"] = intern(name)
-        if type(ph) is str:
-            ev["ph"] = intern(ph)
-        if args is not None and type(args["compile_id"]) is str:
-            args["compile_id"] = intern(args["compile_id"])
-        keep(ev)
+        _keep_chromium(st, kind, ev)
 
 
 def _keep_chromium(st: _State, kind: str, ev: Any) -> None:

@@ -512,6 +512,17 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
     ended_cleanly = True
     pending = ChromiumBatch()  # chromium events read since the last record given (``batches``)
 
+    def given(rec: Optional[TraceRecord]) -> tuple:
+        """What to give once an event is read: the chromium events batched before it and its record,
+        or a batch that is full."""
+        nonlocal pending
+        if rec is None and len(pending) < _BATCH_EVENTS:
+            return ()
+        out = (pending, rec) if rec is not None and pending else (rec,) if rec is not None else (pending,)
+        if out[0] is pending:
+            pending = ChromiumBatch()
+        return out
+
     def finish() -> Optional[TraceRecord]:
         nonlocal rank
         meta = cur_meta
@@ -626,15 +637,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                     o.skipped_lines += 1
                 else:
                     if cur_meta is not None:
-                        rec = finish()
-                        if rec is not None:
-                            if pending:
-                                yield pending
-                                pending = ChromiumBatch()
-                            yield rec
-                        elif len(pending) >= _BATCH_EVENTS:
-                            yield pending
-                            pending = ChromiumBatch()
+                        yield from given(finish())
                         cur_meta = None
                     rd.problem(lineno, f"{what}: not read")
                     cur_skip = True
@@ -668,15 +671,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             if len(line) <= 2 and not line.strip():  # torch writes no blank lines; some log collectors add them
                 continue
             if cur_meta is not None:
-                rec = finish()
-                if rec is not None:
-                    if pending:
-                        yield pending
-                        pending = ChromiumBatch()
-                    yield rec
-                elif len(pending) >= _BATCH_EVENTS:
-                    yield pending
-                    pending = ChromiumBatch()
+                yield from given(finish())
                 cur_meta = None
             if read_bytes >= next_progress and progress is not None:
                 next_progress = read_bytes + _PROGRESS_STEP
@@ -717,15 +712,7 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
                 if not summary or cur_key in SUMMARY_PAYLOADS:
                     cur_payload = []
         if cur_meta is not None:
-            rec = finish()
-            if rec is not None:
-                if pending:
-                    yield pending
-                    pending = ChromiumBatch()
-                yield rec
-            elif len(pending) >= _BATCH_EVENTS:
-                yield pending
-                pending = ChromiumBatch()
+            yield from given(finish())
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         if cur_meta is not None:
             rd.problem(cur_line, f"the gzip stream breaks off inside this event ({exc})", cur_lines)
