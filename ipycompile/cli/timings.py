@@ -68,8 +68,8 @@ class Stages:
         }
 
     def write(self, stream: IO[str] = sys.stderr) -> None:
-        s = summary = self.summary()
-        for r in summary["stages"]:
+        s = self.summary()
+        for r in s["stages"]:
             wall = "?" if r["wall_s"] is None else f"{r['wall_s']:.3f}"
             other = f" + {r['other_processes_cpu_s']:.3f} s in other processes" if r["other_processes_cpu_s"] >= 0.0005 else ""
             note = " (the interpreter and imports, before the command)" if r["stage"] == "start" else ""
@@ -77,4 +77,4 @@ class Stages:
         total = "?" if s["wall_s"] is None else f"{s['wall_s']:.3f}"
         print(f"timings: {'total':<10} {total:>7} s wall, {s['cpu_s']:.3f} s CPU; peak memory {s['peak_rss_mb']:.0f} MB "
               f"here, {s['largest_other_process_rss_mb']:.0f} MB in the largest other process", file=stream)
-        print("timings: " + json.dumps(summary, separators=(",", ":")), file=stream)
+        print("timings: " + json.dumps(s, separators=(",", ":")), file=stream)
