@@ -37,7 +37,7 @@ class _NotTorchsTrace(logging.Filter):
 LONG_MODULES = (
     "test_tutorials.py", "test_doors.py", "test_gather.py", "test_saved_notebook.py", "test_progress.py",
     "test_browser.py", "test_doctor_corpus_real.py", "test_doctor_breaks.py", "test_models.py", "test_verify_fixes.py",
-    "test_trace_cli.py", "test_noise.py", "test_trace_tlparse.py", "test_trace_ranks.py", "test_sweep.py",
+    "test_trace_cli.py", "test_trace_tlparse.py", "test_trace_ranks.py", "test_sweep.py",
 )
 
 
