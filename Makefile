@@ -36,6 +36,11 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 PYTEST_PAR   = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 PYTEST_OMP   = $(if $(filter 0 1,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1})
+# The suite's ~200 Python processes (workers, kernels, CLI runs, torchrun ranks) keep the bytecode of
+# this checkout's modules, and pytest its rewritten test modules, in __pycache__ (ignored by git):
+# where PYTHONDONTWRITEBYTECODE is set (as on our CI machines) each process compiled them again
+# (pytest's collection: 14 to 8 s of CPU per worker).
+PYTEST_PYC   = PYTHONDONTWRITEBYTECODE=
 # The browser tests (tests/test_browser.py, marker `browser`) drive Debian's
 # Chromium through Playwright; Playwright's own browser download is never used.
 CHROMIUM    ?= /usr/bin/chromium
@@ -141,7 +146,7 @@ test-quick: venv
 # IPYCOMPILE_REQUIRE_BROWSER=1 (when make installed or found Chromium): a missing
 # browser fails the browser tests instead of skipping them.
 pytest: venv $(if $(NEED_BROWSER),browser,browser-note)
-	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) IPYCOMPILE_REQUIRE_BROWSER=$(if $(NEED_BROWSER),1,) $(PYTEST_OMP) \
+	@rc=0; IPYCOMPILE_CHROMIUM=$(CHROMIUM) IPYCOMPILE_REQUIRE_BROWSER=$(if $(NEED_BROWSER),1,) $(PYTEST_OMP) $(PYTEST_PYC) \
 	  $(PY) -m pytest $(PYTEST_PAR) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; fi; \
 	exit $$rc

@@ -65,6 +65,7 @@ def _captured_in_a_deleted_file(tmp_path: Path):
     The module is in a folder of its own, as a user's (pytest's tmp_path reads as a test folder)."""
     import importlib
     import linecache
+    import shutil
     import tempfile
 
     import torch
@@ -88,8 +89,7 @@ def _captured_in_a_deleted_file(tmp_path: Path):
     for b in report.graph_breaks:  # and torch recorded no source line (a frame it could not read)
         for f in [b.stop, b.frame, *b.user_stack]:
             f.source_line = ""
-    src.unlink()
-    tmp_path.rmdir()
+    shutil.rmtree(tmp_path)  # the source and the folder (and its __pycache__, where Python wrote one)
     linecache.clearcache()
     return report
 
