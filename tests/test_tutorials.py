@@ -4,9 +4,11 @@ cell that raises fails its test with the cell and the error. The executed notebo
 HTML land in ``build/tutorials/``, and the log says where each notebook's time went
 (``--cell-times``).
 
-They are part of the suite so that ``make test`` spreads them over the machine's cores with
-the other tests (``pytest -n``); ``conftest.py`` starts this module first, since it is the
-longest.
+One runner process runs them all, as ``make tutorials`` does (each notebook in a fresh kernel of
+its own; a failing notebook does not stop the others), and each notebook's test reads its part of
+the runner's output. They are part of the suite so that ``make test`` spreads them over the
+machine's cores with the other tests (``pytest -n``); ``conftest.py`` starts this module first,
+since it is the longest.
 """
 
 from __future__ import annotations
@@ -31,19 +33,34 @@ def test_there_are_tutorials():
     assert len(NOTEBOOKS) >= 7, [p.name for p in NOTEBOOKS]
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_tutorial_runs_end_to_end(notebook):
+@pytest.fixture(scope="module")
+def runner_output() -> dict[str, str]:
+    """The runner's output (stdout and stderr in the order written), split by notebook: from the
+    line that starts executing it to the line before the next one starts."""
     env = dict(os.environ)
-    # this checkout's package first, whatever is installed: the kernel inherits it
+    # this checkout's package first, whatever is installed: the kernels inherit it
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(notebook), "--out", str(OUT),
+        [sys.executable, str(ROOT / "tools" / "run_notebook.py"), *map(str, NOTEBOOKS), "--out", str(OUT),
          "--timeout", "900", "--cell-times"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000)
     sys.stdout.write(done.stdout)
-    assert done.returncode == 0, f"{notebook.name} failed:\n{done.stderr[-6000:]}"
+    parts = re.split(r"^(?=run_notebook: executing )", done.stdout, flags=re.M)
+    by_name = {}
+    for part in parts[1:]:
+        path = re.match(r"run_notebook: executing (.+?) \(kernel ", part).group(1)
+        by_name[pathlib.Path(path).name] = part
+    by_name["<status>"] = str(done.returncode)
+    return by_name
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_tutorial_runs_end_to_end(notebook, runner_output):
+    out = runner_output.get(notebook.name)
+    assert out is not None, f"{notebook.name} was not run (runner exit status {runner_output['<status>']})"
+    assert f"run_notebook: ok {notebook} in " in out, f"{notebook.name} failed:\n{out[-6000:]}"
     assert (OUT / notebook.name).is_file() and (OUT / f"{notebook.stem}.html").is_file()
     # --cell-times: where the notebook's time went, one line per code cell
     code_cells = sum(c["cell_type"] == "code" for c in json.loads(notebook.read_text())["cells"])
-    assert f"time of {notebook.name}: " in done.stdout and "HTML export" in done.stdout, done.stdout[-2000:]
-    assert len(re.findall(r"^  cell +\d+ +[\d.]+s  ", done.stdout, re.M)) == code_cells, done.stdout[-4000:]
+    assert f"time of {notebook.name}: " in out and "HTML export" in out, out[-2000:]
+    assert len(re.findall(r"^  cell +\d+ +[\d.]+s  ", out, re.M)) == code_cells, out[-4000:]
