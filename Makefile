@@ -38,7 +38,7 @@ PYTEST_PAR   = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist l
 PYTEST_OMP   = $(if $(filter 0 1,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1})
 # The suite's ~200 Python processes (workers, kernels, CLI runs, torchrun ranks) keep the bytecode of
 # this checkout's modules, and pytest its rewritten test modules, in __pycache__ (ignored by git):
-# where PYTHONDONTWRITEBYTECODE is set (as on our CI machines) each process compiled them again
+# where PYTHONDONTWRITEBYTECODE is set (as on our development machines) each process compiled them again
 # (pytest's collection: 14 to 8 s of CPU per worker).
 PYTEST_PYC   = PYTHONDONTWRITEBYTECODE=
 # The browser tests (tests/test_browser.py, marker `browser`) drive Debian's
