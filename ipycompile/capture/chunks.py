@@ -108,13 +108,11 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
         budget = (room if room is not None else 1 << 30) // 4
         if summary:
             n = min(cpus, idle_cpus(cpus, load), max(2, size // BYTES_PER_PROCESS))
-            each = SPAN_BASE_BYTES + int(SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
-            n = min(n, 1 + budget // each)
+            n = _within_budget(n, size, budget, SPAN_BASE_BYTES, SPAN_BYTES_PER_LOG_BYTE)
         else:
             n = min(cpus, idle_cpus(cpus, load), size // FULL_BYTES_PER_PROCESS,
                     FULL_MIN_PROCESSES + int(FULL_MEMORY_SHARE * size) // FULL_SPAN_BASE_BYTES)
-            each = FULL_SPAN_BASE_BYTES + int(FULL_SPAN_BYTES_PER_LOG_BYTE * size / max(1, n))
-            n = min(n, 1 + budget // each)
+            n = _within_budget(n, size, budget, FULL_SPAN_BASE_BYTES, FULL_SPAN_BYTES_PER_LOG_BYTE)
             if n < FULL_MIN_PROCESSES:
                 return 1
     if n < 2:
@@ -122,6 +120,13 @@ def span_count(size: int, *, summary: bool, workers: Optional[int] = None, cpus:
     from .forked import can_fork  # imported here: a small log's summary never forks (pickle, signal unloaded)
 
     return n if can_fork() else 1
+
+
+def _within_budget(n: int, size: int, budget: int, base: int, per_log_byte: float) -> int:
+    """At most ``n`` processes, and as many as a memory ``budget`` holds: each reader of ``n`` spans of a
+    ``size``-byte log holds ``base`` bytes and ``per_log_byte`` of its span (this process needs none more)."""
+    each = base + int(per_log_byte * size / max(1, n))
+    return min(n, 1 + budget // each)
 
 
 def idle_cpus(cpus: int, load: Optional[float] = None) -> int:

@@ -123,25 +123,28 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    stages = None
+    args.stages = None  # --timings: where the time went (_report and _write_outputs mark its stages)
     if getattr(args, "timings", False):
         from .timings import Stages
 
-        stages = args.stages = Stages()
+        args.stages = Stages()
     try:
-        return _report(args, stages)
+        return _report(args)
     finally:
-        if stages is not None:
-            stages.write()
+        if args.stages is not None:
+            args.stages.write()
 
 
-def _report(args: argparse.Namespace, stages) -> int:
+def _report(args: argparse.Namespace) -> int:
     from ..capture.tracefile import TraceFileError, check_path
-    from ..report import CompileReport
-    from ..views.phrases import CLI_HINTS
     from ..run.traces import open_trace
 
+    stages = args.stages
     if stages is not None:
+        # what _write_outputs imports, imported now, so that the imports stage holds every import
+        from ..report import CompileReport  # noqa: F401
+        from ..views.phrases import CLI_HINTS  # noqa: F401
+
         stages.mark("imports")
     path = os.path.expanduser(args.path)
     check_outputs(args.parser, {"-o": args.output, "--json": args.json}, [path])  # exit 2: nothing read yet
@@ -190,7 +193,7 @@ def _write_outputs(args: argparse.Namespace, path: str, loaded, shown) -> int:
         say(render_text(view_model(shown, CLI_HINTS), more=MORE_CLI), text_out)
     else:
         say(f"{loaded}\n\n{shown}", text_out)
-    stages = getattr(args, "stages", None)
+    stages = args.stages
     if stages is not None:
         stages.mark("summary")
     for target, write, note, stage in ((args.json, _write_json, "", "JSON"),
