@@ -57,7 +57,8 @@ def variants(work: Path) -> dict[str, Path]:
     """The three real logs the simulated ranks share."""
     with tarfile.open(ARCHIVE) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith("./diverge/") and m.isfile()]
-        tar.extractall(work / "src", members=members, filter="data")
+        # the "data" filter from Python 3.10.12 and 3.11.4 on; earlier ones extract the repository's archive as is
+        tar.extractall(work / "src", members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     logs = sorted((work / "src" / "diverge").glob("*.log"))
     typical = next(p for p in logs if "_rank_0_" in p.name)
     odd = next(p for p in logs if "_rank_1_" in p.name)
