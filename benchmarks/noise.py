@@ -154,9 +154,8 @@ def main(argv=None) -> int:
     print(f"{'rep':>3} {'state':<7} {'cell':<9} {'speedup':>8} {'95% interval':>17} {'hi/lo':>6} {'pairs':>5} "
           f"{'run IQR':>8} {'eager IQR':>9} {'vs quiet':>8} {'rule':>5} noisy")
     for r in rows:
-        moved = r["vs_quiet"]
         print(f"{r['rep']:>3} {r['state']:<7} {r['cell']:<9} {r['speedup']:8.2f} [{r['ci95'][0]:6.2f}, {r['ci95'][1]:6.2f}] "
-              f"{r['width']:6.2f} {r['pairs']:5d} {r['run_spread']:8.1%} {r['eager_spread']:9.1%} {moved:8.2f} "
+              f"{r['width']:6.2f} {r['pairs']:5d} {r['run_spread']:8.1%} {r['eager_spread']:9.1%} {r['vs_quiet']:8.2f} "
               f"{'ok' if r['rule'] else 'BROKE':>5} "
               f"{'; '.join(n.split(':')[0] for n in r['noise']) or '-'}")
     slug = re.sub(r"[^A-Za-z0-9]+", "-", device_name()).strip("-").lower()

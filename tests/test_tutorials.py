@@ -34,9 +34,9 @@ def test_there_are_tutorials():
 
 
 @pytest.fixture(scope="module")
-def runner_output() -> dict[str, str]:
-    """The runner's output (stdout and stderr in the order written), split by notebook: from the
-    line that starts executing it to the line before the next one starts."""
+def runner_output() -> tuple[dict[str, str], int]:
+    """The runner's output (stdout and stderr in the order written), split by notebook (from the
+    line that starts executing it to the line before the next one starts), and its exit status."""
     env = dict(os.environ)
     # this checkout's package first, whatever is installed: the kernels inherit it
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
@@ -50,14 +50,14 @@ def runner_output() -> dict[str, str]:
     for part in parts[1:]:
         path = re.match(r"run_notebook: executing (.+?) \(kernel ", part).group(1)
         by_name[pathlib.Path(path).name] = part
-    by_name["<status>"] = str(done.returncode)
-    return by_name
+    return by_name, done.returncode
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_tutorial_runs_end_to_end(notebook, runner_output):
-    out = runner_output.get(notebook.name)
-    assert out is not None, f"{notebook.name} was not run (runner exit status {runner_output['<status>']})"
+    by_name, status = runner_output
+    out = by_name.get(notebook.name)
+    assert out is not None, f"{notebook.name} was not run (runner exit status {status})"
     assert f"run_notebook: ok {notebook} in " in out, f"{notebook.name} failed:\n{out[-6000:]}"
     assert (OUT / notebook.name).is_file() and (OUT / f"{notebook.stem}.html").is_file()
     # --cell-times: where the notebook's time went, one line per code cell
