@@ -38,7 +38,6 @@ from ipycompile.analysis.doctor import doctor_errors
 
 import recorded
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
 
 _PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\]|\[(['\"])[^'\"\[\]]*\1\])*")
 

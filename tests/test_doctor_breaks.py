@@ -36,8 +36,6 @@ from ipycompile.views.viewmodel import view_model
 
 import recorded
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 def only_suggestion(report: CompileReport):
     items = report.graph_breaks + report.failures

@@ -14,7 +14,6 @@ from torch.torch_version import TorchVersion
 import doctor_corpus
 from doctor_corpus import harness
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
 
 SLICE = (
     "error_messages::data_dependent_operator2",

@@ -24,8 +24,6 @@ import doctor_corpus
 from doctor_corpus import checks, harness
 from ipycompile.report.model import Fix, GraphBreak, Mark, Recompile, Suggestion, UserFrame
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 def _case(case_id: str):
     return {c.id: c for c in doctor_corpus.load([case_id.split("::")[0]])}[case_id]

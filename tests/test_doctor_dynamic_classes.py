@@ -25,8 +25,6 @@ from torch import nn
 import ipycompile
 import recorded
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 def captured(*calls, **config):
     torch._dynamo.reset()

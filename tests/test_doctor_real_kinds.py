@@ -18,8 +18,6 @@ import ipycompile
 from ipycompile.analysis import diagnose
 from ipycompile.capture.parse.context import read_detail
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 @pytest.fixture(autouse=True)
 def _clean_dynamo():

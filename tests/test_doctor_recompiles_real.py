@@ -16,7 +16,6 @@ from torch import nn
 
 import ipycompile
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
 
 TORCH_WORDS = ("L['", "args[0]", "fn[", "fn.", "___stack", "__resume", "inner", "wrapped_func", "_orig_mod")
 

@@ -29,8 +29,6 @@ import ipycompile
 from doctor_cells import run
 from ipycompile.analysis.source import apply_suggestion
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 def eager(src: str, ns: dict):
     """The cell run as plain Python: (value of its last expression or None, the exception or None)."""

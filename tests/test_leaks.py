@@ -15,7 +15,6 @@ from ipycompile.run import compiled_cells
 from ipycompile.run import runner
 from ipycompile.run.session import SESSION
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
 
 CELL = "y = t + 1\nif y.sum() > 0:\n    y = y * 2\ny.sum()"  # a graph break: Dynamo installs resume functions too
 

@@ -27,8 +27,6 @@ from ipycompile.views.tabs import suggestion_blocks
 from ipycompile.views.plain_text import render_blocks
 from torch._dynamo import eval_frame
 
-pytestmark = pytest.mark.usefixtures("no_guard_latency_profile")  # tests/conftest.py: compiles at half the cost
-
 
 def _users_entries(code) -> list:
     """The compiled versions of ``code`` the user's calls look up (torch's default bucket, where it has buckets)."""
