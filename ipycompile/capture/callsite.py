@@ -56,6 +56,10 @@ _NOT_COMPILED = ("torch", "np", "numpy", "F", "math", "nn", "print", "len", "ran
 
 
 _TREES: dict[str, Optional[ast.Module]] = {}  # filled and emptied by one name_guarded_values call
+#: every node under a node (``ast.walk``'s order), walked once per name_guarded_values call: a frame's
+#: questions walk the same module's tree many times (a transformers model's file, for each of its frames).
+#: Keyed by ``id``; the node is kept beside its list, so that no other node takes its id meanwhile.
+_NODES: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
 _MODULE_CALLS: set[int] = set()  # the compiles (by id) entered through nn.Module.__call__, for the same call
 
 
@@ -73,6 +77,14 @@ def _tree(filename: str) -> Optional[ast.Module]:
             tree = None
     _TREES[filename] = tree
     return tree
+
+
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, kept until the name_guarded_values call ends."""
+    hit = _NODES.get(id(node))
+    if hit is None or hit[0] is not node:
+        hit = _NODES[id(node)] = (node, list(ast.walk(node)))
+    return hit[1]
 
 
 def _line_tree(line: str) -> Optional[ast.Module]:
@@ -112,7 +124,7 @@ def user_call(report: "CompileReport", c: Compile) -> tuple[UserFrame, UserFrame
 
 
 def _calls_on(tree: ast.Module, lineno: int) -> list[ast.Call]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+    return [n for n in _walk(tree) if isinstance(n, ast.Call) and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
 
 
 def _root_name(expr: ast.AST) -> str:
@@ -132,13 +144,13 @@ def _is_torch_compile(call: ast.AST) -> bool:
 def _compiled_names(tree: ast.Module, lineno: Optional[int] = None) -> dict[str, str]:
     """``{"cm": "model"}`` for ``cm = torch.compile(model, ...)``: in the innermost function around
     ``lineno`` (the last such assignment before it), else at the top level of the source."""
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    defs = [n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
             and lineno is not None and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
     scopes = sorted(defs, key=lambda d: d.lineno) + [tree]
     out: dict[str, str] = {}
     for scope in scopes:  # outermost function first; the innermost's assignments win, then the top level's fill in
         found: dict[str, tuple[int, str]] = {}
-        body = ast.walk(scope) if scope is not tree else iter(tree.body)
+        body = _walk(scope) if scope is not tree else iter(tree.body)
         for n in body:
             if isinstance(n, ast.Assign) and _is_torch_compile(n.value) and n.value.args:
                 if scope is not tree and lineno is not None and n.lineno > lineno:
@@ -160,9 +172,9 @@ def _in_scope(tree: ast.Module, lineno: int, function: str) -> list[ast.AST]:
     """The code of ``function`` (the frame's name: a def's, ``<lambda>``, ``<module>``) around ``lineno``:
     the nodes whose calls can be the frame's."""
     if function == "<lambda>":
-        return [n.body for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+        return [n.body for n in _walk(tree) if isinstance(n, ast.Lambda) and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
     if function and not function.startswith("<"):
-        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+        defs = [n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
                 and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
         if defs:
             return defs[-1:]
@@ -175,7 +187,7 @@ def _the_calls(tree: ast.Module, lineno: int, function: str, compiled: dict[str,
     that ``fits`` the compiled function's parameters; empty when no call on the line does (torch's stack
     can leave out the frame that made the call). Several where the line holds several (two lambdas)."""
     scopes = _in_scope(tree, lineno, function)
-    nodes = {id(n) for sc in scopes for n in ast.walk(sc)}
+    nodes = {id(n) for sc in scopes for n in _walk(sc)}
     calls = [c for c in _calls_on(tree, lineno) if id(c) in nodes and _root_name(c.func) not in _NOT_COMPILED
              and not _is_torch_compile(c) and fits(c)]
     named = [c for c in calls if ast.unparse(c.func) in compiled]
@@ -191,8 +203,8 @@ def _def_of(tree: ast.Module, name: str, lineno: Optional[int]):
     """The ``def name`` at ``lineno`` (its ``def`` line or its first decorator's), else one around it;
     the first ``lambda`` on ``lineno`` for ``<lambda>``."""
     if name == "<lambda>":
-        return next((n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == lineno), None)
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+        return next((n for n in _walk(tree) if isinstance(n, ast.Lambda) and n.lineno == lineno), None)
+    defs = [n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     for d in defs:
         firsts = {d.lineno, *(x.lineno for x in d.decorator_list)}
         if lineno in firsts:
@@ -213,7 +225,7 @@ def _loop_over(tree: Optional[ast.Module], lineno: Optional[int]) -> str:
     (``for layer in self.layers: x = layer(x)`` -> ``self.layers``); "" otherwise."""
     if tree is None or lineno is None:
         return ""
-    for loop in ast.walk(tree):
+    for loop in _walk(tree):
         if not (isinstance(loop, ast.For) and loop.lineno < lineno <= (loop.end_lineno or loop.lineno)):
             continue
         it = loop.iter
@@ -277,7 +289,7 @@ class _Frame:
                 self.vararg = d.args.vararg.arg if d.args.vararg is not None else ""
                 self.kwarg = d.args.kwarg.arg if d.args.kwarg is not None else ""
                 self.method = bool(self.params) and self.params[0] in ("self", "cls") or any(
-                    isinstance(n, ast.ClassDef) and d in n.body for n in ast.walk(tree))
+                    isinstance(n, ast.ClassDef) and d in n.body for n in _walk(tree))
                 if self.resumed:  # a local assigned before the break is the function's own, not the argument
                     self.assigned = {t.id for n in ast.walk(d) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                                      and n.lineno <= self.resumed[1]
@@ -534,6 +546,7 @@ def name_guarded_values(report: "CompileReport") -> None:
     the ``name`` of the tensor guards of the compiles of a recompiling frame (in place, while
     the report is built). Never raises."""
     _TREES.clear()
+    _NODES.clear()
     _MODULE_CALLS.clear()
     try:
         frames: dict = {}
@@ -586,3 +599,4 @@ def name_guarded_values(report: "CompileReport") -> None:
                         continue
     finally:
         _TREES.clear()
+        _NODES.clear()

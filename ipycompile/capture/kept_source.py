@@ -87,6 +87,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
         loop_files = {}
 
     spans: list[SourceSpan] = []
+    files_of_modules: dict[str, str] = {}  # filled on first need: one pass over sys.modules, not one per file
     for filename in [*wanted, *(f for f in loop_files if f not in wanted)]:
         linenos = wanted.get(filename, set())
         try:
@@ -96,7 +97,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             loops_here = filename in loop_files and bool(attrs) and _matches(lines, loop_files[filename])
             if not linenos and not loops_here:
                 continue
-            module = _module_of(filename, report)
+            module = _module_of(filename, report, files_of_modules)
             if not linenos:
                 ranges = []
             elif report.owner(filename) is not Owner.USER:
@@ -258,9 +259,11 @@ def _first(node) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
-def _module_of(filename: str, report: "CompileReport") -> str:
+def _module_of(filename: str, report: "CompileReport", files_of_modules: dict[str, str]) -> str:
     """The importable module that holds ``filename``: from the path for installed packages,
-    from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells)."""
+    from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells).
+    ``files_of_modules`` (``{__file__: module name}``) is the caller's: empty, it is filled from
+    ``sys.modules`` here, once for all the files of a report."""
     import os
 
     from ..report.owners import display_path
@@ -271,7 +274,13 @@ def _module_of(filename: str, report: "CompileReport") -> str:
         if parts[-1] == "__init__":
             parts = parts[:-1]
         return ".".join(parts)
-    for name, mod in list(sys.modules.items()):
-        if getattr(mod, "__file__", None) == filename:
-            return name
-    return ""
+    if not files_of_modules:
+        for name, mod in list(sys.modules.items()):
+            try:
+                path = getattr(mod, "__file__", None)
+            except Exception:  # noqa: BLE001 - a module object whose attributes raise: it has no file we know
+                continue
+            if isinstance(path, str):
+                files_of_modules.setdefault(path, name)  # the first name, as the loop over sys.modules found it
+        files_of_modules.setdefault("", "")  # filled, even where no module has a file
+    return files_of_modules.get(filename, "") if filename else ""
