@@ -270,11 +270,12 @@ def test_saved_quickstart_in_vscode_has_aa_contrast(browser, saved, theme):
 
 # -- reopened on a fresh server -----------------------------------------------------------------
 @contextlib.contextmanager
-def _reopen(browser, server: LabServer, name: str, label: str, kernel: bool):
-    """Open ``name`` on ``server``: with the kernel it starts (``kernel``), else answering the
-    page's "Select Kernel" with "No Kernel" (the server offers none). Yields the page once the
-    widget manager has done what it can."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+def _reopen(context, server: LabServer, name: str, label: str, kernel: bool):
+    """Open ``name`` on ``server`` in a new page (a tab) of ``context``, the browser window that
+    opens each of the server's notebooks in turn, as a user's does (its cache keeps the app's
+    scripts: a page load after the first costs less than half): with the kernel it starts
+    (``kernel``), else answering the page's "Select Kernel" with "No Kernel" (the server offers
+    none). Yields the page once the widget manager has done what it can; closes it after."""
     page = context.new_page()
     try:
         with failure_shot(page, label):
@@ -294,7 +295,7 @@ def _reopen(browser, server: LabServer, name: str, label: str, kernel: bool):
             time.sleep(1.0)
             yield page
     finally:
-        context.close()
+        page.close()
         if kernel:
             with contextlib.suppress(Exception):
                 for k in server.api("kernels"):
@@ -312,6 +313,23 @@ def reopened_lab(saved, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def window(browser):
+    """One browser window (a context) for each server's reopened notebooks: ``window(server)``."""
+    contexts: dict = {}
+
+    def of(server: LabServer):
+        if server.base not in contexts:
+            contexts[server.base] = browser.new_context(viewport={"width": 1400, "height": 1800})
+        return contexts[server.base]
+
+    try:
+        yield of
+    finally:
+        for context in contexts.values():
+            context.close()
+
+
+@pytest.fixture(scope="module")
 def reopened_notebook7(request, tmp_path_factory):
     pytest.importorskip(  # before the live run: without Notebook 7 these tests skip at once
         "notebook", minversion="7",
@@ -326,8 +344,8 @@ def reopened_notebook7(request, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", SAVED + ("untrusted",))
-def test_reopened_in_jupyterlab_shows_every_report(browser, reopened_lab, name):
-    with _reopen(browser, reopened_lab, f"{name}.ipynb", f"lab-{name}", kernel=True) as page:
+def test_reopened_in_jupyterlab_shows_every_report(window, reopened_lab, name):
+    with _reopen(window(reopened_lab), reopened_lab, f"{name}.ipynb", f"lab-{name}", kernel=True) as page:
         with failure_shot(page, f"lab-{name}"):
             shot(page, f"lab-{name}")
             assert_report_shown(page, f"JupyterLab, {name}")
@@ -341,8 +359,8 @@ def test_reopened_in_jupyterlab_shows_every_report(browser, reopened_lab, name):
 
 
 @pytest.mark.parametrize("name", SAVED)
-def test_reopened_in_notebook7_shows_every_report(browser, reopened_notebook7, name):
-    with _reopen(browser, reopened_notebook7, f"{name}.ipynb", f"nb7-{name}", kernel=False) as page:
+def test_reopened_in_notebook7_shows_every_report(window, reopened_notebook7, name):
+    with _reopen(window(reopened_notebook7), reopened_notebook7, f"{name}.ipynb", f"nb7-{name}", kernel=False) as page:
         with failure_shot(page, f"nb7-{name}"):
             shot(page, f"nb7-{name}")
             assert_report_shown(page, f"Notebook 7, {name}")
