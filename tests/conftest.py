@@ -1,6 +1,8 @@
-"""The suite's configuration: the tests folder on ``sys.path`` (for the shared helpers), and
-two causes of noise in the suite's output removed (nothing that a test or torch warns about
-is hidden):
+"""The suite's configuration: the tests folder on ``sys.path`` (for the shared helpers), the
+fixtures the modules share, two settings of the pytest processes only, never of the processes the
+tests start (cyclic garbage collected less often, below; torch's guard-latency profile skipped,
+``no_guard_latency_profile``), and two causes of noise in the suite's output removed (nothing
+that a test or torch warns about is hidden):
 
 - torch's structured trace (the logger ``torch.__trace``, what ``TORCH_TRACE`` and
   ``ipycompile.capture()`` read) logs each event as an empty-message DEBUG record. pytest
