@@ -14,6 +14,8 @@ import sys
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     from ..report import CompileReport
     from ..report.model import SourceSpan
 
@@ -87,7 +89,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
         loop_files = {}
 
     spans: list[SourceSpan] = []
-    files_of_modules: dict[str, str] = {}  # filled on first need: one pass over sys.modules, not one per file
+    modules_by_file = functools.cache(_modules_by_file)  # one pass over sys.modules per report, on first need
     for filename in [*wanted, *(f for f in loop_files if f not in wanted)]:
         linenos = wanted.get(filename, set())
         try:
@@ -97,7 +99,7 @@ def source_context(report: "CompileReport") -> list["SourceSpan"]:
             loops_here = filename in loop_files and bool(attrs) and _matches(lines, loop_files[filename])
             if not linenos and not loops_here:
                 continue
-            module = _module_of(filename, report, files_of_modules)
+            module = _module_of(filename, report, modules_by_file)
             if not linenos:
                 ranges = []
             elif report.owner(filename) is not Owner.USER:
@@ -259,11 +261,10 @@ def _first(node) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
-def _module_of(filename: str, report: "CompileReport", files_of_modules: dict[str, str]) -> str:
+def _module_of(filename: str, report: "CompileReport", modules_by_file: Callable[[], dict[str, str]]) -> str:
     """The importable module that holds ``filename``: from the path for installed packages,
-    from ``sys.modules`` for the user's own modules; ``""`` when unknown (notebook cells).
-    ``files_of_modules`` (``{__file__: module name}``) is the caller's: empty, it is filled from
-    ``sys.modules`` here, once for all the files of a report."""
+    from ``sys.modules`` for the user's own modules (``modules_by_file()``); ``""`` when unknown
+    (notebook cells)."""
     import os
 
     from ..report.owners import display_path
@@ -274,13 +275,17 @@ def _module_of(filename: str, report: "CompileReport", files_of_modules: dict[st
         if parts[-1] == "__init__":
             parts = parts[:-1]
         return ".".join(parts)
-    if not files_of_modules:
-        for name, mod in list(sys.modules.items()):
-            try:
-                path = getattr(mod, "__file__", None)
-            except Exception:  # noqa: BLE001 - a module object whose attributes raise: it has no file we know
-                continue
-            if isinstance(path, str):
-                files_of_modules.setdefault(path, name)  # the first name, as the loop over sys.modules found it
-        files_of_modules.setdefault("", "")  # filled, even where no module has a file
-    return files_of_modules.get(filename, "") if filename else ""
+    return modules_by_file().get(filename, "") if filename else ""
+
+
+def _modules_by_file() -> dict[str, str]:
+    """``{__file__: module name}`` of ``sys.modules`` (the first name of a file, in its order)."""
+    out: dict[str, str] = {}
+    for name, mod in list(sys.modules.items()):
+        try:
+            path = getattr(mod, "__file__", None)
+        except Exception:  # noqa: BLE001 - a module object whose attributes raise: it has no file we know
+            continue
+        if isinstance(path, str):
+            out.setdefault(path, name)
+    return out
