@@ -103,6 +103,77 @@ def test_file_names_interned_before_the_capture_are_written_too(tmp_path):
     assert c.stack[-1].filename == scenarios.FILE and c.stack[-1].function == "scaled"
 
 
+#: a library's module (its folder is shaped as an installed package's), and the user's script that compiles it
+#: and a module of its own, each called with a Python int that changes (one compiled version per value)
+_LIBRARY = """
+import torch
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x, factor):
+        return x * factor
+"""
+_SCRIPT = """
+import torch
+import steplib
+
+
+class Shift(torch.nn.Module):
+    def forward(self, x, offset):
+        return x + offset
+
+
+scaled = torch.compile(steplib.Scale(), backend="eager", dynamic=False)
+shifted = torch.compile(Shift(), backend="eager", dynamic=False)
+for n in (2, 3):
+    scaled(torch.ones(2), n)
+for step in (1, 4):
+    shifted(torch.ones(2), offset=step)
+"""
+
+
+def _names(report) -> list:
+    return [(g.path, g.name, g.origin) for rc in report.recompiles for g in rc.guards]
+
+
+def test_a_written_capture_names_guarded_values_the_same_where_its_files_are_gone(tmp_path):
+    """A log read on another machine, or after the project moved or its venv was rebuilt, where the files
+    its compiled code came from are gone (or hold other lines): the values that recompiled are named as
+    the live report named them, from the user's own call (``n``, ``step``), since the log carries the
+    files its report was built from. The files are really removed, and Python's line cache forgets them."""
+    import linecache
+    import runpy
+    import shutil
+    import sys
+
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "steplib").mkdir(parents=True)
+    (site / "steplib" / "__init__.py").write_text(_LIBRARY)
+    script = tmp_path / "project" / "train.py"
+    script.parent.mkdir()
+    script.write_text(_SCRIPT)
+    torch._dynamo.reset()
+    sys.path.insert(0, str(site))
+    try:
+        with ipycompile.capture(trace_dir=tmp_path / "logs") as cap:
+            runpy.run_path(str(script), run_name="__main__")  # `python train.py`
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("steplib", None)
+        torch._dynamo.reset()
+    live = cap.report
+    assert _names(live) == [("factor", "n", "argument"), ("offset", "step", "argument")], _names(live)
+    assert live.owner(str(site / "steplib" / "__init__.py")).value == "library"
+
+    shutil.rmtree(tmp_path / "env")
+    shutil.rmtree(script.parent)
+    linecache.checkcache()  # what Python knew of their lines goes with them
+    assert not linecache.getlines(str(script))
+    back = ipycompile.load_trace(cap.trace_path)
+    assert _names(back) == _names(live)
+    assert comparable(back) == comparable(live)
+
+
 def test_a_capture_of_nothing_writes_a_log_of_nothing(tmp_path):
     with ipycompile.capture(trace_dir=tmp_path) as cap:
         pass

@@ -40,6 +40,7 @@ from .parse.graph_breaks import names_collective, parse_graph_break
 from .parse.kernels import parse_output_code
 from .parse.provenance import attach_user_lines, graph_node_lines, kernel_stack_traces, user_lines_by_node
 from .callsite import name_guarded_values
+from .source_files import SourceFiles
 from .parse.guards import guard_path, parse_guard_failure, parse_guard_tree
 from .parse.shape_guards import SYMBOL, parse_shape_expr, parse_symbol_source, symbols_of
 from .parse.warnings import parse_torch_warning
@@ -708,7 +709,7 @@ def counted_only(key: str) -> bool:
     return key not in HANDLERS and _is_ignored(key)
 
 
-def _finish(st: _State) -> CompileReport:
+def _finish(st: _State, files: Optional[SourceFiles] = None) -> CompileReport:
     r = st.report
     for cid, layers in st.cache.items():
         c = st.compile(cid)
@@ -739,7 +740,7 @@ def _finish(st: _State) -> CompileReport:
         c = st.compiles.get(g.compile_id)
         used = symbols_of(g.tree)
         g.symbols = [x for x in (c.size_symbols if c is not None else []) if x.symbol in used]
-    name_guarded_values(r)
+    name_guarded_values(r, files)
     for c in r.compiles:
         if c.status == "recompile limit":
             rc = next((x for x in r.recompiles if x.compile_id == c.compile_id), None)
@@ -827,7 +828,8 @@ def _last_user_frame(text: str, r: CompileReport) -> Optional[UserFrame]:
     return frames[-1] if frames else None
 
 
-def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = None) -> CompileReport:
+def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = None,
+                 files: Optional[SourceFiles] = None) -> CompileReport:
     """Build a :class:`CompileReport` from structured-trace records.
 
     ``records`` are ``(metadata, payload)`` pairs as torch logs them (or
@@ -835,6 +837,8 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
     of chromium events), in the order they were emitted. ``layout`` is
     where code lived in the process that logged them (``capture.layout.current_layout()``
     for a live capture); None (a trace file from elsewhere) judges files by path shape.
+    ``files``: where the source files the build reads come from (:class:`.source_files.SourceFiles`:
+    a log's own copies, then this machine's files; by default this machine's files).
     """
     st = _State()
     st.report.code_layout = layout
@@ -868,7 +872,7 @@ def build_report(records: Iterable[RawRecord], layout: Optional[CodeLayout] = No
         except Exception as exc:  # one bad payload must not lose the report
             st.problem(key, repr(exc) if not isinstance(exc, ValueError) else f"[{rec.compile_id or '-'}] {exc}")
             st.raw(rec)
-    report = _finish(st)
+    report = _finish(st, files)
     for obj, name, ref in st.lazy:  # the payloads' text goes back to the log, their places kept
         setattr(obj, name, ref)
     return report

@@ -28,20 +28,21 @@ each :class:`~ipycompile.report.FailedGuard` of a recompile onto it:
   ``"library"``, no name: its parameters (``labels``, ``model_kwargs``) are the library's names,
   even where the user's code has a variable of the same name.
 
-Reads source through ``linecache`` (notebook cells are there) while the report is built;
-the names are stored on the report, so a saved report answers the same. Never raises.
+Reads source while the report is built (:class:`.source_files.SourceFiles`: the copies a log
+carries, else ``linecache``, where notebook cells are); the names are stored on the report, so a
+saved report answers the same. Never raises.
 """
 
 from __future__ import annotations
 
 import ast
-import linecache
 from typing import TYPE_CHECKING, Optional
 
 from ..report.model import Compile, FailedGuard, UserFrame
 from ..report.owners import Owner
 from .parse.guards import CARRIED_ROOT, path_root, path_steps
 from .parse.recompiles import resume_origin
+from .source_files import SourceFiles
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import CompileReport
@@ -56,6 +57,7 @@ _NOT_COMPILED = ("torch", "np", "numpy", "F", "math", "nn", "print", "len", "ran
 
 
 _TREES: dict[str, Optional[ast.Module]] = {}  # filled and emptied by one name_guarded_values call
+_SOURCE = SourceFiles()  # the files that call reads (set by it)
 #: every node under a node (``ast.walk``'s order), walked once per name_guarded_values call: a frame's
 #: questions walk the same module's tree many times (a transformers model's file, for each of its frames).
 #: Keyed by ``id``; the node is kept beside its list, so that no other node takes its id meanwhile.
@@ -66,7 +68,7 @@ _MODULE_CALLS: set[int] = set()  # the compiles (by id) entered through nn.Modul
 def _tree(filename: str) -> Optional[ast.Module]:
     if filename in _TREES:
         return _TREES[filename]
-    lines = linecache.getlines(filename)
+    lines = _SOURCE.lines(filename)
     tree = None
     if lines:
         from .kept_source import parseable
@@ -490,7 +492,7 @@ class _Frame:
                 return f"{local}which the compiled `{self.called_by}` makes and passes to `{self.c.function}`"
             if self.resumed:
                 fn, line = self.resumed
-                code = linecache.getline(self.c.filename, line).strip() if self.c.filename else ""
+                code = _SOURCE.line(self.c.filename, line).strip() if self.c.filename else ""
                 made = f" (`{code}`)" if code else ""
                 return (f"{local}a value torch carries across the graph break at line {line} of `{fn}`{made} into "
                         "the code after it")
@@ -541,13 +543,16 @@ def _place(f: UserFrame) -> str:
     return f"{name}:{f.lineno}" if f.lineno is not None else name
 
 
-def name_guarded_values(report: "CompileReport") -> None:
+def name_guarded_values(report: "CompileReport", files: Optional[SourceFiles] = None) -> None:
     """Fill ``Recompile.call_site`` / ``caller``, each failed guard's ``name`` and ``origin``, and
     the ``name`` of the tensor guards of the compiles of a recompiling frame (in place, while
-    the report is built). Never raises."""
+    the report is built), reading source through ``files`` (a fresh :class:`SourceFiles`: this
+    machine's files). Never raises."""
+    global _SOURCE
     _TREES.clear()
     _NODES.clear()
     _MODULE_CALLS.clear()
+    _SOURCE = files if files is not None else SourceFiles()
     try:
         frames: dict = {}
 
@@ -582,7 +587,7 @@ def name_guarded_values(report: "CompileReport") -> None:
                     g.name, g.origin = frame.name(g)
                     g.described = "" if g.name else frame.describe(g)
                     if g.origin == "carried" and frame.resumed and frame.c.filename:
-                        g.carried_from = linecache.getline(frame.c.filename, frame.resumed[1]).strip()
+                        g.carried_from = _SOURCE.line(frame.c.filename, frame.resumed[1]).strip()
                 except Exception:  # noqa: BLE001
                     continue
         for gs in report.guards:
@@ -600,3 +605,4 @@ def name_guarded_values(report: "CompileReport") -> None:
     finally:
         _TREES.clear()
         _NODES.clear()
+        _SOURCE = SourceFiles()

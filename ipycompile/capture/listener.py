@@ -26,8 +26,9 @@ from .hooks import CACHE_HIT_EVENT, CAPTURE_EVENT, code_has_graph
 from .layout import current_layout
 from .routing import ROUTER
 from .schemas import op_schemas
+from .source_files import SourceFiles
 from .kept_source import notebook_sources, source_context
-from .tracefile import CONTEXT_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SCHEMAS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
+from .tracefile import CONTEXT_ARTIFACT, FILES_ARTIFACT, summary_records, LAYOUT_ARTIFACT, LIMITS_ARTIFACT, SCHEMAS_ARTIFACT, SOURCES_ARTIFACT, glog_prefix, trace_file_name, write_trace
 
 
 class Capture:
@@ -57,6 +58,7 @@ class Capture:
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
+        self._files = SourceFiles()  # the source files that build read (their text goes in the log)
         self._lock = threading.Lock()
         self._delivering = threading.Lock()
         self.active = False
@@ -77,6 +79,7 @@ class Capture:
         self._sources = None
         self._report = None
         self._raw = None
+        self._files = SourceFiles()
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
         self._hits_closed = False
@@ -137,6 +140,8 @@ class Capture:
         if self._raw is not None and self._raw.source_context:  # the source kept around breaks and failures
             spans = [dataclasses.asdict(sp) for sp in self._raw.source_context]
             head.append(({"artifact": {"name": CONTEXT_ARTIFACT, "encoding": "json"}}, json.dumps(spans, indent=0), opened))
+        if self._files.read:  # the files the build read, as they were: a log read elsewhere names values the same
+            head.append(({"artifact": {"name": FILES_ARTIFACT, "encoding": "json"}}, json.dumps(self._files.read, indent=0), opened))
         if self._raw is not None and self._raw.op_schemas:  # the custom ops' schemas, read while they were registered
             schemas = json.dumps([dataclasses.asdict(x) for x in self._raw.op_schemas], indent=0)
             head.append(({"artifact": {"name": SCHEMAS_ARTIFACT, "encoding": "json"}}, schemas, opened))
@@ -160,7 +165,8 @@ class Capture:
         ``summary``: as a summary pass reads the same events from a log (:func:`.tracefile.summary_records`)."""
         strings = self._earlier_strings if self._earlier_strings is not None else _earlier_strings(self.records)
         records = strings + list(self.records)
-        report = build_report(summary_records(records) if summary else records, current_layout())
+        self._files = SourceFiles()
+        report = build_report(summary_records(records) if summary else records, current_layout(), self._files)
         report.torch_version = _torch_version()
         report.sources.update(self._sources if self._sources is not None else notebook_sources())
         report.source_context = source_context(report)

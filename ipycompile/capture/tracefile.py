@@ -49,6 +49,7 @@ from .chunks import FULL_BUILD_PER_READ, SpansDepend, idle_usable_cpus, records_
 from .logfile import GZIP_MAGIC as _GZIP_MAGIC, TraceFileError, is_gzip
 from .readahead import can_read_ahead, records_read_ahead
 from .records import CONTEXT_KEYS, ChromiumBatch, NestingError, TraceRecord, event_ids, loads
+from .source_files import SourceFiles
 
 __all__ = [
     "TraceFileError",
@@ -95,6 +96,7 @@ SUMMARY_PAYLOADS = frozenset(
         "artifact:ipycompile_code_layout",
         "artifact:ipycompile_recompile_limits",
         "artifact:ipycompile_op_schemas",
+        "artifact:ipycompile_source_files",
     }
 )
 #: The artifact a capture's log carries for notebook cell names (``{filename: "In [7]"}``).
@@ -115,6 +117,9 @@ LIMITS_ARTIFACT = "ipycompile_recompile_limits"
 #: The artifact a capture's log carries for the schemas of the custom ops its breaks name
 #: (``CompileReport.op_schemas``), read from torch's registry while the ops were registered.
 SCHEMAS_ARTIFACT = "ipycompile_op_schemas"
+#: The artifact a capture's log carries for the text of the source files its build read
+#: (:mod:`.source_files`), so that a log read elsewhere names guarded values as the live report did.
+FILES_ARTIFACT = "ipycompile_source_files"
 #: Events a summary pass keeps without their (bulky) payload: the event itself says all the summary needs.
 _SUMMARY_WITHOUT_PAYLOAD = frozenset(
     f"artifact:{layer}_cache_{status}" for layer in ("fx_graph", "aotautograd") for status in ("hit", "miss")
@@ -123,7 +128,7 @@ _SUMMARY_WITHOUT_PAYLOAD = frozenset(
 #: Artifacts the reader itself reads (properties of the file), not passed on as events.
 _READ_HERE = frozenset({"artifact:torch_version", f"artifact:{SOURCES_ARTIFACT}", f"artifact:{CONTEXT_ARTIFACT}",
                         f"artifact:{LAYOUT_ARTIFACT}", f"artifact:{LIMITS_ARTIFACT}",
-                        f"artifact:{SCHEMAS_ARTIFACT}"})
+                        f"artifact:{SCHEMAS_ARTIFACT}", f"artifact:{FILES_ARTIFACT}"})
 
 Progress = Callable[[int, int], None]  # (bytes read, total bytes)
 
@@ -195,6 +200,7 @@ class _Reader:
         self.source_context: list[dict] = []
         self.recompile_limits: dict[str, int] = {}
         self.op_schemas: list[dict] = []
+        self.source_files: dict[str, str] = {}  # FILES_ARTIFACT: {filename: text}
         self.layout = CodeLayout()  # filled in place from LAYOUT_ARTIFACT (the builder holds the same object)
         self.layout_reads = 0  # how many times the log's layout was read (a span's reader sends it on)
         #: where the span read starts (``iter_records(span=...)``), and the lines before it: counted
@@ -246,6 +252,7 @@ class _Reader:
         self.source_context.extend(rd.source_context)
         self.recompile_limits.update(rd.recompile_limits)
         self.op_schemas.extend(rd.op_schemas)
+        self.source_files.update(rd.source_files)
 
     def problem(self, lineno: int, what: str, lines: int = 1) -> None:
         lineno = self.line(lineno)
@@ -597,6 +604,9 @@ def _records(stream: IO[bytes], raw: IO[bytes], rd: _Reader, progress: Optional[
             elif cur_key == "artifact:" + SCHEMAS_ARTIFACT:  # written by ipycompile.capture: custom ops' schemas
                 if isinstance(data, list):
                     rd.op_schemas.extend(d for d in data if isinstance(d, dict))
+            elif cur_key == "artifact:" + FILES_ARTIFACT:  # written by ipycompile.capture: the files its build read
+                if isinstance(data, dict):
+                    rd.source_files.update({str(k): v for k, v in data.items() if isinstance(v, str)})
             elif isinstance(data, list):  # CONTEXT_ARTIFACT, written by ipycompile.capture: the source it kept
                 rd.source_context.extend(d for d in data if isinstance(d, dict))
             return None
@@ -860,7 +870,7 @@ def _read_trace(name: str, strict: bool, summary: bool, progress: Optional[Progr
                                            summary=summary, lazy=lazy, payload_file=source, progress=seen,
                                            origin=holder, layout=layout, prepare=prepare_span_record,
                                            alone=PREPARED_ALONE, counted=counted_only)
-                return _report(build_report(records, layout), holder[0], layout, summary)
+                return _report(build_report(records, layout, _files(holder)), holder[0], layout, summary)
             except SpansDepend:  # read in one process below, its progress shown from where it was
                 if progress is not None:
                     outer = progress
@@ -877,7 +887,13 @@ def _read_trace(name: str, strict: bool, summary: bool, progress: Optional[Progr
     else:
         records = iter_records(name, strict=strict, summary=summary, progress=progress, origin=holder,
                                layout=layout, lazy=lazy, chromium_batches=True)
-    return _report(build_report(records, layout), holder[0], layout, summary)
+    return _report(build_report(records, layout, _files(holder)), holder[0], layout, summary)
+
+
+def _files(holder: list) -> SourceFiles:
+    """The source files of a log's build: the copies the log carries (read at its head, known once the
+    reader has passed them: ``holder`` receives the reader's state), then this machine's files."""
+    return SourceFiles(lambda: holder[0].source_files if holder else {})
 
 
 def _report(report: CompileReport, reader: "_Reader", layout: CodeLayout, summary: bool) -> CompileReport:
