@@ -267,7 +267,7 @@ def _module_of(filename: str, report: "CompileReport", modules_by_file: Callable
     (notebook cells)."""
     import os
 
-    from ..report.owners import display_path
+    from ..report.owners import display_path, is_notebook_cell
 
     rel = display_path(filename, report.code_layout)
     if rel != os.path.basename(filename) and rel.endswith(".py"):
@@ -275,7 +275,9 @@ def _module_of(filename: str, report: "CompileReport", modules_by_file: Callable
         if parts[-1] == "__init__":
             parts = parts[:-1]
         return ".".join(parts)
-    return modules_by_file().get(filename, "") if filename else ""
+    if not filename or filename.startswith("<") or is_notebook_cell(filename, report.sources):
+        return ""  # a cell or generated code: no module holds it (no pass over sys.modules to learn that)
+    return modules_by_file().get(filename, "")
 
 
 def _modules_by_file() -> dict[str, str]:
