@@ -172,6 +172,14 @@ def test_a_written_capture_names_guarded_values_the_same_where_its_files_are_gon
     back = ipycompile.load_trace(cap.trace_path)
     assert _names(back) == _names(live)
     assert comparable(back) == comparable(live)
+    # the command line, a fresh process that never saw the files: the same names
+    import subprocess
+
+    cli = subprocess.run([sys.executable, "-m", "ipycompile", "report", str(cap.trace_path), "--json", "-"],
+                         capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    got = json.loads(cli.stdout)
+    assert [(g["path"], g["name"], g["origin"]) for rc in got["recompiles"] for g in rc["guards"]] == _names(live)
 
 
 def test_a_capture_of_nothing_writes_a_log_of_nothing(tmp_path):

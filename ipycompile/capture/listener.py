@@ -58,7 +58,7 @@ class Capture:
         self._limits_closed: Optional[dict[str, int]] = None  # ... and when it closed
         self._report: Optional[CompileReport] = None
         self._raw: Optional[CompileReport] = None  # built at exit when a log is written (its source goes in the log)
-        self._files = SourceFiles()  # the source files that build read (their text goes in the log)
+        self._files = SourceFiles()  # the source files the last build read (set by _build_raw; their text goes in the log)
         self._lock = threading.Lock()
         self._delivering = threading.Lock()
         self.active = False
@@ -79,7 +79,6 @@ class Capture:
         self._sources = None
         self._report = None
         self._raw = None
-        self._files = SourceFiles()
         self.thread = threading.get_ident()
         self._limits_open, self._limits_closed = _recompile_limits(), None
         self._hits_closed = False
