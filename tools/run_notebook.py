@@ -5,7 +5,9 @@
     python tools/run_notebook.py tutorials/*.ipynb --out build/tutorials
 
 ``--cell-times`` prints where each notebook's time went (each code cell, the kernel start,
-the HTML export).
+the HTML export). ``--jobs N`` executes N notebooks at once, each in its own kernel (the
+suite runs the tutorials two at a time: see tests/test_tutorials.py); each notebook's lines
+are then printed together when it ends.
 
 For each notebook NAME.ipynb this writes OUT/NAME.ipynb (executed, with
 outputs) and OUT/NAME.html (nbconvert HTML). Each notebook runs with its own
@@ -102,17 +104,20 @@ def cell_times(nb) -> "list[tuple[int, float, str]]":
     return rows
 
 
-def _print_cell_times(path: Path, nb, total: float, export: float) -> None:
+def _print_cell_times(path: Path, nb, total: float, export: float, out) -> None:
     rows = cell_times(nb)
     in_cells = sum(s for _, s, _ in rows)
     print(f"run_notebook: time of {path.name}: {total:.1f}s executing (kernel start and "
-          f"between cells {max(total - in_cells, 0.0):.1f}s), HTML export {export:.1f}s; by cell:")
+          f"between cells {max(total - in_cells, 0.0):.1f}s), HTML export {export:.1f}s; by cell:", file=out)
     for i, seconds, first in rows:
-        print(f"  cell {i:3d} {seconds:7.1f}s  {first[:90]}")
+        print(f"  cell {i:3d} {seconds:7.1f}s  {first[:90]}", file=out)
 
 
 def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int,
-            show_times: bool = False) -> bool:
+            show_times: bool = False, out=None, err=None) -> bool:
+    """Execute one notebook and write its outputs; say what happened on ``out`` and ``err`` (default:
+    standard output and standard error). Returns whether every cell ran."""
+    out, err = out or sys.stdout, err or sys.stderr
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -131,7 +136,7 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int,
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     print(f"run_notebook: executing {path} (kernel {kernel_name}, cwd {path.parent}, "
-          f"timeout {timeout}s per cell)", flush=True)
+          f"timeout {timeout}s per cell)", file=out, flush=True)
     start = time.monotonic()
     ok = True
     try:
@@ -140,12 +145,12 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int,
         ok = False
         found = _failing_cell(nb)
         where = f"cell {found[0]} (0-based, counting markdown)" if found else "a cell"
-        print(f"\nrun_notebook: FAILED {path}: {where} raised:", file=sys.stderr)
+        print(f"\nrun_notebook: FAILED {path}: {where} raised:", file=err)
         # The message holds the cell's source and the traceback; drop IPython's colours.
-        print(_ANSI.sub("", str(exc)), file=sys.stderr, flush=True)
+        print(_ANSI.sub("", str(exc)), file=err, flush=True)
     except (CellTimeoutError, DeadKernelError, TimeoutError, RuntimeError) as exc:
         ok = False
-        print(f"\nrun_notebook: FAILED {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"\nrun_notebook: FAILED {path}: {type(exc).__name__}: {exc}", file=err)
     elapsed = time.monotonic() - start
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -159,14 +164,38 @@ def run_one(path: Path, out_dir: Path, kernel_name: str, timeout: int,
         wrote = f"{out_nb} and {out_html}"
     except Exception as exc:  # the HTML is a convenience; the executed notebook is the result
         ok = False
-        print(f"run_notebook: HTML export of {path} failed: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
+        print(f"run_notebook: HTML export of {path} failed: {type(exc).__name__}: {exc}", file=err)
         wrote = str(out_nb)
     if show_times:
-        _print_cell_times(path, nb, elapsed, time.monotonic() - exported)
+        _print_cell_times(path, nb, elapsed, time.monotonic() - exported, out)
     status = "ok" if ok else "FAILED"
-    print(f"run_notebook: {status} {path} in {elapsed:.1f}s; wrote {wrote}", flush=True)
+    print(f"run_notebook: {status} {path} in {elapsed:.1f}s; wrote {wrote}", file=out, flush=True)
     return ok
+
+
+def _run_all(paths: "list[Path]", out_dir: Path, kernel_name: str, timeout: int, show_times: bool,
+             jobs: int) -> "list[Path]":
+    """Run every notebook, ``jobs`` at a time; return those that failed, in the order given. One at a
+    time, each says what it does as it goes; several at a time, each notebook's lines are kept and
+    printed together when it ends (on standard error where it failed), so that they never interleave."""
+    if jobs == 1:
+        return [p for p in paths if not run_one(p, out_dir, kernel_name, timeout, show_times)]
+    import io
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    def one(path: Path) -> "tuple[bool, str]":
+        said = io.StringIO()
+        return run_one(path, out_dir, kernel_name, timeout, show_times, out=said, err=said), said.getvalue()
+
+    ok = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        running = {pool.submit(one, p): p for p in paths}
+        for done in as_completed(running):
+            ok[running[done]], said = done.result()
+            stream = sys.stdout if ok[running[done]] else sys.stderr
+            stream.write(said)
+            stream.flush()
+    return [p for p in paths if not ok[p]]
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -181,7 +210,12 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--cell-times", action="store_true",
                         help="print where each notebook's time went: each code cell's seconds, "
                              "the kernel start and the HTML export")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="notebooks executed at once, each in its own kernel (default: 1); each "
+                             "notebook's lines are printed together when it ends")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
 
     missing = [str(p) for p in args.notebooks if not p.is_file()]
     if missing:
@@ -196,7 +230,7 @@ def main(argv: "list[str] | None" = None) -> int:
     exe = check_kernel(args.kernel)
     print(f"run_notebook: kernel {args.kernel!r} runs {exe}", flush=True)
 
-    failed = [p for p in args.notebooks if not run_one(p, args.out, args.kernel, args.timeout, args.cell_times)]
+    failed = _run_all(args.notebooks, args.out, args.kernel, args.timeout, args.cell_times, args.jobs)
     total = len(args.notebooks)
     if failed:
         print(f"run_notebook: {len(failed)} of {total} notebook(s) failed: "
