@@ -44,16 +44,16 @@ FAMILIES = ("llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gptneox", "op
 #: hidden sizes of the matrix.
 SIZES = (64, 256)
 VOCAB, SEQ = 128, 8
-#: layers of the suite's models: the loop detector's minimum (``MIN_REPEATS``), so the stack is found at its
-#: threshold; the benchmark's matrix (:func:`all_workloads`) builds four
-LAYERS, MATRIX_LAYERS = 3, 4
+#: layers of the transformers models: the loop detector's minimum (``MIN_REPEATS``), so the stack is found at
+#: its threshold (a workload's script, out of process, builds it again from its name: one count for all)
+LAYERS = 3
 
 
-def hf_config(family: str, hidden: int, layers: int = LAYERS):
+def hf_config(family: str, hidden: int):
     import transformers as tf
 
     heads = 4
-    common = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+    common = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=LAYERS,
                   num_attention_heads=heads, vocab_size=VOCAB, max_position_embeddings=64)
     if family in ("llama", "mistral", "qwen2", "phi3"):
         return getattr(tf, {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config",
@@ -67,10 +67,10 @@ def hf_config(family: str, hidden: int, layers: int = LAYERS):
     if family == "bert":
         return tf.BertConfig(**common)
     if family == "gpt2":
-        return tf.GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, vocab_size=VOCAB, n_positions=64,
+        return tf.GPT2Config(n_embd=hidden, n_layer=LAYERS, n_head=heads, vocab_size=VOCAB, n_positions=64,
                              bos_token_id=1, eos_token_id=2)
     if family == "opt":
-        return tf.OPTConfig(hidden_size=hidden, ffn_dim=2 * hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        return tf.OPTConfig(hidden_size=hidden, ffn_dim=2 * hidden, num_hidden_layers=LAYERS, num_attention_heads=heads,
                             vocab_size=VOCAB, word_embed_proj_dim=hidden, max_position_embeddings=64, pad_token_id=0,
                             bos_token_id=1, eos_token_id=2)
     raise ValueError(f"unknown family {family!r}")
@@ -91,15 +91,15 @@ class Workload:
     family: str = ""
 
 
-def hf_workload(family: str, hidden: int = 64, call: str = "ids", layers: int = LAYERS) -> Workload:
-    """A transformers model (tiny config, random weights, ``layers`` layers) called as people call it: ``call``
-    is ``"ids"`` (``model(ids)``), ``"logits"`` (``model(ids).logits``) or ``"batch"`` (``model(**batch)``)."""
+def hf_workload(family: str, hidden: int = 64, call: str = "ids") -> Workload:
+    """A transformers model (tiny config, random weights) called as people call it: ``call`` is
+    ``"ids"`` (``model(ids)``), ``"logits"`` (``model(ids).logits``) or ``"batch"`` (``model(**batch)``)."""
 
     def build() -> dict:
         import transformers as tf
 
         torch.manual_seed(0)
-        cfg = hf_config(family, hidden, layers)
+        cfg = hf_config(family, hidden)
         model = (tf.BertModel(cfg) if family == "bert" else tf.AutoModelForCausalLM.from_config(cfg)).eval()
         ids = torch.randint(3, VOCAB, (1, SEQ))
         batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -575,8 +575,8 @@ DOORS: dict[str, tuple[Callable, str]] = {
 
 
 def all_workloads() -> list[Workload]:
-    out = [hf_workload(f, h, call, MATRIX_LAYERS) for f in FAMILIES for h in SIZES for call in ("ids",)]
-    out += [hf_workload(f, 64, call, MATRIX_LAYERS) for f in FAMILIES for call in ("logits", "batch")]
+    out = [hf_workload(f, h, call) for f in FAMILIES for h in SIZES for call in ("ids",)]
+    out += [hf_workload(f, 64, call) for f in FAMILIES for call in ("logits", "batch")]
     return out + tutorial_workloads() + corpus_workloads()
 
 
