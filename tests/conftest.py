@@ -43,10 +43,13 @@ class _NotTorchsTrace(logging.Filter):
 #: The suite's longest modules, started first (in this order) when ``make test`` spreads the
 #: modules over the cores (``pytest -n 2 --dist loadscope``: a module's tests stay in one worker,
 #: with its shared servers and compiled models, and workers take modules in collection order).
-#: Started last, one of them would run alone at the end while the other worker idles.
+#: Started last, one of them would run alone at the end while the other worker idles. The tutorials
+#: (two kernels at a time) go first, and beside them the modules that mostly wait (on a browser, a
+#: server, a sleeping cell: each half idle or more), whose idle core the tutorials' kernels then use;
+#: the modules that compute come after.
 LONG_MODULES = (
-    "test_tutorials.py", "test_doors.py", "test_gather.py", "test_saved_notebook.py", "test_progress.py",
-    "test_browser.py", "test_doctor_corpus_real.py", "test_doctor_breaks.py", "test_models.py", "test_verify_fixes.py",
+    "test_tutorials.py", "test_saved_notebook.py", "test_browser.py", "test_progress.py", "test_doors.py",
+    "test_gather.py", "test_doctor_corpus_real.py", "test_doctor_breaks.py", "test_models.py", "test_verify_fixes.py",
     "test_trace_cli.py", "test_trace_tlparse.py", "test_trace_ranks.py", "test_sweep.py",
 )
 
