@@ -23,9 +23,8 @@ import re
 import subprocess
 import sys
 
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "tutorials").glob("*.ipynb"))
