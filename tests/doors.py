@@ -34,6 +34,7 @@ from typing import Any, Callable, Optional
 import torch
 
 import ipycompile
+from ipycompile.report.model import MIN_REPEATS
 
 import shells
 
@@ -44,9 +45,9 @@ FAMILIES = ("llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gptneox", "op
 #: hidden sizes of the matrix.
 SIZES = (64, 256)
 VOCAB, SEQ = 128, 8
-#: layers of the transformers models: the loop detector's minimum (``MIN_REPEATS``), so the stack is found at
-#: its threshold (a workload's script, out of process, builds it again from its name: one count for all)
-LAYERS = 3
+#: layers of the transformers models: the loop detector's minimum, so the stack is found at its threshold
+#: (a workload's script, out of process, builds it again from its name: one count for all)
+LAYERS = MIN_REPEATS
 
 
 def hf_config(family: str, hidden: int):

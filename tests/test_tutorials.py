@@ -42,6 +42,11 @@ def test_there_are_tutorials():
     assert {p.stem for p in NOTEBOOKS} >= set(LONGEST_FIRST), LONGEST_FIRST  # each one named there exists
 
 
+def _env() -> dict[str, str]:
+    """The runner's environment: this checkout's package first, whatever is installed (the kernels inherit it)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
 def _longest_first(path: pathlib.Path) -> int:
     return LONGEST_FIRST.index(path.stem) if path.stem in LONGEST_FIRST else len(LONGEST_FIRST)
 
@@ -50,14 +55,11 @@ def _longest_first(path: pathlib.Path) -> int:
 def runner_output() -> tuple[dict[str, str], int]:
     """The runner's output (stdout and stderr in the order written), split by notebook (from the
     line that starts executing it to the line before the next one starts), and its exit status."""
-    env = dict(os.environ)
-    # this checkout's package first, whatever is installed: the kernels inherit it
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "run_notebook.py"), *map(str, sorted(NOTEBOOKS, key=_longest_first)),
          "--out", str(OUT),
          "--timeout", "900", "--cell-times", "--jobs", "2"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000)
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000)
     sys.stdout.write(done.stdout)
     parts = re.split(r"^(?=run_notebook: executing )", done.stdout, flags=re.M)
     by_name = {}
@@ -91,11 +93,10 @@ def test_the_runner_runs_notebooks_at_once_and_keeps_each_ones_lines_together(tm
     for name, cells in sources.items():
         nbformat.write(v4.new_notebook(cells=[v4.new_code_cell(c) for c in cells], metadata=KERNELSPEC),
                        tmp_path / f"{name}.ipynb")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "run_notebook.py"), *(str(tmp_path / f"{n}.ipynb") for n in sources),
          "--out", str(tmp_path / "out"), "--jobs", "2"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, (done.stdout, done.stderr)
     ok = re.search(r"^run_notebook: executing \S+sleeps\.ipynb .*?^run_notebook: ok \S+sleeps\.ipynb ", done.stdout,
                    re.M | re.S)

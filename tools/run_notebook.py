@@ -191,8 +191,9 @@ def _run_all(paths: "list[Path]", out_dir: Path, kernel_name: str, timeout: int,
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         running = {pool.submit(one, p): p for p in paths}
         for done in as_completed(running):
-            ok[running[done]], said = done.result()
-            stream = sys.stdout if ok[running[done]] else sys.stderr
+            path = running[done]
+            ok[path], said = done.result()
+            stream = sys.stdout if ok[path] else sys.stderr
             stream.write(said)
             stream.flush()
     return [p for p in paths if not ok[p]]
