@@ -291,7 +291,9 @@ def test_timing_stops_re_planning_at_its_budget_and_says_what_it_bought():
 def test_a_spent_budget_stops_re_planning():
     """Calls that get much faster after the probes make the timing re-plan its blocks after five
     of them; a budget spent by then stops it there (the clock is the test's: it counts its own
-    readings, two a block)."""
+    readings, two a block). The target (1 s) plans ten blocks or more from the probes even where a
+    loaded machine makes each 5 ms sleep last 100 ms: with 0.1 s, a sleep of 20 ms or more planned
+    five blocks, which end the timing before the budget is read again (seen under three pytest workers)."""
     import time
 
     from ipycompile.run.timing import PROBES, time_blocks
@@ -308,7 +310,7 @@ def test_a_spent_budget_stops_re_planning():
     results = {}
     for budget in (2 * PROBES - 1, None):  # spent as the fifth block ends (readings 0, then 1, 2, ... 9)
         calls, readings = [0], [-1]
-        results[budget] = time_blocks(settling, target_s=0.1, budget_s=budget, clock=ticking)
+        results[budget] = time_blocks(settling, target_s=1.0, budget_s=budget, clock=ticking)
     bounded, unbounded = results[2 * PROBES - 1], results[None]
     assert not unbounded.over_budget and unbounded.probe_calls > PROBES  # re-planned: the timed blocks were probes
     assert unbounded.block_calls > bounded.block_calls  # sized again for the faster calls
