@@ -52,8 +52,8 @@ def f(x, w):
 
 with fresh_inductor_cache():
     torch.compile(f)(torch.randn(64, 32), torch.randn(32, 32))
-cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-          for f in ("ru_utime", "ru_stime"))
+cpu = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+          for field in ("ru_utime", "ru_stime"))
 print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": cpu}))
 """
 
@@ -62,7 +62,8 @@ SUMMARY = re.compile(r"=+ (?P<counts>.*?) in (?P<secs>[\d.]+)s")
 
 def _proc_stat() -> tuple[float, float]:
     """(busy, idle) core-seconds of the whole machine since boot."""
-    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
     hz = os.sysconf("SC_CLK_TCK")
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields[:8]) - idle) / hz, idle / hz
@@ -71,8 +72,9 @@ def _proc_stat() -> tuple[float, float]:
 def reference(python: str, times: int = 2) -> list[dict]:
     out = []
     for _ in range(times):
-        proc = subprocess.run([python, "-c", REFERENCE], capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="suite-time-ref-")})
+        with tempfile.TemporaryDirectory(prefix="suite-time-ref-") as cache:
+            proc = subprocess.run([python, "-c", REFERENCE], capture_output=True, text=True, cwd=ROOT,
+                                  env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
         if proc.returncode:
             raise SystemExit(f"suite_time: the reference task failed:\n{proc.stderr[-2000:]}")
         out.append({k: round(v, 3) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()})
@@ -80,15 +82,15 @@ def reference(python: str, times: int = 2) -> list[dict]:
 
 
 def suite(fresh: bool) -> dict:
-    env = {**os.environ, "CI": "true"}
-    if fresh:
-        env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="suite-time-inductor-")
-    busy0, idle0 = _proc_stat()
-    t0 = time.perf_counter()
-    proc = subprocess.run(["make", "--no-print-directory", "pytest"], cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    busy1, idle1 = _proc_stat()
-    lines = [m for m in SUMMARY.finditer(proc.stdout)]
+    with tempfile.TemporaryDirectory(prefix="suite-time-inductor-") as cache:  # removed after the run
+        env = {**os.environ, "CI": "true", **({"TORCHINDUCTOR_CACHE_DIR": cache} if fresh else {})}
+        busy0, idle0 = _proc_stat()
+        t0 = time.perf_counter()
+        proc = subprocess.run(["make", "--no-print-directory", "pytest"], cwd=ROOT, env=env, capture_output=True,
+                              text=True)
+        wall = time.perf_counter() - t0
+        busy1, idle1 = _proc_stat()
+    lines = list(SUMMARY.finditer(proc.stdout))
     counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (\w+)", lines[-1]["counts"])) if lines else {}
     return {"rc": proc.returncode, "wall_s": round(wall, 1), "pytest_s": float(lines[-1]["secs"]) if lines else None,
             "counts": counts, "busy_core_s": round(busy1 - busy0, 1), "idle_core_s": round(idle1 - idle0, 1),
