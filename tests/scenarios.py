@@ -8,15 +8,31 @@ reuses the same compiles (the first Inductor compile in a process costs
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 
 import numpy as np
 import torch
 
-from ipycompile.run import fresh_inductor_cache as fresh_cache
+from ipycompile.run import fresh_inductor_cache
 
 import ipycompile
+
+
+@contextlib.contextmanager
+def fresh_cache():
+    """Fresh, temporary Inductor caches (``ipycompile.run.fresh_inductor_cache``), entered after
+    Inductor's CPU check has run. The check (which vector instructions the C++ compiler and this CPU
+    support) runs once per process and builds its test programs into the cache in use then: first
+    inside a fresh cache it costs 6 CPU-s of the C++ compiler, in the suite's cache it is found
+    built. ``%%compile --fresh`` and sweeps pay it before their fresh caches (the one-time start-up
+    compile); a test that enters fresh caches itself does it here."""
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.pick_vec_isa()
+    with fresh_inductor_cache():
+        yield
 
 
 def line_of(marker: str) -> int:

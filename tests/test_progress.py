@@ -61,13 +61,13 @@ def test_max_autotune_on_cpu_shows_the_choices_done_out_of_total():
     extern kernel): the step names the op and counts its choices as torch benchmarks them."""
     import torch._inductor.config as inductor_config
 
-    from ipycompile.run import fresh_inductor_cache
+    from scenarios import fresh_cache
 
     steps = []
     model = torch.nn.Linear(16, 16).eval()
     torch._dynamo.reset()
     # fresh caches: autotuning results cached by an earlier run would leave no choice to benchmark
-    with fresh_inductor_cache(), torch.no_grad(), inductor_config.patch(freezing=True), CompileWatcher(steps.append):
+    with fresh_cache(), torch.no_grad(), inductor_config.patch(freezing=True), CompileWatcher(steps.append):
         torch.compile(model, mode="max-autotune")(torch.randn(4, 16))
     tuning = [s for s in steps if s is not None and s.phase == "Autotuning"]
     assert tuning, [s for s in steps if s is not None]
